@@ -1,0 +1,1 @@
+export { createCli } from './program.js';

@@ -1,0 +1,2 @@
+export { AlgosError } from './errors.js';
+export type { AlgosErrorCode } from './errors.js';

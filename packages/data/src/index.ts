@@ -1,0 +1,2 @@
+export { DataError } from './errors.js';
+export type { DataErrorCode } from './errors.js';

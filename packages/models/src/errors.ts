@@ -1,0 +1,13 @@
+/** Machine-readable reasons an @rl2/models call can fail. Later modules extend this union. */
+export type ModelsErrorCode = 'INVALID_ARGUMENT';
+
+/** Base error of @rl2/models: every message names the offending value and how to fix it. */
+export class ModelsError extends Error {
+  override readonly name = 'ModelsError';
+  constructor(
+    readonly code: ModelsErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}

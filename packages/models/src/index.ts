@@ -1,0 +1,2 @@
+export { ModelsError } from './errors.js';
+export type { ModelsErrorCode } from './errors.js';

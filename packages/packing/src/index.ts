@@ -1,0 +1,2 @@
+export { PackingError } from './errors.js';
+export type { PackingErrorCode } from './errors.js';

@@ -1,0 +1,2 @@
+export { ParallelError } from './errors.js';
+export type { ParallelErrorCode } from './errors.js';

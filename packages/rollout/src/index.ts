@@ -1,0 +1,2 @@
+export { RolloutError } from './errors.js';
+export type { RolloutErrorCode } from './errors.js';

@@ -1,0 +1,2 @@
+export { TrainersError } from './errors.js';
+export type { TrainersErrorCode } from './errors.js';

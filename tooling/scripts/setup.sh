@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Sets up a fresh machine: system packages for the native kernels (when root with apt),
+# pnpm at the pinned version, dependencies from the lockfile, and a build of every package.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+PNPM_VERSION=10.34.9
+if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  need=()
+  for p in libopenblas-dev libopenblas0-pthread g++ make python3; do
+    dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+  done
+  if [ ${#need[@]} -gt 0 ]; then
+    echo "setup: installing system packages: ${need[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  fi
+else
+  echo "setup: not root or no apt-get; native kernels need libopenblas-dev and a C++ compiler (the pure path is used without them)"
+fi
+
+if [ "$(pnpm --version 2>/dev/null || true)" != "$PNPM_VERSION" ]; then
+  echo "setup: installing pnpm $PNPM_VERSION"
+  npm install -g "pnpm@$PNPM_VERSION" >/dev/null
+fi
+
+pnpm install --frozen-lockfile
+pnpm build

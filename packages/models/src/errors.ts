@@ -1,5 +1,11 @@
 /** Machine-readable reasons an @rl2/models call can fail. Later modules extend this union. */
-export type ModelsErrorCode = 'INVALID_ARGUMENT';
+export type ModelsErrorCode =
+  | 'INVALID_ARGUMENT'
+  | 'BACKEND_UNAVAILABLE'
+  | 'NATIVE_UNAVAILABLE'
+  | 'UNSUPPORTED_CONFIG'
+  | 'CHECKPOINT_ERROR'
+  | 'SHAPE_MISMATCH';
 
 /** Base error of @rl2/models: every message names the offending value and how to fix it. */
 export class ModelsError extends Error {

@@ -1,2 +1,10 @@
 export { PackingError } from './errors.js';
 export type { PackingErrorCode } from './errors.js';
+export { karmarkarKarp } from './karmarkar-karp.js';
+export type { Partition } from './karmarkar-karp.js';
+export { planPacking } from './plan-packing.js';
+export type { PackingOptions, PackingPlan } from './plan-packing.js';
+export { rankBins } from './rank-bins.js';
+export { unpermute, invertPermutation } from './unpermute.js';
+export { packMicroBatch } from './pack-micro-batch.js';
+export type { MicroBatchLayout, MicroBatchOptions } from './pack-micro-batch.js';

@@ -1,5 +1,14 @@
-/** Machine-readable reasons an @rl2/trainers call can fail. Later modules extend this union. */
-export type TrainersErrorCode = 'INVALID_ARGUMENT';
+/** Machine-readable reasons an @rl2/trainers call can fail. */
+export type TrainersErrorCode =
+  | 'INVALID_ARGUMENT'
+  | 'CONFIG_UNKNOWN_KEY'
+  | 'CONFIG_INVALID_VALUE'
+  | 'CONFIG_INTERPOLATION'
+  | 'CONFIG_FILE'
+  | 'BAD_DATA'
+  | 'CHECKPOINT'
+  | 'TENSORBOARD'
+  | 'MISSING_DEPENDENCY';
 
 /** Base error of @rl2/trainers: every message names the offending value and how to fix it. */
 export class TrainersError extends Error {

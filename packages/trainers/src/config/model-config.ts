@@ -1,0 +1,30 @@
+import { z } from 'zod';
+import { option } from './option.js';
+
+/** Defaults a trainer picks for a model section (RL2: actor lr 1e-6, critic lr 5e-6). */
+export interface ModelSectionDefaults {
+  readonly lr: number;
+  readonly warmupRatio?: number;
+}
+
+/**
+ * Model + optimizer + schedule knobs shared by `actor.*` (SFT, DPO) and `critic.*` (RM).
+ * AdamW with decoupled weight decay, cosine schedule with linear warmup down to `min_lr`,
+ * clipping by the global gradient norm.
+ */
+export function modelSection(defaults: ModelSectionDefaults) {
+  return {
+    model_name: option(z.string().min(1), null, 'Hugging Face checkpoint directory (config.json + *.safetensors + tokenizer)'),
+    tokenizer_name: option(z.string().min(1).nullable(), null, 'tokenizer directory (null: same as model_name)'),
+    gradient_checkpointing: option(z.boolean(), true, 'recompute activations in backward to save memory'),
+    max_length_per_device: option(z.number().int().positive().nullable(), null, 'tokens per packed micro-batch (null: the longest sequence or pair in the step)'),
+    lr: option(z.number().positive(), defaults.lr, 'peak learning rate of AdamW'),
+    min_lr: option(z.number().nonnegative(), 0, 'learning rate at the end of the cosine schedule'),
+    weight_decay: option(z.number().nonnegative(), 1e-2, 'AdamW decoupled weight decay'),
+    betas: option(z.tuple([z.number().min(0).lt(1), z.number().min(0).lt(1)]), [0.9, 0.999], 'AdamW (beta1, beta2)'),
+    eps: option(z.number().positive(), 1e-8, 'AdamW epsilon'),
+    scheduler: option(z.enum(['cosine', 'constant']), 'cosine', 'learning-rate schedule after warmup'),
+    warmup_ratio: option(z.number().min(0).max(1), defaults.warmupRatio ?? 0.03, 'fraction of the steps spent warming up linearly from 0'),
+    max_grad_norm: option(z.number().positive().nullable(), 1.0, 'clip gradients by their global L2 norm (null: no clipping)'),
+  };
+}

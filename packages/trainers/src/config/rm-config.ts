@@ -1,0 +1,13 @@
+import { z } from 'zod';
+import { dataSection } from './data-config.js';
+import { modelSection } from './model-config.js';
+import { trainerSection } from './trainer-config.js';
+
+/** `rl2 rm`: Bradley-Terry reward model, loss = -logsigmoid(r_chosen - r_rejected) per pair. */
+export const rmConfigSchema = z.strictObject({
+  data: dataSection('pair'),
+  critic: z.strictObject(modelSection({ lr: 5e-6 })),
+  trainer: trainerSection('rm'),
+});
+
+export type RmConfig = z.infer<typeof rmConfigSchema>;

@@ -1,0 +1,104 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { TrainersError } from '../errors.js';
+import type { NamedGrads } from './clip-grad-norm.js';
+
+/** AdamW hyper-parameters; the learning rate comes per step from the schedule. */
+export interface AdamWOptions {
+  readonly betas: readonly [number, number];
+  readonly eps: number;
+  readonly weightDecay: number;
+}
+
+/** Serialisable optimizer state: step count and both moments per parameter. */
+export interface AdamWState {
+  readonly step: number;
+  readonly moments: Record<string, { shape: number[]; m: Float32Array; v: Float32Array }>;
+}
+
+/**
+ * AdamW (Loshchilov & Hutter, https://arxiv.org/abs/1711.05101) as torch.optim.AdamW:
+ *   p <- p * (1 - lr * wd)                         decoupled weight decay
+ *   m <- b1 m + (1 - b1) g;  v <- b2 v + (1 - b2) g^2
+ *   p <- p - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+ * over a named map of tf.Variables. Moments live in tf.Variables owned by the optimizer.
+ */
+export class AdamW {
+  private t = 0;
+  private readonly m = new Map<string, tf.Variable>();
+  private readonly v = new Map<string, tf.Variable>();
+
+  constructor(
+    private readonly params: Readonly<Record<string, tf.Variable>>,
+    private readonly opts: AdamWOptions,
+  ) {}
+
+  /** Optimizer steps taken so far. */
+  get stepCount(): number {
+    return this.t;
+  }
+
+  private moment(store: Map<string, tf.Variable>, name: string): tf.Variable {
+    let slot = store.get(name);
+    if (!slot) {
+      slot = tf.variable(tf.zerosLike(this.params[name]), false);
+      store.set(name, slot);
+    }
+    return slot;
+  }
+
+  /** One update with learning rate `lr`; parameters without a gradient are left untouched. */
+  step(grads: NamedGrads, lr: number): void {
+    this.t += 1;
+    const [b1, b2] = this.opts.betas;
+    const bc1 = 1 - b1 ** this.t;
+    const bc2 = 1 - b2 ** this.t;
+    for (const [name, g] of Object.entries(grads)) {
+      const p = this.params[name];
+      if (!p) throw new TrainersError('INVALID_ARGUMENT', `AdamW.step: gradient for unknown parameter "${name}"`);
+      const m = this.moment(this.m, name);
+      const v = this.moment(this.v, name);
+      tf.tidy(() => {
+        const mNew = tf.add(tf.mul(m, b1), tf.mul(g, 1 - b1));
+        const vNew = tf.add(tf.mul(v, b2), tf.mul(tf.square(g), 1 - b2));
+        const denom = tf.add(tf.div(tf.sqrt(vNew), Math.sqrt(bc2)), this.opts.eps);
+        const decayed = tf.mul(p, 1 - lr * this.opts.weightDecay);
+        m.assign(mNew);
+        v.assign(vNew);
+        p.assign(tf.sub(decayed, tf.mul(tf.div(mNew, denom), lr / bc1)));
+      });
+    }
+  }
+
+  /** Copies the state out (for checkpoints). */
+  state(): AdamWState {
+    const moments: AdamWState['moments'] = {};
+    for (const [name, m] of this.m) {
+      const v = this.v.get(name) as tf.Variable;
+      moments[name] = { shape: m.shape, m: m.dataSync() as Float32Array, v: v.dataSync() as Float32Array };
+    }
+    return { step: this.t, moments };
+  }
+
+  /** Restores a state written by `state()`; shapes must match the parameters. */
+  loadState(state: AdamWState): void {
+    this.t = state.step;
+    for (const [name, s] of Object.entries(state.moments)) {
+      const p = this.params[name];
+      if (!p || p.shape.join(',') !== s.shape.join(',')) {
+        throw new TrainersError(
+          'CHECKPOINT',
+          `optimizer state for "${name}" (shape [${s.shape}]) does not match the model (${p ? `shape [${p.shape}]` : 'no such parameter'}); resume with the same model`,
+        );
+      }
+      this.moment(this.m, name).assign(tf.tensor(s.m, s.shape));
+      this.moment(this.v, name).assign(tf.tensor(s.v, s.shape));
+    }
+  }
+
+  /** Frees the moment buffers. */
+  dispose(): void {
+    for (const x of [...this.m.values(), ...this.v.values()]) x.dispose();
+    this.m.clear();
+    this.v.clear();
+  }
+}

@@ -1,0 +1,223 @@
+import { RolloutError } from '../errors.js';
+import { type BackoffOptions, backoffDelays, sleep } from './backoff.js';
+import type { EngineHealth, FinishReason, GenerateRequest, GenerateResult, RolloutEngine } from './rollout-engine.js';
+import { type BalanceStrategy, UrlBalancer } from './url-balancer.js';
+
+/** Options of the SGLang HTTP client. */
+export interface SGLangEngineOptions {
+  /** A router URL, or several server URLs to balance over. */
+  urls: string | string[];
+  /** Server URLs that control calls (weights, cache, pause) go to; default `urls`. Set it when `urls` is a router. */
+  workerUrls?: string[];
+  balance?: BalanceStrategy;
+  /** Per-attempt timeout of /generate, ms. Default 600000. */
+  generateTimeoutMs?: number;
+  /** Per-attempt timeout of the other endpoints, ms. Default 60000. */
+  controlTimeoutMs?: number;
+  backoff?: BackoffOptions;
+  /** Injected for tests; defaults to the global fetch. */
+  fetch?: typeof fetch;
+}
+
+/** One entry of SGLang's meta_info.output_token_logprobs: [logprob, token_id, text]. */
+type LogprobEntry = [number, number, string | null];
+
+interface AttemptError {
+  url: string;
+  error: RolloutError;
+  retryable: boolean;
+}
+
+/**
+ * RolloutEngine over SGLang's native HTTP API (token in, token out):
+ * POST /generate {input_ids, sampling_params, return_logprob: true} and read
+ * meta_info.output_token_logprobs / meta_info.finish_reason.type.
+ * Connection errors, timeouts and 5xx answers are retried with exponential backoff on the next
+ * URL; 4xx answers are not. When every attempt fails the error names each URL and its failure.
+ */
+export function createSGLangEngine(options: SGLangEngineOptions): RolloutEngine {
+  const urls = typeof options.urls === 'string' ? [options.urls] : options.urls;
+  const balancer = new UrlBalancer(urls, options.balance);
+  const workers = new UrlBalancer(options.workerUrls ?? urls);
+  const delays = backoffDelays(options.backoff);
+  const doFetch = options.fetch ?? fetch;
+  const generateTimeoutMs = options.generateTimeoutMs ?? 600_000;
+  const controlTimeoutMs = options.controlTimeoutMs ?? 60_000;
+
+  /** One HTTP call with a timeout; classifies failures into retryable or not. */
+  async function attempt(url: string, path: string, body: unknown, timeoutMs: number, signal?: AbortSignal): Promise<unknown> {
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    let res: Response;
+    try {
+      res = await doFetch(`${url}${path}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: combined,
+      });
+    } catch (cause) {
+      throw classifyFetchError(url, path, cause, timeoutMs, signal);
+    }
+    const text = await res.text().catch(() => '');
+    if (!res.ok) {
+      const err = new RolloutError('ENGINE_HTTP', `${url}${path} answered HTTP ${res.status}: ${text.slice(0, 300)}`);
+      throw { url, error: err, retryable: res.status >= 500 || res.status === 429 } satisfies AttemptError;
+    }
+    if (text === '') return {};
+    try {
+      return JSON.parse(text);
+    } catch {
+      // SGLang answers some control endpoints with plain text.
+      return { text };
+    }
+  }
+
+  /** Calls `path` with retries and backoff, moving to another URL after each failure. */
+  async function call(
+    pool: UrlBalancer,
+    path: string,
+    body: unknown,
+    timeoutMs: number,
+    signal?: AbortSignal,
+    fixedUrl?: number,
+  ): Promise<unknown> {
+    const failures: AttemptError[] = [];
+    const failed = new Set<number>();
+    for (let k = 0; k <= delays.length; k += 1) {
+      const i = fixedUrl ?? pool.pick(failed);
+      pool.acquire(i);
+      try {
+        return await attempt(pool.urls[i], path, body, timeoutMs, signal);
+      } catch (e) {
+        const f = toAttemptError(pool.urls[i], e);
+        if (!f.retryable) throw f.error;
+        failures.push(f);
+        failed.add(i);
+      } finally {
+        pool.release(i);
+      }
+      if (k < delays.length) {
+        try {
+          await sleep(delays[k], signal);
+        } catch {
+          throw new RolloutError('ENGINE_ABORTED', `request to ${path} was aborted by the caller`);
+        }
+      }
+    }
+    const allUnreachable = failures.every((f) => f.error.code === 'ENGINE_UNREACHABLE');
+    const detail = failures.map((f, k) => `  attempt ${k + 1}: ${f.error.message}`).join('\n');
+    throw new RolloutError(
+      allUnreachable ? 'ENGINE_UNREACHABLE' : failures[failures.length - 1].error.code,
+      `${path} failed after ${failures.length} attempt(s) on ${[...new Set(failures.map((f) => f.url))].join(', ')}:\n${detail}\n` +
+        'Check that the SGLang server (or `rl2 serve`) is running at that URL, or fix rollout.engine.urls.',
+      { cause: failures[failures.length - 1].error },
+    );
+  }
+
+  /** Sends a control call to every worker URL. */
+  async function broadcast(path: string, body: unknown): Promise<unknown[]> {
+    return Promise.all(workers.urls.map((_, i) => call(workers, path, body, controlTimeoutMs, undefined, i)));
+  }
+
+  return {
+    async generate(request: GenerateRequest): Promise<GenerateResult> {
+      const payload = {
+        input_ids: request.inputIds,
+        sampling_params: dropUndefined(request.sampling),
+        return_logprob: true,
+      };
+      const body = await call(balancer, '/generate', payload, generateTimeoutMs, request.signal);
+      return parseGenerateResponse(body, balancer.urls.join(', '));
+    },
+    async updateWeights(modelPath: string): Promise<void> {
+      const answers = await broadcast('/update_weights_from_disk', { model_path: modelPath });
+      answers.forEach((a, i) => {
+        const ok = (a as { success?: boolean }).success;
+        if (ok === false) {
+          const msg = (a as { message?: string }).message ?? '';
+          throw new RolloutError('ENGINE_HTTP', `${workers.urls[i]}/update_weights_from_disk refused "${modelPath}": ${msg}`);
+        }
+      });
+    },
+    async flushCache(): Promise<void> {
+      await broadcast('/flush_cache', {});
+    },
+    async pause(): Promise<void> {
+      await broadcast('/pause_generation', {});
+    },
+    async continue(): Promise<void> {
+      await broadcast('/continue_generation', {});
+    },
+    async health(): Promise<EngineHealth> {
+      const all = [...new Set([...balancer.urls, ...workers.urls])];
+      const pool = new UrlBalancer(all);
+      const backends = await Promise.all(
+        all.map(async (url, i) => {
+          try {
+            await attempt(pool.urls[i], '/health', undefined, controlTimeoutMs);
+            return { name: url, ok: true };
+          } catch (e) {
+            return { name: url, ok: false, error: toAttemptError(url, e).error.message };
+          }
+        }),
+      );
+      return { ok: backends.every((b) => b.ok), backends };
+    },
+  };
+}
+
+/** Reads an SGLang /generate answer into a GenerateResult; names the URL when the shape is wrong. */
+export function parseGenerateResponse(body: unknown, url: string): GenerateResult {
+  const meta = (body as { meta_info?: Record<string, unknown> } | null)?.meta_info;
+  const entries = meta?.output_token_logprobs;
+  const reason = (meta?.finish_reason as { type?: string } | null | undefined)?.type;
+  if (!Array.isArray(entries) || !isFinishReason(reason)) {
+    throw new RolloutError(
+      'ENGINE_HTTP',
+      `${url}/generate answered without meta_info.output_token_logprobs or meta_info.finish_reason.type ` +
+        '(send return_logprob: true to an SGLang server with the native API)',
+    );
+  }
+  const tokenIds: number[] = [];
+  const logprobs: number[] = [];
+  for (const e of entries as LogprobEntry[]) {
+    tokenIds.push(e[1]);
+    logprobs.push(e[0] ?? Number.NaN);
+  }
+  return { tokenIds, logprobs, finishReason: reason };
+}
+
+function isFinishReason(x: unknown): x is FinishReason {
+  return x === 'stop' || x === 'length' || x === 'abort';
+}
+
+function dropUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function toAttemptError(url: string, e: unknown): AttemptError {
+  if (e && typeof e === 'object' && 'error' in e && (e as AttemptError).error instanceof RolloutError) return e as AttemptError;
+  if (e instanceof RolloutError) return { url, error: e, retryable: e.code === 'ENGINE_UNREACHABLE' || e.code === 'ENGINE_TIMEOUT' };
+  return { url, error: new RolloutError('ENGINE_HTTP', `${url}: ${String(e)}`), retryable: false };
+}
+
+function classifyFetchError(url: string, path: string, cause: unknown, timeoutMs: number, signal?: AbortSignal): AttemptError {
+  if (signal?.aborted) {
+    return { url, error: new RolloutError('ENGINE_ABORTED', `${url}${path} was aborted by the caller`), retryable: false };
+  }
+  const name = (cause as { name?: string })?.name;
+  if (name === 'TimeoutError' || name === 'AbortError') {
+    return {
+      url,
+      error: new RolloutError('ENGINE_TIMEOUT', `${url}${path} did not answer within ${timeoutMs} ms (raise the engine timeout)`),
+      retryable: true,
+    };
+  }
+  const code = (cause as { cause?: { code?: string } })?.cause?.code ?? (cause as { code?: string })?.code ?? String(cause);
+  return {
+    url,
+    error: new RolloutError('ENGINE_UNREACHABLE', `cannot reach ${url}${path} (${code})`),
+    retryable: true,
+  };
+}

@@ -1,0 +1,97 @@
+import type { TokenGenerator, TokenGeneratorRequest, TokenGeneratorResult } from './embedded-engine.js';
+
+export interface ToyGeneratorOptions {
+  /** Vocabulary size. Default 32. */
+  vocabSize?: number;
+  /** Generated tokens between two yields to the event loop (where pause/abort is seen). Default 1. */
+  yieldEvery?: number;
+}
+
+/**
+ * A tiny deterministic language model for tests and demos, with no weights: the logits of the
+ * next token are a hash of (previous token, candidate), sampled with temperature / top-k / top-p
+ * by a PRNG seeded from (seed, prompt). Same request and seed => same tokens, on every engine
+ * that wraps it. Logprobs are log softmax(logits / T) of the chosen ids (T = 1 when greedy).
+ */
+export function createToyGenerator(options: ToyGeneratorOptions = {}): TokenGenerator {
+  const vocabSize = options.vocabSize ?? 32;
+  const yieldEvery = options.yieldEvery ?? 1;
+  return {
+    async generate(req: TokenGeneratorRequest): Promise<TokenGeneratorResult> {
+      const rand = mulberry32(hashInts([req.seed ?? 0, ...req.inputIds]));
+      const tokenIds: number[] = [];
+      const logprobs: number[] = [];
+      let prev = req.inputIds.length > 0 ? req.inputIds[req.inputIds.length - 1] : 0;
+      while (tokenIds.length < req.maxNewTokens) {
+        if (req.signal.aborted) return { tokenIds, logprobs, finishReason: 'abort' };
+        const t = req.temperature > 0 ? req.temperature : 1;
+        const logits = Array.from({ length: vocabSize }, (_, v) => ((hashInts([prev, v, tokenIds.length]) % 1000) / 1000) * 4);
+        const logp = logSoftmax(logits.map((x) => x / t));
+        const token = req.temperature > 0 ? sample(logp, req.topK, req.topP, rand()) : argmax(logp);
+        tokenIds.push(token);
+        logprobs.push(logp[token]);
+        prev = token;
+        if (req.stopTokenIds.includes(token)) return { tokenIds, logprobs, finishReason: 'stop' };
+        if (tokenIds.length % yieldEvery === 0) await new Promise((r) => setImmediate(r));
+      }
+      return { tokenIds, logprobs, finishReason: 'length' };
+    },
+  };
+}
+
+function logSoftmax(x: number[]): number[] {
+  const m = Math.max(...x);
+  const lse = m + Math.log(x.reduce((s, v) => s + Math.exp(v - m), 0));
+  return x.map((v) => v - lse);
+}
+
+function argmax(x: number[]): number {
+  let best = 0;
+  for (let i = 1; i < x.length; i += 1) if (x[i] > x[best]) best = i;
+  return best;
+}
+
+/** Samples from the top-k, then top-p (nucleus) subset of `logp`, using one uniform `u` in [0, 1). */
+function sample(logp: number[], topK: number, topP: number, u: number): number {
+  let ids = logp.map((_, i) => i).sort((a, b) => logp[b] - logp[a] || a - b);
+  if (topK > 0) ids = ids.slice(0, topK);
+  const p = ids.map((i) => Math.exp(logp[i]));
+  let keep = ids.length;
+  let acc = 0;
+  for (let j = 0; j < ids.length; j += 1) {
+    acc += p[j];
+    if (acc >= topP) {
+      keep = j + 1;
+      break;
+    }
+  }
+  const total = p.slice(0, keep).reduce((s, v) => s + v, 0);
+  let r = u * total;
+  for (let j = 0; j < keep; j += 1) {
+    r -= p[j];
+    if (r < 0) return ids[j];
+  }
+  return ids[keep - 1];
+}
+
+/** FNV-1a over 32-bit integers. */
+function hashInts(xs: number[]): number {
+  let h = 0x811c9dc5;
+  for (const x of xs) {
+    h ^= x & 0xffffffff;
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h >>> 0;
+}
+
+/** Mulberry32 PRNG: uniform floats in [0, 1) from a 32-bit seed. */
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PackingError } from '@rl2/packing';
+import { PackingError } from './index.js';
 
 describe('PackingError', () => {
   it('carries a code and a name callers can branch on', () => {

@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { packMicroBatch } from './index.js';
+
+const seqs = [[11, 12, 13], [21, 22], [31], [41, 42, 43, 44]];
+
+describe('packMicroBatch', () => {
+  it('concatenates a bin into one row with cu_seqlens, restarted positions and sequence ids', () => {
+    const mb = packMicroBatch(seqs, [1, 3, 0]);
+    expect(Array.from(mb.inputIds)).toEqual([21, 22, 41, 42, 43, 44, 11, 12, 13]);
+    expect(Array.from(mb.cuSeqlens)).toEqual([0, 2, 6, 9]);
+    expect(Array.from(mb.positionIds)).toEqual([0, 1, 0, 1, 2, 3, 0, 1, 2]);
+    expect(Array.from(mb.sequenceIds)).toEqual([1, 1, 3, 3, 3, 3, 0, 0, 0]);
+    expect(mb.numPadTokens).toBe(0);
+  });
+
+  it('gives padding sequences (index >= sequences.length) an empty segment', () => {
+    const mb = packMicroBatch(seqs, [2, 4]);
+    expect(Array.from(mb.inputIds)).toEqual([31]);
+    expect(Array.from(mb.cuSeqlens)).toEqual([0, 1, 1]);
+  });
+
+  it('pads the row to a multiple with a trailing pad segment (RL2 slide_along_cp)', () => {
+    const mb = packMicroBatch(seqs, [0, 2], { padToMultipleOf: 3 });
+    expect(Array.from(mb.inputIds)).toEqual([11, 12, 13, 31, 0, 0]);
+    expect(Array.from(mb.cuSeqlens)).toEqual([0, 3, 4, 6]);
+    expect(Array.from(mb.positionIds)).toEqual([0, 1, 2, 0, 0, 1]);
+    expect(Array.from(mb.sequenceIds)).toEqual([0, 0, 0, 2, -1, -1]);
+    expect(mb.numPadTokens).toBe(2);
+  });
+
+  it('rejects a bad padToMultipleOf or bin entry', () => {
+    expect(() => packMicroBatch(seqs, [0], { padToMultipleOf: 0 })).toThrow(/padToMultipleOf must be/);
+    expect(() => packMicroBatch(seqs, [-1])).toThrow(/bin entry -1/);
+  });
+});

@@ -1,2 +1,6 @@
 // Public face of the tensor engine (backend choice and fast kernels); curated list of exports.
-export {};
+export { ENGINE_BACKENDS, initEngine } from './init-engine.js';
+export type { EngineBackend, EngineBackendChoice, EngineInfo, EngineOptions } from './init-engine.js';
+export { NATIVE_BACKEND, registerNativeBackend } from './native-backend.js';
+export { loadNativeAddon } from './native-addon.js';
+export type { NativeAddon, NativeLoad } from './native-addon.js';

@@ -1,0 +1,461 @@
+/*
+ * rl2 native kernels: a small N-API addon behind the `native` tfjs backend of @rl2/models.
+ *
+ * Every function works on caller-owned TypedArrays (tensors stay plain JS memory, no 4 GiB
+ * wasm heap) and writes into an output array the caller allocated. Shapes are checked in
+ * TypeScript (src/engine/native-*.ts); here only the array lengths are checked, so that a
+ * wrong call throws instead of reading out of bounds.
+ *
+ * Matrix products go to OpenBLAS cblas_sgemm (any transpose, any batch); the rest are plain
+ * loops the compiler vectorises. Single-threaded except sgemm, whose threads are OpenBLAS's
+ * own pthreads (they never keep the Node event loop alive, so processes exit on their own).
+ */
+#define NAPI_VERSION 8
+#include <cblas.h>
+#include <math.h>
+#include <node_api.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_RANK 8
+
+#define CHECK(call)                                                                               \
+  do {                                                                                            \
+    if ((call) != napi_ok) {                                                                      \
+      napi_throw_error(env, NULL, "rl2 native: N-API call failed: " #call);                        \
+      return NULL;                                                                                \
+    }                                                                                             \
+  } while (0)
+
+#define FAIL(msg)                                                                                 \
+  do {                                                                                            \
+    napi_throw_error(env, NULL, "rl2 native: " msg);                                              \
+    return NULL;                                                                                  \
+  } while (0)
+
+#define ARGS(n)                                                                                   \
+  size_t argc = (n);                                                                              \
+  napi_value argv[(n) > 0 ? (n) : 1];                                                             \
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));                                    \
+  if (argc < (n)) FAIL("too few arguments");
+
+static int get_f32(napi_env env, napi_value v, float **data, size_t *len) {
+  napi_typedarray_type type;
+  void *ptr;
+  if (napi_get_typedarray_info(env, v, &type, len, &ptr, NULL, NULL) != napi_ok) return 0;
+  if (type != napi_float32_array) return 0;
+  *data = (float *)ptr;
+  return 1;
+}
+
+static int get_i32(napi_env env, napi_value v, int32_t **data, size_t *len) {
+  napi_typedarray_type type;
+  void *ptr;
+  if (napi_get_typedarray_info(env, v, &type, len, &ptr, NULL, NULL) != napi_ok) return 0;
+  if (type != napi_int32_array) return 0;
+  *data = (int32_t *)ptr;
+  return 1;
+}
+
+static int64_t get_int(napi_env env, napi_value v) {
+  int64_t out = 0;
+  napi_get_value_int64(env, v, &out);
+  return out;
+}
+
+static double get_num(napi_env env, napi_value v) {
+  double out = 0;
+  napi_get_value_double(env, v, &out);
+  return out;
+}
+
+static int get_bool(napi_env env, napi_value v) {
+  bool out = false;
+  napi_get_value_bool(env, v, &out);
+  return out ? 1 : 0;
+}
+
+/* Reads a small Int32Array of dims (shape, strides, perm) into `out`; returns its length. */
+static int get_dims(napi_env env, napi_value v, int64_t out[MAX_RANK]) {
+  int32_t *d;
+  size_t n;
+  if (!get_i32(env, v, &d, &n) || n > MAX_RANK) return -1;
+  for (size_t i = 0; i < n; i++) out[i] = d[i];
+  return (int)n;
+}
+
+/*
+ * gemm(transA, transB, batch, M, N, K, A, strideA, B, strideB, C)
+ * C[b] = op(A[b]) @ op(B[b]) for b < batch, row-major; C[b] is [M, N] at offset b*M*N.
+ * strideA/strideB are the element offsets between batches (0 broadcasts one matrix).
+ * When B is shared and A is not transposed, the batch folds into one [batch*M, K] product.
+ */
+static napi_value gemm(napi_env env, napi_callback_info info) {
+  ARGS(11);
+  int ta = get_bool(env, argv[0]), tb = get_bool(env, argv[1]);
+  int64_t batch = get_int(env, argv[2]), M = get_int(env, argv[3]), N = get_int(env, argv[4]),
+          K = get_int(env, argv[5]);
+  int64_t sa = get_int(env, argv[7]), sb = get_int(env, argv[9]);
+  float *A, *B, *C;
+  size_t la, lb, lc;
+  if (!get_f32(env, argv[6], &A, &la) || !get_f32(env, argv[8], &B, &lb) ||
+      !get_f32(env, argv[10], &C, &lc))
+    FAIL("gemm expects Float32Array A, B, C");
+  if (batch < 1 || M < 0 || N < 0 || K < 0 || sa < 0 || sb < 0) FAIL("gemm: bad sizes");
+  if ((size_t)(batch * M * N) > lc || (size_t)((batch - 1) * sa + M * K) > la ||
+      (size_t)((batch - 1) * sb + K * N) > lb)
+    FAIL("gemm: array too short for the given sizes");
+  if (M == 0 || N == 0) return NULL;
+  if (K == 0) {
+    memset(C, 0, sizeof(float) * (size_t)(batch * M * N));
+    return NULL;
+  }
+  int lda = ta ? (int)M : (int)K, ldb = tb ? (int)K : (int)N;
+  CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+  if (batch > 1 && sb == 0 && !ta && sa == M * K) {
+    cblas_sgemm(CblasRowMajor, TA, TB, (int)(batch * M), (int)N, (int)K, 1.0f, A, lda, B, ldb,
+                0.0f, C, (int)N);
+    return NULL;
+  }
+  for (int64_t b = 0; b < batch; b++) {
+    cblas_sgemm(CblasRowMajor, TA, TB, (int)M, (int)N, (int)K, 1.0f, A + b * sa, lda, B + b * sb,
+                ldb, 0.0f, C + b * M * N, (int)N);
+  }
+  return NULL;
+}
+
+static napi_value set_threads(napi_env env, napi_callback_info info) {
+  ARGS(1);
+  int n = (int)get_int(env, argv[0]);
+  if (n < 1) FAIL("setThreads expects a positive integer");
+  openblas_set_num_threads(n);
+  return NULL;
+}
+
+static napi_value get_threads(napi_env env, napi_callback_info info) {
+  napi_value out;
+  CHECK(napi_create_int32(env, openblas_get_num_threads(), &out));
+  return out;
+}
+
+/* Binary op codes, shared with src/engine/native-addon.ts. */
+enum { B_ADD, B_SUB, B_MUL, B_DIV, B_MAX, B_MIN, B_SQDIFF, B_POW };
+
+static inline float bin(int op, float a, float b) {
+  switch (op) {
+    case B_ADD: return a + b;
+    case B_SUB: return a - b;
+    case B_MUL: return a * b;
+    case B_DIV: return a / b;
+    case B_MAX: return (a > b || isnan(a)) ? a : b;
+    case B_MIN: return (a < b || isnan(a)) ? a : b;
+    case B_SQDIFF: return (a - b) * (a - b);
+    default: return powf(a, b);
+  }
+}
+
+/* Innermost loop with the op hoisted out so each case vectorises. */
+#define BIN_LOOP(EXPR)                                                                            \
+  if (sa == 1 && sb == 1) {                                                                       \
+    for (int64_t i = 0; i < n; i++) { float x = a[i], y = b[i]; o[i] = (EXPR); }                 \
+  } else if (sa == 1 && sb == 0) {                                                                \
+    float y = b[0];                                                                               \
+    for (int64_t i = 0; i < n; i++) { float x = a[i]; o[i] = (EXPR); }                           \
+  } else if (sa == 0 && sb == 1) {                                                                \
+    float x = a[0];                                                                               \
+    for (int64_t i = 0; i < n; i++) { float y = b[i]; o[i] = (EXPR); }                           \
+  } else {                                                                                        \
+    for (int64_t i = 0; i < n; i++) { float x = a[i * sa], y = b[i * sb]; o[i] = (EXPR); }       \
+  }
+
+static void bin_row(int op, const float *a, int64_t sa, const float *b, int64_t sb, float *o,
+                    int64_t n) {
+  switch (op) {
+    case B_ADD: BIN_LOOP(x + y) break;
+    case B_SUB: BIN_LOOP(x - y) break;
+    case B_MUL: BIN_LOOP(x * y) break;
+    case B_DIV: BIN_LOOP(x / y) break;
+    case B_SQDIFF: BIN_LOOP((x - y) * (x - y)) break;
+    default: BIN_LOOP(bin(op, x, y)) break;
+  }
+}
+
+/*
+ * binary(op, a, aStrides, b, bStrides, out, outShape): out[idx] = a[idx·aStrides] op b[idx·bStrides]
+ * over the broadcast output shape; a stride of 0 broadcasts that dimension.
+ */
+static napi_value binary(napi_env env, napi_callback_info info) {
+  ARGS(7);
+  int op = (int)get_int(env, argv[0]);
+  float *a, *b, *o;
+  size_t la, lb, lo;
+  int64_t as[MAX_RANK], bs[MAX_RANK], shape[MAX_RANK];
+  if (!get_f32(env, argv[1], &a, &la) || !get_f32(env, argv[3], &b, &lb) ||
+      !get_f32(env, argv[5], &o, &lo))
+    FAIL("binary expects Float32Array a, b, out");
+  int r = get_dims(env, argv[6], shape);
+  if (r < 1 || get_dims(env, argv[2], as) != r || get_dims(env, argv[4], bs) != r)
+    FAIL("binary: strides and shape must be Int32Array of the same rank (1..8)");
+  int64_t total = 1, amax = 0, bmax = 0;
+  for (int d = 0; d < r; d++) {
+    total *= shape[d];
+    if (shape[d] > 0) {
+      amax += as[d] * (shape[d] - 1);
+      bmax += bs[d] * (shape[d] - 1);
+    }
+  }
+  if ((size_t)total > lo || (total > 0 && ((size_t)amax >= la || (size_t)bmax >= lb)))
+    FAIL("binary: array too short for the given shape");
+  if (total == 0) return NULL;
+  int64_t n = shape[r - 1], rows = total / n, idx[MAX_RANK] = {0};
+  for (int64_t row = 0; row < rows; row++) {
+    int64_t ao = 0, bo = 0;
+    for (int d = 0; d < r - 1; d++) {
+      ao += idx[d] * as[d];
+      bo += idx[d] * bs[d];
+    }
+    bin_row(op, a + ao, as[r - 1], b + bo, bs[r - 1], o + row * n, n);
+    for (int d = r - 2; d >= 0; d--) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return NULL;
+}
+
+/* Unary op codes, shared with src/engine/native-addon.ts. */
+enum { U_EXP, U_LOG, U_NEG, U_SQRT, U_RSQRT, U_SIGMOID, U_SQUARE, U_RELU, U_TANH, U_ABS, U_RECIP };
+
+/* unary(op, x, out): out[i] = f(x[i]). */
+static napi_value unary(napi_env env, napi_callback_info info) {
+  ARGS(3);
+  int op = (int)get_int(env, argv[0]);
+  float *x, *o;
+  size_t lx, lo;
+  if (!get_f32(env, argv[1], &x, &lx) || !get_f32(env, argv[2], &o, &lo) || lo < lx)
+    FAIL("unary expects Float32Array x and an out at least as long");
+  int64_t n = (int64_t)lx;
+  switch (op) {
+    case U_EXP: for (int64_t i = 0; i < n; i++) o[i] = expf(x[i]); break;
+    case U_LOG: for (int64_t i = 0; i < n; i++) o[i] = logf(x[i]); break;
+    case U_NEG: for (int64_t i = 0; i < n; i++) o[i] = -x[i]; break;
+    case U_SQRT: for (int64_t i = 0; i < n; i++) o[i] = sqrtf(x[i]); break;
+    case U_RSQRT: for (int64_t i = 0; i < n; i++) o[i] = 1.0f / sqrtf(x[i]); break;
+    case U_SIGMOID: for (int64_t i = 0; i < n; i++) o[i] = 1.0f / (1.0f + expf(-x[i])); break;
+    case U_SQUARE: for (int64_t i = 0; i < n; i++) o[i] = x[i] * x[i]; break;
+    case U_RELU: for (int64_t i = 0; i < n; i++) o[i] = x[i] > 0 ? x[i] : (isnan(x[i]) ? x[i] : 0.0f); break;
+    case U_TANH: for (int64_t i = 0; i < n; i++) o[i] = tanhf(x[i]); break;
+    case U_ABS: for (int64_t i = 0; i < n; i++) o[i] = fabsf(x[i]); break;
+    case U_RECIP: for (int64_t i = 0; i < n; i++) o[i] = 1.0f / x[i]; break;
+    default: FAIL("unary: unknown op code");
+  }
+  return NULL;
+}
+
+/* softmax(x, rows, cols, out): numerically stable softmax over each row of [rows, cols]. */
+static napi_value softmax(napi_env env, napi_callback_info info) {
+  ARGS(4);
+  float *x, *o;
+  size_t lx, lo;
+  int64_t rows = get_int(env, argv[1]), cols = get_int(env, argv[2]);
+  if (!get_f32(env, argv[0], &x, &lx) || !get_f32(env, argv[3], &o, &lo))
+    FAIL("softmax expects Float32Array x and out");
+  if (rows < 0 || cols < 1 || (size_t)(rows * cols) > lx || (size_t)(rows * cols) > lo)
+    FAIL("softmax: array too short for [rows, cols]");
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * cols;
+    float *orow = o + r * cols;
+    float m = -INFINITY;
+    for (int64_t c = 0; c < cols; c++) m = xr[c] > m ? xr[c] : m;
+    if (m == -INFINITY) m = 0; /* an all -inf row gives NaN like the stock kernel: exp(-inf)/0 */
+    float s = 0;
+    for (int64_t c = 0; c < cols; c++) {
+      orow[c] = expf(xr[c] - m);
+      s += orow[c];
+    }
+    float inv = 1.0f / s;
+    for (int64_t c = 0; c < cols; c++) orow[c] *= inv;
+  }
+  return NULL;
+}
+
+/* Reduction op codes, shared with src/engine/native-addon.ts. */
+enum { R_SUM, R_MAX, R_MIN, R_MEAN };
+
+/*
+ * reduce(op, x, outer, r, inner, out): x viewed as [outer, r, inner], reduced over the middle
+ * axis into out [outer, inner]. Row sums (inner == 1) accumulate in double.
+ */
+static napi_value reduce(napi_env env, napi_callback_info info) {
+  ARGS(6);
+  int op = (int)get_int(env, argv[0]);
+  float *x, *o;
+  size_t lx, lo;
+  int64_t outer = get_int(env, argv[2]), r = get_int(env, argv[3]), inner = get_int(env, argv[4]);
+  if (!get_f32(env, argv[1], &x, &lx) || !get_f32(env, argv[5], &o, &lo))
+    FAIL("reduce expects Float32Array x and out");
+  if (outer < 0 || r < 1 || inner < 1 || (size_t)(outer * r * inner) > lx ||
+      (size_t)(outer * inner) > lo)
+    FAIL("reduce: array too short for [outer, r, inner]");
+  for (int64_t i = 0; i < outer; i++) {
+    const float *xi = x + i * r * inner;
+    float *oi = o + i * inner;
+    if (inner == 1) {
+      if (op == R_SUM || op == R_MEAN) {
+        double s = 0;
+        for (int64_t k = 0; k < r; k++) s += xi[k];
+        oi[0] = (float)(op == R_MEAN ? s / (double)r : s);
+      } else {
+        float m = xi[0];
+        for (int64_t k = 1; k < r; k++) {
+          float v = xi[k];
+          if (isnan(v) || (op == R_MAX ? v > m : v < m)) m = v;
+        }
+        oi[0] = m;
+      }
+      continue;
+    }
+    memcpy(oi, xi, sizeof(float) * (size_t)inner);
+    for (int64_t k = 1; k < r; k++) {
+      const float *row = xi + k * inner;
+      if (op == R_SUM || op == R_MEAN) {
+        for (int64_t j = 0; j < inner; j++) oi[j] += row[j];
+      } else if (op == R_MAX) {
+        for (int64_t j = 0; j < inner; j++) oi[j] = (row[j] > oi[j] || isnan(row[j])) ? row[j] : oi[j];
+      } else {
+        for (int64_t j = 0; j < inner; j++) oi[j] = (row[j] < oi[j] || isnan(row[j])) ? row[j] : oi[j];
+      }
+    }
+    if (op == R_MEAN) {
+      float inv = 1.0f / (float)r;
+      for (int64_t j = 0; j < inner; j++) oi[j] *= inv;
+    }
+  }
+  return NULL;
+}
+
+/*
+ * transpose(x, shape, perm, out): out = x permuted, out.shape[d] = shape[perm[d]].
+ * Works for any 4-byte element (Float32Array or Int32Array; both passed as float bits).
+ */
+static napi_value transpose(napi_env env, napi_callback_info info) {
+  ARGS(4);
+  void *xp, *op;
+  size_t lx, lo;
+  napi_typedarray_type tx, to;
+  int64_t shape[MAX_RANK], perm[MAX_RANK];
+  CHECK(napi_get_typedarray_info(env, argv[0], &tx, &lx, &xp, NULL, NULL));
+  CHECK(napi_get_typedarray_info(env, argv[3], &to, &lo, &op, NULL, NULL));
+  if (tx != to || (tx != napi_float32_array && tx != napi_int32_array))
+    FAIL("transpose expects two Float32Arrays or two Int32Arrays");
+  int r = get_dims(env, argv[1], shape);
+  if (r < 1 || get_dims(env, argv[2], perm) != r) FAIL("transpose: shape and perm must match (rank 1..8)");
+  int64_t in_strides[MAX_RANK], os[MAX_RANK], oshape[MAX_RANK], total = 1;
+  in_strides[r - 1] = 1;
+  for (int d = r - 2; d >= 0; d--) in_strides[d] = in_strides[d + 1] * shape[d + 1];
+  for (int d = 0; d < r; d++) {
+    if (perm[d] < 0 || perm[d] >= r) FAIL("transpose: perm entry out of range");
+    oshape[d] = shape[perm[d]];
+    os[d] = in_strides[perm[d]];
+    total *= oshape[d];
+  }
+  if ((size_t)total > lx || (size_t)total > lo) FAIL("transpose: array too short for shape");
+  if (total == 0) return NULL;
+  const uint32_t *x = (const uint32_t *)xp;
+  uint32_t *o = (uint32_t *)op;
+  int64_t n = oshape[r - 1], sn = os[r - 1], rows = total / n, idx[MAX_RANK] = {0};
+  for (int64_t row = 0; row < rows; row++) {
+    int64_t off = 0;
+    for (int d = 0; d < r - 1; d++) off += idx[d] * os[d];
+    uint32_t *orow = o + row * n;
+    if (sn == 1) {
+      memcpy(orow, x + off, sizeof(uint32_t) * (size_t)n);
+    } else {
+      for (int64_t j = 0; j < n; j++) orow[j] = x[off + j * sn];
+    }
+    for (int d = r - 2; d >= 0; d--) {
+      if (++idx[d] < oshape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return NULL;
+}
+
+/*
+ * gather(x, outer, n, inner, indices, out): x viewed as [outer, n, inner];
+ * out[o, i, :] = x[o, indices[i], :]. Returns -1 when all indices are in [0, n), else the
+ * position of the first bad index (out is then incomplete).
+ */
+static napi_value gather(napi_env env, napi_callback_info info) {
+  ARGS(6);
+  float *x, *o;
+  int32_t *ix;
+  size_t lx, lo, li;
+  int64_t outer = get_int(env, argv[1]), n = get_int(env, argv[2]), inner = get_int(env, argv[3]);
+  if (!get_f32(env, argv[0], &x, &lx) || !get_i32(env, argv[4], &ix, &li) ||
+      !get_f32(env, argv[5], &o, &lo))
+    FAIL("gather expects Float32Array x, Int32Array indices, Float32Array out");
+  if (outer < 0 || n < 0 || inner < 0 || (size_t)(outer * n * inner) > lx ||
+      (size_t)(outer * (int64_t)li * inner) > lo)
+    FAIL("gather: array too short for [outer, n, inner]");
+  int64_t bad = -1;
+  for (int64_t a = 0; a < outer && bad < 0; a++) {
+    for (int64_t i = 0; i < (int64_t)li; i++) {
+      int64_t k = ix[i];
+      if (k < 0 || k >= n) {
+        bad = i;
+        break;
+      }
+      memcpy(o + (a * (int64_t)li + i) * inner, x + (a * n + k) * inner, sizeof(float) * (size_t)inner);
+    }
+  }
+  napi_value out;
+  CHECK(napi_create_int64(env, bad, &out));
+  return out;
+}
+
+/*
+ * segmentSum(x, ids, numSegments, inner, out): x viewed as [ids.length, inner];
+ * out[s, :] = sum of x[i, :] over i with ids[i] == s (ids outside [0, numSegments) are dropped,
+ * like TensorFlow's UnsortedSegmentSum). out must hold numSegments*inner zeros.
+ */
+static napi_value segment_sum(napi_env env, napi_callback_info info) {
+  ARGS(5);
+  float *x, *o;
+  int32_t *ids;
+  size_t lx, li, lo;
+  int64_t segs = get_int(env, argv[2]), inner = get_int(env, argv[3]);
+  if (!get_f32(env, argv[0], &x, &lx) || !get_i32(env, argv[1], &ids, &li) ||
+      !get_f32(env, argv[4], &o, &lo))
+    FAIL("segmentSum expects Float32Array x, Int32Array ids, Float32Array out");
+  if (segs < 0 || inner < 0 || (size_t)((int64_t)li * inner) > lx || (size_t)(segs * inner) > lo)
+    FAIL("segmentSum: array too short");
+  for (int64_t i = 0; i < (int64_t)li; i++) {
+    int64_t s = ids[i];
+    if (s < 0 || s >= segs) continue;
+    float *orow = o + s * inner;
+    const float *xr = x + i * inner;
+    for (int64_t j = 0; j < inner; j++) orow[j] += xr[j];
+  }
+  return NULL;
+}
+
+static napi_value init(napi_env env, napi_value exports) {
+  napi_property_descriptor props[] = {
+      {"gemm", NULL, gemm, NULL, NULL, NULL, napi_default, NULL},
+      {"setThreads", NULL, set_threads, NULL, NULL, NULL, napi_default, NULL},
+      {"getThreads", NULL, get_threads, NULL, NULL, NULL, napi_default, NULL},
+      {"binary", NULL, binary, NULL, NULL, NULL, napi_default, NULL},
+      {"unary", NULL, unary, NULL, NULL, NULL, napi_default, NULL},
+      {"softmax", NULL, softmax, NULL, NULL, NULL, napi_default, NULL},
+      {"reduce", NULL, reduce, NULL, NULL, NULL, napi_default, NULL},
+      {"transpose", NULL, transpose, NULL, NULL, NULL, napi_default, NULL},
+      {"gather", NULL, gather, NULL, NULL, NULL, napi_default, NULL},
+      {"segmentSum", NULL, segment_sum, NULL, NULL, NULL, napi_default, NULL},
+  };
+  if (napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props) != napi_ok)
+    return NULL;
+  return exports;
+}
+
+NAPI_MODULE(rl2_kernels, init)

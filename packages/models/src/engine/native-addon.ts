@@ -1,0 +1,69 @@
+// Loads the optional N-API addon (native/rl2_kernels.c, built into dist/native by
+// scripts/engine-build-native.mjs). Never throws: a missing or broken addon is reported as a
+// reason string so the engine can fall back to the pure kernels with one line of notice.
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+/** Binary op codes of `NativeAddon.binary` (enum in native/rl2_kernels.c). */
+export const BinaryOp = { add: 0, sub: 1, mul: 2, div: 3, max: 4, min: 5, squaredDiff: 6, pow: 7 } as const;
+/** Unary op codes of `NativeAddon.unary` (enum in native/rl2_kernels.c). */
+export const UnaryOp = {
+  exp: 0, log: 1, neg: 2, sqrt: 3, rsqrt: 4, sigmoid: 5, square: 6, relu: 7, tanh: 8, abs: 9, reciprocal: 10,
+} as const;
+/** Reduction op codes of `NativeAddon.reduce` (enum in native/rl2_kernels.c). */
+export const ReduceOp = { sum: 0, max: 1, min: 2, mean: 3 } as const;
+
+/** The functions exported by rl2_kernels.node; every output array is allocated by the caller. */
+export interface NativeAddon {
+  /** C[b] = op(A[b]) @ op(B[b]), row-major; C [batch, M, N]; strides 0 broadcast one matrix. */
+  gemm(
+    transA: boolean, transB: boolean, batch: number, m: number, n: number, k: number,
+    a: Float32Array, strideA: number, b: Float32Array, strideB: number, c: Float32Array,
+  ): void;
+  setThreads(n: number): void;
+  getThreads(): number;
+  /** out = a op b over `outShape`, element strides per output dim (0 = broadcast). */
+  binary(op: number, a: Float32Array, aStrides: Int32Array, b: Float32Array, bStrides: Int32Array, out: Float32Array, outShape: Int32Array): void;
+  unary(op: number, x: Float32Array, out: Float32Array): void;
+  /** Softmax over the rows of x [rows, cols]. */
+  softmax(x: Float32Array, rows: number, cols: number, out: Float32Array): void;
+  /** x [outer, r, inner] reduced over r into out [outer, inner]. */
+  reduce(op: number, x: Float32Array, outer: number, r: number, inner: number, out: Float32Array): void;
+  transpose(x: Float32Array | Int32Array, shape: Int32Array, perm: Int32Array, out: Float32Array | Int32Array): void;
+  /** x [outer, n, inner] -> out [outer, indices.length, inner]; returns -1 or the first bad index position. */
+  gather(x: Float32Array, outer: number, n: number, inner: number, indices: Int32Array, out: Float32Array): number;
+  /** out [numSegments, inner] += rows of x [ids.length, inner] by segment id (out starts zeroed). */
+  segmentSum(x: Float32Array, ids: Int32Array, numSegments: number, inner: number, out: Float32Array): void;
+}
+
+export type NativeLoad = { ok: true; addon: NativeAddon; path: string } | { ok: false; reason: string };
+
+/**
+ * Finds and loads rl2_kernels.node: `RL2_NATIVE_ADDON` if set, else dist/native next to the
+ * package (works from src/engine when tests run on source and from dist/ when bundled).
+ * `RL2_NO_NATIVE=1` forces the pure path.
+ */
+export function loadNativeAddon(env: NodeJS.ProcessEnv = process.env): NativeLoad {
+  if (env.RL2_NO_NATIVE === '1') return { ok: false, reason: 'RL2_NO_NATIVE=1 is set' };
+  const candidates = env.RL2_NATIVE_ADDON
+    ? [env.RL2_NATIVE_ADDON]
+    : ['../../dist/native/rl2_kernels.node', './native/rl2_kernels.node'].map((rel) =>
+        fileURLToPath(new URL(rel, import.meta.url)),
+      );
+  const path = candidates.find((p) => existsSync(p));
+  if (!path) {
+    return {
+      ok: false,
+      reason: `${candidates[0]} not found (build it with \`pnpm --filter @rl2/models build\`; needs libopenblas-dev and a C compiler)`,
+    };
+  }
+  try {
+    const addon = createRequire(import.meta.url)(path) as NativeAddon;
+    if (typeof addon.gemm !== 'function') return { ok: false, reason: `${path} is not the rl2 kernels addon` };
+    return { ok: true, addon, path };
+  } catch (err) {
+    const message = err instanceof Error ? err.message.split('\n')[0] : String(err);
+    return { ok: false, reason: `${path} failed to load: ${message}` };
+  }
+}

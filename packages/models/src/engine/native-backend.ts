@@ -1,0 +1,42 @@
+// The `native` backend: tfjs-backend-cpu's MathBackendCPU (tensors are plain JS TypedArrays,
+// no 4 GiB wasm heap) with every cpu kernel, and the hot ones replaced by the C addon.
+import { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
+import { findBackendFactory, getKernel, getKernelsForBackend, registerBackend, registerKernel } from '@tensorflow/tfjs-core';
+import { elementwiseOverrides } from './kernels/native-elementwise.js';
+import { indexOverrides } from './kernels/native-gather.js';
+import type { NativeKernelOverride } from './kernels/native-kernel.js';
+import { batchMatMulOverride, fusedMatMulOverride } from './kernels/native-matmul.js';
+import { reduceOverrides } from './kernels/native-reduce.js';
+import type { NativeAddon } from './native-addon.js';
+
+/** Name under which the engine registers its backend with tfjs. */
+export const NATIVE_BACKEND = 'native';
+
+/** A MathBackendCPU without its 'install tfjs-node to speed things up' banner (we are the speed-up). */
+function quietCpuBackend(): MathBackendCPU {
+  const backend = new MathBackendCPU();
+  (backend as unknown as { firstUse: boolean }).firstUse = false;
+  return backend;
+}
+
+/** Every kernel the addon replaces (the rest are the stock tfjs-backend-cpu kernels). */
+export function nativeKernelOverrides(backendName: string = NATIVE_BACKEND): NativeKernelOverride[] {
+  return [batchMatMulOverride, fusedMatMulOverride(backendName), ...elementwiseOverrides, ...reduceOverrides, ...indexOverrides];
+}
+
+/**
+ * Registers `backendName` (default `native`) with tfjs: a MathBackendCPU with the stock cpu
+ * kernels, overridden by the addon's where `addon` is given. Idempotent: a second call with an
+ * already registered name does nothing and returns false.
+ */
+export function registerNativeBackend(addon: NativeAddon | undefined, backendName: string = NATIVE_BACKEND, priority = 0): boolean {
+  if (findBackendFactory(backendName) !== null) return false;
+  const overrides = new Map((addon ? nativeKernelOverrides(backendName) : []).map((o) => [o.kernelName, o]));
+  for (const config of getKernelsForBackend('cpu')) {
+    const override = overrides.get(config.kernelName);
+    const kernelFunc = override && addon ? override.make(addon, config.kernelFunc) : config.kernelFunc;
+    if (!getKernel(config.kernelName, backendName)) registerKernel({ ...config, backendName, kernelFunc });
+  }
+  registerBackend(backendName, () => quietCpuBackend(), priority);
+  return true;
+}

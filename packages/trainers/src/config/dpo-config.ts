@@ -13,13 +13,14 @@ export const dpoConfigSchema = z.strictObject({
   actor: z.strictObject({
     ...modelSection({ lr: 5e-7, warmupRatio: 0.1 }),
     beta: option(z.number().positive(), 0.1, 'DPO temperature on the log-ratio rewards'),
-    loss_type: option(
-      z.enum(['sigmoid', 'ipo', 'hinge']),
-      'sigmoid',
-      'sigmoid: DPO; ipo: (margin - 1/(2 beta))^2 (arXiv 2310.12036); hinge: relu(1 - margin) (SLiC)',
+    preference_loss: option(
+      z.enum(['dpo', 'ipo', 'simpo']),
+      'dpo',
+      'dpo: -logsigmoid(margin); ipo: (margin/beta - 1/(2 beta))^2 (arXiv 2310.12036); simpo: length-normalised, no reference (arXiv 2405.14734)',
     ),
     label_smoothing: option(z.number().min(0).lt(0.5), 0, 'conservative DPO: assumed probability that a label is flipped'),
-    apply_len_norm: option(z.boolean(), false, 'divide each sequence log-ratio by its token count'),
+    simpo_gamma: option(z.number().nonnegative().nullable(), null, 'SimPO target margin (null: 0.5 * beta)'),
+    nll_coef: option(z.number().nonnegative(), 0, 'RPO: weight of the chosen replies\' per-token NLL added to the loss'),
   }),
   ref_actor: z.strictObject({
     model_name: option(z.string().min(1).nullable(), '${actor.model_name}', 'frozen reference model (default: the initial actor)'),

@@ -1,0 +1,116 @@
+import type { GenerateResult, RolloutEngine, SamplingParams } from '../engine/rollout-engine.js';
+import type { Environment, RolloutPrompt } from '../env/environment.js';
+import { sleep } from '../engine/backoff.js';
+import { RolloutError } from '../errors.js';
+import type { RolloutTokenizer } from './rollout-tokenizer.js';
+import type { Trajectory, TurnRecord } from './trajectory.js';
+import { TrajectoryAssembler } from './trajectory-assembler.js';
+
+export interface TrajectoryOptions {
+  engine: RolloutEngine;
+  env: Environment;
+  tokenizer: RolloutTokenizer;
+  sampling: SamplingParams;
+  /** Turns before the trajectory is closed even if the env is not done. Default 1. */
+  maxTurns?: number;
+  /** Seed of turn t is seed + t (undefined: the engine's own randomness). */
+  seed?: number;
+  /** Cancels the trajectory: it rejects with ENGINE_ABORTED. */
+  signal?: AbortSignal;
+  /** How often one turn may be resumed after an 'abort' (a pause for partial rollout). Default 64. */
+  maxResumes?: number;
+}
+
+/**
+ * Runs one response to one prompt, turn by turn (RL2's rollout):
+ * generate from the current sequence's ids, decode the action, call env.step(state, action,
+ * answer), put the reward on the action's last token; then if done (or maxTurns reached)
+ * stop; else if nextState starts with state + action, encode only the new suffix and append it
+ * with mask 0; else start a new sequence from nextState.
+ * An 'abort' finish (engine paused for partial rollout) keeps the partial tokens and resumes
+ * the same turn once the engine continues.
+ * Env and engine failures do not throw: the trajectory comes back with `error` set.
+ * Only cancellation through `signal` rejects.
+ */
+export async function runTrajectory(
+  prompt: RolloutPrompt,
+  ids: { promptId: number; sampleId: number },
+  options: TrajectoryOptions,
+): Promise<Trajectory> {
+  const { engine, env, tokenizer, sampling, signal } = options;
+  const maxTurns = options.maxTurns ?? 1;
+  if (!Number.isInteger(maxTurns) || maxTurns < 1) {
+    throw new RolloutError('INVALID_ARGUMENT', `rollout.max_turns must be an integer >= 1, got ${maxTurns}`);
+  }
+  const turns: TurnRecord[] = [];
+  const trajectory: Trajectory = { ...ids, prompt: prompt.prompt, answer: prompt.answer, sequences: [], turns, reward: 0 };
+  let assembler: TrajectoryAssembler | undefined;
+  try {
+    const start = await env.reset(prompt);
+    trajectory.answer = start.answer;
+    let state = start.state;
+    assembler = new TrajectoryAssembler(tokenizer.encode(state));
+    for (let turn = 1; turn <= maxTurns; turn += 1) {
+      const seed = options.seed === undefined ? sampling.sampling_seed : options.seed + turn - 1;
+      const out = await generateTurn(engine, assembler.inputIds(), { ...sampling, sampling_seed: seed }, options.maxResumes ?? 64, signal);
+      assembler.appendAction(out.tokenIds, out.logprobs);
+      const action = tokenizer.decode(out.tokenIds);
+      const step = await env.step(state, action, trajectory.answer);
+      assembler.setTurnReward(step.reward);
+      trajectory.reward += step.reward;
+      const record: TurnRecord = { state, action, reward: step.reward, finishReason: out.finishReason, actionTokens: out.tokenIds.length, next: 'done' };
+      turns.push(record);
+      if (step.done || step.nextState === null) break;
+      if (turn === maxTurns) {
+        record.next = 'max_turns';
+        break;
+      }
+      const prefix = state + action;
+      if (step.nextState.startsWith(prefix)) {
+        assembler.appendObservation(tokenizer.encode(step.nextState.slice(prefix.length)));
+        record.next = 'merge';
+      } else {
+        assembler.startSequence(tokenizer.encode(step.nextState));
+        record.next = 'split';
+      }
+      state = step.nextState;
+    }
+  } catch (e) {
+    if (signal?.aborted) throw e;
+    trajectory.error = {
+      code: e instanceof RolloutError ? e.code : 'ENV_STEP',
+      message: (e as Error)?.message ?? String(e),
+    };
+  }
+  trajectory.sequences = assembler ? assembler.finish() : [];
+  return trajectory;
+}
+
+/** One turn's generation, resumed after 'abort' finishes until it stops or hits max_new_tokens. */
+async function generateTurn(
+  engine: RolloutEngine,
+  inputIds: number[],
+  sampling: SamplingParams,
+  maxResumes: number,
+  signal?: AbortSignal,
+): Promise<GenerateResult> {
+  const budget = sampling.max_new_tokens;
+  if (budget !== undefined && (!Number.isInteger(budget) || budget < 1)) {
+    throw new RolloutError('INVALID_ARGUMENT', `sampling max_new_tokens must be an integer >= 1, got ${budget}`);
+  }
+  const tokenIds: number[] = [];
+  const logprobs: number[] = [];
+  for (let resumes = 0; ; resumes += 1) {
+    const left = budget === undefined ? undefined : budget - tokenIds.length;
+    const out = await engine.generate({ inputIds: [...inputIds, ...tokenIds], sampling: { ...sampling, max_new_tokens: left }, signal });
+    tokenIds.push(...out.tokenIds);
+    logprobs.push(...out.logprobs);
+    if (out.finishReason !== 'abort') return { tokenIds, logprobs, finishReason: out.finishReason };
+    if (left !== undefined && tokenIds.length >= budget!) return { tokenIds, logprobs, finishReason: 'length' };
+    if (resumes >= maxResumes) {
+      throw new RolloutError('ENGINE_ABORTED', `a turn was aborted ${resumes + 1} times by the engine (paused and never continued?)`);
+    }
+    // An abort with no progress means the engine is still paused: wait a little before asking again.
+    if (out.tokenIds.length === 0) await sleep(Math.min(1000, 10 * 2 ** resumes), signal);
+  }
+}

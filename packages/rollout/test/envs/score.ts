@@ -1,0 +1,3 @@
+export function scoreOf(verdict: number): number {
+  return verdict * 10;
+}

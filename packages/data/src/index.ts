@@ -1,2 +1,52 @@
 export { DataError } from './errors.js';
 export type { DataErrorCode } from './errors.js';
+
+// sources
+export type { Row, RowOrigin, LoadStats, SkippedRow, BadRowPolicy } from './sources/row.js';
+export type { RowWithOrigin } from './sources/row-with-origin.js';
+export { openDataset, looksLikeHubId } from './sources/open-dataset.js';
+export type { OpenDatasetOptions, DatasetStream } from './sources/open-dataset.js';
+export { loadDataset } from './sources/load-dataset.js';
+export type { LoadedDataset } from './sources/load-dataset.js';
+export { readDataFile, dataFileKind, DATA_FILE_EXTENSIONS } from './sources/read-data-file.js';
+export { parseDataSpec } from './sources/parse-data-spec.js';
+export type { DataSpec } from './sources/parse-data-spec.js';
+export { splitTrainTest } from './sources/split-train-test.js';
+export type { TrainTestSplit } from './sources/split-train-test.js';
+
+// hub
+export { resolveHubDataset } from './hub/resolve-hub-dataset.js';
+export { resolveHubOptions } from './hub/hub-options.js';
+export type { HubOptions } from './hub/hub-options.js';
+
+// formats
+export { DEFAULT_DATA_KEYS, resolveDataKeys } from './formats/data-keys.js';
+export type { DataKeys } from './formats/data-keys.js';
+export type { ChatMessage } from './formats/chat-message.js';
+export { toSftExample } from './formats/sft-example.js';
+export type { SftExample } from './formats/sft-example.js';
+export { toPairExample } from './formats/pair-example.js';
+export type { PairExample } from './formats/pair-example.js';
+export { toPpoExample } from './formats/ppo-example.js';
+export type { PpoExample } from './formats/ppo-example.js';
+export type { RowContext } from './formats/row-fields.js';
+
+// tokenizer
+export type { Tokenizer, ChatTemplateOptions } from './tokenizer/tokenizer.js';
+export { createTokenizer } from './tokenizer/create-tokenizer.js';
+export type { TokenizerFiles } from './tokenizer/create-tokenizer.js';
+export { loadTokenizer } from './tokenizer/load-tokenizer.js';
+
+// tokenize
+export type { TokenSequence } from './tokenize/token-sequence.js';
+export { tokenizeMessages } from './tokenize/tokenize-messages.js';
+export type { TokenizeMessagesOptions } from './tokenize/tokenize-messages.js';
+export { tokenizeText } from './tokenize/tokenize-text.js';
+export { toShiftedSequence, toRewardSequence } from './tokenize/sequence-layout.js';
+export type { ShiftedSequence, RewardSequence } from './tokenize/sequence-layout.js';
+export { tokenizeSft } from './tokenize/tokenize-sft.js';
+export type { TokenizeSftOptions } from './tokenize/tokenize-sft.js';
+export { tokenizeDpoPair, tokenizeRmPair, tokenizePairSides } from './tokenize/tokenize-pair.js';
+export type { TokenizePairOptions } from './tokenize/tokenize-pair.js';
+export { ppoPrompt } from './tokenize/ppo-prompt.js';
+export type { PpoPromptOptions } from './tokenize/ppo-prompt.js';

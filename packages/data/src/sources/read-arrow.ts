@@ -1,0 +1,38 @@
+import { createReadStream } from 'node:fs';
+import { RecordBatchReader } from 'apache-arrow';
+import { DataError } from '../errors.js';
+import { fileError } from './file-error.js';
+import { plainValue } from './plain-value.js';
+import type { RowWithOrigin } from './row-with-origin.js';
+
+/**
+ * Streams an Arrow IPC file or stream (`.arrow`; the format is detected from the magic bytes)
+ * one record batch at a time. These are the files Python `datasets` writes with
+ * save_to_disk and in its cache (data-00000-of-00001.arrow, IPC stream format).
+ */
+export async function* readArrow(file: string): AsyncGenerator<RowWithOrigin> {
+  const stream = createReadStream(file, { highWaterMark: 1 << 20 });
+  let row = 0;
+  try {
+    const reader = await RecordBatchReader.from(stream as unknown as AsyncIterable<Uint8Array>);
+    for await (const batch of reader) {
+      const names = batch.schema.fields.map((f) => f.name);
+      const columns = names.map((_, j) => batch.getChildAt(j));
+      const flat = batch.schema.fields.map((f) => f.type.typeId === 5 /* Utf8 */ || (f.type.typeId >= 2 && f.type.typeId <= 3) /* Int, Float */);
+      for (let i = 0; i < batch.numRows; i++) {
+        const out: Record<string, unknown> = {};
+        for (let j = 0; j < names.length; j++) {
+          const v = columns[j]?.get(i);
+          out[names[j] as string] = flat[j] && typeof v !== 'bigint' ? v : plainValue(v);
+        }
+        row += 1;
+        yield { row: out, origin: { file, row } };
+      }
+    }
+  } catch (e) {
+    if ((e as { code?: string }).code) throw fileError(file, e);
+    throw new DataError('UNREADABLE_FILE', `${file} is not a readable Arrow IPC file or stream (${(e as Error).message}).`, { cause: e });
+  } finally {
+    stream.destroy();
+  }
+}

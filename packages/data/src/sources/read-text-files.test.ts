@@ -1,0 +1,95 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DataError } from '../errors.js';
+import { readCsv } from './read-csv.js';
+import { readJson } from './read-json.js';
+import { readJsonl } from './read-jsonl.js';
+import { emptyStats } from './row.js';
+import type { RowWithOrigin } from './row-with-origin.js';
+
+const fx = (name: string) => join(import.meta.dirname, '../../test/fixtures', name);
+async function all(gen: AsyncGenerator<RowWithOrigin>): Promise<RowWithOrigin[]> {
+  const out: RowWithOrigin[] = [];
+  for await (const r of gen) out.push(r);
+  return out;
+}
+
+describe('readJsonl', () => {
+  it('reads objects, skips blank lines, keeps line numbers', async () => {
+    const rows = await all(readJsonl(fx('sft.jsonl'), emptyStats()));
+    expect(rows.map((r) => r.row)).toEqual([{ prompt: 'p1', response: 'r1' }, { prompt: 'p2', response: 'r2' }]);
+    expect(rows.map((r) => r.origin.row)).toEqual([1, 3]);
+  });
+  it('names file and line of a malformed line', async () => {
+    const err = await all(readJsonl(fx('bad.jsonl'), emptyStats())).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DataError);
+    expect((err as DataError).code).toBe('MALFORMED_ROW');
+    expect((err as DataError).message).toContain('bad.jsonl line 2');
+  });
+  it("counts and skips with onBadRow 'skip'", async () => {
+    const stats = emptyStats();
+    const rows = await all(readJsonl(fx('bad.jsonl'), stats, 'skip'));
+    expect(rows.map((r) => r.row.prompt)).toEqual(['p1', 'p3']);
+    expect(stats.rowsSkipped).toBe(1);
+    expect(stats.skipped[0]?.row).toBe(2);
+  });
+  it('reports a missing file as FILE_NOT_FOUND', async () => {
+    const err = await all(readJsonl(fx('nope.jsonl'), emptyStats())).catch((e: unknown) => e);
+    expect((err as DataError).code).toBe('FILE_NOT_FOUND');
+    expect((err as DataError).message).toContain('nope.jsonl');
+  });
+});
+
+describe('readJson', () => {
+  it('streams a top-level array with brackets and quotes inside strings', async () => {
+    const rows = await all(readJson(fx('sft-array.json'), emptyStats()));
+    expect(rows[0]?.row).toEqual({ prompt: 'a, [b] {c}', response: 'r"1"]' });
+    expect(rows[1]?.row.messages).toEqual([{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'yo' }]);
+  });
+  it('splits elements across chunk boundaries (1 MiB chunks)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rl2-json-'));
+    const big = Array.from({ length: 3000 }, (_, i) => ({ i, text: 'x'.repeat(500 + (i % 7)) }));
+    writeFileSync(join(dir, 'big.json'), JSON.stringify(big, null, 1));
+    const rows = await all(readJson(join(dir, 'big.json'), emptyStats()));
+    expect(rows.length).toBe(3000);
+    expect(rows.every((r, i) => r.row.i === i && (r.row.text as string).length === 500 + (i % 7))).toBe(true);
+  });
+  it('reads JSON Lines saved as .json', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rl2-json-'));
+    writeFileSync(join(dir, 'l.json'), '{"a":1}\n{"a":2}\n');
+    expect((await all(readJson(join(dir, 'l.json'), emptyStats()))).map((r) => r.row.a)).toEqual([1, 2]);
+  });
+  it('rejects a truncated array and a non-object element', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rl2-json-'));
+    writeFileSync(join(dir, 't.json'), '[{"a":1},');
+    writeFileSync(join(dir, 'n.json'), '[{"a":1}, 3]');
+    expect(((await all(readJson(join(dir, 't.json'), emptyStats())).catch((e) => e)) as DataError).code).toBe('MALFORMED_ROW');
+    const e = (await all(readJson(join(dir, 'n.json'), emptyStats())).catch((x) => x)) as DataError;
+    expect(e.message).toContain('element 2');
+  });
+});
+
+describe('readCsv', () => {
+  it('handles quotes, embedded commas/newlines, doubled quotes and CRLF', async () => {
+    const rows = await all(readCsv(fx('sft.csv'), emptyStats()));
+    expect(rows.map((r) => r.row)).toEqual([
+      { prompt: 'hello, world', response: 'multi\nline "quoted"' },
+      { prompt: 'plain', response: 'text' },
+    ]);
+    expect(rows.map((r) => r.origin.row)).toEqual([2, 4]);
+  });
+  it('names the line of a record with the wrong field count', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rl2-csv-'));
+    writeFileSync(join(dir, 'b.csv'), 'a,b\n1,2\n3\n');
+    const e = (await all(readCsv(join(dir, 'b.csv'), emptyStats())).catch((x) => x)) as DataError;
+    expect(e.code).toBe('MALFORMED_ROW');
+    expect(e.message).toContain('b.csv line 3');
+  });
+  it('reports an empty file as EMPTY_DATASET', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rl2-csv-'));
+    writeFileSync(join(dir, 'e.csv'), '');
+    expect(((await all(readCsv(join(dir, 'e.csv'), emptyStats())).catch((x) => x)) as DataError).code).toBe('EMPTY_DATASET');
+  });
+});

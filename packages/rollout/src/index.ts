@@ -28,3 +28,27 @@ export type { BalanceStrategy } from './engine/url-balancer.js';
 // An SGLang-compatible HTTP server over any engine (`rl2 serve`).
 export { startSGLangServer } from './server/sglang-server.js';
 export type { SGLangServer, SGLangServerOptions } from './server/sglang-server.js';
+
+// Environments: user modules with an async step(state, action, answer).
+export { loadEnvironment } from './env/load-environment.js';
+export { createEnvironment } from './env/create-environment.js';
+export type { EnvironmentOptions } from './env/create-environment.js';
+export type { EnvModule, EnvResetOutput, EnvStep, EnvStepOutput, Environment, RolloutPrompt } from './env/environment.js';
+
+// Trajectories: multi-turn assembly and the training layout.
+export { runTrajectory } from './trajectory/run-trajectory.js';
+export type { TrajectoryOptions } from './trajectory/run-trajectory.js';
+export { TrajectoryAssembler } from './trajectory/trajectory-assembler.js';
+export { toTrainingBatch } from './trajectory/to-training-batch.js';
+export type { TrainingBatch, TrainingSequence } from './trajectory/to-training-batch.js';
+export type { Trajectory, TrajectorySequence, TurnRecord } from './trajectory/trajectory.js';
+export type { RolloutTokenizer } from './trajectory/rollout-tokenizer.js';
+
+// The rollout loop: concurrency, dynamic filtering with refill, partial rollout, JSONL, eval.
+export { createRolloutRunner } from './loop/rollout-runner.js';
+export type { RolloutRunner, RolloutRunnerOptions, RolloutStepResult } from './loop/rollout-runner.js';
+export { isUniformGroup } from './loop/dynamic-filter.js';
+export { summariseRollout } from './loop/rollout-metrics.js';
+export type { RolloutMetrics } from './loop/rollout-metrics.js';
+export { writeRolloutsJsonl } from './loop/write-rollouts-jsonl.js';
+export type { RolloutRecord } from './loop/write-rollouts-jsonl.js';

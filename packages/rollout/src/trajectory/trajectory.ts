@@ -30,7 +30,7 @@ export interface TurnRecord {
 
 /** One response to one prompt: possibly several turns and several sequences. */
 export interface Trajectory {
-  /** Index of the prompt (the group) within its rollout step. */
+  /** Serial number of the prompt's group in its runner (unique across steps; TrainingBatch renumbers). */
   promptId: number;
   /** Index of this response within its group, 0..responsesPerPrompt-1. */
   sampleId: number;

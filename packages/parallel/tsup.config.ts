@@ -1,7 +1,8 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: ['src/index.ts'],
+  // the communication worker is its own entry: initProcessGroup loads ./comm-worker.js at run time
+  entry: { index: 'src/index.ts', 'comm-worker': 'src/comm/comm-worker.ts' },
   format: ['esm'],
   dts: true,
   clean: true,

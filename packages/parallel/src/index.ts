@@ -1,2 +1,14 @@
-export { ParallelError } from './errors.js';
+export { ParallelError, RankFailedError } from './errors.js';
 export type { ParallelErrorCode } from './errors.js';
+export { readLaunchEnv, DEFAULT_MASTER_PORT } from './launch/read-launch-env.js';
+export type { LaunchEnv, LaunchSource } from './launch/read-launch-env.js';
+export { firstSlurmHost } from './launch/first-slurm-host.js';
+export { launch, rankEnv } from './launch/launch.js';
+export type { LaunchOptions, LaunchResult } from './launch/launch.js';
+export type { Collective, GroupSpec, PendingOp, ProcessGroup, ReduceOp } from './comm/collective.js';
+export { createSocketWorld } from './comm/socket-world.js';
+export type { SocketWorld, SocketWorldOptions } from './comm/socket-world.js';
+export type { Transport } from './comm/peer-mesh.js';
+export { initProcessGroup } from './comm/init-process-group.js';
+export type { InitProcessGroupOptions, World } from './comm/init-process-group.js';
+export { LocalProcessGroup } from './comm/local-process-group.js';

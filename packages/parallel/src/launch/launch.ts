@@ -1,0 +1,172 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { ParallelError, RankFailedError } from '../errors.js';
+import { DEFAULT_MASTER_PORT } from './read-launch-env.js';
+
+/** Options of {@link launch}; the names follow torchrun's flags. */
+export interface LaunchOptions {
+  /** Processes on this node (`--nproc-per-node`). */
+  nprocPerNode: number;
+  /** Nodes in the job (`--nnodes`, default 1). */
+  nnodes?: number;
+  /** Index of this node (`--node-rank`, default 0). */
+  nodeRank?: number;
+  /** Host of global rank 0 (`--master-addr`, default 127.0.0.1). */
+  masterAddr?: string;
+  /** Rendezvous port on the master (`--master-port`, default 29500). */
+  masterPort?: number;
+  /** Program and arguments run once per rank, e.g. `['rl2', 'ppo', 'actor.lr=1e-6']`. */
+  command: readonly string[];
+  /** Extra environment for every rank (added to process.env). */
+  env?: Record<string, string>;
+  /**
+   * What to do with the ranks' stdout/stderr: `prefix` (default) forwards each line as
+   * `[rank N] line`; `inherit` forwards raw; `silent` drops it (the stderr tail is still kept
+   * for errors). `onOutput` sees every line either way.
+   */
+  output?: 'prefix' | 'inherit' | 'silent';
+  onOutput?: (rank: number, stream: 'stdout' | 'stderr', line: string) => void;
+  /** Aborting stops every rank (SIGTERM, then SIGKILL after `killGraceMs`). */
+  signal?: AbortSignal;
+  /** Grace between SIGTERM and SIGKILL when stopping ranks (default 5000 ms). */
+  killGraceMs?: number;
+  /** Bytes of stderr kept per rank for the error report (default 4096). */
+  stderrTailBytes?: number;
+}
+
+/** How every rank of this node ended. */
+export interface LaunchResult {
+  ranks: { rank: number; localRank: number; exitCode: number }[];
+}
+
+function positiveInt(name: string, v: number, min: number): number {
+  if (!Number.isInteger(v) || v < min) throw new ParallelError('INVALID_ARGUMENT', `${name}=${v} must be an integer >= ${min}.`);
+  return v;
+}
+
+/** The environment torchrun gives local rank `localRank`, plus NODE_RANK for launchers that read it. */
+export function rankEnv(o: Required<Pick<LaunchOptions, 'nprocPerNode' | 'nnodes' | 'nodeRank' | 'masterAddr' | 'masterPort'>>, localRank: number): Record<string, string> {
+  return {
+    RANK: String(o.nodeRank * o.nprocPerNode + localRank),
+    LOCAL_RANK: String(localRank),
+    WORLD_SIZE: String(o.nnodes * o.nprocPerNode),
+    LOCAL_WORLD_SIZE: String(o.nprocPerNode),
+    GROUP_RANK: String(o.nodeRank),
+    NODE_RANK: String(o.nodeRank),
+    MASTER_ADDR: o.masterAddr,
+    MASTER_PORT: String(o.masterPort),
+  };
+}
+
+/**
+ * Start `nprocPerNode` copies of `command` on this node, each with the torchrun environment
+ * (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT).
+ * Resolves when every rank exits 0. When one rank fails, every other rank is stopped
+ * (SIGTERM to its process group, SIGKILL after the grace) and the promise rejects with a
+ * {@link RankFailedError} carrying that rank's exit code and stderr tail. Ranks on other
+ * nodes notice through their collectives (PEER_LOST) and fail in turn, so nothing hangs.
+ *
+ * For the CLI: `rl2 launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A
+ * --master-port P] -- rl2 ppo ...` maps one to one onto these options; exit with
+ * `err.exitCode ?? 1` on RankFailedError and wire SIGINT/SIGTERM to `signal`.
+ */
+export function launch(options: LaunchOptions): Promise<LaunchResult> {
+  const o = {
+    nprocPerNode: positiveInt('nprocPerNode', options.nprocPerNode, 1),
+    nnodes: positiveInt('nnodes', options.nnodes ?? 1, 1),
+    nodeRank: positiveInt('nodeRank', options.nodeRank ?? 0, 0),
+    masterAddr: options.masterAddr ?? '127.0.0.1',
+    masterPort: positiveInt('masterPort', options.masterPort ?? DEFAULT_MASTER_PORT, 1),
+  };
+  if (o.nodeRank >= o.nnodes) throw new ParallelError('INVALID_ARGUMENT', `nodeRank=${o.nodeRank} must be < nnodes=${o.nnodes} (--node-rank counts from 0).`);
+  if (o.masterPort > 65535) throw new ParallelError('INVALID_ARGUMENT', `masterPort=${o.masterPort} is not a TCP port (1..65535).`);
+  const [program, ...args] = options.command;
+  if (!program) throw new ParallelError('INVALID_ARGUMENT', 'command is empty: pass the program to run per rank, e.g. ["rl2", "ppo", ...].');
+  const output = options.output ?? 'prefix';
+  const grace = options.killGraceMs ?? 5000;
+  const tailBytes = options.stderrTailBytes ?? 4096;
+
+  return new Promise((resolve, reject) => {
+    const children: ChildProcess[] = [];
+    const tails: string[] = [];
+    const exits: (LaunchResult['ranks'][number] | undefined)[] = [];
+    let failure: Error | undefined;
+    let killTimer: NodeJS.Timeout | undefined;
+    let running = o.nprocPerNode;
+
+    const stopAll = (err: Error) => {
+      if (failure) return;
+      failure = err;
+      for (const c of children) kill(c, 'SIGTERM');
+      killTimer = setTimeout(() => {
+        for (const c of children) kill(c, 'SIGKILL');
+      }, grace);
+      killTimer.unref();
+    };
+    const onParentExit = () => {
+      for (const c of children) kill(c, 'SIGKILL');
+    };
+    const onAbort = () => stopAll(new ParallelError('RANK_FAILED', `launch aborted: ${String(options.signal?.reason ?? 'signal')}; every rank was stopped.`));
+    process.once('exit', onParentExit);
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+
+    const finish = () => {
+      clearTimeout(killTimer);
+      process.removeListener('exit', onParentExit);
+      options.signal?.removeEventListener('abort', onAbort);
+      if (failure) reject(failure);
+      else resolve({ ranks: exits.map((e) => e!) });
+    };
+
+    for (let localRank = 0; localRank < o.nprocPerNode; localRank++) {
+      const env = { ...process.env, ...options.env, ...rankEnv(o, localRank) };
+      const rank = Number(env.RANK);
+      tails[localRank] = '';
+      const child = spawn(program, args, { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      children.push(child);
+      const forward = (stream: 'stdout' | 'stderr') => {
+        let partial = '';
+        const sink = stream === 'stdout' ? process.stdout : process.stderr;
+        child[stream]!.on('data', (chunk: Buffer) => {
+          const text = chunk.toString('utf8');
+          if (stream === 'stderr') tails[localRank] = (tails[localRank]! + text).slice(-tailBytes);
+          if (output === 'inherit') sink.write(chunk);
+          const lines = (partial + text).split('\n');
+          partial = lines.pop()!;
+          for (const line of lines) {
+            options.onOutput?.(rank, stream, line);
+            if (output === 'prefix') sink.write(`[rank ${rank}] ${line}\n`);
+          }
+        });
+        child[stream]!.on('end', () => {
+          if (!partial) return;
+          options.onOutput?.(rank, stream, partial);
+          if (output === 'prefix') sink.write(`[rank ${rank}] ${partial}\n`);
+        });
+      };
+      forward('stdout');
+      forward('stderr');
+      child.on('error', (err) => {
+        stopAll(new ParallelError('RANK_FAILED', `rank ${rank}: cannot start "${program}": ${err.message}; check the command after --.`));
+      });
+      child.on('close', (code, signal) => {
+        exits[localRank] = { rank, localRank, exitCode: code ?? -1 };
+        if (code !== 0) stopAll(new RankFailedError(rank, code, signal, tails[localRank]!));
+        running -= 1;
+        if (running === 0) finish();
+      });
+    }
+  });
+}
+
+function kill(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal); // the whole process group: wrappers and their children too
+  } catch {
+    try {
+      child.kill(signal);
+    } catch {
+      // already gone
+    }
+  }
+}

@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { ParallelError, RankFailedError } from '../src/index.js';
+import { freePort, runRanks } from './run-ranks.js';
+
+interface Result {
+  rank: number;
+  size: number;
+  failures: string[];
+  nodeRank: number;
+}
+
+describe('collectives across real processes', () => {
+  it('4 ranks on one node (Unix sockets): every collective and sub-group is exact', async () => {
+    const { results, error } = await runRanks<Result>('collectives.rank.ts', { nprocPerNode: 4 });
+    expect(error).toBeUndefined();
+    expect(results.map((r) => r.rank).sort()).toEqual([0, 1, 2, 3]);
+    for (const r of results) expect(r.failures).toEqual([]);
+  });
+
+  it('two "nodes" of 2 ranks on loopback (TCP between nodes) agree', async () => {
+    const masterPort = await freePort();
+    const node = (nodeRank: number) =>
+      runRanks<Result>('collectives.rank.ts', { nprocPerNode: 2, nnodes: 2, nodeRank, masterAddr: '127.0.0.1', masterPort });
+    const [a, b] = await Promise.all([node(0), node(1)]);
+    expect(a.error).toBeUndefined();
+    expect(b.error).toBeUndefined();
+    const all = [...a.results, ...b.results];
+    expect(all.map((r) => [r.rank, r.nodeRank]).sort()).toEqual([
+      [0, 0],
+      [1, 0],
+      [2, 1],
+      [3, 1],
+    ]);
+    for (const r of all) expect(r.failures).toEqual([]);
+  });
+
+  it('a failing rank stops every rank and reports its exit code and stderr', async () => {
+    const { error } = await runRanks('fail.rank.ts', { nprocPerNode: 3, env: { FAIL_MODE: 'exit', FAIL_RANK: '2' } });
+    expect(error).toBeInstanceOf(RankFailedError);
+    const e = error as RankFailedError;
+    expect(e.rank).toBe(2);
+    expect(e.exitCode).toBe(3);
+    expect(e.stderrTail).toContain('rank 2 gives up on purpose');
+    expect(e.message).toContain('exit code 3');
+  });
+
+  it('a collective timeout names the rank that never arrived', async () => {
+    const { error } = await runRanks('fail.rank.ts', {
+      nprocPerNode: 3,
+      env: { FAIL_MODE: 'stall', FAIL_RANK: '1', RL2_COLLECTIVE_TIMEOUT_MS: '1500' },
+    });
+    expect(error).toBeInstanceOf(RankFailedError);
+    const e = error as RankFailedError;
+    expect(e.rank).not.toBe(1);
+    expect(e.stderrTail).toContain('COLLECTIVE_TIMEOUT');
+    expect(e.stderrTail).toMatch(/rank \[1\] never reached it/);
+  });
+
+  it('a second node that never comes fails the rendezvous instead of hanging', async () => {
+    const { error } = await runRanks('fail.rank.ts', {
+      nprocPerNode: 1,
+      nnodes: 2,
+      env: { FAIL_MODE: 'none', RL2_RENDEZVOUS_TIMEOUT_MS: '1500' },
+    });
+    expect(error).toBeInstanceOf(ParallelError);
+    expect((error as RankFailedError).stderrTail).toContain('RENDEZVOUS');
+  });
+});

@@ -114,7 +114,7 @@ function statusOf(e: unknown): number | undefined {
 function isNetworkError(e: unknown): boolean {
   if (e instanceof DataError) return false;
   if (statusOf(e) !== undefined) return (statusOf(e) as number) >= 500;
-  return e instanceof TypeError || /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|ECONNRESET|fetch failed/.test(describe(e));
+  return /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|ENETUNREACH|fetch failed/.test(describe(e));
 }
 
 function describe(e: unknown): string {
@@ -131,6 +131,9 @@ function toHubError(e: unknown, name: string, opts: ResolvedHubOptions): DataErr
   }
   if (status === 404) {
     return new DataError('HUB_NOT_FOUND', `Dataset "${name}" was not found on ${opts.endpoint} (HTTP 404). Check the id (owner/name), or that HF_TOKEN can see it if it is private.`, { cause: e });
+  }
+  if (status === undefined && e instanceof TypeError) {
+    return new DataError('INVALID_ARGUMENT', `Loading dataset "${name}" from ${opts.endpoint} failed: ${describe(e)}. Check HF_TOKEN and HF_ENDPOINT.`, { cause: e });
   }
   return new DataError('HUB_UNREACHABLE', `Loading dataset "${name}" from ${opts.endpoint} failed: ${describe(e)}.`, { cause: e });
 }

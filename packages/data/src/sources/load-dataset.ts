@@ -6,6 +6,8 @@ import type { LoadStats, Row, RowOrigin } from './row.js';
 /** A whole split in memory: rows, where each came from (same index), and the load stats. */
 export interface LoadedDataset {
   split: string;
+  /** The files read, in order (for hub datasets: paths in the HF cache). */
+  files: string[];
   rows: Row[];
   origins: RowOrigin[];
   stats: LoadStats;
@@ -28,5 +30,5 @@ export async function loadDataset(spec: string, options: OpenDatasetOptions = {}
     const skipped = stream.stats.rowsSkipped > 0 ? ` (${stream.stats.rowsSkipped} rows were skipped as malformed, first: ${stream.stats.skipped[0]?.reason})` : '';
     throw new DataError('EMPTY_DATASET', `Dataset "${spec}" (split ${stream.split}) has no rows${skipped}. Files read: ${stream.files.join(', ')}.`);
   }
-  return { split: stream.split, rows, origins, stats: stream.stats };
+  return { split: stream.split, files: stream.files, rows, origins, stats: stream.stats };
 }

@@ -1,0 +1,59 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs-core';
+import '@tensorflow/tfjs-backend-cpu';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { disposeParams } from '../model/param-map.js';
+import { loadModel, readCheckpointWeights } from './load-checkpoint.js';
+import { parseSafetensors } from './safetensors.js';
+import { saveCheckpoint } from './save-checkpoint.js';
+
+const FIX = join(import.meta.dirname, '..', '..', 'fixtures');
+const tmp = mkdtempSync(join(tmpdir(), 'rl2-models-ckpt-'));
+
+beforeAll(async () => {
+  await tf.setBackend('cpu');
+});
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+describe('checkpoints', () => {
+  it.each(['llama-bf16-sharded', 'llama-fp16'])('%s loads to the values torch rounds to', async (folder) => {
+    const weights = await readCheckpointWeights(join(FIX, folder));
+    const expected = parseSafetensors(new Uint8Array(readFileSync(join(FIX, folder, 'expected-fp32.safetensors'))));
+    expect(weights.size).toBe(expected.size);
+    for (const [name, t] of expected) expect(weights.get(name)!.data, name).toEqual(t.data);
+  });
+
+  it('a checkpoint written here reloads identically (fp32 sharded, bf16 single)', async () => {
+    const { model } = await loadModel(join(FIX, 'qwen3'));
+    const files = await saveCheckpoint(join(tmp, 'sharded'), model, { maxShardBytes: 20_000 });
+    expect(files.some((f) => f.endsWith('model.safetensors.index.json'))).toBe(true);
+    const back = await loadModel(join(tmp, 'sharded'));
+    for (const [name, v] of model.params) expect(back.model.params.get(name)!.dataSync(), name).toEqual(v.dataSync());
+    expect(back.model.config.raw).toEqual({ ...model.config.raw, torch_dtype: 'float32' });
+    await saveCheckpoint(join(tmp, 'bf16'), model, { dtype: 'bfloat16' });
+    const bf = await readCheckpointWeights(join(tmp, 'bf16'));
+    const w = model.params.get('model.layers.0.mlp.up_proj.weight')!.dataSync();
+    const b = bf.get('model.layers.0.mlp.up_proj.weight')!.data;
+    for (let i = 0; i < w.length; i++) expect(Math.abs(b[i]! - w[i]!)).toBeLessThanOrEqual(Math.abs(w[i]!) * 2 ** -8);
+    disposeParams(model.params);
+    disposeParams(back.model.params);
+  });
+
+  it('names missing tensors and the folder', async () => {
+    const { model } = await loadModel(join(FIX, 'qwen2'));
+    model.params.delete('model.norm.weight');
+    await saveCheckpoint(join(tmp, 'broken'), model);
+    await expect(loadModel(join(tmp, 'broken'))).rejects.toThrow(/broken: missing 1 tensor\(s\) for Qwen2ForCausalLM: model\.norm\.weight/);
+    disposeParams(model.params);
+  });
+
+  it('loads a causal-LM checkpoint as a value model with a zero score head', async () => {
+    const { model } = await loadModel(join(FIX, 'qwen2'), { head: 'value' });
+    expect(model.config.architecture).toBe('Qwen2ForTokenClassification');
+    expect(model.params.get('score.weight')!.shape).toEqual([1, 32]);
+    expect(model.params.has('lm_head.weight')).toBe(false);
+    disposeParams(model.params);
+  });
+});

@@ -1,0 +1,49 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { ModelsError } from '../errors.js';
+import { type DecoderModel, lmHeadWeight } from '../model/decoder-model.js';
+import { type ForwardOptions, forwardHidden } from '../model/forward-hidden.js';
+import type { TokenBatch } from '../model/token-batch.js';
+import { chunkedLogprobsEntropy } from './chunked-logprobs.js';
+
+/** Options of `tokenLogprobs`. */
+export interface LogprobOptions extends ForwardOptions {
+  /** Logits are divided by this before the softmax (the sampling temperature). Default 1. */
+  temperature?: number;
+  /** Vocabulary chunk of the streamed logsumexp (memory is N x chunk). Default 4096. */
+  vocabChunk?: number;
+}
+
+/**
+ * Per-token log-probabilities of `targets` and the entropy of the (temperature-scaled)
+ * next-token distribution: `logprobs` [N], `entropy` [N], float32, differentiable w.r.t.
+ * `model.params`. `targets` [N] aligned with `batch.inputIds` (token t scores targets[t]).
+ */
+export function tokenLogprobs(
+  model: DecoderModel,
+  batch: TokenBatch,
+  targets: ArrayLike<number>,
+  options: LogprobOptions = {},
+): { logprobs: tf.Tensor1D; entropy: tf.Tensor1D } {
+  const n = batch.inputIds.length;
+  if (targets.length !== n) {
+    throw new ModelsError('SHAPE_MISMATCH', `tokenLogprobs: ${targets.length} targets for ${n} input ids`);
+  }
+  const temperature = options.temperature ?? 1;
+  if (!(temperature > 0)) throw new ModelsError('INVALID_ARGUMENT', `tokenLogprobs: temperature must be > 0, got ${temperature}`);
+  const tgt = Int32Array.from(targets);
+  const v = model.config.vocabSize;
+  const bad = tgt.findIndex((t) => t < 0 || t >= v);
+  if (bad >= 0) throw new ModelsError('INVALID_ARGUMENT', `tokenLogprobs: targets[${bad}] = ${tgt[bad]} is outside the vocabulary [0, ${v})`);
+  const both = tf.tidy(() => {
+    const hidden = forwardHidden(model, batch, options);
+    return chunkedLogprobsEntropy(hidden, lmHeadWeight(model), tgt, temperature, options.vocabChunk ?? 4096);
+  });
+  const [logprobs, entropy] = tf.tidy(() => tf.unstack(both, 1) as [tf.Tensor1D, tf.Tensor1D]);
+  both.dispose();
+  return { logprobs, entropy };
+}
+
+/** Full logits [N, V] (float32) of a causal-LM model; for inspection and tests. */
+export function tokenLogits(model: DecoderModel, batch: TokenBatch, options: ForwardOptions = {}): tf.Tensor2D {
+  return tf.tidy(() => tf.matMul(forwardHidden(model, batch, options), lmHeadWeight(model), false, true));
+}

@@ -1,0 +1,24 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { ModelsError } from '../errors.js';
+import type { DecoderModel } from '../model/decoder-model.js';
+import { type ForwardOptions, forwardHidden } from '../model/forward-hidden.js';
+import type { TokenBatch } from '../model/token-batch.js';
+
+/**
+ * Scalar value per token from a `*ForTokenClassification` model with one label (critic or
+ * reward model): `values = h score.weight^T + score.bias`, [N], differentiable.
+ */
+export function tokenValues(model: DecoderModel, batch: TokenBatch, options: ForwardOptions = {}): tf.Tensor1D {
+  const w = model.params.get('score.weight');
+  if (!w) {
+    throw new ModelsError(
+      'INVALID_ARGUMENT',
+      `tokenValues: ${model.config.architecture} has no "score.weight"; load the model as a value model (head: 'value')`,
+    );
+  }
+  const b = model.params.get('score.bias');
+  return tf.tidy(() => {
+    const v = tf.matMul(forwardHidden(model, batch, options), w as tf.Tensor2D, false, true);
+    return tf.reshape(b ? tf.add(v, b) : v, [-1]) as tf.Tensor1D;
+  });
+}

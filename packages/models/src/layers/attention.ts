@@ -1,0 +1,47 @@
+import * as tf from '@tensorflow/tfjs-core';
+
+/**
+ * Scaled dot-product attention with grouped-query heads (Ainslie et al. 2023,
+ * https://arxiv.org/abs/2305.13245): query head h reads kv head floor(h / rep), as HF `repeat_kv`.
+ * `q` [B, S, nH, d], `k`/`v` [B, nKv, L, d], `mask` additive [B, S, L] (0 or -1e9).
+ * Returns [B*S, nH*d]. Query heads of one kv group are folded into the row axis so K/V are
+ * never copied per head. Context parallelism swaps this function (see `DecoderModel.attention`).
+ */
+export type AttentionKernel = (q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor3D) => tf.Tensor2D;
+
+export const groupedQueryAttention: AttentionKernel = (q, k, v, mask) => {
+  const [b, s, nH, d] = q.shape;
+  const [, nKv, l] = k.shape;
+  const rep = nH / nKv;
+  // [B, S, nKv, rep, d] -> [B, nKv, rep, S, d] -> [B*nKv, rep*S, d]
+  const qg = tf.reshape(tf.transpose(tf.reshape(q, [b, s, nKv, rep, d]), [0, 2, 3, 1, 4]), [b * nKv, rep * s, d]);
+  const kg = tf.reshape(k, [b * nKv, l, d]);
+  const vg = tf.reshape(v, [b * nKv, l, d]);
+  const scores = tf.mul(tf.matMul(qg, kg, false, true), 1 / Math.sqrt(d));
+  const masked = tf.add(tf.reshape(scores, [b, nKv, rep, s, l]), tf.reshape(mask, [b, 1, 1, s, l]));
+  const probs = tf.reshape(tf.softmax(masked), [b * nKv, rep * s, l]);
+  const out = tf.reshape(tf.matMul(probs, vg), [b, nKv, rep, s, d]);
+  return tf.reshape(tf.transpose(out, [0, 3, 1, 2, 4]), [b * s, nH * d]);
+};
+
+/** Additive mask value for disallowed pairs: large enough that exp underflows to 0 in float32. */
+export const MASKED = -1e9;
+
+/**
+ * Block-diagonal causal mask for packed rows: token i may attend to j iff both belong to the
+ * same sequence (`segmentIds`) and j <= i. `segmentIds` [rows*T] row-major. Returns [rows, T, T].
+ */
+export function packedCausalMask(segmentIds: ArrayLike<number>, rows: number): tf.Tensor3D {
+  const t = segmentIds.length / rows;
+  const m = new Float32Array(rows * t * t);
+  for (let r = 0; r < rows; r++) {
+    for (let i = 0; i < t; i++) {
+      const si = segmentIds[r * t + i];
+      const base = (r * t + i) * t;
+      for (let j = 0; j < t; j++) {
+        m[base + j] = j <= i && segmentIds[r * t + j] === si ? 0 : MASKED;
+      }
+    }
+  }
+  return tf.tensor3d(m, [rows, t, t]);
+}

@@ -1,0 +1,86 @@
+import * as tf from '@tensorflow/tfjs-core';
+import type { ModelConfig } from '../config/model-config.js';
+import type { AttentionKernel } from './attention.js';
+import type { LinearFactory, ParamLookup } from './linear.js';
+import { rmsNorm } from './rms-norm.js';
+import { applyRotary } from './rotary.js';
+
+/** What every layer of one forward shares: shapes, RoPE tables [N, 1, d] and the mask [B, S, L]. */
+export interface LayerContext {
+  config: ModelConfig;
+  linear: LinearFactory;
+  attention: AttentionKernel;
+  rows: number;
+  cos: tf.Tensor3D;
+  sin: tf.Tensor3D;
+  mask: tf.Tensor3D;
+}
+
+/** Keys/values of earlier tokens of one layer, after RoPE: [B, nKv, L, d] each. */
+export interface LayerKv {
+  k: tf.Tensor4D;
+  v: tf.Tensor4D;
+}
+
+/**
+ * One pre-norm decoder block (HF `LlamaDecoderLayer` / `Qwen2DecoderLayer` / `Qwen3DecoderLayer`):
+ * x += o_proj(attn(rope(q), rope(k), v)); x += down(silu(gate(n)) * up(n)).
+ * `x` [N, H] with N = rows * S. With `past`, new keys/values are appended to it; the returned
+ * `kv` holds all of them (for the KV cache).
+ */
+export function decoderLayer(
+  x: tf.Tensor2D,
+  layer: number,
+  p: ParamLookup,
+  ctx: LayerContext,
+  past?: LayerKv,
+): { x: tf.Tensor2D; kv: LayerKv } {
+  const { config: c, linear } = ctx;
+  const pre = `model.layers.${layer}.`;
+  const n = x.shape[0];
+  const b = ctx.rows;
+  const s = n / b;
+  const get = (name: string) => p.get(pre + name)!;
+  const h = rmsNorm(x, get('input_layernorm.weight'), c.rmsNormEps);
+  let q = tf.reshape(linear(`${pre}self_attn.q_proj`, p).forward(h), [n, c.numHeads, c.headDim]) as tf.Tensor3D;
+  let k = tf.reshape(linear(`${pre}self_attn.k_proj`, p).forward(h), [n, c.numKvHeads, c.headDim]) as tf.Tensor3D;
+  const v = tf.reshape(linear(`${pre}self_attn.v_proj`, p).forward(h), [b, s, c.numKvHeads, c.headDim]);
+  if (c.qkNorm) {
+    q = rmsNorm(q, get('self_attn.q_norm.weight'), c.rmsNormEps);
+    k = rmsNorm(k, get('self_attn.k_norm.weight'), c.rmsNormEps);
+  }
+  q = applyRotary(q, ctx.cos, ctx.sin);
+  k = applyRotary(k, ctx.cos, ctx.sin);
+  let kt = tf.transpose(tf.reshape(k, [b, s, c.numKvHeads, c.headDim]), [0, 2, 1, 3]) as tf.Tensor4D;
+  let vt = tf.transpose(v, [0, 2, 1, 3]) as tf.Tensor4D;
+  if (past) {
+    kt = tf.concat([past.k, kt], 2);
+    vt = tf.concat([past.v, vt], 2);
+  }
+  const attn = ctx.attention(tf.reshape(q, [b, s, c.numHeads, c.headDim]), kt, vt, ctx.mask);
+  const x1 = tf.add(x, linear(`${pre}self_attn.o_proj`, p).forward(attn)) as tf.Tensor2D;
+  const h2 = rmsNorm(x1, get('post_attention_layernorm.weight'), c.rmsNormEps);
+  const gate = linear(`${pre}mlp.gate_proj`, p).forward(h2);
+  const up = linear(`${pre}mlp.up_proj`, p).forward(h2);
+  const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D; // silu(g) * u
+  const out = tf.add(x1, linear(`${pre}mlp.down_proj`, p).forward(act)) as tf.Tensor2D;
+  return { x: out, kv: { k: kt, v: vt } };
+}
+
+/** Names of the parameters layer `layer` reads (used to pass them explicitly for recomputation). */
+export function layerParamNames(c: ModelConfig, layer: number): string[] {
+  const pre = `model.layers.${layer}.`;
+  const names = ['input_layernorm.weight', 'post_attention_layernorm.weight'];
+  for (const m of ['q_proj', 'k_proj', 'v_proj']) {
+    names.push(`self_attn.${m}.weight`);
+    if (c.qkvBias) names.push(`self_attn.${m}.bias`);
+  }
+  names.push('self_attn.o_proj.weight');
+  if (c.outputBias) names.push('self_attn.o_proj.bias');
+  for (const m of ['gate_proj', 'up_proj', 'down_proj']) {
+    names.push(`mlp.${m}.weight`);
+    if (c.mlpBias) names.push(`mlp.${m}.bias`);
+  }
+  if (c.qkNorm) names.push('self_attn.q_norm.weight', 'self_attn.k_norm.weight');
+  return names.map((x) => pre + x);
+}

@@ -1,0 +1,47 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { decoderLayer, type LayerContext, layerParamNames } from './decoder-layer.js';
+import type { ParamLookup } from './linear.js';
+
+/**
+ * Decoder layer with activation recomputation (gradient checkpointing, Chen et al. 2016,
+ * https://arxiv.org/abs/1604.06174): the forward keeps only its inputs; the backward runs the
+ * layer again under a tape and differentiates it. Memory per layer drops from all activations
+ * to the layer input, for about one extra forward of compute.
+ * Parameters, RoPE tables and the mask are passed as customGrad inputs so that they are kept
+ * alive until the backward pass (closure tensors would be disposed after the forward).
+ */
+export function recomputedDecoderLayer(x: tf.Tensor2D, layer: number, p: ParamLookup, ctx: LayerContext): tf.Tensor2D {
+  const names = layerParamNames(ctx.config, layer);
+  const run = (inputs: tf.Tensor[]): tf.Tensor2D => {
+    const local = new Map<string, tf.Tensor>(names.map((n, i) => [n, inputs[1 + i]!]));
+    const k = 1 + names.length;
+    const c = { ...ctx, cos: inputs[k] as tf.Tensor3D, sin: inputs[k + 1] as tf.Tensor3D, mask: inputs[k + 2] as tf.Tensor3D };
+    return decoderLayer(inputs[0] as tf.Tensor2D, layer, local, c).x;
+  };
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const save = args.pop() as tf.GradSaveFunc;
+    const inputs = args as tf.Tensor[];
+    save(inputs);
+    return {
+      value: run(inputs),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => nestedGrads(() => tf.grads((...ins: tf.Tensor[]) => run(ins))(saved, dy)),
+    };
+  });
+  return f(x, ...names.map((n) => p.get(n)!), ctx.cos, ctx.sin, ctx.mask) as tf.Tensor2D;
+}
+
+/**
+ * Runs a `tf.grads` call inside an outer backward pass. tfjs 4.22 `Engine.gradients` replaces
+ * the engine's active tape when a new top-level tape starts and sets it to null when done, so
+ * the outer `gradients` call would crash on `activeTape.forEach` and leak its saved tensors.
+ * Restoring the outer tape afterwards keeps both intact.
+ */
+function nestedGrads<T>(f: () => T): T {
+  const state = (tf.engine() as unknown as { state: { activeTape: unknown } }).state;
+  const outer = state.activeTape;
+  try {
+    return f();
+  } finally {
+    state.activeTape = outer;
+  }
+}

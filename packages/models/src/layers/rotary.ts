@@ -1,0 +1,58 @@
+import * as tf from '@tensorflow/tfjs-core';
+import type { ModelConfig } from '../config/model-config.js';
+
+/**
+ * RoPE inverse frequencies `theta^(-2i/d)` (Su et al. 2021, https://arxiv.org/abs/2104.09864),
+ * with linear or Llama 3 scaling (wavelengths longer than original/low_freq_factor divided by
+ * `factor`, shorter than original/high_freq_factor kept, smooth interpolation between), as in
+ * HF `_compute_llama3_parameters`. Computed in float64.
+ */
+export function ropeInverseFrequencies(config: ModelConfig): Float64Array {
+  const d = config.headDim;
+  const inv = new Float64Array(d / 2);
+  for (let i = 0; i < d / 2; i++) inv[i] = 1 / config.ropeTheta ** ((2 * i) / d);
+  const s = config.ropeScaling;
+  if (s.type === 'linear') return inv.map((f) => f / s.factor);
+  if (s.type === 'llama3') {
+    const lowWavelen = s.originalMaxPositionEmbeddings / s.lowFreqFactor;
+    const highWavelen = s.originalMaxPositionEmbeddings / s.highFreqFactor;
+    return inv.map((f) => {
+      const wavelen = (2 * Math.PI) / f;
+      if (wavelen < highWavelen) return f;
+      if (wavelen > lowWavelen) return f / s.factor;
+      const smooth = (s.originalMaxPositionEmbeddings / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
+      return ((1 - smooth) * f) / s.factor + smooth * f;
+    });
+  }
+  return inv;
+}
+
+/** cos/sin tables [N, 1, d] for the given position ids (HF layout: the half-table repeated twice). */
+export function ropeTables(positions: ArrayLike<number>, invFreq: Float64Array): { cos: tf.Tensor3D; sin: tf.Tensor3D } {
+  const half = invFreq.length;
+  const d = 2 * half;
+  const n = positions.length;
+  const cos = new Float32Array(n * d);
+  const sin = new Float32Array(n * d);
+  for (let t = 0; t < n; t++) {
+    for (let i = 0; i < half; i++) {
+      const a = positions[t]! * invFreq[i]!;
+      const c = Math.cos(a);
+      const s = Math.sin(a);
+      cos[t * d + i] = c;
+      cos[t * d + half + i] = c;
+      sin[t * d + i] = s;
+      sin[t * d + half + i] = s;
+    }
+  }
+  return { cos: tf.tensor3d(cos, [n, 1, d]), sin: tf.tensor3d(sin, [n, 1, d]) };
+}
+
+/** Applies RoPE to `x` [N, heads, d]: `x * cos + rotate_half(x) * sin`, rotate_half(x) = [-x2, x1]. */
+export function applyRotary(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D): tf.Tensor3D {
+  const [n, h, d] = x.shape;
+  const x1 = tf.slice(x, [0, 0, 0], [n, h, d / 2]);
+  const x2 = tf.slice(x, [0, 0, d / 2], [n, h, d / 2]);
+  const rotated = tf.concat([tf.neg(x2), x1], 2);
+  return tf.add(tf.mul(x, cos), tf.mul(rotated, sin));
+}

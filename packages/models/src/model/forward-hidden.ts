@@ -1,0 +1,43 @@
+import * as tf from '@tensorflow/tfjs-core';
+// tfjs-core ships its gradients separately; training through this package needs them.
+import '@tensorflow/tfjs-core/dist/register_all_gradients.js';
+import { packedCausalMask } from '../layers/attention.js';
+import { decoderLayer, type LayerContext } from '../layers/decoder-layer.js';
+import { recomputedDecoderLayer } from '../layers/recomputed-layer.js';
+import { rmsNorm } from '../layers/rms-norm.js';
+import { ropeTables } from '../layers/rotary.js';
+import type { DecoderModel } from './decoder-model.js';
+import { resolveBatch, type TokenBatch } from './token-batch.js';
+
+/** Options of a training/scoring forward. */
+export interface ForwardOptions {
+  /** Recompute each layer's activations in the backward pass instead of keeping them. */
+  recompute?: boolean;
+}
+
+/**
+ * Final hidden states [N, H] (after the last RMSNorm) for N = rows*T tokens, differentiable
+ * w.r.t. `model.params`. Attention is block-diagonal causal over `segmentIds`.
+ */
+export function forwardHidden(model: DecoderModel, batch: TokenBatch, options: ForwardOptions = {}): tf.Tensor2D {
+  const c = model.config;
+  const { rows, segmentIds } = resolveBatch(batch);
+  return tf.tidy(() => {
+    const ids = tf.tensor1d(Int32Array.from(batch.inputIds), 'int32');
+    const { cos, sin } = ropeTables(batch.positionIds, model.invFreq);
+    const ctx: LayerContext = {
+      config: c,
+      linear: model.linear,
+      attention: model.attention,
+      rows,
+      cos,
+      sin,
+      mask: packedCausalMask(segmentIds, rows),
+    };
+    let x = tf.gather(model.params.get('model.embed_tokens.weight')!, ids) as tf.Tensor2D;
+    for (let i = 0; i < c.numLayers; i++) {
+      x = options.recompute ? recomputedDecoderLayer(x, i, model.params, ctx) : decoderLayer(x, i, model.params, ctx).x;
+    }
+    return rmsNorm(x, model.params.get('model.norm.weight')!, c.rmsNormEps);
+  });
+}

@@ -52,3 +52,8 @@ export { summariseRollout } from './loop/rollout-metrics.js';
 export type { RolloutMetrics } from './loop/rollout-metrics.js';
 export { writeRolloutsJsonl } from './loop/write-rollouts-jsonl.js';
 export type { RolloutRecord } from './loop/write-rollouts-jsonl.js';
+
+// Example envs (also loadable by path through rollout.env_path).
+export * as calculatorEnv from './envs/calculator-env.js';
+export * as arithmeticEnv from './envs/arithmetic-env.js';
+export { evaluateExpression } from './envs/evaluate-expression.js';

@@ -4,6 +4,8 @@ export interface RolloutPrompt {
   prompt: string;
   /** Passed as the third argument of `step` (RL2's `answer`; the whole row works too). */
   answer?: unknown;
+  /** The whole data row, for envs whose `reset` needs more than the answer. */
+  row?: Record<string, unknown>;
 }
 
 /** The result of one env step, normalised. `nextState` is null when done. */

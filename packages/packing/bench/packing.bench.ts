@@ -88,10 +88,13 @@ function measurePython(file: string): Row | string {
 console.log(`Packing ${n} log-normal lengths (total ${total} tokens, max ${Math.max(...lengths)}) into ${k} bins`);
 const ts = measureTs();
 const rows: Row[] = [ts];
+const given = arg('rl2', process.env.RL2_PATH);
 const rl2 = locateRl2();
 let notice = '';
 if (!rl2) {
-  notice = 'RL2 Python column skipped: pass --rl2 /path/to/RL2 or set RL2_PATH (the ChenmienTan/RL2 checkout).';
+  notice = given
+    ? `RL2 Python column skipped: no RL2/utils/seqlen_balance.py found at ${given}.`
+    : 'RL2 Python column skipped: pass --rl2 /path/to/RL2 or set RL2_PATH (the ChenmienTan/RL2 checkout).';
 } else {
   const py = measurePython(rl2);
   if (typeof py === 'string') notice = `RL2 Python column skipped: ${py}`;

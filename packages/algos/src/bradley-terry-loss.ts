@@ -1,4 +1,5 @@
-import { type Scalar, type Tensor, cast, div, greater, keep, logSigmoid, neg, sub, sum, tidy } from '@tensorflow/tfjs-core';
+import { type Scalar, type Tensor, cast, div, greater, keep, neg, sub, sum, tidy } from '@tensorflow/tfjs-core';
+import { logSigmoid } from './internal/log-sigmoid.js';
 import { pairDivisor } from './internal/pair-totals.js';
 import { readMetrics } from './internal/read-metrics.js';
 import type { LossResult } from './loss-result.js';

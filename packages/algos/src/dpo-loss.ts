@@ -6,7 +6,6 @@ import {
   div,
   greater,
   keep,
-  logSigmoid,
   maximum,
   mul,
   neg,
@@ -17,6 +16,7 @@ import {
 } from '@tensorflow/tfjs-core';
 import { AlgosError } from './errors.js';
 import { expectNumber } from './internal/check.js';
+import { logSigmoid } from './internal/log-sigmoid.js';
 import { pairDivisor } from './internal/pair-totals.js';
 import { readMetrics } from './internal/read-metrics.js';
 import { stopGradient } from './internal/stop-gradient.js';

@@ -10,6 +10,8 @@ export type {
   RolloutEngine,
   SamplingParams,
 } from './engine/rollout-engine.js';
+export { createRolloutEngine } from './engine/create-rollout-engine.js';
+export type { RolloutEngineConfig } from './engine/create-rollout-engine.js';
 export { createSGLangEngine, parseGenerateResponse } from './engine/sglang-engine.js';
 export type { SGLangEngineOptions } from './engine/sglang-engine.js';
 export { createEmbeddedEngine } from './engine/embedded-engine.js';

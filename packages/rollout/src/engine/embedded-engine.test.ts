@@ -86,3 +86,13 @@ describe('createEmbeddedEngine over the toy generator', () => {
     expect((await engine.health()).ok).toBe(true);
   });
 });
+
+describe('createRolloutEngine', () => {
+  it('picks the implementation by type', async () => {
+    const { createRolloutEngine } = await import('./create-rollout-engine.js');
+    const embedded = createRolloutEngine({ type: 'embedded', generator: createToyGenerator() });
+    expect((await embedded.health()).backends[0].name).toBe('embedded');
+    const http = createRolloutEngine({ type: 'sglang', urls: ['127.0.0.1:9'], backoff: { retries: 0 } });
+    expect((await http.health()).backends[0]).toMatchObject({ name: 'http://127.0.0.1:9', ok: false });
+  });
+});

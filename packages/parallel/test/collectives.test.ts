@@ -53,7 +53,7 @@ describe('collectives across real processes', () => {
     const e = error as RankFailedError;
     expect(e.rank).not.toBe(1);
     expect(e.stderrTail).toContain('COLLECTIVE_TIMEOUT');
-    expect(e.stderrTail).toMatch(/rank \[1\] never reached it/);
+    expect(e.stderrTail, e.message).toMatch(/rank \[1\] never reached it/);
   });
 
   it('a second node that never comes fails the rendezvous instead of hanging', async () => {

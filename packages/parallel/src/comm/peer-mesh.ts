@@ -151,6 +151,7 @@ export class PeerMesh {
     };
     sock.on('error', (e) => gone(e.message));
     sock.on('close', () => gone('connection closed'));
+    if (sock.destroyed || sock.readableEnded) gone('connection closed during the rendezvous');
   }
 
   private lostError(peer: number, key: string): ParallelError {
@@ -236,6 +237,7 @@ async function dial(at: { host: string; port: number } | { path: string }, deadl
       return await new Promise<Socket>((resolve, reject) => {
         const s = connect(at as never, () => {
           s.removeListener('error', reject);
+          s.on('error', () => {}); // until the mesh attaches; a reset then shows up as 'close'
           s.setNoDelay(true);
           resolve(s);
         });

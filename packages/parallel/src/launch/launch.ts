@@ -90,6 +90,8 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
     const tails: string[] = [];
     const exits: (LaunchResult['ranks'][number] | undefined)[] = [];
     let failure: Error | undefined;
+    // ranks that failed on their own, in exit order; the root cause is chosen when all are down
+    const failed: { localRank: number; code: number | null; signal: string | null }[] = [];
     let killTimer: NodeJS.Timeout | undefined;
     let running = o.nprocPerNode;
 
@@ -113,7 +115,9 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
       clearTimeout(killTimer);
       process.removeListener('exit', onParentExit);
       options.signal?.removeEventListener('abort', onAbort);
-      if (failure) reject(failure);
+      const cause = rootCause(failed, tails);
+      if (cause) reject(new RankFailedError(o.nodeRank * o.nprocPerNode + cause.localRank, cause.code, cause.signal, tails[cause.localRank]!));
+      else if (failure) reject(failure);
       else resolve({ ranks: exits.map((e) => e!) });
     };
 
@@ -148,14 +152,25 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
       child.on('error', (err) => {
         stopAll(new ParallelError('RANK_FAILED', `rank ${rank}: cannot start "${program}": ${err.message}; check the command after --.`));
       });
-      child.on('close', (code, signal) => {
-        exits[localRank] = { rank, localRank, exitCode: code ?? -1 };
+      child.on('exit', (code, signal) => {
+        if (code !== 0 && (code !== null || !failure)) failed.push({ localRank, code, signal });
         if (code !== 0) stopAll(new RankFailedError(rank, code, signal, tails[localRank]!));
+      });
+      child.on('close', (code) => {
+        exits[localRank] = { rank, localRank, exitCode: code ?? -1 };
         running -= 1;
         if (running === 0) finish();
       });
     }
   });
+}
+
+/**
+ * The rank to blame: among ranks that failed before they were told to stop, the first one
+ * whose error is not just "lost another rank" (PEER_LOST follows the real failure elsewhere).
+ */
+function rootCause<T extends { localRank: number }>(failed: T[], tails: string[]): T | undefined {
+  return failed.find((f) => !tails[f.localRank]!.includes('PEER_LOST')) ?? failed[0];
 }
 
 function kill(child: ChildProcess, signal: NodeJS.Signals): void {

@@ -28,29 +28,43 @@ const mean = total / k;
 
 interface Row {
   name: string;
+  /** wall-clock milliseconds */
   ms: number;
+  /** process CPU milliseconds (user + system): steadier than wall time on a shared machine */
+  cpuMs: number;
   maxLoad: number;
   minLoad: number;
   bins?: number[][];
 }
 
-function measureTs(): Row {
-  karmarkarKarp(lengths, k); // warm-up (JIT)
+function measureTs(): Row[] {
+  const cpu = () => {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1000;
+  };
+  const c0 = performance.now();
+  const u0 = cpu();
+  const cold = karmarkarKarp(lengths, k); // first call: includes JIT warm-up
+  const coldCpu = cpu() - u0;
+  const coldMs = performance.now() - c0;
   const times: number[] = [];
+  const cpuTimes: number[] = [];
   let result = karmarkarKarp(lengths, k);
   for (let r = 0; r < repeats; r++) {
     const t0 = performance.now();
+    const v0 = cpu();
     result = karmarkarKarp(lengths, k);
+    cpuTimes.push(cpu() - v0);
     times.push(performance.now() - t0);
   }
   times.sort((a, b) => a - b);
-  return {
-    name: `@rl2/packing karmarkarKarp (median of ${repeats})`,
-    ms: times[Math.floor(repeats / 2)],
-    maxLoad: result.loads[0],
-    minLoad: result.loads[k - 1],
-    bins: result.bins,
-  };
+  cpuTimes.sort((a, b) => a - b);
+  const mid = Math.floor(repeats / 2);
+  const warm = { maxLoad: result.loads[0], minLoad: result.loads[k - 1], bins: result.bins };
+  return [
+    { name: `@rl2/packing karmarkarKarp (warm, median of ${repeats})`, ms: times[mid], cpuMs: cpuTimes[mid], ...warm },
+    { name: '@rl2/packing karmarkarKarp (first call, cold JIT)', ms: coldMs, cpuMs: coldCpu, maxLoad: cold.loads[0], minLoad: cold.loads[k - 1] },
+  ];
 }
 
 function locateRl2(): string | undefined {
@@ -71,11 +85,12 @@ function measurePython(file: string): Row | string {
     const timer = join(import.meta.dirname, '..', 'scripts', 'rl2_partition_timer.py');
     const r = spawnSync(python, [timer, file, lengthsFile, String(k)], { encoding: 'utf8', maxBuffer: 1 << 28 });
     if (r.error || r.status !== 0) return `${python} failed: ${r.error?.message ?? r.stderr.trim().split('\n').pop()}`;
-    const { seconds, bins } = JSON.parse(r.stdout) as { seconds: number; bins: number[][] };
+    const { seconds, cpuSeconds, bins } = JSON.parse(r.stdout) as { seconds: number; cpuSeconds: number; bins: number[][] };
     const loads = bins.map((b) => b.reduce((s, i) => s + lengths[i], 0));
     return {
       name: 'RL2 get_seqlen_balanced_partitions (python3, 1 run)',
       ms: seconds * 1000,
+      cpuMs: cpuSeconds * 1000,
       maxLoad: Math.max(...loads),
       minLoad: Math.min(...loads),
       bins,
@@ -86,8 +101,9 @@ function measurePython(file: string): Row | string {
 }
 
 console.log(`Packing ${n} log-normal lengths (total ${total} tokens, max ${Math.max(...lengths)}) into ${k} bins`);
-const ts = measureTs();
-const rows: Row[] = [ts];
+const tsRows = measureTs();
+const ts = tsRows[0];
+const rows: Row[] = [...tsRows];
 const given = arg('rl2', process.env.RL2_PATH);
 const rl2 = locateRl2();
 let notice = '';
@@ -101,14 +117,15 @@ if (!rl2) {
   else rows.push(py);
 }
 
-const reference = rows[1];
-console.log('\n| implementation | time (ms) | max load | max/mean | min/mean | speed-up vs RL2 |');
-console.log('|---|---:|---:|---:|---:|---:|');
+const reference = rows.find((r) => r.name.startsWith('RL2'));
+console.log('\n| implementation | wall (ms) | CPU (ms) | max load | max/mean | min/mean | speed-up wall | speed-up CPU |');
+console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
 for (const row of rows) {
-  const speedup = reference ? `${(reference.ms / row.ms).toFixed(1)}x` : 'n/a';
+  const wall = reference ? `${(reference.ms / row.ms).toFixed(1)}x` : 'n/a';
+  const cpuRatio = reference ? `${(reference.cpuMs / row.cpuMs).toFixed(1)}x` : 'n/a';
   console.log(
-    `| ${row.name} | ${row.ms.toFixed(1)} | ${row.maxLoad} | ${(row.maxLoad / mean).toFixed(6)} | ` +
-      `${(row.minLoad / mean).toFixed(6)} | ${speedup} |`,
+    `| ${row.name} | ${row.ms.toFixed(1)} | ${row.cpuMs.toFixed(1)} | ${row.maxLoad} | ${(row.maxLoad / mean).toFixed(6)} | ` +
+      `${(row.minLoad / mean).toFixed(6)} | ${wall} | ${cpuRatio} |`,
   );
 }
 console.log(`\nmean load ${mean.toFixed(2)} tokens`);

@@ -1,7 +1,7 @@
 """Times RL2's own Karmarkar-Karp partitioner for `pnpm bench packing`.
 
 Usage: python3 rl2_partition_timer.py /path/to/RL2/utils/seqlen_balance.py lengths.json k
-Prints one JSON line: {"seconds": ..., "bins": [[...], ...]} (RL2 is loaded from the given path,
+Prints one JSON line: {"seconds": wall, "cpuSeconds": process CPU, "bins": [[...], ...]} (RL2 is loaded from the given path,
 never vendored; seqlen_balance.py needs only the standard library).
 """
 import importlib.util
@@ -17,10 +17,10 @@ def main():
     spec.loader.exec_module(module)
     with open(lengths_file) as f:
         lengths = json.load(f)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     bins = module.get_seqlen_balanced_partitions(lengths, k, equal_size=False)
-    seconds = time.perf_counter() - start
-    print(json.dumps({"seconds": seconds, "bins": bins}))
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+    print(json.dumps({"seconds": seconds, "cpuSeconds": cpu_seconds, "bins": bins}))
 
 
 if __name__ == "__main__":

@@ -43,6 +43,8 @@ export type { TrajectoryOptions } from './trajectory/run-trajectory.js';
 export { TrajectoryAssembler } from './trajectory/trajectory-assembler.js';
 export { toTrainingBatch } from './trajectory/to-training-batch.js';
 export type { TrainingBatch, TrainingSequence } from './trajectory/to-training-batch.js';
+export { padTrainingBatch } from './trajectory/pad-training-batch.js';
+export type { PaddedTrainingBatch } from './trajectory/pad-training-batch.js';
 export type { Trajectory, TrajectorySequence, TurnRecord } from './trajectory/trajectory.js';
 export type { RolloutTokenizer } from './trajectory/rollout-tokenizer.js';
 

@@ -49,7 +49,9 @@ function spreadOf(sets: KkSet[], k: number): number {
  * See https://en.wikipedia.org/wiki/Largest_differencing_method.
  *
  * Same partition as RL2's `karmarkar_karp(..., equal_size=False)` + `get_seqlen_balanced_partitions`
- * (ties broken the same way), but O(n log n + n k log k) with a binary heap and linked-list sets.
+ * (ties broken the same way: the state order is a strict total order, so any correct priority
+ * queue pops states in the same sequence as Python's heapq), in O(n log n + n k log k) comparisons
+ * with a binary heap, in-place merges and linked-list sets.
  * Unlike RL2, `k > lengths.length` is allowed: the surplus bins come back empty.
  *
  * @param lengths [n] non-negative item weights (token counts)

@@ -19,7 +19,7 @@ import {
   tidy,
   where,
 } from '@tensorflow/tfjs-core';
-import { type AggregationOptions, aggregateLoss } from './aggregate-loss.js';
+import { type AggregationOptions, aggregateLoss, countTotals } from './aggregate-loss.js';
 import { AlgosError } from './errors.js';
 import { expectNumber, expectShape } from './internal/check.js';
 import { readMetrics } from './internal/read-metrics.js';
@@ -116,8 +116,9 @@ export function actorPpoLoss(inputs: ActorPpoInputs, options: ActorPpoOptions = 
   need(tisCoef === 0 || inputs.engineLogps !== undefined, 'engineLogps', `tisCoef = ${tisCoef}`);
   need(klCoef === 0 || inputs.refLogps !== undefined, 'refLogps', `kl.coef = ${klCoef}`);
   need(entropyCoef === 0 || inputs.entropy !== undefined, 'entropy', `entropyCoef = ${entropyCoef}`);
-  const agg = (x: Tensor) => aggregateLoss(x, inputs, options.aggregation);
-  const layout = inputs;
+  // count local totals once (when not given) instead of once per aggregated quantity
+  const aggregation = { ...options.aggregation, totals: options.aggregation?.totals ?? countTotals(inputs) };
+  const agg = (x: Tensor) => aggregateLoss(x, inputs, aggregation);
 
   const named: Partial<Record<ActorPpoMetric, Scalar>> = {};
   const loss = tidy(() => {
@@ -125,7 +126,7 @@ export function actorPpoLoss(inputs: ActorPpoInputs, options: ActorPpoOptions = 
     const old = inputs.oldLogps ?? stopGradient(logps);
     let logRatio = sub(logps, old);
     if (options.ratioLevel === 'sequence') {
-      const seg = resolveSegments(layout, fn);
+      const seg = resolveSegments(inputs, fn);
       const counts = maximum(segmentSums(actionMask, seg), scalar(1));
       const seqMean = div(segmentSums(mul(stopGradient(logRatio), actionMask), seg), counts);
       logRatio = add(broadcastToTokens(seqMean, seg), sub(logps, stopGradient(logps)));

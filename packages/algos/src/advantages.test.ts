@@ -60,6 +60,24 @@ describe('advantage estimators match the torch reference (multi-turn trajectorie
     tf.dispose(Object.values(b));
   });
 
+  it('gives the same answer with every trajectory packed into one row (per-token ids)', () => {
+    const b = perTokenIds(batch());
+    const flat = (x: tf.Tensor) => tf.reshape(x, [1, -1]);
+    const packed = {
+      rewards: flat(b.rewards),
+      values: flat(b.values),
+      actionMask: flat(b.actionMask),
+      trajectoryIds: flat(b.trajectoryIds),
+    };
+    const c = fx.cases.gae[1]!;
+    const { advantages, returns } = computeGae(packed, c);
+    expectClose(take(advantages), c.advantages, 1e-6, 'packed gae');
+    expectClose(take(returns), c.returns, 1e-6, 'packed returns');
+    const r = fx.cases.reinforce[1]!;
+    expectClose(take(computeReinforceAdvantages(packed, r)), r.advantages, 1e-6, 'packed grpo');
+    tf.dispose([...Object.values(b), ...Object.values(packed)]);
+  });
+
   it('REINFORCE / GRPO / Dr. GRPO baselines', () => {
     const b = batch();
     expectNoLeak(() => {

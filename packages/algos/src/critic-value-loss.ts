@@ -1,5 +1,5 @@
 import { type Scalar, type Tensor, add, cast, keep, less, maximum, minimum, square, sub, tidy } from '@tensorflow/tfjs-core';
-import { type AggregationOptions, aggregateLoss } from './aggregate-loss.js';
+import { type AggregationOptions, aggregateLoss, countTotals } from './aggregate-loss.js';
 import { expectNumber, expectShape } from './internal/check.js';
 import { readMetrics } from './internal/read-metrics.js';
 import { stopGradient } from './internal/stop-gradient.js';
@@ -40,7 +40,8 @@ export function criticValueLoss(
   expectShape(inputs.returns, shape, 'returns', fn);
   const c = options.clip ?? 0.5;
   expectNumber(c, (v) => v >= 0, 'clip', fn, '>= 0');
-  const agg = (x: Tensor) => aggregateLoss(x, inputs, options.aggregation);
+  const aggregation = { ...options.aggregation, totals: options.aggregation?.totals ?? countTotals(inputs) };
+  const agg = (x: Tensor) => aggregateLoss(x, inputs, aggregation);
   let named: Record<'clipFraction' | 'valueError', Scalar> | undefined;
   const loss = tidy(() => {
     const { values, oldValues, returns } = inputs;

@@ -39,3 +39,12 @@ export type { PackedRow, TokenBatch } from './model/token-batch.js';
 export { tokenLogits, tokenLogprobs } from './heads/token-logprobs.js';
 export type { LogprobOptions } from './heads/token-logprobs.js';
 export { tokenValues } from './heads/token-values.js';
+export { createModelConfigJson, initModelCheckpoint, initRandomModel } from './model/init-random-model.js';
+export type { ModelSpec } from './model/init-random-model.js';
+
+export { createGenerator } from './generation/generator.js';
+export type { Generator, GeneratorOptions, GeneratorStats } from './generation/generator.js';
+export type { FinishReason, GenerationRequest, GenerationResult } from './generation/generation-request.js';
+export { sampleToken } from './generation/sample-token.js';
+export type { SamplingParams } from './generation/sample-token.js';
+export { SeededRng, deriveSeed } from './generation/seeded-rng.js';

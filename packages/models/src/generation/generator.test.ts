@@ -1,0 +1,109 @@
+import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs-core';
+import '@tensorflow/tfjs-backend-cpu';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadModel } from '../checkpoint/load-checkpoint.js';
+import { tokenLogits, tokenLogprobs } from '../heads/token-logprobs.js';
+import type { DecoderModel } from '../model/decoder-model.js';
+import { createGenerator } from './generator.js';
+
+const FIX = join(import.meta.dirname, '..', '..', 'fixtures');
+let llama: DecoderModel;
+let qwen3: DecoderModel;
+
+beforeAll(async () => {
+  await tf.setBackend('cpu');
+  llama = (await loadModel(join(FIX, 'llama'))).model;
+  qwen3 = (await loadModel(join(FIX, 'qwen3'))).model;
+});
+
+/** Greedy decoding without a cache: a full forward over the whole sequence per new token. */
+function naiveGreedy(model: DecoderModel, prompt: number[], n: number) {
+  const seq = [...prompt];
+  const logprobs: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const logits = tokenLogits(model, { inputIds: seq, positionIds: seq.map((_, t) => t) });
+    const last = tf.tidy(() => tf.logSoftmax(tf.slice(logits, [seq.length - 1, 0], [1, -1])).dataSync());
+    logits.dispose();
+    let best = 0;
+    for (let j = 1; j < last.length; j++) if (last[j]! > last[best]!) best = j;
+    seq.push(best);
+    logprobs.push(last[best]!);
+  }
+  return { outputIds: seq.slice(prompt.length), logprobs };
+}
+
+const PROMPTS = [[1, 17, 99, 5, 64], [1, 8], [1, 120, 33, 2, 91, 60, 7, 7, 100]];
+
+describe('createGenerator', () => {
+  it.each(['llama', 'qwen3'])('%s: batched greedy with KV cache equals uncached greedy decoding', async (name) => {
+    const model = name === 'llama' ? llama : qwen3;
+    const before = tf.memory().numTensors;
+    const gen = createGenerator(model, { maxBatch: 8 });
+    const results = await Promise.all(PROMPTS.map((p) => gen.generate({ inputIds: p, temperature: 0, maxNewTokens: 6, ignoreEos: true })));
+    results.forEach((r, i) => {
+      const ref = naiveGreedy(model, PROMPTS[i]!, 6);
+      expect(r.outputIds).toEqual(ref.outputIds);
+      r.logprobs.forEach((lp, j) => {
+      expect(Math.abs(lp - ref.logprobs[j]!)).toBeLessThan(1e-4);
+    });
+      expect(r.finishReason).toEqual({ type: 'length' });
+    });
+    expect(tf.memory().numTensors).toBe(before);
+  });
+
+  it('continuous batching: requests joining and leaving mid-run get the results they get alone', async () => {
+    const gen = createGenerator(qwen3, { maxBatch: 2 });
+    const lens = [3, 7, 5, 2];
+    const first = PROMPTS.map((p, i) => gen.generate({ inputIds: p, temperature: 0, maxNewTokens: lens[i]!, ignoreEos: true }));
+    await first[0];
+    const late = gen.generate({ inputIds: [1, 50, 51], temperature: 0, maxNewTokens: 4, ignoreEos: true });
+    const all = await Promise.all([...first, late]);
+    const prompts = [...PROMPTS, [1, 50, 51]];
+    const maxNew = [3, 7, 5, 4];
+    all.forEach((r, i) => {
+      expect(r.outputIds).toEqual(naiveGreedy(qwen3, prompts[i]!, maxNew[i]!).outputIds);
+    });
+    expect(gen.stats()).toMatchObject({ running: 0, queued: 0 });
+  });
+
+  it('seeded sampling is reproducible, independent of the batch, and reports logprobs at the temperature', async () => {
+    const req = { inputIds: PROMPTS[0]!, temperature: 0.8, topP: 0.95, topK: 50, maxNewTokens: 8, ignoreEos: true, seed: 42 };
+    const alone = await createGenerator(llama).generate(req);
+    const gen = createGenerator(llama);
+    const [batched] = await Promise.all([gen.generate(req), gen.generate({ ...req, inputIds: PROMPTS[2]!, seed: 7 })]);
+    expect(batched!.outputIds).toEqual(alone.outputIds);
+    const seq = [...req.inputIds, ...alone.outputIds];
+    const n = seq.length - 1;
+    const { logprobs, entropy } = tokenLogprobs(llama, { inputIds: seq.slice(0, n), positionIds: seq.slice(0, n).map((_, t) => t) }, seq.slice(1), {
+      temperature: 0.8,
+    });
+    const ref = logprobs.dataSync().slice(req.inputIds.length - 1);
+    alone.logprobs.forEach((lp, j) => {
+      expect(Math.abs(lp - ref[j]!)).toBeLessThan(1e-4);
+    });
+    tf.dispose([logprobs, entropy]);
+    const other = await createGenerator(llama).generate({ ...req, seed: 43 });
+    expect(other.outputIds).not.toEqual(alone.outputIds);
+  });
+
+  it('stops on stop token ids, stop strings and aborts', async () => {
+    const gen = createGenerator(qwen3, { decode: (ids) => ids.map((t) => String.fromCharCode(97 + (t % 26))).join('') });
+    const free = await gen.generate({ inputIds: PROMPTS[1]!, temperature: 0, maxNewTokens: 6, ignoreEos: true });
+    const stopId = free.outputIds[2]!;
+    const byId = await gen.generate({ inputIds: PROMPTS[1]!, temperature: 0, maxNewTokens: 6, stopTokenIds: [stopId], ignoreEos: true });
+    expect(byId.finishReason).toEqual({ type: 'stop', matched: stopId });
+    expect(byId.outputIds).toEqual(free.outputIds.slice(0, free.outputIds.indexOf(stopId) + 1));
+    const stopStr = free.text!.slice(3, 5);
+    const byStr = await gen.generate({ inputIds: PROMPTS[1]!, temperature: 0, maxNewTokens: 6, stop: [stopStr], ignoreEos: true });
+    expect(byStr.finishReason).toEqual({ type: 'stop', matched: stopStr });
+    expect(byStr.text).toBe(free.text!.slice(0, free.text!.indexOf(stopStr)));
+    const ctrl = new AbortController();
+    const pending = gen.generate({ inputIds: PROMPTS[0]!, maxNewTokens: 100, ignoreEos: true, signal: ctrl.signal });
+    setImmediate(() => ctrl.abort());
+    const aborted = await pending;
+    expect(aborted.finishReason).toEqual({ type: 'abort' });
+    expect(aborted.outputIds.length).toBeLessThan(100);
+    await expect(gen.generate({ inputIds: [1, 999] })).rejects.toThrow(/token id 999 is outside the vocabulary \[0, 128\)/);
+  });
+});

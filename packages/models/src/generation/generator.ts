@@ -1,0 +1,217 @@
+import type * as tf from '@tensorflow/tfjs-core';
+import { ModelsError } from '../errors.js';
+import type { DecoderModel } from '../model/decoder-model.js';
+import { cachedForward, disposeKv, type KvBatch, mergeKv, selectKvRows } from './cached-forward.js';
+import type { FinishReason, GenerationRequest, GenerationResult } from './generation-request.js';
+import { sampleToken } from './sample-token.js';
+import { deriveSeed, SeededRng } from './seeded-rng.js';
+
+/** Options of `createGenerator`. */
+export interface GeneratorOptions {
+  /** Most rows decoded together (default 16). Further requests wait in a queue. */
+  maxBatch?: number;
+  /** Default max_new_tokens (128). */
+  maxNewTokens?: number;
+  /** Stop tokens applied to every request unless it sets ignoreEos (default: config eos ids). */
+  eosTokenIds?: readonly number[];
+  /** Detokenizer for stop strings and `text`. */
+  decode?: (ids: readonly number[]) => string;
+  /** Base seed of the per-request sampling streams (default 0). */
+  seed?: number;
+}
+
+/** Counters of a generator, for logging. */
+export interface GeneratorStats {
+  running: number;
+  queued: number;
+  steps: number;
+  generatedTokens: number;
+}
+
+/** A continuous-batching generator: `generate` calls may overlap; each resolves on its own. */
+export interface Generator {
+  generate(request: GenerationRequest): Promise<GenerationResult>;
+  /** Finishes every queued and running request with reason `abort`. */
+  abortAll(): void;
+  stats(): GeneratorStats;
+  /** Resolves when nothing is queued or running. */
+  idle(): Promise<void>;
+}
+
+interface Row {
+  request: GenerationRequest;
+  rng: SeededRng;
+  maxNew: number;
+  tokens: number[];
+  logprobs: number[];
+  resolve: (r: GenerationResult) => void;
+  reject: (e: unknown) => void;
+  finish?: FinishReason;
+  text?: string;
+  aborted?: boolean;
+}
+
+/**
+ * Batched generation with a KV cache and continuous batching (Yu et al. 2022, Orca,
+ * https://www.usenix.org/conference/osdi22/presentation/yu): between decode steps, queued
+ * requests are prefilled together and join the batch; finished rows leave it. Rows are
+ * left-padded in one cache; each step decodes one token for every running row.
+ */
+export function createGenerator(model: DecoderModel, options: GeneratorOptions = {}): Generator {
+  if (model.config.head !== 'causal-lm') {
+    throw new ModelsError('INVALID_ARGUMENT', `createGenerator: ${model.config.architecture} has no language-model head`);
+  }
+  const maxBatch = options.maxBatch ?? 16;
+  const eos = options.eosTokenIds ?? model.config.eosTokenIds;
+  const queue: Row[] = [];
+  let rows: Row[] = [];
+  let kv: KvBatch | undefined;
+  let loop: Promise<void> | undefined;
+  let counter = 0;
+  let steps = 0;
+  let generatedTokens = 0;
+
+  const finishRow = (row: Row): boolean => {
+    const r = row.request;
+    const n = row.tokens.length;
+    if (r.signal?.aborted || row.aborted) row.finish = { type: 'abort' };
+    else if (n > 0) {
+      const last = row.tokens[n - 1]!;
+      if (r.stopTokenIds?.includes(last) || (!r.ignoreEos && eos.includes(last))) row.finish = { type: 'stop', matched: last };
+      else if (r.stop?.length && options.decode) {
+        const text = options.decode(row.tokens);
+        const hit = r.stop.map((s) => ({ s, at: text.indexOf(s) })).filter((h) => h.at >= 0);
+        if (hit.length > 0) {
+          const first = hit.reduce((a, b) => (b.at < a.at ? b : a));
+          row.finish = { type: 'stop', matched: first.s };
+          row.text = r.noStopTrim ? text : text.slice(0, first.at);
+        }
+      }
+      if (!row.finish && (n >= row.maxNew || r.inputIds.length + n >= model.config.maxPositionEmbeddings)) {
+        row.finish = { type: 'length' };
+      }
+    }
+    if (!row.finish) return false;
+    row.resolve({
+      outputIds: row.tokens,
+      logprobs: row.logprobs,
+      finishReason: row.finish,
+      text: row.text ?? options.decode?.(row.tokens),
+      promptTokens: r.inputIds.length,
+    });
+    return true;
+  };
+
+  const sampleInto = async (active: Row[], logits: tf.Tensor2D) => {
+    const data = (await logits.data()) as Float32Array;
+    logits.dispose();
+    const v = model.config.vocabSize;
+    active.forEach((row, i) => {
+      if (row.request.signal?.aborted || row.aborted) return;
+      const { token, logprob } = sampleToken(data.subarray(i * v, (i + 1) * v), row.request, row.rng);
+      row.tokens.push(token);
+      row.logprobs.push(logprob);
+      generatedTokens += 1;
+    });
+  };
+
+  /** Prefills queued requests (left-padded to a common length) and appends them to the batch. */
+  const admit = async () => {
+    const joining = queue.splice(0, maxBatch - rows.length);
+    const open = joining.filter((row) => !finishRow(row));
+    if (open.length === 0) return;
+    const len = Math.max(...open.map((r) => r.request.inputIds.length));
+    const pad = open.map((r) => len - r.request.inputIds.length);
+    const tokens = open.map((r, i) => [...new Array<number>(pad[i]!).fill(0), ...r.request.inputIds]);
+    const positions = open.map((_, i) => Array.from({ length: len }, (_, t) => Math.max(0, t - pad[i]!)));
+    const out = cachedForward(model, tokens, positions, pad);
+    kv = mergeKv(kv, out.kv);
+    rows = [...rows, ...open];
+    await sampleInto(open, out.logits);
+  };
+
+  const decodeStep = async () => {
+    const tokens = rows.map((r) => [r.tokens.at(-1)!]);
+    const positions = rows.map((r) => [r.request.inputIds.length + r.tokens.length - 1]);
+    const out = cachedForward(model, tokens, positions, rows.map(() => 0), kv);
+    disposeKv(kv);
+    kv = out.kv;
+    steps += 1;
+    await sampleInto(rows, out.logits);
+  };
+
+  const dropFinished = () => {
+    for (let i = queue.length - 1; i >= 0; i--) {
+      if (queue[i]!.request.signal?.aborted || queue[i]!.aborted) finishRow(queue.splice(i, 1)[0]!);
+    }
+    const keep: number[] = [];
+    rows.forEach((row, i) => {
+      if (!finishRow(row)) keep.push(i);
+    });
+    if (keep.length !== rows.length && kv) {
+      kv = selectKvRows(kv, keep);
+      rows = keep.map((i) => rows[i]!);
+    }
+  };
+
+  const run = async () => {
+    try {
+      while (queue.length > 0 || rows.length > 0) {
+        if (queue.length > 0 && rows.length < maxBatch) await admit();
+        dropFinished();
+        if (rows.length > 0) {
+          await decodeStep();
+          dropFinished();
+        }
+        // let callers enqueue requests or abort between steps
+        await new Promise<void>((r) => setImmediate(r));
+      }
+    } catch (e) {
+      for (const row of [...rows, ...queue.splice(0)]) row.reject(e);
+      rows = [];
+      disposeKv(kv);
+      kv = undefined;
+    } finally {
+      loop = undefined;
+    }
+  };
+
+  return {
+    generate(request) {
+      if (request.inputIds.length === 0) {
+        return Promise.reject(new ModelsError('INVALID_ARGUMENT', 'generate: inputIds is empty'));
+      }
+      const bad = request.inputIds.find((t) => !Number.isInteger(t) || t < 0 || t >= model.config.vocabSize);
+      if (bad !== undefined) {
+        return Promise.reject(
+          new ModelsError('INVALID_ARGUMENT', `generate: token id ${bad} is outside the vocabulary [0, ${model.config.vocabSize})`),
+        );
+      }
+      const maxNew = request.maxNewTokens ?? options.maxNewTokens ?? 128;
+      if (!Number.isInteger(maxNew) || maxNew < 1) {
+        return Promise.reject(new ModelsError('INVALID_ARGUMENT', `generate: maxNewTokens must be an integer >= 1, got ${maxNew}`));
+      }
+      return new Promise<GenerationResult>((resolve, reject) => {
+        const seed = request.seed ?? deriveSeed(options.seed ?? 0, counter);
+        counter += 1;
+        queue.push({
+          request,
+          rng: new SeededRng(seed),
+          maxNew,
+          tokens: [],
+          logprobs: [],
+          resolve,
+          reject,
+        });
+        loop ??= run();
+      });
+    },
+    abortAll() {
+      for (const row of [...rows, ...queue]) row.aborted = true;
+    },
+    stats: () => ({ running: rows.length, queued: queue.length, steps, generatedTokens }),
+    idle: async () => {
+      while (loop) await loop;
+    },
+  };
+}

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { sampleToken } from './sample-token.js';
+import { SeededRng } from './seeded-rng.js';
+
+// probabilities 0.5, 0.25, 0.15, 0.1 at temperature 1
+const P = [0.5, 0.25, 0.15, 0.1];
+const LOGITS = Float32Array.from(P.map((p) => Math.log(p) + 3));
+
+function histogram(params: Parameters<typeof sampleToken>[1], n = 20000) {
+  const rng = new SeededRng(1);
+  const counts = [0, 0, 0, 0];
+  for (let i = 0; i < n; i++) counts[sampleToken(LOGITS, params, rng).token]! += 1;
+  return counts.map((c) => c / n);
+}
+
+describe('sampleToken', () => {
+  it('greedy takes the argmax and reports its log-softmax', () => {
+    const r = sampleToken(LOGITS, { temperature: 0 }, new SeededRng(0));
+    expect(r.token).toBe(0);
+    expect(r.logprob).toBeCloseTo(Math.log(0.5), 5);
+  });
+
+  it('temperature 1 samples the softmax', () => {
+    histogram({}).forEach((f, i) => {
+      expect(Math.abs(f - P[i]!)).toBeLessThan(0.015);
+    });
+  });
+
+  it('temperature 0.5 samples p^2 / sum p^2 and reports that logprob', () => {
+    const z = P.reduce((a, p) => a + p * p, 0);
+    histogram({ temperature: 0.5 }).forEach((f, i) => {
+      expect(Math.abs(f - (P[i]! * P[i]!) / z)).toBeLessThan(0.015);
+    });
+    const r = sampleToken(LOGITS, { temperature: 0.5 }, new SeededRng(3));
+    expect(r.logprob).toBeCloseTo(Math.log((P[r.token]! * P[r.token]!) / z), 5);
+  });
+
+  it('top-k and top-p renormalise over the kept tokens', () => {
+    const k2 = histogram({ topK: 2 });
+    expect(k2[2]! + k2[3]!).toBe(0);
+    expect(Math.abs(k2[0]! - 2 / 3)).toBeLessThan(0.015);
+    // top-p 0.7: 0.5 < 0.7, 0.5 + 0.25 >= 0.7 -> keep tokens 0 and 1
+    const p7 = histogram({ topP: 0.7 });
+    expect(p7[2]! + p7[3]!).toBe(0);
+    expect(histogram({ topP: 0.4 })[0]).toBe(1);
+  });
+
+  it('the same seed gives the same stream', () => {
+    const a = new SeededRng(9);
+    const b = new SeededRng(9);
+    for (let i = 0; i < 5; i++) expect(a.next()).toBe(b.next());
+  });
+});

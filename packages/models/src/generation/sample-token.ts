@@ -1,0 +1,60 @@
+import type { SeededRng } from './seeded-rng.js';
+
+/** Sampling parameters of one request (SGLang `sampling_params` names in camelCase). */
+export interface SamplingParams {
+  /** 0 means greedy (argmax). Default 1. */
+  temperature?: number;
+  /** Nucleus sampling: keep the smallest set of tokens whose probability reaches topP. Default 1 (off). */
+  topP?: number;
+  /** Keep the k most likely tokens; <= 0 or undefined is off. */
+  topK?: number;
+}
+
+/**
+ * Picks the next token from one row of logits [V] and returns it with its log-probability
+ * under the temperature-scaled full distribution log_softmax(logits / T) (T = 1 for greedy),
+ * i.e. the quantity a trainer recomputes with the same temperature. top-k, then top-p
+ * (Holtzman et al. 2019, https://arxiv.org/abs/1904.09751) restrict the candidates.
+ */
+export function sampleToken(logits: Float32Array, params: SamplingParams, rng: SeededRng): { token: number; logprob: number } {
+  const temperature = params.temperature ?? 1;
+  const t = temperature > 0 ? temperature : 1;
+  const v = logits.length;
+  let max = Number.NEGATIVE_INFINITY;
+  let argmax = 0;
+  for (let i = 0; i < v; i++) {
+    if (logits[i]! > max) {
+      max = logits[i]!;
+      argmax = i;
+    }
+  }
+  let sum = 0;
+  for (let i = 0; i < v; i++) sum += Math.exp((logits[i]! - max) / t);
+  const lse = Math.log(sum);
+  const logprobOf = (i: number) => (logits[i]! - max) / t - lse;
+  if (temperature <= 0) return { token: argmax, logprob: logprobOf(argmax) };
+  const topK = params.topK !== undefined && params.topK > 0 ? Math.min(params.topK, v) : v;
+  const topP = params.topP ?? 1;
+  let candidates: number[];
+  if (topK < v || topP < 1) {
+    candidates = Array.from({ length: v }, (_, i) => i).sort((a, b) => logits[b]! - logits[a]!);
+    candidates.length = topK;
+    if (topP < 1) {
+      let mass = 0;
+      let keep = 0;
+      while (keep < candidates.length && mass < topP) mass += Math.exp(logprobOf(candidates[keep++]!));
+      candidates.length = Math.max(1, keep);
+    }
+  } else {
+    candidates = Array.from({ length: v }, (_, i) => i);
+  }
+  let total = 0;
+  for (const i of candidates) total += Math.exp(logprobOf(i));
+  let u = rng.next() * total;
+  for (const i of candidates) {
+    u -= Math.exp(logprobOf(i));
+    if (u < 0) return { token: i, logprob: logprobOf(i) };
+  }
+  const last = candidates[candidates.length - 1]!;
+  return { token: last, logprob: logprobOf(last) };
+}

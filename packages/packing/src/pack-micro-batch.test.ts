@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { packMicroBatch } from './index.js';
+import { packMicroBatch, planPacking } from './index.js';
 
 const seqs = [[11, 12, 13], [21, 22], [31], [41, 42, 43, 44]];
 
@@ -26,6 +26,22 @@ describe('packMicroBatch', () => {
     expect(Array.from(mb.positionIds)).toEqual([0, 1, 2, 0, 0, 1]);
     expect(Array.from(mb.sequenceIds)).toEqual([0, 0, 0, 2, -1, -1]);
     expect(mb.numPadTokens).toBe(2);
+  });
+
+  it('lays out every token of a planned batch exactly once, each row within the budget', () => {
+    const sequences = Array.from({ length: 40 }, (_, i) => Array.from({ length: 1 + ((i * 37) % 23) }, (_, t) => i * 100 + t));
+    const plan = planPacking(
+      sequences.map((s) => s.length),
+      { maxTokensPerRank: 64, dpSize: 4 },
+    );
+    const seen: number[] = [];
+    plan.bins.forEach((bin, b) => {
+      const mb = packMicroBatch(sequences, bin);
+      expect(mb.inputIds.length).toBe(plan.loads[b]);
+      expect(mb.inputIds.length).toBeLessThanOrEqual(64);
+      seen.push(...mb.inputIds);
+    });
+    expect(seen.sort((x, y) => x - y)).toEqual(sequences.flat().sort((x, y) => x - y));
   });
 
   it('rejects a bad padToMultipleOf or bin entry', () => {

@@ -40,3 +40,25 @@ export { saveCheckpoint, loadCheckpoint } from './checkpoint/trainer-state.js';
 export type { TrainerState, CheckpointContents } from './checkpoint/trainer-state.js';
 export { resolveCheckpoint, listCheckpoints, checkpointDirName } from './checkpoint/resolve-checkpoint.js';
 export { writeFileAtomic, writeDirAtomic } from './checkpoint/atomic-write.js';
+
+// Models without a download: a random HF checkpoint with a chosen tokenizer.
+export { writeRandomCheckpoint, MODEL_ARCHS } from './model-init/random-checkpoint.js';
+export type { ModelArch, RandomModelOptions } from './model-init/random-checkpoint.js';
+export { readTokenizerFacts, copyTokenizerFiles } from './model-init/tokenizer-files.js';
+
+// The trainers and their shared loop.
+export { runSft } from './sft/run-sft.js';
+export { runRm } from './rm/run-rm.js';
+export { runDpo } from './dpo/run-dpo.js';
+export { runTrainingLoop } from './loop/train-loop.js';
+export type { RunIo, RunResult, LoopSpec } from './loop/train-loop.js';
+export type { Objective } from './loop/objective.js';
+export { packBins, stepTotals } from './loop/pack-bins.js';
+export type { PackedBin, StepTotals } from './loop/pack-bins.js';
+export { sftObjective, AVG_LEVELS } from './sft/sft-objective.js';
+export { rmObjective } from './rm/rm-objective.js';
+export { dpoObjective } from './dpo/dpo-objective.js';
+export type { DpoObjectiveOptions } from './dpo/dpo-objective.js';
+export { loadItems } from './dataset/load-items.js';
+export type { TrainingItem, TrainingSequence } from './dataset/training-item.js';
+export type { TrainerSection, ModelSection } from './config/sections.js';

@@ -1,43 +1,49 @@
 import { z } from 'zod';
 import { option } from './option.js';
 
-/** Which columns a trainer reads: SFT reads responses, RM/DPO read chosen/rejected pairs. */
-export type DataKind = 'sft' | 'pair';
+/** `data.test.*` keys default to their `data.train.*` value by interpolation. */
+type Inherit = (key: string, value: unknown) => unknown;
 
-function splitSection(kind: DataKind, test: boolean) {
-  const inherit = (key: string, value: unknown) => (test ? `\${data.train.${key}}` : value);
-  const keys =
-    kind === 'sft'
-      ? {
-          prompt_key: option(z.string().min(1), inherit('prompt_key', 'prompt'), 'column holding the prompt text'),
-          response_key: option(z.string().min(1), inherit('response_key', 'response'), 'column holding the response text'),
-          messages_key: option(z.string().min(1), inherit('messages_key', 'messages'), 'column holding a chat message list'),
-        }
-      : {
-          prompt_key: option(z.string().min(1), inherit('prompt_key', 'prompt'), 'column holding the prompt text'),
-          messages_key: option(z.string().min(1), inherit('messages_key', 'messages'), 'column holding the prompt as chat messages'),
-          chosen_key: option(z.string().min(1), inherit('chosen_key', 'chosen'), 'column holding the preferred reply'),
-          rejected_key: option(z.string().min(1), inherit('rejected_key', 'rejected'), 'column holding the dispreferred reply'),
-        };
-  return z.strictObject({
-    path: option(
-      test ? z.string().min(1).nullable() : z.string().min(1),
-      null,
-      test ? 'test file (.json/.jsonl/.csv/.parquet/.arrow); null: split test_ratio off train' : 'training file (.json/.jsonl/.csv/.parquet/.arrow), `split@path` picks a split',
-    ),
-    ...keys,
-    apply_chat_template: option(z.boolean(), inherit('apply_chat_template', true), 'render prompts with the tokenizer chat template'),
-    max_length: option(z.number().int().positive().nullable(), inherit('max_length', null), 'truncate each sequence to this many tokens (null: no truncation)'),
-    batch_size: option(z.number().int().positive(), inherit('batch_size', 128), kind === 'sft' ? 'sequences per optimizer step' : 'pairs per optimizer step'),
-  });
-}
+const sftKeys = (inherit: Inherit) => ({
+  prompt_key: option(z.string().min(1), inherit('prompt_key', 'prompt'), 'column holding the prompt text'),
+  response_key: option(z.string().min(1), inherit('response_key', 'response'), 'column holding the response text'),
+  messages_key: option(z.string().min(1), inherit('messages_key', 'messages'), 'column holding a chat message list'),
+});
 
-/** `data.*`: training and test splits and the train/test split ratio. */
-export function dataSection(kind: DataKind) {
+const pairKeys = (inherit: Inherit) => ({
+  prompt_key: option(z.string().min(1), inherit('prompt_key', 'prompt'), 'column holding the prompt text'),
+  messages_key: option(z.string().min(1), inherit('messages_key', 'messages'), 'column holding the prompt as chat messages'),
+  chosen_key: option(z.string().min(1), inherit('chosen_key', 'chosen'), 'column holding the preferred reply'),
+  rejected_key: option(z.string().min(1), inherit('rejected_key', 'rejected'), 'column holding the dispreferred reply'),
+});
+
+function dataSectionOf<K extends z.ZodRawShape>(keys: (inherit: Inherit) => K, unit: string) {
+  const split = <S extends z.ZodType>(pathSchema: S, test: boolean) => {
+    const inherit: Inherit = (key, value) => (test ? `\${data.train.${key}}` : value);
+    return z.strictObject({
+      path: option(
+        pathSchema,
+        null,
+        test
+          ? 'test file (.json/.jsonl/.csv/.parquet/.arrow); null: split test_ratio off train'
+          : 'training file (.json/.jsonl/.csv/.parquet/.arrow) or hub dataset; `split@path` picks a split',
+      ),
+      ...keys(inherit),
+      apply_chat_template: option(z.boolean(), inherit('apply_chat_template', true), 'render raw-text prompts with the tokenizer chat template'),
+      max_length: option(z.number().int().positive().nullable(), inherit('max_length', null), 'truncate each sequence to this many tokens (null: no truncation)'),
+      batch_size: option(z.number().int().positive(), inherit('batch_size', 128), `${unit} per optimizer step`),
+    });
+  };
   return z.strictObject({
-    train: splitSection(kind, false),
-    test: splitSection(kind, true),
+    train: split(z.string().min(1), false),
+    test: split(z.string().min(1).nullable(), true),
     test_ratio: option(z.number().min(0).lt(1), 0.03, 'fraction of train held out when data.test.path is null (fixed seed)'),
     shuffle: option(z.boolean(), true, 'shuffle the training order every epoch (seeded, resumable)'),
   });
 }
+
+/** `data.*` of `rl2 sft`: {prompt, response} or {messages} rows. */
+export const sftDataSection = () => dataSectionOf(sftKeys, 'rows');
+
+/** `data.*` of `rl2 rm` / `rl2 dpo`: {prompt|messages, chosen, rejected} rows. */
+export const pairDataSection = () => dataSectionOf(pairKeys, 'pairs');

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { dataSection } from './data-config.js';
+import { pairDataSection } from './data-config.js';
 import { modelSection } from './model-config.js';
 import { option } from './option.js';
 import { trainerSection } from './trainer-config.js';
@@ -9,7 +9,7 @@ import { trainerSection } from './trainer-config.js';
  * r = beta * sum(logp - ref_logp) per sequence, loss = -logsigmoid(r_chosen - r_rejected).
  */
 export const dpoConfigSchema = z.strictObject({
-  data: dataSection('pair'),
+  data: pairDataSection(),
   actor: z.strictObject({
     ...modelSection({ lr: 5e-7, warmupRatio: 0.1 }),
     beta: option(z.number().positive(), 0.1, 'DPO temperature on the log-ratio rewards'),

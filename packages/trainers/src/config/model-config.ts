@@ -17,7 +17,7 @@ export function modelSection(defaults: ModelSectionDefaults) {
     model_name: option(z.string().min(1), null, 'Hugging Face checkpoint directory (config.json + *.safetensors + tokenizer)'),
     tokenizer_name: option(z.string().min(1).nullable(), null, 'tokenizer directory (null: same as model_name)'),
     gradient_checkpointing: option(z.boolean(), true, 'recompute activations in backward to save memory'),
-    max_length_per_device: option(z.number().int().positive().nullable(), null, 'tokens per packed micro-batch (null: the longest sequence or pair in the step)'),
+    max_length_per_device: option(z.number().int().positive(), 1024, 'token budget of one packed micro-batch; every sequence (RM/DPO: pair) must fit'),
     lr: option(z.number().positive(), defaults.lr, 'peak learning rate of AdamW'),
     min_lr: option(z.number().nonnegative(), 0, 'learning rate at the end of the cosine schedule'),
     weight_decay: option(z.number().nonnegative(), 1e-2, 'AdamW decoupled weight decay'),

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { dataSection } from './data-config.js';
+import { pairDataSection } from './data-config.js';
 import { modelSection } from './model-config.js';
 import { trainerSection } from './trainer-config.js';
 
 /** `rl2 rm`: Bradley-Terry reward model, loss = -logsigmoid(r_chosen - r_rejected) per pair. */
 export const rmConfigSchema = z.strictObject({
-  data: dataSection('pair'),
+  data: pairDataSection(),
   critic: z.strictObject(modelSection({ lr: 5e-6 })),
   trainer: trainerSection('rm'),
 });

@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { dataSection } from './data-config.js';
+import { sftDataSection } from './data-config.js';
 import { modelSection } from './model-config.js';
 import { option } from './option.js';
 import { trainerSection } from './trainer-config.js';
 
 /** `rl2 sft`: supervised fine-tuning, loss = aggregate(-logp, action_mask, avg_level). */
 export const sftConfigSchema = z.strictObject({
-  data: dataSection('sft'),
+  data: sftDataSection(),
   actor: z.strictObject({
     ...modelSection({ lr: 1e-5 }),
     avg_level: option(z.enum(['token', 'sequence']), 'token', 'loss mean over all tokens, or over per-sequence means'),

@@ -12,6 +12,8 @@ export function trainerSection(experimentName: string) {
     save_dir: option(z.string().min(1), 'ckpts/${trainer.experiment_name}', 'checkpoints, metrics.jsonl, TensorBoard events and report.html go here'),
     save_freq: option(z.number().int().positive().nullable(), null, 'save a checkpoint every N steps (one is always saved at the end)'),
     load_ckpt_from: option(z.string().nullable(), null, 'resume: "latest" (newest step-N in save_dir) or a checkpoint directory'),
+    backend: option(z.enum(['auto', 'tensorflow', 'native', 'wasm', 'cpu']), 'auto', 'tensor backend (auto: tfjs-node if installed, else native OpenBLAS kernels, wasm, cpu)'),
+    threads: option(z.number().int().positive().nullable(), null, 'compute threads (null: RL2_THREADS or all cores)'),
     seed: option(z.number().int().nonnegative(), 42, 'seed for data order, the train/test split and initialisation'),
     progress: option(z.enum(['auto', 'bar', 'lines', 'none']), 'auto', 'progress display: a bar on a terminal, plain lines otherwise'),
     log_freq: option(z.number().int().positive(), 1, 'print a progress line every N steps when not drawing a bar'),

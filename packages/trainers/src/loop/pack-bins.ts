@@ -1,0 +1,88 @@
+import { planPacking } from '@rl2/packing';
+import type { TrainingItem } from '../dataset/training-item.js';
+import { TrainersError } from '../errors.js';
+
+/**
+ * One packed micro-batch: the sequences of a bin concatenated into one row of T tokens.
+ * `segmentIds` number the sequences 0..S-1 in bin order (pairs stay adjacent: chosen, rejected).
+ */
+export interface PackedBin {
+  readonly inputIds: number[];
+  readonly positionIds: number[];
+  readonly segmentIds: number[];
+  readonly targets: number[];
+  readonly lossMask: number[];
+  readonly numSequences: number;
+}
+
+/**
+ * Balanced packing of one step's items into micro-batches of at most `budget` tokens
+ * (RL2: Karmarkar-Karp over sequence lengths, n = ceil(total / budget) bins, more if needed).
+ * With `groupSize` 2 each item's (chosen, rejected) pair shares a bin. Empty bins are dropped.
+ */
+export function packBins(items: readonly TrainingItem[], budget: number, groupSize: 1 | 2, budgetKey: string): PackedBin[] {
+  const sequences = items.flatMap((it) => it.sequences);
+  for (const it of items) {
+    const len = it.sequences.reduce((s, q) => s + q.inputIds.length, 0);
+    const unit = groupSize === 2 ? len : Math.max(...it.sequences.map((q) => q.inputIds.length));
+    if (unit > budget) {
+      throw new TrainersError(
+        'BAD_DATA',
+        `${it.origin}: ${groupSize === 2 ? 'the chosen+rejected pair has' : 'a sequence has'} ${unit} tokens, more than ${budgetKey}=${budget}; raise ${budgetKey} or set data.train.max_length`,
+      );
+    }
+  }
+  const plan = planPacking(
+    sequences.map((s) => s.inputIds.length),
+    { maxTokensPerRank: budget, dpSize: 1, groupSize },
+  );
+  const bins: PackedBin[] = [];
+  for (const members of plan.bins) {
+    const real = members.filter((i) => i < sequences.length);
+    if (real.length === 0) continue;
+    const bin: PackedBin = { inputIds: [], positionIds: [], segmentIds: [], targets: [], lossMask: [], numSequences: real.length };
+    real.forEach((idx, s) => {
+      const q = sequences[idx];
+      bin.inputIds.push(...q.inputIds);
+      bin.positionIds.push(...q.positionIds);
+      bin.targets.push(...q.targets);
+      bin.lossMask.push(...q.lossMask);
+      for (let t = 0; t < q.inputIds.length; t++) bin.segmentIds.push(s);
+    });
+    bins.push(bin);
+  }
+  return bins;
+}
+
+/** Global counts over all bins of a step: what every loss divides by. */
+export interface StepTotals {
+  /** Loss-mask tokens (action tokens) over the step. */
+  readonly actionTokens: number;
+  /** Sequences with at least one loss-mask token. */
+  readonly sequences: number;
+  /** Preference pairs (RM/DPO). */
+  readonly pairs: number;
+  /** All tokens, for tokens/s. */
+  readonly tokens: number;
+}
+
+/** Adds up `StepTotals` over the bins of a step (on one rank these are the global totals). */
+export function stepTotals(bins: readonly PackedBin[]): StepTotals {
+  let actionTokens = 0;
+  let sequences = 0;
+  let tokens = 0;
+  let pairsTimesTwo = 0;
+  for (const b of bins) {
+    tokens += b.inputIds.length;
+    pairsTimesTwo += b.numSequences;
+    const seen = new Set<number>();
+    b.lossMask.forEach((m, t) => {
+      if (m > 0) {
+        actionTokens += 1;
+        seen.add(b.segmentIds[t]);
+      }
+    });
+    sequences += seen.size;
+  }
+  return { actionTokens, sequences, pairs: pairsTimesTwo / 2, tokens };
+}

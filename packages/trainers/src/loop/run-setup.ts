@@ -1,0 +1,53 @@
+import { join } from 'node:path';
+import { type Tokenizer, loadTokenizer } from '@rl2/data';
+import { type DecoderModel, type EngineBackendChoice, type GenerationConfig, type LoadModelOptions, initEngine, loadModel, saveCheckpoint as saveHfModel } from '@rl2/models';
+import type { TrainerSection } from '../config/sections.js';
+import { TrainersError } from '../errors.js';
+import { copyTokenizerFiles } from '../model-init/tokenizer-files.js';
+import type { RunIo } from './train-loop.js';
+
+/** Starts the tensor engine named by `trainer.backend` / `trainer.threads`, logging its line to the run's output. */
+export async function startEngine(trainer: TrainerSection, io: RunIo): Promise<void> {
+  const out = io.stdout ?? process.stdout;
+  await initEngine({
+    backend: trainer.backend as EngineBackendChoice,
+    ...(trainer.threads ? { threads: trainer.threads } : {}),
+    logger: (line) => out.write(`${line}\n`),
+  });
+}
+
+/** Loads the tokenizer at `dir`; a failure names the config key to fix. */
+export async function openTokenizer(dir: string, key: string): Promise<Tokenizer> {
+  try {
+    return await loadTokenizer(dir);
+  } catch (err) {
+    throw new TrainersError('BAD_DATA', `${key}=${dir}: ${(err as Error).message}`);
+  }
+}
+
+/** Loads a HF checkpoint folder; a failure names the config key to fix. */
+export async function openModel(dir: string, key: string, options: LoadModelOptions = {}): Promise<{ model: DecoderModel; generationConfig?: GenerationConfig }> {
+  try {
+    return await loadModel(dir, options);
+  } catch (err) {
+    throw new TrainersError('CHECKPOINT', `${key}=${dir}: ${(err as Error).message}`);
+  }
+}
+
+/** Folder of the weights to start from: the checkpoint's model/ when resuming, else the configured model. */
+export function startingWeights(modelName: string, resumeFrom: string | undefined): string {
+  return resumeFrom ? join(resumeFrom, 'model') : modelName;
+}
+
+/** Writes the HF model files and the tokenizer next to them (what `from_pretrained` needs). */
+export function modelSaver(model: DecoderModel, generationConfig: GenerationConfig | undefined, tokenizerDir: string) {
+  return async (dir: string) => {
+    await saveHfModel(dir, model, generationConfig ? { generationConfig } : {});
+    copyTokenizerFiles(tokenizerDir, dir);
+  };
+}
+
+/** The parameter map as the record AdamW and the gradient step take. */
+export function paramRecord(model: DecoderModel) {
+  return Object.fromEntries(model.params);
+}

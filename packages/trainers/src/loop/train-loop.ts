@@ -1,0 +1,219 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type * as tf from '@tensorflow/tfjs-core';
+import { stringify } from 'yaml';
+import { checkpointDirName } from '../checkpoint/resolve-checkpoint.js';
+import { Rng } from '../checkpoint/rng.js';
+import { type TrainerState, loadCheckpoint, saveCheckpoint } from '../checkpoint/trainer-state.js';
+import type { TrainerSection, ModelSection } from '../config/sections.js';
+import type { TrainingItem } from '../dataset/training-item.js';
+import { TrainersError } from '../errors.js';
+import { type MetricRecord, MetricsLog } from '../metrics/metrics-log.js';
+import { createProgress } from '../metrics/progress.js';
+import { TensorBoardWriter } from '../metrics/tensorboard-writer.js';
+import { AdamW } from '../optim/adamw.js';
+import { clipGradNorm } from '../optim/clip-grad-norm.js';
+import { type ScheduleOptions, scheduledLr } from '../optim/cosine-schedule.js';
+import { writeReport } from '../report/write-report.js';
+import { accumulateGradients, evaluateBins } from './gradient-step.js';
+import type { Objective } from './objective.js';
+import { type PackedBin, packBins, stepTotals } from './pack-bins.js';
+
+/** Where a run writes and how it can be stopped; all optional. */
+export interface RunIo {
+  /** Progress and log lines (default process.stdout). */
+  readonly stdout?: NodeJS.WriteStream;
+  /** Aborting it (Ctrl-C in the CLI) saves a checkpoint after the current step and returns. */
+  readonly signal?: AbortSignal;
+  /** Called after every optimizer step with its metrics. */
+  readonly onStep?: (record: MetricRecord) => void;
+}
+
+/** What a finished or interrupted run reports. */
+export interface RunResult {
+  /** Optimizer steps done in total (including those before a resume). */
+  readonly step: number;
+  readonly totalSteps: number;
+  readonly interrupted: boolean;
+  readonly saveDir: string;
+  /** The last checkpoint written (step-N directory). */
+  readonly checkpoint: string;
+  /** Train loss of every step this invocation ran, by step number. */
+  readonly trainLoss: ReadonlyMap<number, number>;
+  /** Metrics of the last validation, if any (`test/loss`, `test/accuracy`, ...). */
+  readonly lastTest?: MetricRecord;
+  readonly report?: string;
+}
+
+/** Everything the shared loop needs from a trainer. */
+export interface LoopSpec<P> {
+  readonly kind: TrainerState['trainer'];
+  readonly trainer: TrainerSection;
+  readonly model: ModelSection;
+  /** `actor` or `critic`, for messages naming config keys. */
+  readonly modelKey: string;
+  readonly batchSize: number;
+  readonly shuffle: boolean;
+  readonly train: readonly TrainingItem[];
+  readonly test: readonly TrainingItem[];
+  readonly params: Readonly<Record<string, tf.Variable>>;
+  readonly objective: Objective<P>;
+  readonly saveModel: (dir: string) => Promise<void>;
+  /** Checkpoint directory to resume from (already resolved). */
+  readonly resumeFrom?: string;
+  /** The resolved config, written to save_dir/config.yaml. */
+  readonly config: unknown;
+  readonly io: RunIo;
+}
+
+const prefixed = (prefix: string, m: Record<string, number>) => Object.fromEntries(Object.entries(m).map(([k, v]) => [`${prefix}/${k}`, v]));
+
+/**
+ * The loop SFT, RM and DPO share, as RL2's trainers run it: epochs over seeded-shuffled
+ * batches; per step balanced packing, gradient accumulation over micro-batches with
+ * global-mean scaling, clipping by the global norm, AdamW on the cosine schedule; validation
+ * after every epoch (and every test_freq steps); checkpoints every save_freq steps and at
+ * the end; metrics to JSONL, TensorBoard and the HTML report.
+ */
+export async function runTrainingLoop<P>(spec: LoopSpec<P>): Promise<RunResult> {
+  const { trainer, model: m, io } = spec;
+  const out = io.stdout ?? process.stdout;
+  const budgetKey = `${spec.modelKey}.max_length_per_device`;
+  const n = spec.train.length;
+  const batchSize = Math.min(spec.batchSize, n);
+  const batchesPerEpoch = Math.max(1, Math.floor(n / batchSize));
+  const totalSteps = Math.min(trainer.max_steps ?? Number.POSITIVE_INFINITY, trainer.n_epochs * batchesPerEpoch);
+  const schedule: ScheduleOptions = { lr: m.lr, minLr: m.min_lr, warmupRatio: m.warmup_ratio, totalSteps, kind: m.scheduler };
+  const optimizer = new AdamW(spec.params, { betas: m.betas, eps: m.eps, weightDecay: m.weight_decay });
+  const testBins: PackedBin[] = spec.test.length > 0 ? packBins(spec.test, m.max_length_per_device, spec.objective.groupSize, budgetKey) : [];
+
+  let step = 0;
+  let epoch = 0;
+  let batchInEpoch = 0;
+  let rng = new Rng(trainer.seed);
+  const identity = () => Array.from({ length: n }, (_, i) => i);
+  let order = spec.shuffle ? rng.permutation(n) : identity();
+  let lr = 0;
+  if (spec.resumeFrom) {
+    const saved = loadCheckpoint(spec.resumeFrom, spec.kind);
+    if (saved.state.order.length !== n) {
+      throw new TrainersError('CHECKPOINT', `${spec.resumeFrom}: saved for ${saved.state.order.length} training items, the data now has ${n}; resume with the same data`);
+    }
+    ({ step, epoch, batchInEpoch, order, lr } = saved.state);
+    rng = new Rng(saved.state.rng);
+    optimizer.loadState(saved.optimizer);
+  }
+
+  const metrics = new MetricsLog(join(trainer.save_dir, 'metrics.jsonl'));
+  if (spec.resumeFrom) metrics.truncateAfter(step);
+  else metrics.truncateAfter(-1);
+  writeFileSync(join(trainer.save_dir, 'config.yaml'), stringify(spec.config));
+  const tb = trainer.use_tensorboard ? new TensorBoardWriter(join(trainer.save_dir, 'tensorboard')) : undefined;
+  const progress = createProgress({ total: totalSteps, start: step, mode: trainer.progress, logFreq: trainer.log_freq, stream: out });
+  const say = (line: string) => progress.log(line);
+  say(
+    `rl2 ${spec.kind}: ${n} train / ${spec.test.length} test items, ${batchesPerEpoch} steps per epoch, ${totalSteps} steps` +
+      (spec.resumeFrom ? `, resuming from ${spec.resumeFrom} at step ${step}` : ''),
+  );
+
+  const record = (r: Record<string, number>) => {
+    const rec = { step, time: Date.now() / 1000, ...r } as MetricRecord;
+    metrics.append(rec);
+    tb?.addScalars(step, r);
+    return rec;
+  };
+  let lastTest: MetricRecord | undefined;
+  let validatedAt = -1;
+  const validate = () => {
+    if (testBins.length === 0 || validatedAt === step) return;
+    validatedAt = step;
+    const res = evaluateBins(testBins, stepTotals(testBins), spec.objective);
+    lastTest = record({ 'test/loss': res.loss, ...prefixed('test', res.metrics) });
+    const shown = Object.entries(res.metrics)
+      .map(([k, v]) => ` ${k} ${v.toFixed(4)}`)
+      .join('');
+    say(`validation @ step ${step} (epoch ${epoch + 1}): loss ${res.loss.toFixed(4)}${shown}`);
+  };
+  let checkpoint = spec.resumeFrom ?? '';
+  let savedAt = spec.resumeFrom ? step : -1;
+  const save = async () => {
+    if (savedAt === step) return;
+    savedAt = step;
+    checkpoint = join(trainer.save_dir, checkpointDirName(step));
+    const state: TrainerState = {
+      version: 1,
+      trainer: spec.kind,
+      step,
+      totalSteps,
+      epoch,
+      batchInEpoch,
+      order,
+      rng: rng.state(),
+      lr,
+      savedAt: new Date().toISOString(),
+    };
+    await saveCheckpoint(checkpoint, { state, optimizer: optimizer.state(), saveModel: spec.saveModel });
+    say(`saved checkpoint ${checkpoint}`);
+  };
+
+  const trainLoss = new Map<number, number>();
+  let interrupted = false;
+  while (step < totalSteps) {
+    if (batchInEpoch >= batchesPerEpoch) {
+      validate();
+      epoch += 1;
+      batchInEpoch = 0;
+      order = spec.shuffle ? rng.permutation(n) : identity();
+      continue;
+    }
+    const items = order.slice(batchInEpoch * batchSize, (batchInEpoch + 1) * batchSize).map((i) => spec.train[i]);
+    const bins = packBins(items, m.max_length_per_device, spec.objective.groupSize, budgetKey);
+    const totals = stepTotals(bins);
+    const began = performance.now();
+    const res = accumulateGradients(bins, totals, spec.objective, spec.params);
+    const { norm, grads } = clipGradNorm(res.grads, m.max_grad_norm);
+    for (const g of Object.values(res.grads)) g.dispose();
+    lr = scheduledLr(step, schedule);
+    optimizer.step(grads, lr);
+    for (const g of Object.values(grads)) g.dispose();
+    const seconds = (performance.now() - began) / 1000;
+    step += 1;
+    batchInEpoch += 1;
+    trainLoss.set(step, res.loss);
+    const tokensPerSecond = totals.tokens / Math.max(seconds, 1e-9);
+    const rec = record({
+      'train/loss': res.loss,
+      'train/grad_norm': norm,
+      'train/lr': lr,
+      'train/tokens_per_s': tokensPerSecond,
+      'train/micro_batches': bins.length,
+      ...prefixed('train', res.metrics),
+    });
+    const headline = spec.objective.headline;
+    progress.update({
+      step,
+      loss: res.loss,
+      tokensPerSecond,
+      lr,
+      extra: headline && res.metrics[headline] !== undefined ? { [headline]: res.metrics[headline] } : undefined,
+    });
+    io.onStep?.(rec);
+    if (trainer.test_freq && step % trainer.test_freq === 0) validate();
+    if (trainer.save_freq && step % trainer.save_freq === 0) await save();
+    if (io.signal?.aborted) {
+      interrupted = true;
+      await save();
+      say(`interrupted at step ${step}/${totalSteps}; resume with trainer.load_ckpt_from=latest`);
+      break;
+    }
+  }
+  if (!interrupted) {
+    validate();
+    await save();
+  }
+  progress.stop();
+  const report = trainer.report ? writeReport(trainer.save_dir) : undefined;
+  if (report) out.write(`report: ${report}\n`);
+  optimizer.dispose();
+  return { step, totalSteps, interrupted, saveDir: trainer.save_dir, checkpoint, trainLoss, lastTest, report };
+}

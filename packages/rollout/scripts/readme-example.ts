@@ -12,7 +12,7 @@ import {
 const alphabet = '0123456789+-*/=? abcdefghijklmno';
 const tokenizer = {
   encode: (text: string) => [...text].map((c) => alphabet.indexOf(c)),
-  decode: (ids: number[]) => ids.map((i) => alphabet[i]).join(''),
+  decode: (ids: readonly number[]) => ids.map((i) => alphabet[i]).join(''),
 };
 
 // Serve an in-process engine over the SGLang API, then talk to it as to any SGLang server.

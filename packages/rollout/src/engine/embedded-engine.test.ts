@@ -35,8 +35,8 @@ describe('createEmbeddedEngine over the toy generator', () => {
   });
 
   it('cuts at a stop string when given decode', async () => {
-    const decode = (ids: number[]) => ids.map((i) => String.fromCharCode(97 + (i % 26))).join('');
-    const engine = createEmbeddedEngine({ generator: createToyGenerator(), decode });
+    const decode = (ids: readonly number[]) => ids.map((i) => String.fromCharCode(97 + (i % 26))).join('');
+    const engine = createEmbeddedEngine({ generator: createToyGenerator({ decode }) });
     const free = await engine.generate({ inputIds: [5], sampling: { ...sampling, max_new_tokens: 20 } });
     const text = decode(free.tokenIds);
     const stop = text.slice(4, 6);
@@ -45,7 +45,7 @@ describe('createEmbeddedEngine over the toy generator', () => {
     expect(decode(out.tokenIds).endsWith(stop)).toBe(true);
     expect(decode(out.tokenIds)).toBe(text.slice(0, text.indexOf(stop) + stop.length));
     const noDecode = createEmbeddedEngine({ generator: createToyGenerator() });
-    await expect(noDecode.generate({ inputIds: [1], sampling: { stop: ['x'] } })).rejects.toThrow(/decode/);
+    await expect(noDecode.generate({ inputIds: [1], sampling: { stop: ['x'] } })).rejects.toThrow(/decoder/);
   });
 
   it('pause aborts in-flight requests with their partial tokens and holds new ones until continue', async () => {

@@ -1,30 +1,37 @@
 import { RolloutError } from '../errors.js';
 import type { EngineHealth, FinishReason, GenerateRequest, GenerateResult, RolloutEngine } from './rollout-engine.js';
 
-/** What the embedded engine asks an in-process generator for (camelCase SamplingParams). */
+/**
+ * What the embedded engine asks an in-process generator for: SamplingParams in camelCase, the
+ * shape of the @rl2/models generator's `GenerationRequest`.
+ */
 export interface TokenGeneratorRequest {
-  inputIds: number[];
-  maxNewTokens: number;
-  temperature: number;
-  topP: number;
-  /** 0: no top-k cut. */
-  topK: number;
-  stopTokenIds: number[];
+  inputIds: readonly number[];
+  maxNewTokens?: number;
+  temperature?: number;
+  topP?: number;
+  /** undefined or 0: no top-k cut. */
+  topK?: number;
+  stopTokenIds?: readonly number[];
+  /** Stop strings (the generator needs a decoder for them). */
+  stop?: readonly string[];
+  noStopTrim?: boolean;
+  ignoreEos?: boolean;
   seed?: number;
-  /** Aborted on pause/cancel: the generator should resolve early with finishReason 'abort' and the tokens so far. */
-  signal: AbortSignal;
+  /** Aborted on pause/cancel: the generator resolves early with finishReason 'abort' and the tokens so far. */
+  signal?: AbortSignal;
 }
 
-/** What an in-process generator answers: `tokenIds` [N], `logprobs` [N]. */
+/** What an in-process generator answers: `outputIds` [N] and their `logprobs` [N]. */
 export interface TokenGeneratorResult {
-  tokenIds: number[];
+  outputIds: number[];
   logprobs: number[];
-  finishReason: FinishReason;
+  finishReason: { type: FinishReason };
 }
 
 /**
  * The structural shape the embedded engine drives: any object with an async `generate`
- * (the @rl2/models continuous-batching generator, or a fake in tests).
+ * (the @rl2/models continuous-batching generator, or `createToyGenerator` in tests).
  */
 export interface TokenGenerator {
   generate(request: TokenGeneratorRequest): Promise<TokenGeneratorResult>;
@@ -36,10 +43,6 @@ export interface EmbeddedEngineOptions {
   loadWeights?: (modelPath: string) => Promise<void>;
   /** Drops the generator's prefix/KV cache. */
   flushCache?: () => Promise<void>;
-  /** Needed only for `stop` strings: the output is cut after the first token whose text completes a stop string. */
-  decode?: (ids: number[]) => string;
-  /** Default max_new_tokens when a request gives none. Default 256. */
-  defaultMaxNewTokens?: number;
 }
 
 /**
@@ -48,16 +51,13 @@ export interface EmbeddedEngineOptions {
  * continue().
  */
 export function createEmbeddedEngine(options: EmbeddedEngineOptions): RolloutEngine {
-  const { generator, loadWeights, flushCache, decode, defaultMaxNewTokens = 256 } = options;
+  const { generator, loadWeights, flushCache } = options;
   const inFlight = new Set<AbortController>();
   let resume: { promise: Promise<void>; release: () => void } | undefined;
 
   return {
     async generate(request: GenerateRequest): Promise<GenerateResult> {
       const s = request.sampling;
-      if (s.stop && s.stop.length > 0 && !decode) {
-        throw new RolloutError('INVALID_ARGUMENT', 'sampling stop strings need a decode function: pass `decode` to createEmbeddedEngine or use stop_token_ids');
-      }
       while (resume) await resume.promise;
       if (request.signal?.aborted) throw new RolloutError('ENGINE_ABORTED', 'generate was aborted by the caller');
       const controller = new AbortController();
@@ -68,23 +68,29 @@ export function createEmbeddedEngine(options: EmbeddedEngineOptions): RolloutEng
       try {
         out = await generator.generate({
           inputIds: request.inputIds,
-          maxNewTokens: s.max_new_tokens ?? defaultMaxNewTokens,
-          temperature: s.temperature ?? 1,
-          topP: s.top_p ?? 1,
-          topK: s.top_k === undefined || s.top_k < 0 ? 0 : s.top_k,
-          stopTokenIds: s.stop_token_ids ?? [],
+          maxNewTokens: s.max_new_tokens,
+          temperature: s.temperature,
+          topP: s.top_p,
+          topK: s.top_k === undefined || s.top_k < 0 ? undefined : s.top_k,
+          stopTokenIds: s.stop_token_ids,
+          stop: s.stop,
+          noStopTrim: s.no_stop_trim,
+          ignoreEos: s.ignore_eos,
           seed: s.sampling_seed,
           signal: controller.signal,
         });
       } catch (e) {
         if (!controller.signal.aborted) throw e;
-        out = { tokenIds: [], logprobs: [], finishReason: 'abort' };
+        out = { outputIds: [], logprobs: [], finishReason: { type: 'abort' } };
       } finally {
         inFlight.delete(controller);
         request.signal?.removeEventListener('abort', onCallerAbort);
       }
       if (request.signal?.aborted) throw new RolloutError('ENGINE_ABORTED', 'generate was aborted by the caller');
-      return s.stop && s.stop.length > 0 && decode ? cutAtStopString(out, s.stop, decode) : { ...out };
+      if (out.outputIds.length !== out.logprobs.length) {
+        throw new RolloutError('INVALID_ARGUMENT', `the generator returned ${out.outputIds.length} ids but ${out.logprobs.length} logprobs`);
+      }
+      return { tokenIds: out.outputIds, logprobs: out.logprobs, finishReason: out.finishReason.type };
     },
     async updateWeights(modelPath: string): Promise<void> {
       if (loadWeights) await loadWeights(modelPath);
@@ -112,15 +118,4 @@ export function createEmbeddedEngine(options: EmbeddedEngineOptions): RolloutEng
       r?.release();
     },
   };
-}
-
-/** Keeps tokens up to the first one whose decoded prefix contains a stop string. */
-function cutAtStopString(out: TokenGeneratorResult, stop: string[], decode: (ids: number[]) => string): GenerateResult {
-  for (let n = 1; n <= out.tokenIds.length; n += 1) {
-    const text = decode(out.tokenIds.slice(0, n));
-    if (stop.some((s) => s.length > 0 && text.includes(s))) {
-      return { tokenIds: out.tokenIds.slice(0, n), logprobs: out.logprobs.slice(0, n), finishReason: 'stop' };
-    }
-  }
-  return { ...out };
 }

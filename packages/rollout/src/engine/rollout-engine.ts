@@ -16,6 +16,8 @@ export interface SamplingParams {
   stop_token_ids?: number[];
   /** Keep the stop token in the output (RL2 trains on exactly the generated ids). */
   no_stop_trim?: boolean;
+  /** Do not stop at the model's end-of-sequence tokens. */
+  ignore_eos?: boolean;
   /** Seed of this request's sampler (SGLang's `sampling_seed`): same seed, same tokens. */
   sampling_seed?: number;
 }

@@ -1,3 +1,4 @@
+import { RolloutError } from '../errors.js';
 import type { TokenGenerator, TokenGeneratorRequest, TokenGeneratorResult } from './embedded-engine.js';
 
 export interface ToyGeneratorOptions {
@@ -5,6 +6,10 @@ export interface ToyGeneratorOptions {
   vocabSize?: number;
   /** Generated tokens between two yields to the event loop (where pause/abort is seen). Default 1. */
   yieldEvery?: number;
+  /** Detokenizer for `stop` strings: output ends at the first token whose text completes one. */
+  decode?: (ids: readonly number[]) => string;
+  /** Default max new tokens. Default 128. */
+  maxNewTokens?: number;
 }
 
 /**
@@ -12,29 +17,38 @@ export interface ToyGeneratorOptions {
  * next token are a hash of (previous token, candidate), sampled with temperature / top-k / top-p
  * by a PRNG seeded from (seed, prompt). Same request and seed => same tokens, on every engine
  * that wraps it. Logprobs are log softmax(logits / T) of the chosen ids (T = 1 when greedy).
+ * Same request/result shape as the @rl2/models generator.
  */
 export function createToyGenerator(options: ToyGeneratorOptions = {}): TokenGenerator {
   const vocabSize = options.vocabSize ?? 32;
   const yieldEvery = options.yieldEvery ?? 1;
   return {
     async generate(req: TokenGeneratorRequest): Promise<TokenGeneratorResult> {
+      const stop = req.stop ?? [];
+      if (stop.length > 0 && !options.decode) {
+        throw new RolloutError('INVALID_ARGUMENT', 'stop strings need a decoder: pass decode to createToyGenerator or use stop_token_ids');
+      }
       const rand = mulberry32(hashInts([req.seed ?? 0, ...req.inputIds]));
-      const tokenIds: number[] = [];
+      const temperature = req.temperature ?? 1;
+      const maxNew = req.maxNewTokens ?? options.maxNewTokens ?? 128;
+      const outputIds: number[] = [];
       const logprobs: number[] = [];
+      const done = (type: 'stop' | 'length' | 'abort'): TokenGeneratorResult => ({ outputIds, logprobs, finishReason: { type } });
       let prev = req.inputIds.length > 0 ? req.inputIds[req.inputIds.length - 1] : 0;
-      while (tokenIds.length < req.maxNewTokens) {
-        if (req.signal.aborted) return { tokenIds, logprobs, finishReason: 'abort' };
-        const t = req.temperature > 0 ? req.temperature : 1;
-        const logits = Array.from({ length: vocabSize }, (_, v) => ((hashInts([prev, v, tokenIds.length]) % 1000) / 1000) * 4);
+      while (outputIds.length < maxNew) {
+        if (req.signal?.aborted) return done('abort');
+        const t = temperature > 0 ? temperature : 1;
+        const logits = Array.from({ length: vocabSize }, (_, v) => ((hashInts([prev, v, outputIds.length]) % 1000) / 1000) * 4);
         const logp = logSoftmax(logits.map((x) => x / t));
-        const token = req.temperature > 0 ? sample(logp, req.topK, req.topP, rand()) : argmax(logp);
-        tokenIds.push(token);
+        const token = temperature > 0 ? sample(logp, req.topK ?? 0, req.topP ?? 1, rand()) : argmax(logp);
+        outputIds.push(token);
         logprobs.push(logp[token]);
         prev = token;
-        if (req.stopTokenIds.includes(token)) return { tokenIds, logprobs, finishReason: 'stop' };
-        if (tokenIds.length % yieldEvery === 0) await new Promise((r) => setImmediate(r));
+        if (req.stopTokenIds?.includes(token)) return done('stop');
+        if (stop.length > 0 && options.decode && stop.some((x) => x !== '' && options.decode!(outputIds).includes(x))) return done('stop');
+        if (outputIds.length % yieldEvery === 0) await new Promise((r) => setImmediate(r));
       }
-      return { tokenIds, logprobs, finishReason: 'length' };
+      return done('length');
     },
   };
 }

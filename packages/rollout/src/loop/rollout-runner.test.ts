@@ -142,14 +142,14 @@ describe('createRolloutRunner', () => {
       generator: {
         async generate(req) {
           const text = charTokenizer.decode(req.inputIds);
-          if (!text.startsWith('SLOW')) return { tokenIds: [97], logprobs: [-0.5], finishReason: 'stop' };
-          const tokenIds: number[] = [];
-          while (tokenIds.length < req.maxNewTokens) {
-            if (req.signal.aborted) return { tokenIds, logprobs: tokenIds.map(() => -1), finishReason: 'abort' };
-            tokenIds.push(115);
+          if (!text.startsWith('SLOW')) return { outputIds: [97], logprobs: [-0.5], finishReason: { type: 'stop' } };
+          const outputIds: number[] = [];
+          while (outputIds.length < req.maxNewTokens!) {
+            if (req.signal?.aborted) return { outputIds, logprobs: outputIds.map(() => -1), finishReason: { type: 'abort' } };
+            outputIds.push(115);
             await new Promise((r) => setImmediate(r));
           }
-          return { tokenIds, logprobs: tokenIds.map(() => -1), finishReason: 'length' };
+          return { outputIds, logprobs: outputIds.map(() => -1), finishReason: { type: 'length' } };
         },
       },
     });

@@ -11,7 +11,7 @@ export interface SGLangServerOptions {
   /** Largest request body accepted, bytes; bigger ones get HTTP 413. Default 8 MiB. */
   maxBodyBytes?: number;
   /** Turns ids into text for the `text` fields of the answer; '' without it. */
-  decode?: (ids: number[]) => string;
+  decode?: (ids: readonly number[]) => string;
   /** Reported by GET /get_model_info. */
   modelPath?: string;
 }
@@ -170,7 +170,7 @@ function parseInputIds(x: unknown): { ids: number[][]; single: boolean } {
   throw new HttpError(400, 'generate needs input_ids: a non-empty array of token ids (or an array of them); this server is token-in only, send ids not text');
 }
 
-const samplingKeys = ['temperature', 'top_p', 'top_k', 'max_new_tokens', 'stop', 'stop_token_ids', 'no_stop_trim', 'sampling_seed'] as const;
+const samplingKeys = ['temperature', 'top_p', 'top_k', 'max_new_tokens', 'stop', 'stop_token_ids', 'no_stop_trim', 'ignore_eos', 'sampling_seed'] as const;
 
 function parseSampling(x: unknown): SamplingParams {
   if (x === undefined) return {};

@@ -5,5 +5,5 @@
  */
 export interface RolloutTokenizer {
   encode(text: string): number[];
-  decode(ids: number[]): string;
+  decode(ids: readonly number[]): string;
 }

@@ -2,7 +2,8 @@
  * A multi-turn tool env: the model may call a calculator with <calc>EXPR</calc>; the env
  * appends <result>VALUE</result> to the conversation (same sequence, env tokens masked out)
  * and the model goes on; <answer>N</answer> ends the episode with reward 1 when N equals
- * the answer. No tag at all ends it with reward 0. Point `rollout.env_path` at this file.
+ * the answer. No tag at all ends it with reward 0. Point `rollout.env_path` at this file and
+ * sample with `stop: ['</calc>', '</answer>']` so the model yields the turn right after a call.
  */
 import { evaluateExpression } from './evaluate-expression.js';
 

@@ -16,10 +16,11 @@ import {
   neg,
   scalar,
   sub,
+  sum,
   tidy,
   where,
 } from '@tensorflow/tfjs-core';
-import { type AggregationOptions, aggregateLoss, countTotals } from './aggregate-loss.js';
+import { type AggregationOptions, aggregationWeights } from './aggregate-loss.js';
 import { AlgosError } from './errors.js';
 import { expectNumber, expectShape } from './internal/check.js';
 import { readMetrics } from './internal/read-metrics.js';
@@ -116,9 +117,9 @@ export function actorPpoLoss(inputs: ActorPpoInputs, options: ActorPpoOptions = 
   need(tisCoef === 0 || inputs.engineLogps !== undefined, 'engineLogps', `tisCoef = ${tisCoef}`);
   need(klCoef === 0 || inputs.refLogps !== undefined, 'refLogps', `kl.coef = ${klCoef}`);
   need(entropyCoef === 0 || inputs.entropy !== undefined, 'entropy', `entropyCoef = ${entropyCoef}`);
-  // count local totals once (when not given) instead of once per aggregated quantity
-  const aggregation = { ...options.aggregation, totals: options.aggregation?.totals ?? countTotals(inputs) };
-  const agg = (x: Tensor) => aggregateLoss(x, inputs, aggregation);
+  // one set of per-token weights serves the loss and every metric
+  const weights = aggregationWeights(inputs, options.aggregation);
+  const agg = (x: Tensor) => sum(mul(x, weights)) as Scalar;
 
   const named: Partial<Record<ActorPpoMetric, Scalar>> = {};
   const loss = tidy(() => {
@@ -162,5 +163,6 @@ export function actorPpoLoss(inputs: ActorPpoInputs, options: ActorPpoOptions = 
     }
     return agg(losses);
   });
+  weights.dispose();
   return { loss, metrics: readMetrics(named) };
 }

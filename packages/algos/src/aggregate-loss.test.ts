@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { disposeAll, expectClose, expectNoLeak, fixture, take, tensorsOf, useCpu } from '../test/helpers.js';
-import { type LossAggregation, aggregateLoss, countTotals } from './aggregate-loss.js';
+import { type LossAggregation, aggregateLoss, aggregationWeights, countTotals } from './aggregate-loss.js';
 import { AlgosError } from './errors.js';
 
 interface Fx {
@@ -50,6 +50,21 @@ describe('aggregateLoss', () => {
       }
       expectClose(total, c.expected, 1e-6, c.mode);
     }
+    disposeAll(t);
+  });
+
+  it('aggregationWeights: token weights sum to 1, each sequence to 1/S in seq-mean-token-mean', () => {
+    const t = tensorsOf(fx.layouts.packed);
+    const layout = { actionMask: t.actionMask!, sequenceIds: t.sequenceIds };
+    expectClose(take(tf.tidy(() => tf.sum(aggregationWeights(layout)))), 1, 1e-6, 'token-mean');
+    const w = aggregationWeights(layout, { mode: 'seq-mean-token-mean' });
+    const ids = t.sequenceIds!.dataSync();
+    const wd = take(w);
+    const perSeq = new Map<number, number>();
+    ids.forEach((id, i) => perSeq.set(id, (perSeq.get(id) ?? 0) + wd[i]!));
+    perSeq.delete(-1);
+    const s = fx.localTotals.sequences;
+    expectClose([...perSeq.values()].filter((x) => x > 0), Array(s).fill(1 / s), 1e-6, 'per sequence');
     disposeAll(t);
   });
 

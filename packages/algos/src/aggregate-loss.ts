@@ -1,7 +1,7 @@
-import { type Scalar, type Tensor, div, maximum, mul, scalar, sum, tidy } from '@tensorflow/tfjs-core';
+import { type Scalar, type Tensor, mul, sum, tensor, tidy } from '@tensorflow/tfjs-core';
 import { AlgosError } from './errors.js';
 import { expectNumber, expectShape } from './internal/check.js';
-import { resolveSegments, segmentSums } from './internal/segments.js';
+import { resolveSegments } from './internal/segments.js';
 import type { GlobalTotals, TokenLayout } from './layout.js';
 
 /**
@@ -56,15 +56,14 @@ export function countTotals(layout: TokenLayout): GlobalTotals {
 }
 
 /**
- * Aggregates per-token values `[B, T]` into this batch's contribution to the global mean.
- * Summing the returned scalars over all micro-batches and ranks gives exactly the global
- * aggregate; when your collective AVERAGES gradients over W ranks, multiply by W.
- * Masked-out tokens are ignored; an all-zero mask or zero totals give 0, never NaN.
- * Sequence modes need each sequence whole inside one call (packing never splits one).
+ * Per-token weights `[B, T]` that turn any aggregation mode into a weighted sum:
+ * aggregate(l) = sum_t w_t l_t, with w = m / N (token-mean), m / S (seq-mean-token-sum),
+ * m / (n_i S) (seq-mean-token-mean) or m / (S normLength) (seq-mean-token-sum-norm). Compute
+ * them once per micro-batch and reuse them for the loss and every metric; the gradient of
+ * the aggregate with respect to l is exactly w. Zero counts give weight 0, never NaN.
  */
-export function aggregateLoss(values: Tensor, layout: TokenLayout, options: AggregationOptions = {}): Scalar {
-  const fn = 'aggregateLoss';
-  expectShape(values, layout.actionMask.shape, 'values', fn);
+export function aggregationWeights(layout: TokenLayout, options: AggregationOptions = {}): Tensor {
+  const fn = 'aggregationWeights';
   const mode = options.mode ?? 'token-mean';
   if (!LOSS_AGGREGATIONS.includes(mode)) {
     throw new AlgosError(
@@ -75,21 +74,42 @@ export function aggregateLoss(values: Tensor, layout: TokenLayout, options: Aggr
   const totals = options.totals ?? countTotals(layout);
   expectNumber(totals.actionTokens, (v) => v >= 0, 'totals.actionTokens', fn, 'a count >= 0');
   expectNumber(totals.sequences, (v) => v >= 0, 'totals.sequences', fn, 'a count >= 0');
-  return tidy(() => {
-    const masked = mul(values, layout.actionMask);
-    if (mode === 'token-mean') return div(sum(masked), Math.max(totals.actionTokens, 1)) as Scalar;
-    const seg = resolveSegments(layout, fn);
-    let perSeq = segmentSums(masked, seg);
-    if (mode === 'seq-mean-token-mean') {
-      const counts = segmentSums(layout.actionMask, seg);
-      perSeq = div(perSeq, maximum(counts, scalar(1)));
-    }
-    let denom = Math.max(totals.sequences, 1);
+  const seg = resolveSegments(layout, fn);
+  const mask = layout.actionMask.dataSync();
+  const w = new Float32Array(mask.length);
+  const seqs = Math.max(totals.sequences, 1);
+  if (mode === 'token-mean') {
+    const n = Math.max(totals.actionTokens, 1);
+    for (let i = 0; i < w.length; i++) w[i] = mask[i]! / n;
+  } else if (mode === 'seq-mean-token-mean') {
+    const counts = new Float64Array(seg.numSequences + 1);
+    for (let i = 0; i < w.length; i++) counts[seg.flatIds[i]!]! += mask[i]!;
+    for (let i = 0; i < w.length; i++) w[i] = mask[i]! / (Math.max(counts[seg.flatIds[i]!]!, 1) * seqs);
+  } else {
+    let denom = seqs;
     if (mode === 'seq-mean-token-sum-norm') {
       const norm = options.normLength ?? seg.cols;
       expectNumber(norm, (v) => v > 0, 'normLength', fn, 'a positive token count such as max_new_tokens');
       denom *= norm;
     }
-    return div(sum(perSeq), denom) as Scalar;
-  });
+    for (let i = 0; i < w.length; i++) w[i] = mask[i]! / denom;
+  }
+  return tensor(w, layout.actionMask.shape);
+}
+
+/**
+ * Aggregates per-token values `[B, T]` into this batch's contribution to the global mean.
+ * Summing the returned scalars over all micro-batches and ranks gives exactly the global
+ * aggregate; when your collective AVERAGES gradients over W ranks, multiply by W.
+ * Masked-out tokens are ignored; an all-zero mask or zero totals give 0, never NaN.
+ * Sequence modes need each sequence whole inside one call (packing never splits one).
+ * To aggregate several quantities over one batch, compute `aggregationWeights` once and take
+ * sum(values * weights) yourself.
+ */
+export function aggregateLoss(values: Tensor, layout: TokenLayout, options: AggregationOptions = {}): Scalar {
+  expectShape(values, layout.actionMask.shape, 'values', 'aggregateLoss');
+  const weights = aggregationWeights(layout, options);
+  const out = tidy(() => sum(mul(values, weights)) as Scalar);
+  weights.dispose();
+  return out;
 }

@@ -1,5 +1,19 @@
-import { type Scalar, type Tensor, add, cast, keep, less, maximum, minimum, square, sub, tidy } from '@tensorflow/tfjs-core';
-import { type AggregationOptions, aggregateLoss, countTotals } from './aggregate-loss.js';
+import {
+  type Scalar,
+  type Tensor,
+  add,
+  cast,
+  keep,
+  less,
+  maximum,
+  minimum,
+  mul,
+  square,
+  sub,
+  sum,
+  tidy,
+} from '@tensorflow/tfjs-core';
+import { type AggregationOptions, aggregationWeights } from './aggregate-loss.js';
 import { expectNumber, expectShape } from './internal/check.js';
 import { readMetrics } from './internal/read-metrics.js';
 import { stopGradient } from './internal/stop-gradient.js';
@@ -40,8 +54,9 @@ export function criticValueLoss(
   expectShape(inputs.returns, shape, 'returns', fn);
   const c = options.clip ?? 0.5;
   expectNumber(c, (v) => v >= 0, 'clip', fn, '>= 0');
-  const aggregation = { ...options.aggregation, totals: options.aggregation?.totals ?? countTotals(inputs) };
-  const agg = (x: Tensor) => aggregateLoss(x, inputs, aggregation);
+  // one set of per-token weights serves the loss and every metric
+  const weights = aggregationWeights(inputs, options.aggregation);
+  const agg = (x: Tensor) => sum(mul(x, weights)) as Scalar;
   let named: Record<'clipFraction' | 'valueError', Scalar> | undefined;
   const loss = tidy(() => {
     const { values, oldValues, returns } = inputs;
@@ -55,5 +70,6 @@ export function criticValueLoss(
     };
     return agg(maximum(mse, clippedMse));
   });
+  weights.dispose();
   return { loss, metrics: readMetrics(named!) };
 }

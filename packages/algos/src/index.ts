@@ -18,7 +18,7 @@ export type { RlooOptions } from './rloo.js';
 export { computeReinforcePlusPlusAdvantages } from './reinforce-plus-plus.js';
 export type { ReinforcePlusPlusOptions } from './reinforce-plus-plus.js';
 
-export { LOSS_AGGREGATIONS, aggregateLoss, countTotals } from './aggregate-loss.js';
+export { LOSS_AGGREGATIONS, aggregateLoss, aggregationWeights, countTotals } from './aggregate-loss.js';
 export type { AggregationOptions, LossAggregation } from './aggregate-loss.js';
 export { actorPpoLoss } from './actor-ppo-loss.js';
 export type { ActorPpoInputs, ActorPpoMetric, ActorPpoOptions } from './actor-ppo-loss.js';

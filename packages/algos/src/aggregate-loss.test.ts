@@ -61,7 +61,9 @@ describe('aggregateLoss', () => {
     const ids = t.sequenceIds!.dataSync();
     const wd = take(w);
     const perSeq = new Map<number, number>();
-    ids.forEach((id, i) => perSeq.set(id, (perSeq.get(id) ?? 0) + wd[i]!));
+    ids.forEach((id, i) => {
+      perSeq.set(id, (perSeq.get(id) ?? 0) + wd[i]!);
+    });
     perSeq.delete(-1);
     const s = fx.localTotals.sequences;
     expectClose([...perSeq.values()].filter((x) => x > 0), Array(s).fill(1 / s), 1e-6, 'per sequence');

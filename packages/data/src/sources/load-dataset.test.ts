@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DataError } from '../errors.js';
+import type { DataError } from '../errors.js';
 import { loadDataset } from './load-dataset.js';
 import { openDataset } from './open-dataset.js';
 import { parseDataSpec } from './parse-data-spec.js';

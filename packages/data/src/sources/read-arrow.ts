@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { RecordBatchReader } from 'apache-arrow';
 import { DataError } from '../errors.js';
 import { fileError } from './file-error.js';
-import { plainValue } from './plain-value.js';
+import { arrowColumnValues } from './arrow-column-values.js';
 import type { RowWithOrigin } from './row-with-origin.js';
 
 /**
@@ -17,14 +17,13 @@ export async function* readArrow(file: string): AsyncGenerator<RowWithOrigin> {
     const reader = await RecordBatchReader.from(stream as unknown as AsyncIterable<Uint8Array>);
     for await (const batch of reader) {
       const names = batch.schema.fields.map((f) => f.name);
-      const columns = names.map((_, j) => batch.getChildAt(j));
-      const flat = batch.schema.fields.map((f) => f.type.typeId === 5 /* Utf8 */ || (f.type.typeId >= 2 && f.type.typeId <= 3) /* Int, Float */);
+      const columns = names.map((_, j) => {
+        const child = batch.getChildAt(j);
+        return child ? arrowColumnValues(child) : new Array<unknown>(batch.numRows).fill(null);
+      });
       for (let i = 0; i < batch.numRows; i++) {
         const out: Record<string, unknown> = {};
-        for (let j = 0; j < names.length; j++) {
-          const v = columns[j]?.get(i);
-          out[names[j] as string] = flat[j] && typeof v !== 'bigint' ? v : plainValue(v);
-        }
+        for (let j = 0; j < names.length; j++) out[names[j] as string] = columns[j]?.[i];
         row += 1;
         yield { row: out, origin: { file, row } };
       }

@@ -1,5 +1,4 @@
 import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
 import { DataError } from '../errors.js';
 import { fileError } from './file-error.js';
 import type { BadRowPolicy, LoadStats } from './row.js';
@@ -13,10 +12,9 @@ import type { RowWithOrigin } from './row-with-origin.js';
  */
 export async function* readJsonl(file: string, stats: LoadStats, onBadRow: BadRowPolicy = 'error'): AsyncGenerator<RowWithOrigin> {
   const stream = createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 20 });
-  const lines = createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY });
   let line = 0;
   try {
-    for await (const text of lines) {
+    for await (const text of splitLines(stream as AsyncIterable<string>)) {
       line += 1;
       if (text.trim() === '') continue;
       let value: unknown;
@@ -39,7 +37,25 @@ export async function* readJsonl(file: string, stats: LoadStats, onBadRow: BadRo
   } catch (e) {
     throw fileError(file, e);
   } finally {
-    lines.close();
     stream.destroy();
   }
+}
+
+/** Lines of a text stream (LF or CRLF), without the line ends; a last line without LF is kept. */
+async function* splitLines(chunks: AsyncIterable<string>): AsyncGenerator<string> {
+  let rest = '';
+  for await (const chunk of chunks) {
+    const text = rest + chunk;
+    let start = 0;
+    let nl = text.indexOf('\n');
+    const lines: string[] = [];
+    while (nl >= 0) {
+      lines.push(text.charCodeAt(nl - 1) === 13 ? text.slice(start, nl - 1) : text.slice(start, nl));
+      start = nl + 1;
+      nl = text.indexOf('\n', start);
+    }
+    rest = text.slice(start);
+    yield* lines;
+  }
+  if (rest !== '') yield rest.charCodeAt(rest.length - 1) === 13 ? rest.slice(0, -1) : rest;
 }

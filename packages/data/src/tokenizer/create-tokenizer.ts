@@ -2,6 +2,7 @@ import { Template } from '@huggingface/jinja';
 import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
 import { DataError } from '../errors.js';
 import type { ChatMessage } from '../formats/chat-message.js';
+import { createByteLevelBpe } from './byte-level-bpe.js';
 import { specialTokenText } from './special-token.js';
 import type { ChatTemplateOptions, Tokenizer } from './tokenizer.js';
 
@@ -22,6 +23,8 @@ export function createTokenizer(files: TokenizerFiles): Tokenizer {
   const source = files.source ?? 'tokenizer';
   const config = files.tokenizerConfig;
   const hf = new HfTokenizer(files.tokenizerJson, config);
+  // Fast path for byte-level BPE (see byte-level-bpe.ts); anything else goes through @huggingface/tokenizers.
+  const fast = createByteLevelBpe(files.tokenizerJson);
   const idOf = (key: string): number | undefined => {
     const text = specialTokenText(config[key]);
     return text === undefined ? undefined : hf.token_to_id(text);
@@ -41,7 +44,7 @@ export function createTokenizer(files: TokenizerFiles): Tokenizer {
   };
   const vocabSize = hf.get_vocab(true).size;
   return {
-    encode: (text, options) => hf.encode(text, { add_special_tokens: options?.addSpecialTokens ?? false }).ids,
+    encode: (text, options) => (fast && !options?.addSpecialTokens ? fast(text) : hf.encode(text, { add_special_tokens: options?.addSpecialTokens ?? false }).ids),
     decode: (ids, options) => hf.decode(Array.from(ids), { skip_special_tokens: options?.skipSpecialTokens ?? false }),
     eosTokenId,
     eosToken,

@@ -21,6 +21,8 @@ export type {
   TokenGeneratorRequest,
   TokenGeneratorResult,
 } from './engine/embedded-engine.js';
+export { loadCheckpointEngine } from './engine/checkpoint-engine.js';
+export type { CheckpointEngine, CheckpointEngineOptions } from './engine/checkpoint-engine.js';
 export { createToyGenerator } from './engine/toy-generator.js';
 export type { ToyGeneratorOptions } from './engine/toy-generator.js';
 export { backoffDelays } from './engine/backoff.js';

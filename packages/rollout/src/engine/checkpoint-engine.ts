@@ -1,0 +1,65 @@
+import { type DecoderModel, type Generator, createGenerator, disposeParams, loadModel } from '@rl2/models';
+import { createEmbeddedEngine } from './embedded-engine.js';
+import type { RolloutEngine } from './rollout-engine.js';
+
+export interface CheckpointEngineOptions {
+  /** Detokenizer, for stop strings. */
+  decode?: (ids: readonly number[]) => string;
+  /** Rows decoded together by the continuous-batching generator (default 16). */
+  maxBatch?: number;
+  /** Base seed of requests that give no sampling_seed (default 0). */
+  seed?: number;
+}
+
+/** An engine that owns its model: `updateWeights(path)` loads another checkpoint. */
+export interface CheckpointEngine extends RolloutEngine {
+  /** The checkpoint folder currently served. */
+  readonly modelPath: string;
+  /** Waits for running requests and frees the weights. */
+  close(): Promise<void>;
+}
+
+/**
+ * The engine behind `rl2 serve --model PATH`: loads an HF checkpoint folder with @rl2/models
+ * and generates with its KV-cache continuous-batching generator. `updateWeights(path)` (POST
+ * /update_weights_from_disk) loads the new checkpoint, sends new requests to it, and frees the
+ * old weights once the requests already running on them finish.
+ * (The PPO trainer's hybrid engine needs none of this: it wraps a generator over the actor's
+ * own weights with `createEmbeddedEngine`, so updates are seen in place.)
+ */
+export async function loadCheckpointEngine(modelPath: string, options: CheckpointEngineOptions = {}): Promise<CheckpointEngine> {
+  const open = async (path: string) => {
+    const { model, generationConfig } = await loadModel(path);
+    const eos = generationConfig?.eosTokenIds;
+    const generator = createGenerator(model, {
+      maxBatch: options.maxBatch,
+      seed: options.seed,
+      decode: options.decode,
+      ...(eos && eos.length > 0 ? { eosTokenIds: eos } : {}),
+    });
+    return { path, model, generator };
+  };
+  let current: { path: string; model: DecoderModel; generator: Generator } = await open(modelPath);
+  const retire = async (old: typeof current) => {
+    await old.generator.idle();
+    disposeParams(old.model.params);
+  };
+  const engine = createEmbeddedEngine({
+    generator: { generate: (request) => current.generator.generate(request) },
+    loadWeights: async (path) => {
+      const next = await open(path);
+      const old = current;
+      current = next;
+      void retire(old);
+    },
+  });
+  return {
+    ...engine,
+    get modelPath() {
+      return current.path;
+    },
+    async close() {
+      await retire(current);
+    },
+  };
+}

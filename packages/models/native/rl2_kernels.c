@@ -14,6 +14,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <node_api.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -90,6 +91,51 @@ static int get_dims(napi_env env, napi_value v, int64_t out[MAX_RANK]) {
  * strideA/strideB are the element offsets between batches (0 broadcasts one matrix).
  * When B is shared and A is not transposed, the batch folds into one [batch*M, K] product.
  */
+struct gemm_job {
+  CBLAS_TRANSPOSE ta, tb;
+  int64_t b0, b1, M, N, K, sa, sb;
+  int lda, ldb;
+  const float *A, *B;
+  float *C;
+};
+
+static void *gemm_slice(void *arg) {
+  struct gemm_job *j = (struct gemm_job *)arg;
+  for (int64_t b = j->b0; b < j->b1; b++) {
+    cblas_sgemm(CblasRowMajor, j->ta, j->tb, (int)j->M, (int)j->N, (int)j->K, 1.0f, j->A + b * j->sa, j->lda,
+                j->B + b * j->sb, j->ldb, 0.0f, j->C + b * j->M * j->N, (int)j->N);
+  }
+  return NULL;
+}
+
+#define MAX_GEMM_THREADS 64
+
+/*
+ * Batched products of small matrices (attention: [B*heads, T, d]) split the batch over
+ * `threads` pthreads, each running a single-threaded sgemm: OpenBLAS's own threading splits
+ * one small matrix and mostly waits. Threads are joined before returning.
+ */
+static void gemm_batched_parallel(const struct gemm_job *all, int threads, int configured) {
+  pthread_t tids[MAX_GEMM_THREADS];
+  struct gemm_job jobs[MAX_GEMM_THREADS];
+  int created[MAX_GEMM_THREADS] = {0};
+  int64_t batch = all->b1, per = (batch + threads - 1) / threads;
+  openblas_set_num_threads(1);
+  for (int t = 0; t < threads; t++) {
+    jobs[t] = *all;
+    jobs[t].b0 = t * per < batch ? t * per : batch;
+    jobs[t].b1 = (t + 1) * per < batch ? (t + 1) * per : batch;
+    if (jobs[t].b0 >= jobs[t].b1) continue;
+    /* the last slice (or one whose thread failed to start) runs on the calling thread */
+    created[t] = t < threads - 1 && pthread_create(&tids[t], NULL, gemm_slice, &jobs[t]) == 0;
+    if (!created[t]) gemm_slice(&jobs[t]);
+  }
+  for (int t = 0; t < threads; t++) {
+    if (created[t]) pthread_join(tids[t], NULL);
+  }
+  openblas_set_num_threads(configured);
+}
+
 static napi_value gemm(napi_env env, napi_callback_info info) {
   ARGS(11);
   int ta = get_bool(env, argv[0]), tb = get_bool(env, argv[1]);
@@ -117,10 +163,16 @@ static napi_value gemm(napi_env env, napi_callback_info info) {
                 0.0f, C, (int)N);
     return NULL;
   }
-  for (int64_t b = 0; b < batch; b++) {
-    cblas_sgemm(CblasRowMajor, TA, TB, (int)M, (int)N, (int)K, 1.0f, A + b * sa, lda, B + b * sb,
-                ldb, 0.0f, C + b * M * N, (int)N);
+  struct gemm_job job = {TA, TB, 0, batch, M, N, K, sa, sb, lda, ldb, A, B, C};
+  int configured = openblas_get_num_threads(), threads = configured;
+  if (threads > MAX_GEMM_THREADS) threads = MAX_GEMM_THREADS;
+  if (threads > batch) threads = (int)batch;
+  /* below ~4 MFLOP per matrix OpenBLAS cannot keep its threads busy on one product */
+  if (threads > 1 && M * N * K <= (int64_t)(1 << 21)) {
+    gemm_batched_parallel(&job, threads, configured);
+    return NULL;
   }
+  gemm_slice(&job);
   return NULL;
 }
 
@@ -215,6 +267,65 @@ static napi_value binary(napi_env env, napi_callback_info info) {
       bo += idx[d] * bs[d];
     }
     bin_row(op, a + ao, as[r - 1], b + bo, bs[r - 1], o + row * n, n);
+    for (int d = r - 2; d >= 0; d--) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return NULL;
+}
+
+/* Comparison op codes, shared with src/engine/native-addon.ts. */
+enum { C_EQ, C_NE, C_GT, C_GE, C_LT, C_LE };
+
+static void cmp_row(int op, const float *a, int64_t sa, const float *b, int64_t sb, uint8_t *o, int64_t n) {
+  switch (op) {
+    case C_EQ: for (int64_t i = 0; i < n; i++) o[i] = a[i * sa] == b[i * sb]; break;
+    case C_NE: for (int64_t i = 0; i < n; i++) o[i] = a[i * sa] != b[i * sb]; break;
+    case C_GT: for (int64_t i = 0; i < n; i++) o[i] = a[i * sa] > b[i * sb]; break;
+    case C_GE: for (int64_t i = 0; i < n; i++) o[i] = a[i * sa] >= b[i * sb]; break;
+    case C_LT: for (int64_t i = 0; i < n; i++) o[i] = a[i * sa] < b[i * sb]; break;
+    default: for (int64_t i = 0; i < n; i++) o[i] = a[i * sa] <= b[i * sb]; break;
+  }
+}
+
+/* compare(op, a, aStrides, b, bStrides, out Uint8Array, outShape): like binary, out is 0/1 (tfjs bool). */
+static napi_value compare(napi_env env, napi_callback_info info) {
+  ARGS(7);
+  int op = (int)get_int(env, argv[0]);
+  float *a, *b;
+  uint8_t *o;
+  size_t la, lb, lo;
+  napi_typedarray_type to;
+  void *op_ptr;
+  int64_t as[MAX_RANK], bs[MAX_RANK], shape[MAX_RANK];
+  if (!get_f32(env, argv[1], &a, &la) || !get_f32(env, argv[3], &b, &lb))
+    FAIL("compare expects Float32Array a, b");
+  if (napi_get_typedarray_info(env, argv[5], &to, &lo, &op_ptr, NULL, NULL) != napi_ok || to != napi_uint8_array)
+    FAIL("compare expects a Uint8Array out");
+  o = (uint8_t *)op_ptr;
+  int r = get_dims(env, argv[6], shape);
+  if (r < 1 || get_dims(env, argv[2], as) != r || get_dims(env, argv[4], bs) != r)
+    FAIL("compare: strides and shape must be Int32Array of the same rank (1..8)");
+  int64_t total = 1, amax = 0, bmax = 0;
+  for (int d = 0; d < r; d++) {
+    total *= shape[d];
+    if (shape[d] > 0) {
+      amax += as[d] * (shape[d] - 1);
+      bmax += bs[d] * (shape[d] - 1);
+    }
+  }
+  if ((size_t)total > lo || (total > 0 && ((size_t)amax >= la || (size_t)bmax >= lb)))
+    FAIL("compare: array too short for the given shape");
+  if (total == 0) return NULL;
+  int64_t n = shape[r - 1], rows = total / n, idx[MAX_RANK] = {0};
+  for (int64_t row = 0; row < rows; row++) {
+    int64_t ao = 0, bo = 0;
+    for (int d = 0; d < r - 1; d++) {
+      ao += idx[d] * as[d];
+      bo += idx[d] * bs[d];
+    }
+    cmp_row(op, a + ao, as[r - 1], b + bo, bs[r - 1], o + row * n, n);
     for (int d = r - 2; d >= 0; d--) {
       if (++idx[d] < shape[d]) break;
       idx[d] = 0;
@@ -446,6 +557,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"setThreads", NULL, set_threads, NULL, NULL, NULL, napi_default, NULL},
       {"getThreads", NULL, get_threads, NULL, NULL, NULL, napi_default, NULL},
       {"binary", NULL, binary, NULL, NULL, NULL, napi_default, NULL},
+      {"compare", NULL, compare, NULL, NULL, NULL, napi_default, NULL},
       {"unary", NULL, unary, NULL, NULL, NULL, napi_default, NULL},
       {"softmax", NULL, softmax, NULL, NULL, NULL, napi_default, NULL},
       {"reduce", NULL, reduce, NULL, NULL, NULL, napi_default, NULL},

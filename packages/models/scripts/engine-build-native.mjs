@@ -1,16 +1,16 @@
 #!/usr/bin/env node
-// Builds the optional native kernels (native/rl2_kernels.c -> dist/native/rl2_kernels.node)
+// Builds the optional native kernels (native/rl2_kernels.c -> build/rl2_kernels.node)
 // with the system C compiler, Node's own headers and Debian's OpenBLAS. Offline: no header
 // download (node-gyp would fetch them). Never fails the package build: when something is
 // missing it prints ONE line saying what to install, and the engine uses its pure path.
-// Output under dist/ so turbo caches it with the rest of the build (turbo.json outputs).
+// Output in build/ (git-ignored; tsup's clean of dist/ leaves it alone; listed in turbo.json outputs).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
 const pkg = resolve(import.meta.dirname, '..');
 const source = join(pkg, 'native', 'rl2_kernels.c');
-const outDir = join(pkg, 'dist', 'native');
+const outDir = join(pkg, 'build');
 const out = join(outDir, 'rl2_kernels.node');
 
 function notice(reason) {

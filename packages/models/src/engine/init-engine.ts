@@ -4,6 +4,7 @@ import { findBackend, getBackend, registerGradient, setBackend } from '@tensorfl
 import '@tensorflow/tfjs-backend-cpu';
 import { ModelsError } from '../errors.js';
 import { batchMatMulGradConfig } from './batch-mat-mul-grad.js';
+import { broadcastGradConfigs } from './broadcast-grads.js';
 import { loadNativeAddon, type NativeLoad } from './native-addon.js';
 import { NATIVE_BACKEND, registerNativeBackend } from './native-backend.js';
 
@@ -81,7 +82,7 @@ async function startTensorflow(): Promise<string | undefined> {
  */
 async function installGradients(): Promise<void> {
   await import('@tensorflow/tfjs');
-  registerGradient(batchMatMulGradConfig);
+  for (const config of [batchMatMulGradConfig, ...broadcastGradConfigs]) registerGradient(config);
 }
 
 async function startWasm(): Promise<boolean> {

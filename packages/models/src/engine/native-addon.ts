@@ -1,4 +1,4 @@
-// Loads the optional N-API addon (native/rl2_kernels.c, built into dist/native by
+// Loads the optional N-API addon (native/rl2_kernels.c, built into build/ by
 // scripts/engine-build-native.mjs). Never throws: a missing or broken addon is reported as a
 // reason string so the engine can fall back to the pure kernels with one line of notice.
 import { existsSync } from 'node:fs';
@@ -7,6 +7,8 @@ import { fileURLToPath } from 'node:url';
 
 /** Binary op codes of `NativeAddon.binary` (enum in native/rl2_kernels.c). */
 export const BinaryOp = { add: 0, sub: 1, mul: 2, div: 3, max: 4, min: 5, squaredDiff: 6, pow: 7 } as const;
+/** Comparison op codes of `NativeAddon.compare` (enum in native/rl2_kernels.c). */
+export const CompareOp = { equal: 0, notEqual: 1, greater: 2, greaterEqual: 3, less: 4, lessEqual: 5 } as const;
 /** Unary op codes of `NativeAddon.unary` (enum in native/rl2_kernels.c). */
 export const UnaryOp = {
   exp: 0, log: 1, neg: 2, sqrt: 3, rsqrt: 4, sigmoid: 5, square: 6, relu: 7, tanh: 8, abs: 9, reciprocal: 10,
@@ -25,6 +27,8 @@ export interface NativeAddon {
   getThreads(): number;
   /** out = a op b over `outShape`, element strides per output dim (0 = broadcast). */
   binary(op: number, a: Float32Array, aStrides: Int32Array, b: Float32Array, bStrides: Int32Array, out: Float32Array, outShape: Int32Array): void;
+  /** Like `binary`, writing 0/1 into a Uint8Array (tfjs bool). */
+  compare(op: number, a: Float32Array, aStrides: Int32Array, b: Float32Array, bStrides: Int32Array, out: Uint8Array, outShape: Int32Array): void;
   unary(op: number, x: Float32Array, out: Float32Array): void;
   /** Softmax over the rows of x [rows, cols]. */
   softmax(x: Float32Array, rows: number, cols: number, out: Float32Array): void;
@@ -40,7 +44,7 @@ export interface NativeAddon {
 export type NativeLoad = { ok: true; addon: NativeAddon; path: string } | { ok: false; reason: string };
 
 /**
- * Finds and loads rl2_kernels.node: `RL2_NATIVE_ADDON` if set, else dist/native next to the
+ * Finds and loads rl2_kernels.node: `RL2_NATIVE_ADDON` if set, else build/ of this
  * package (works from src/engine when tests run on source and from dist/ when bundled).
  * `RL2_NO_NATIVE=1` forces the pure path.
  */
@@ -48,7 +52,7 @@ export function loadNativeAddon(env: NodeJS.ProcessEnv = process.env): NativeLoa
   if (env.RL2_NO_NATIVE === '1') return { ok: false, reason: 'RL2_NO_NATIVE=1 is set' };
   const candidates = env.RL2_NATIVE_ADDON
     ? [env.RL2_NATIVE_ADDON]
-    : ['../../dist/native/rl2_kernels.node', './native/rl2_kernels.node'].map((rel) =>
+    : ['../../build/rl2_kernels.node', '../build/rl2_kernels.node'].map((rel) =>
         fileURLToPath(new URL(rel, import.meta.url)),
       );
   const path = candidates.find((p) => existsSync(p));

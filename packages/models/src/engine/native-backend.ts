@@ -5,6 +5,7 @@ import { findBackendFactory, getKernel, getKernelsForBackend, registerBackend, r
 import { elementwiseOverrides } from './kernels/native-elementwise.js';
 import { indexOverrides } from './kernels/native-gather.js';
 import type { NativeKernelOverride } from './kernels/native-kernel.js';
+import { copyOverrides } from './kernels/copy-kernels.js';
 import { batchMatMulOverride, fusedMatMulOverride } from './kernels/native-matmul.js';
 import { reduceOverrides } from './kernels/native-reduce.js';
 import type { NativeAddon } from './native-addon.js';
@@ -21,7 +22,7 @@ function quietCpuBackend(): MathBackendCPU {
 
 /** Every kernel the addon replaces (the rest are the stock tfjs-backend-cpu kernels). */
 export function nativeKernelOverrides(backendName: string = NATIVE_BACKEND): NativeKernelOverride[] {
-  return [batchMatMulOverride, fusedMatMulOverride(backendName), ...elementwiseOverrides, ...reduceOverrides, ...indexOverrides];
+  return [batchMatMulOverride, fusedMatMulOverride(backendName), ...elementwiseOverrides, ...reduceOverrides, ...indexOverrides, ...copyOverrides];
 }
 
 /**

@@ -1,8 +1,9 @@
-// Elementwise float32 kernels in C: binary ops with full numpy-style broadcasting (a stride of 0
-// per broadcast dim) and the unary ops of a transformer's forward and backward pass.
+// Elementwise float32 kernels in C: binary ops and comparisons with full numpy-style
+// broadcasting (a stride of 0 per broadcast dim) and the unary ops of a transformer's forward
+// and backward pass.
 // Other dtypes (int32, bool, complex) and rank > 8 go to the stock kernels.
 import { broadcast_util, type TensorInfo } from '@tensorflow/tfjs-core';
-import { BinaryOp, UnaryOp } from '../native-addon.js';
+import { BinaryOp, CompareOp, UnaryOp } from '../native-addon.js';
 import { asKernelFunc, f32Values, type NativeKernelOverride, sizeOf } from './native-kernel.js';
 
 const MAX_RANK = 8;
@@ -40,6 +41,27 @@ function binaryOverride(kernelName: string, op: number): NativeKernelOverride {
   };
 }
 
+function compareOverride(kernelName: string, op: number): NativeKernelOverride {
+  return {
+    kernelName,
+    make: (addon, stock) =>
+      asKernelFunc((args) => {
+        const { a, b } = args.inputs;
+        const av = f32Values(args.backend, a);
+        const bv = f32Values(args.backend, b);
+        if (!a || !b || !av || !bv) return stock(args as never) as TensorInfo;
+        const outShape = broadcast_util.assertAndGetBroadcastShape(a.shape, b.shape);
+        if (outShape.length > MAX_RANK) return stock(args as never) as TensorInfo;
+        const out = new Uint8Array(sizeOf(outShape));
+        if (out.length > 0) {
+          const shape = outShape.length === 0 ? [1] : outShape;
+          addon.compare(op, av, broadcastStrides(a.shape, shape), bv, broadcastStrides(b.shape, shape), out, Int32Array.from(shape));
+        }
+        return args.backend.makeTensorInfo(outShape, 'bool', out);
+      }),
+  };
+}
+
 function unaryOverride(kernelName: string, op: number): NativeKernelOverride {
   return {
     kernelName,
@@ -64,6 +86,12 @@ export const elementwiseOverrides: NativeKernelOverride[] = [
   binaryOverride('Minimum', BinaryOp.min),
   binaryOverride('SquaredDifference', BinaryOp.squaredDiff),
   binaryOverride('Pow', BinaryOp.pow),
+  compareOverride('Equal', CompareOp.equal),
+  compareOverride('NotEqual', CompareOp.notEqual),
+  compareOverride('Greater', CompareOp.greater),
+  compareOverride('GreaterEqual', CompareOp.greaterEqual),
+  compareOverride('Less', CompareOp.less),
+  compareOverride('LessEqual', CompareOp.lessEqual),
   unaryOverride('Exp', UnaryOp.exp),
   unaryOverride('Log', UnaryOp.log),
   unaryOverride('Neg', UnaryOp.neg),

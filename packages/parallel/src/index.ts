@@ -12,3 +12,25 @@ export type { Transport } from './comm/peer-mesh.js';
 export { initProcessGroup } from './comm/init-process-group.js';
 export type { InitProcessGroupOptions, World } from './comm/init-process-group.js';
 export { LocalProcessGroup } from './comm/local-process-group.js';
+export { planDeviceMesh } from './mesh/device-mesh.js';
+export type { DeviceMesh, MeshAxis, MeshSizes } from './mesh/device-mesh.js';
+export { createMeshGroups } from './mesh/create-mesh-groups.js';
+export {
+  columnParallelLinear,
+  copyToTensorParallel,
+  gatherFromTensorParallel,
+  reduceFromTensorParallel,
+  rowParallelLinear,
+  shardLinear,
+  tensorParallelHeads,
+} from './layout/tensor-parallel.js';
+export { vocabParallelEmbedding, vocabParallelLogprobs, vocabRange } from './layout/vocab-parallel.js';
+export { planZigzag } from './layout/zigzag.js';
+export type { ZigzagPlan } from './layout/zigzag.js';
+export { allGatherContext, contextParallelAttention, zigzagMerge, zigzagSplit } from './layout/context-parallel.js';
+export { flattenParams, planFlatParams, shardOf, unflattenParams } from './layout/flat-params.js';
+export type { FlatParamLayout } from './layout/flat-params.js';
+export { FullyShardedParams } from './layout/fsdp.js';
+export type { FsdpGroups, FsdpUnit } from './layout/fsdp.js';
+export { adamwShardStep, createAdamWShardState } from './layout/adamw-shard.js';
+export type { AdamWConfig, AdamWShardState } from './layout/adamw-shard.js';

@@ -1,0 +1,66 @@
+import * as tf from '@tensorflow/tfjs-core';
+import type { ProcessGroup } from '../comm/collective.js';
+import { ParallelError } from '../errors.js';
+import { unaryCustomGrad, valuesOf } from './custom-grad.js';
+import type { ZigzagPlan } from './zigzag.js';
+
+/** Take this cp rank's tokens (axis 0) of a tensor over the whole packed row. */
+export function zigzagSplit<T extends tf.Tensor>(row: T, plan: ZigzagPlan, cpRank: number): T {
+  if (row.shape[0] !== plan.length) throw new ParallelError('LAYOUT', `zigzagSplit: axis 0 has ${row.shape[0]} tokens but the plan's row has ${plan.length}.`);
+  return tf.gather(row, plan.indices[cpRank]!, 0) as T;
+}
+
+/** Inverse of the split on gathered rank-major tokens: `[cp * Tl, ...]` back to row order. */
+export function zigzagMerge<T extends tf.Tensor>(rankMajor: T, plan: ZigzagPlan): T {
+  return tf.gather(rankMajor, plan.inverse, 0) as T;
+}
+
+/**
+ * All-gather axis 0 over cp into row order. `backward` says what each rank's gradient is:
+ * `sum` (reduce-scatter) when every rank uses the gathered tensor for different outputs, as K/V
+ * in attention; `own` (this rank's slice) when every rank computes the same replicated result
+ * from it, as the loss over gathered outputs.
+ */
+export function allGatherContext<T extends tf.Tensor>(local: T, plan: ZigzagPlan, cp: ProcessGroup, backward: 'sum' | 'own'): T {
+  if (cp.size === 1) return local;
+  const op = unaryCustomGrad((x) => ({
+    value: tf.tensor(cp.allGather(valuesOf(x)), [x.shape[0]! * cp.size, ...x.shape.slice(1)]),
+    gradFunc: (dy) => {
+      if (backward === 'own') return tf.slice(dy, [cp.rank * x.shape[0]!, ...x.shape.slice(1).map(() => 0)], x.shape);
+      return tf.tensor(cp.reduceScatter(valuesOf(dy), 'sum'), x.shape);
+    },
+  }));
+  return zigzagMerge(op(local), plan) as T;
+}
+
+/**
+ * Causal attention of this cp rank's queries over the whole packed row ("Llama context
+ * parallelism", https://arxiv.org/abs/2407.21783 §3.3.2: K/V all-gathered, each rank attends
+ * for its own queries). Tokens attend within their own sequence to positions <= their own.
+ * `q [Tl, Hq, D]`, `k`/`v [Tl, Hkv, D]` on this rank's zigzag tokens; GQA when Hq > Hkv.
+ * Returns `[Tl, Hq, D]`; gradients to K/V flow back to their owners by reduce-scatter.
+ */
+export function contextParallelAttention(q: tf.Tensor3D, k: tf.Tensor3D, v: tf.Tensor3D, plan: ZigzagPlan, cp: ProcessGroup): tf.Tensor3D {
+  const [tl, hq, d] = q.shape;
+  const hkv = k.shape[1];
+  if (hq % hkv !== 0) throw new ParallelError('LAYOUT', `query heads ${hq} are not a multiple of kv heads ${hkv}.`);
+  const mine = plan.indices[cp.rank]!;
+  if (mine.length !== tl) throw new ParallelError('LAYOUT', `cp rank ${cp.rank} holds ${mine.length} tokens in the plan but q has ${tl}.`);
+  // additive mask [Tl, T]: 0 where key j is in the query's sequence and not after it
+  const t = plan.length;
+  const mask = new Float32Array(tl * t).fill(-1e30);
+  for (let i = 0; i < tl; i++) {
+    const p = mine[i]!;
+    for (let j = p - plan.positions[p]!; j <= p; j++) mask[i * t + j] = 0;
+  }
+  const kAll = allGatherContext(k, plan, cp, 'sum'); // [T, Hkv, D]
+  const vAll = allGatherContext(v, plan, cp, 'sum');
+  const rep = hq / hkv;
+  const expand = (x: tf.Tensor) => (rep === 1 ? x : tf.reshape(tf.tile(tf.expandDims(x, 2), [1, 1, rep, 1]), [t, hq, d])); // repeat_interleave on heads
+  const qh = tf.transpose(q, [1, 0, 2]); // [Hq, Tl, D]
+  const kh = tf.transpose(expand(kAll), [1, 0, 2]); // [Hq, T, D]
+  const vh = tf.transpose(expand(vAll), [1, 0, 2]);
+  const scores = tf.add(tf.div(tf.matMul(qh, kh, false, true), Math.sqrt(d)), tf.tensor2d(mask, [tl, t]));
+  const out = tf.matMul(tf.softmax(scores), vh); // [Hq, Tl, D]
+  return tf.transpose(out, [1, 0, 2]) as tf.Tensor3D;
+}

@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { runRanks } from './run-ranks.js';
+
+interface Result {
+  rank: number;
+  errors: { case: string; what: string; vsTorch: number; vsSingle?: number }[];
+}
+
+// Sharded results on real processes against (a) torch, single process, float64 (fixtures/,
+// scripts/make_fixtures.py) and (b) the same TypeScript run single-process (LocalProcessGroup).
+// float32 against float64 leaves ~1e-7; the issue asks for 1e-5 relative.
+const TOL = 1e-5;
+
+function check(results: Result[], ranks: number, cases: string[]) {
+  expect(results.map((r) => r.rank).sort()).toEqual(Array.from({ length: ranks }, (_, i) => i));
+  for (const r of results) {
+    for (const c of cases) expect(r.errors.some((e) => e.case === c), `rank ${r.rank} ran ${c}`).toBe(true);
+    for (const e of r.errors) {
+      expect(e.vsTorch, `rank ${r.rank} ${e.case} ${e.what} vs torch`).toBeLessThan(TOL);
+      if (e.vsSingle !== undefined) expect(e.vsSingle, `rank ${r.rank} ${e.case} ${e.what} vs single process`).toBeLessThan(TOL);
+    }
+  }
+}
+
+describe('parallel layouts equal the single-process computation', () => {
+  it('2 ranks: TP(2) MLP and vocab-parallel logprobs/entropy/embedding, CP(2) zigzag attention, FSDP(2) training step', async () => {
+    const { results, error } = await runRanks<Result>('layouts.rank.ts', { nprocPerNode: 2, env: { LAYOUT_CASES: 'tp,cp,fsdp' } });
+    expect(error).toBeUndefined();
+    check(results, 2, ['TP(2)', 'TP(2) vocab', 'CP(2)', 'FSDP(2)']);
+  });
+
+  it('4 ranks: ddp x fsdp (2x2) training step, TP x CP (2x2) attention, TP(2) sub-groups', async () => {
+    const { results, error } = await runRanks<Result>('layouts.rank.ts', { nprocPerNode: 4, env: { LAYOUT_CASES: 'ddpxfsdp,tpxcp' } });
+    expect(error).toBeUndefined();
+    check(results, 4, ['ddp x fsdp (2x2)', 'TP x CP (2x2)', 'TP(2) inside a 4-rank world']);
+  });
+});

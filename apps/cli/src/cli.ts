@@ -1,11 +1,6 @@
 #!/usr/bin/env node
-import { createCli } from './program.js';
+import { interruptSignal } from './interrupt.js';
+import { main } from './program.js';
 
-const cli = createCli();
-cli.parse(process.argv, { run: false });
-if (!cli.matchedCommand && !cli.options.help && !cli.options.version) {
-  cli.outputHelp();
-  process.exitCode = cli.args.length > 0 ? 1 : 0;
-} else {
-  await cli.runMatchedCommand();
-}
+const signal = interruptSignal(process, process.stderr, (code) => process.exit(code));
+process.exitCode = await main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, signal });

@@ -1,1 +1,3 @@
-export { createCli } from './program.js';
+export { createCli, main } from './program.js';
+export { interruptSignal } from './interrupt.js';
+export type { CliIo } from './cli-io.js';

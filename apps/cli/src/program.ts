@@ -1,15 +1,115 @@
-import { cac } from 'cac';
 import { readFileSync } from 'node:fs';
+import { TrainersError, writeRandomCheckpoint, writeReport } from '@rl2/trainers';
+import { cac } from 'cac';
+import type { CliIo } from './cli-io.js';
+import { resolveTokenizerDir } from './commands/resolve-tokenizer-dir.js';
+import { TRAINER_COMMANDS, type TrainerName, printConfig, resolveTrainerConfig, trainerHelp } from './commands/trainer-command.js';
+import { runTrainerCommand } from './commands/run-trainer.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
   version: string;
 };
 
 /** Builds the `rl2` command. Trainers and tools register their sub-commands here. */
-export function createCli() {
+export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.stderr }) {
   const cli = cac('rl2');
   cli.usage('<command> [key=value ...]');
-  cli.help();
+
+  for (const [name, { summary }] of Object.entries(TRAINER_COMMANDS) as [TrainerName, (typeof TRAINER_COMMANDS)[TrainerName]][]) {
+    cli
+      .command(`${name} [...overrides]`, summary)
+      .usage(`${name} [--config FILE.yaml] [key=value ...]`)
+      .option('--config <file>', 'YAML config file; key=value arguments override it')
+      .option('--dry-run', 'print the resolved config as YAML and exit')
+      .example(`rl2 ${name} --config examples/addition/${name}.yaml trainer.n_epochs=2`)
+      .action(async (overrides: string[], flags: { config?: string; dryRun?: boolean | string }) => {
+        // `--dry-run key=value`: the argument parser hands the next word to the flag; keep it as an override
+        if (typeof flags.dryRun === 'string') overrides.unshift(flags.dryRun);
+        const config = resolveTrainerConfig(name, { configFile: flags.config, overrides });
+        if (flags.dryRun) return printConfig(io, config);
+        return runTrainerCommand(name, config, io);
+      });
+  }
+
+  cli
+    .command('init-model', 'write a randomly initialised Hugging Face checkpoint (no download)')
+    .option('--arch <arch>', 'llama | qwen2 | qwen3', { default: 'qwen3' })
+    .option('--tokenizer <dir>', 'tokenizer folder (tokenizer.json, tokenizer_config.json), or "qwen3" for the Qwen3 tokenizer')
+    .option('--out <dir>', 'output folder')
+    .option('--hidden-size <n>', 'hidden size', { default: 64 })
+    .option('--intermediate-size <n>', 'MLP size (default 2 x hidden)')
+    .option('--layers <n>', 'decoder layers', { default: 2 })
+    .option('--heads <n>', 'attention heads', { default: 4 })
+    .option('--kv-heads <n>', 'key/value heads (default heads / 2)')
+    .option('--head-dim <n>', 'per-head size (default hidden / heads)')
+    .option('--max-position <n>', 'max_position_embeddings', { default: 2048 })
+    .option('--no-tie-word-embeddings', 'separate lm_head weights')
+    .option('--seed <n>', 'initialisation seed', { default: 0 })
+    .example('rl2 init-model --arch qwen3 --tokenizer examples/addition/tokenizer --out models/tiny')
+    .action((flags: Record<string, string | number | boolean | undefined>) => {
+      if (!flags.out) throw new TrainersError('INVALID_ARGUMENT', 'rl2 init-model needs --out DIR (where to write the checkpoint)');
+      if (!flags.tokenizer) throw new TrainersError('INVALID_ARGUMENT', 'rl2 init-model needs --tokenizer DIR (a Hugging Face tokenizer folder) or --tokenizer qwen3');
+      const num = (k: string) => (flags[k] === undefined ? undefined : Number(flags[k]));
+      const config = writeRandomCheckpoint({
+        arch: String(flags.arch) as 'llama' | 'qwen2' | 'qwen3',
+        tokenizerDir: resolveTokenizerDir(String(flags.tokenizer)),
+        outDir: String(flags.out),
+        hiddenSize: num('hiddenSize'),
+        intermediateSize: num('intermediateSize'),
+        numLayers: num('layers'),
+        numHeads: num('heads'),
+        numKvHeads: num('kvHeads'),
+        headDim: num('headDim'),
+        maxPositionEmbeddings: num('maxPosition'),
+        tieWordEmbeddings: flags.tieWordEmbeddings !== false,
+        seed: num('seed'),
+      });
+      io.stdout.write(
+        `wrote ${config.model_type} checkpoint to ${flags.out}: vocab ${config.vocab_size}, hidden ${config.hidden_size}, ${config.num_hidden_layers} layers, ${config.num_attention_heads} heads\n`,
+      );
+    });
+
+  cli.command('report <run-dir>', 'write RUN_DIR/report.html (loss and metric curves, opens offline)').action((runDir: string) => {
+    io.stdout.write(`wrote ${writeReport(runDir)}\n`);
+  });
+
+  cli.help((sections) => {
+    const name = cli.matchedCommandName as TrainerName | undefined;
+    if (name && name in TRAINER_COMMANDS) sections.push({ body: trainerHelp(name) });
+    return sections;
+  });
   cli.version(version);
   return cli;
+}
+
+/**
+ * Runs `rl2` with `argv` (without node and script) and returns the exit code. Errors of
+ * the library are printed as one line without a stack trace.
+ */
+export async function main(argv: readonly string[], io: CliIo = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+  const cli = createCli(io);
+  // cac prints help and version with console.info; route them to io.stdout for this call.
+  const info = console.info;
+  console.info = (...parts: unknown[]) => io.stdout.write(`${parts.join(' ')}\n`);
+  try {
+    cli.parse(['node', 'rl2', ...argv], { run: false });
+    if (!cli.matchedCommand) {
+      if (!cli.options.help && !cli.options.version) {
+        if (argv.length > 0) io.stderr.write(`rl2: unknown command "${argv[0]}"\n`);
+        cli.outputHelp();
+        return argv.length > 0 ? 1 : 0;
+      }
+      return 0;
+    }
+    if (cli.options.help) return 0;
+    const code = await cli.runMatchedCommand();
+    return typeof code === 'number' ? code : 0;
+  } catch (err) {
+    const e = err as Error;
+    const known = e.name?.endsWith('Error') && 'code' in e;
+    io.stderr.write(`rl2: ${known ? e.message : (e.stack ?? String(e))}\n`);
+    return 1;
+  } finally {
+    console.info = info;
+  }
 }

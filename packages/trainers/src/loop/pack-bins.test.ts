@@ -18,7 +18,7 @@ describe('packBins', () => {
     expect(bins.map((b) => b.inputIds.length).sort()).toEqual([10, 10]);
     for (const b of bins) {
       // positions restart at 0 for each segment
-      b.positionIds.forEach((p, t) => expect(p === 0).toBe(t === 0 || b.segmentIds[t] !== b.segmentIds[t - 1]));
+      for (const [t, p] of b.positionIds.entries()) expect(p === 0).toBe(t === 0 || b.segmentIds[t] !== b.segmentIds[t - 1]);
     }
     expect(stepTotals(bins)).toEqual({ actionTokens: 20, sequences: 5, pairs: 2.5, tokens: 20 });
   });

@@ -34,7 +34,8 @@ export function readTokenizerFacts(dir: string): TokenizerFacts {
   const entries: [string, number][] = Array.isArray(vocab) ? vocab.map(([t], i) => [t, i]) : Object.entries(vocab);
   for (const [t, id] of entries) ids.set(t, id);
   for (const a of tok.added_tokens ?? []) ids.set(a.content, a.id);
-  const vocabSize = Math.max(-1, ...ids.values()) + 1;
+  let vocabSize = 0;
+  for (const id of ids.values()) vocabSize = Math.max(vocabSize, id + 1);
   const cfgFile = join(dir, 'tokenizer_config.json');
   const cfg = existsSync(cfgFile) ? (JSON.parse(readFileSync(cfgFile, 'utf8')) as Record<string, unknown>) : {};
   const idOf = (key: string) => {

@@ -1,0 +1,18 @@
+import { type DpoConfig, type RmConfig, type RunResult, type SftConfig, runDpo, runRm, runSft } from '@rl2/trainers';
+import type { CliIo } from '../cli-io.js';
+import type { TrainerName } from './trainer-command.js';
+
+/** Exit code of a run stopped by Ctrl-C after saving (128 + SIGINT). */
+export const INTERRUPTED_EXIT_CODE = 130;
+
+/** Runs a validated config; returns the exit code (130 when interrupted and saved). */
+export async function runTrainerCommand(name: TrainerName, config: unknown, io: CliIo): Promise<number> {
+  const runIo = { stdout: io.stdout, signal: io.signal };
+  let result: RunResult;
+  if (name === 'sft') result = await runSft(config as SftConfig, runIo);
+  else if (name === 'rm') result = await runRm(config as RmConfig, runIo);
+  else result = await runDpo(config as DpoConfig, runIo);
+  if (result.interrupted) return INTERRUPTED_EXIT_CODE;
+  io.stdout.write(`done: ${result.step} steps, checkpoint ${result.checkpoint}\n`);
+  return 0;
+}

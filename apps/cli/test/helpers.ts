@@ -1,0 +1,60 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Writable } from 'node:stream';
+import { main } from '../src/program.js';
+
+export const EXAMPLE_TOKENIZER = resolve(import.meta.dirname, '../../../examples/addition/tokenizer');
+
+/** A writable that records text and can react to it (e.g. press Ctrl-C at a step). */
+export function sink(onText?: (text: string) => void) {
+  const chunks: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      chunks.push(String(chunk));
+      onText?.(String(chunk));
+      cb();
+    },
+  }) as unknown as NodeJS.WriteStream;
+  return { stream, text: () => chunks.join('') };
+}
+
+/** Runs `rl2 ...argv` in-process; returns the exit code and what it printed. */
+export async function rl2(argv: string[], opts: { signal?: AbortSignal; onStdout?: (text: string) => void } = {}) {
+  const out = sink(opts.onStdout);
+  const err = sink();
+  const code = await main(argv, { stdout: out.stream, stderr: err.stream, signal: opts.signal });
+  return { code, stdout: out.text(), stderr: err.text() };
+}
+
+export const tmp = (name: string) => mkdtempSync(join(tmpdir(), `rl2-cli-${name}-`));
+
+/** Tiny addition data in chat format: SFT rows and preference pairs. */
+export function writeTinyData(dir: string) {
+  const pairs: [number, number][] = [[12, 7], [3, 45], [60, 21], [8, 8], [33, 14], [5, 90], [71, 2], [40, 40], [9, 16], [27, 30]];
+  const sft = pairs.map(([a, b]) => ({ messages: [{ role: 'user', content: `${a}+${b}=` }, { role: 'assistant', content: String(a + b) }] }));
+  const pref = pairs.map(([a, b]) => ({ messages: [{ role: 'user', content: `${a}+${b}=` }], chosen: String(a + b), rejected: String(a) }));
+  const jsonl = (rows: unknown[]) => `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`;
+  const files = {
+    sftTrain: join(dir, 'sft-train.jsonl'),
+    sftTest: join(dir, 'sft-test.jsonl'),
+    pairTrain: join(dir, 'pairs-train.jsonl'),
+    pairTest: join(dir, 'pairs-test.jsonl'),
+  };
+  writeFileSync(files.sftTrain, jsonl(sft.slice(0, 8)));
+  writeFileSync(files.sftTest, jsonl(sft.slice(8)));
+  writeFileSync(files.pairTrain, jsonl(pref.slice(0, 8)));
+  writeFileSync(files.pairTest, jsonl(pref.slice(8)));
+  return files;
+}
+
+/** train/loss by step from RUN_DIR/metrics.jsonl. */
+export function trainLosses(runDir: string): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const line of readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').split('\n')) {
+    if (!line.trim()) continue;
+    const r = JSON.parse(line) as Record<string, number>;
+    if (r['train/loss'] !== undefined) out.set(r.step, r['train/loss']);
+  }
+  return out;
+}

@@ -23,6 +23,8 @@ export interface RolloutRunnerOptions {
   responsesPerPrompt?: number;
   /** Default 1 (single turn). */
   maxTurns?: number;
+  /** Longest sequence a trajectory may grow to (see runTrajectory). Default: no limit. */
+  maxSequenceTokens?: number;
   sampling: SamplingParams;
   /** Sampling for `evaluate`. Default: `sampling` at temperature 0. */
   evalSampling?: SamplingParams;
@@ -117,6 +119,7 @@ export function createRolloutRunner(options: RolloutRunnerOptions): RolloutRunne
           tokenizer: options.tokenizer,
           sampling,
           maxTurns: options.maxTurns,
+          maxSequenceTokens: options.maxSequenceTokens,
           seed: seeded && options.seed !== undefined ? options.seed + (groupSerial * samples + s) * 1000 : undefined,
           signal: abort.signal,
         }),

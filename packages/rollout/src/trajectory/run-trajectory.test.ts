@@ -64,6 +64,21 @@ describe('runTrajectory: multi-turn assembly', () => {
     expect(t.reward).toBe(3);
   });
 
+  it('caps max_new_tokens to the room under maxSequenceTokens and ends a full trajectory', async () => {
+    const engine = scriptedEngine((_text, req) => 'x'.repeat(req.sampling.max_new_tokens!));
+    const env = createEnvironment({ step: async (s, a) => [`${s}${a}||`, 0, false] });
+    const t = await runTrajectory({ prompt: 'Q:' }, ids, { engine, env, tokenizer: charTokenizer, sampling: { max_new_tokens: 4 }, maxTurns: 5, maxSequenceTokens: 12 });
+    // Q: + xxxx + || = 8 tokens; turn 2 gets the 4 left: 12, and '||' would leave no room
+    expect(engine.requests.map((r) => r.sampling.max_new_tokens)).toEqual([4, 4]);
+    expect(t.turns.map((x) => x.next)).toEqual(['merge', 'max_length']);
+    expect(t.sequences[0].tokenIds).toEqual(codes('Q:xxxx||xxxx'));
+    const tight = await runTrajectory({ prompt: 'Q:' }, ids, { engine, env, tokenizer: charTokenizer, sampling: { max_new_tokens: 4 }, maxTurns: 5, maxSequenceTokens: 5 });
+    expect(tight.sequences[0].tokenIds).toEqual(codes('Q:xxx'));
+    expect(tight.turns.map((x) => x.next)).toEqual(['max_length']);
+    const none = await runTrajectory({ prompt: 'Q:' }, ids, { engine, env, tokenizer: charTokenizer, sampling: {}, maxSequenceTokens: 2 });
+    expect(none.error?.message).toMatch(/the prompt has 2 tokens, no room under maxSequenceTokens = 2/);
+  });
+
   it('accepts the object form, snake_case, boolean rewards and reset', async () => {
     const env: EnvModule = {
       reset: async (p) => ({ state: `${p.prompt}!`, answer: 42 }),

@@ -13,6 +13,12 @@ export interface TrajectoryOptions {
   sampling: SamplingParams;
   /** Turns before the trajectory is closed even if the env is not done. Default 1. */
   maxTurns?: number;
+  /**
+   * Longest sequence (prompt + actions + env tokens) allowed: max_new_tokens is capped to the
+   * room left, and a trajectory ends (the turn's `next` is 'max_length') when the next state
+   * would leave no room for another generated token. Default: no limit.
+   */
+  maxSequenceTokens?: number;
   /** Seed of turn t is seed + t (undefined: the engine's own randomness). */
   seed?: number;
   /** Cancels the trajectory: it rejects with ENGINE_ABORTED. */
@@ -50,9 +56,15 @@ export async function runTrajectory(
     trajectory.answer = start.answer;
     let state = start.state;
     assembler = new TrajectoryAssembler(tokenizer.encode(state));
+    const limit = options.maxSequenceTokens ?? Number.POSITIVE_INFINITY;
     for (let turn = 1; turn <= maxTurns; turn += 1) {
+      const room = limit - assembler.inputIds().length;
+      if (room < 1) {
+        throw new RolloutError('INVALID_ARGUMENT', `the prompt has ${assembler.inputIds().length} tokens, no room under maxSequenceTokens = ${limit}`);
+      }
       const seed = options.seed === undefined ? sampling.sampling_seed : options.seed + turn - 1;
-      const out = await generateTurn(engine, assembler.inputIds(), { ...sampling, sampling_seed: seed }, options.maxResumes ?? 64, signal);
+      const maxNew = Number.isFinite(room) ? Math.min(sampling.max_new_tokens ?? room, room) : sampling.max_new_tokens;
+      const out = await generateTurn(engine, assembler.inputIds(), { ...sampling, max_new_tokens: maxNew, sampling_seed: seed }, options.maxResumes ?? 64, signal);
       assembler.appendAction(out.tokenIds, out.logprobs);
       const action = tokenizer.decode(out.tokenIds);
       const step = await env.step(state, action, trajectory.answer);
@@ -66,13 +78,15 @@ export async function runTrajectory(
         break;
       }
       const prefix = state + action;
-      if (step.nextState.startsWith(prefix)) {
-        assembler.appendObservation(tokenizer.encode(step.nextState.slice(prefix.length)));
-        record.next = 'merge';
-      } else {
-        assembler.startSequence(tokenizer.encode(step.nextState));
-        record.next = 'split';
+      const merge = step.nextState.startsWith(prefix);
+      const ids = tokenizer.encode(merge ? step.nextState.slice(prefix.length) : step.nextState);
+      if ((merge ? assembler.inputIds().length : 0) + ids.length >= limit) {
+        record.next = 'max_length'; // no room for another action in this sequence
+        break;
       }
+      if (merge) assembler.appendObservation(ids);
+      else assembler.startSequence(ids);
+      record.next = merge ? 'merge' : 'split';
       state = step.nextState;
     }
   } catch (e) {

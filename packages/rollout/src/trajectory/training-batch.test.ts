@@ -43,6 +43,10 @@ describe('toTrainingBatch / padTrainingBatch', () => {
     expect(s.actionMask).toEqual([0, 1, 0, 0, 1, 1]);
     expect(s.rewards).toEqual([0, 0, 0, 0, 0, 1]);
     expect(s.llmLogps).toEqual([0, -0.5, 0, 0, -0.5, -0.5]);
+    expect(s.eosMask).toEqual([0, 0, 0, 0, 0, 1]);
+    expect(s.positionIds).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(batch.sequences.map((q) => q.promptId)).toEqual([0, 0, 0, 1, 1]);
+    expect(() => toTrainingBatch([groups[0].slice(1)], 2)).toThrow(/group 0 has 1 trajectories, expected responsesPerPrompt = 2/);
   });
 
   it('pads to [B, T] rows that @rl2/algos reads: GRPO advantages = R - group mean on action tokens', () => {

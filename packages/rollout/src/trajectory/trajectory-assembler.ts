@@ -61,9 +61,9 @@ export class TrajectoryAssembler {
     this.lastActionIndex = -1;
   }
 
-  /** All sequences, the current one last. */
+  /** The sequences holding at least one generated token, in order (the current one last). */
   finish(): TrajectorySequence[] {
-    return [...this.done, this.current];
+    return [...this.done, this.current].filter((s) => s.actionMask.includes(1));
   }
 
   private static open(promptIds: number[]): TrajectorySequence {

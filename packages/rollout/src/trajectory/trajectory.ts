@@ -25,7 +25,7 @@ export interface TurnRecord {
   /** Generated tokens in this turn. */
   actionTokens: number;
   /** How the next turn continued: in the same sequence, in a new one, or not at all. */
-  next: 'merge' | 'split' | 'done' | 'max_turns';
+  next: 'merge' | 'split' | 'done' | 'max_turns' | 'max_length';
 }
 
 /** One response to one prompt: possibly several turns and several sequences. */

@@ -34,3 +34,8 @@ export { FullyShardedParams } from './layout/fsdp.js';
 export type { FsdpGroups, FsdpUnit } from './layout/fsdp.js';
 export { adamwShardStep, createAdamWShardState } from './layout/adamw-shard.js';
 export type { AdamWConfig, AdamWShardState } from './layout/adamw-shard.js';
+export { countParameters } from './plan/count-parameters.js';
+export type { DecoderConfig, ParameterCount } from './plan/count-parameters.js';
+export { planMemory } from './plan/plan-memory.js';
+export type { MemoryPlan, PlanMemoryOptions } from './plan/plan-memory.js';
+export { formatMemoryPlan } from './plan/format-memory-plan.js';

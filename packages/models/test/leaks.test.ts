@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
-import '@tensorflow/tfjs-backend-cpu';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { initEngine } from '../src/engine/init-engine.js';
 import { createGenerator } from '../src/generation/generator.js';
 import { tokenLogprobs } from '../src/heads/token-logprobs.js';
 import { tokenValues } from '../src/heads/token-values.js';
@@ -8,7 +8,7 @@ import { initRandomModel } from '../src/model/init-random-model.js';
 import { packSequences } from '../src/model/token-batch.js';
 
 beforeAll(async () => {
-  await tf.setBackend('cpu');
+  await initEngine({ backend: 'cpu', logger: () => {} });
 });
 
 const spec = { family: 'llama', vocabSize: 96, hiddenSize: 16, intermediateSize: 32, numLayers: 2, numHeads: 4, numKvHeads: 2 } as const;

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import '@tensorflow/tfjs-backend-cpu';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { initEngine } from '../src/engine/init-engine.js';
 import { parseSafetensors } from '../src/checkpoint/safetensors.js';
 import { loadModel } from '../src/checkpoint/load-checkpoint.js';
 import { tokenLogits, tokenLogprobs } from '../src/heads/token-logprobs.js';
@@ -57,7 +57,7 @@ function checkGrads(model: DecoderModel, grads: Record<string, tf.Tensor>, ref: 
 }
 
 beforeAll(async () => {
-  await tf.setBackend('cpu');
+  await initEngine({ backend: 'cpu', logger: () => {} });
 });
 
 describe.each(['llama', 'qwen2', 'qwen3'])('%s parity with the PyTorch reference', (family) => {
@@ -93,14 +93,17 @@ describe.each(['llama', 'qwen2', 'qwen3'])('%s parity with the PyTorch reference
     tf.dispose([logprobs, entropy, single.logprobs, single.entropy]);
   });
 
-  it.each([false, true])('gradients of the loss match within 1e-4 relative (recompute=%s)', async (recompute) => {
+  it.each([
+    [false, 48],
+    [true, 8192],
+  ])('gradients of the loss match within 1e-4 relative (recompute=%s, vocab chunk %i)', async (recompute, vocabChunk) => {
     const { model } = await loadModel(join(FIX, family));
     const w = tf.tensor1d(meta.loss_weights);
     const before = tf.memory().numTensors;
     const { value, grads } = tf.variableGrads(() => {
       const { logprobs, entropy } = tokenLogprobs(model, batch, meta.targets, {
         temperature: meta.temperature,
-        vocabChunk: 48,
+        vocabChunk,
         recompute,
       });
       // loss = -sum(w * logp) / sum(w) - 0.01 * mean(entropy)
@@ -111,6 +114,32 @@ describe.each(['llama', 'qwen2', 'qwen3'])('%s parity with the PyTorch reference
     tf.dispose([value, ...Object.values(grads)]);
     expect(tf.memory().numTensors).toBe(before);
     w.dispose();
+  });
+});
+
+describe('fused logprob head without entropy gradient', () => {
+  it.each([48, 8192])('matches autograd through full logits (vocab chunk %i)', async (vocabChunk) => {
+    const { meta } = readRef('qwen2');
+    const { model } = await loadModel(join(FIX, 'qwen2'));
+    const batch: TokenBatch = { inputIds: meta.input_ids, positionIds: meta.position_ids, segmentIds: meta.segment_ids };
+    const params = [...model.params.values()];
+    const w = tf.tensor1d(meta.loss_weights);
+    const fused = tf.variableGrads(() => {
+      const { logprobs } = tokenLogprobs(model, batch, meta.targets, { temperature: 0.5, vocabChunk });
+      return tf.neg(tf.sum(tf.mul(w, logprobs))) as tf.Scalar;
+    }, params);
+    const plain = tf.variableGrads(() => {
+      const logp = tf.logSoftmax(tf.div(tokenLogits(model, batch), 0.5));
+      const picked = tf.sum(tf.mul(logp, tf.oneHot(tf.tensor1d(meta.targets, 'int32'), 128)), 1);
+      return tf.neg(tf.sum(tf.mul(w, picked))) as tf.Scalar;
+    }, params);
+    expect(Math.abs(fused.value.dataSync()[0]! - plain.value.dataSync()[0]!)).toBeLessThan(1e-4);
+    for (const v of params) {
+      const a = fused.grads[v.name]!.dataSync();
+      const b = plain.grads[v.name]!.dataSync();
+      expect(maxAbsDiff(a, b) / Math.max(maxAbs(b), 1e-12)).toBeLessThanOrEqual(1e-4);
+    }
+    tf.dispose([w, fused.value, plain.value, ...Object.values(fused.grads), ...Object.values(plain.grads)]);
   });
 });
 

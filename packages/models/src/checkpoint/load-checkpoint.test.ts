@@ -1,9 +1,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import * as tf from '@tensorflow/tfjs-core';
-import '@tensorflow/tfjs-backend-cpu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initEngine } from '../engine/init-engine.js';
 import { disposeParams } from '../model/param-map.js';
 import { loadModel, readCheckpointWeights } from './load-checkpoint.js';
 import { parseSafetensors } from './safetensors.js';
@@ -13,7 +12,7 @@ const FIX = join(import.meta.dirname, '..', '..', 'fixtures');
 const tmp = mkdtempSync(join(tmpdir(), 'rl2-models-ckpt-'));
 
 beforeAll(async () => {
-  await tf.setBackend('cpu');
+  await initEngine({ backend: 'cpu', logger: () => {} });
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { MASKED } from '../layers/attention.js';
 import { decoderLayer, type LayerContext, type LayerKv } from '../layers/decoder-layer.js';
 import { rmsNorm } from '../layers/rms-norm.js';
-import { ropeTables } from '../layers/rotary.js';
+import { ropeTables, rotateHalfMatrix } from '../layers/rotary.js';
 import { type DecoderModel, lmHeadWeight } from '../model/decoder-model.js';
 
 /**
@@ -52,6 +52,7 @@ export function cachedForward(
       rows: b,
       cos,
       sin,
+      rotate: rotateHalfMatrix(c.headDim),
       mask: tf.tensor3d(m, [b, s, total]),
     };
     const ids = tf.tensor1d(Int32Array.from(tokens.flat()), 'int32');

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import '@tensorflow/tfjs-backend-cpu';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { initEngine } from '../engine/init-engine.js';
 import { loadModel } from '../checkpoint/load-checkpoint.js';
 import { tokenLogits, tokenLogprobs } from '../heads/token-logprobs.js';
 import type { DecoderModel } from '../model/decoder-model.js';
@@ -12,7 +12,7 @@ let llama: DecoderModel;
 let qwen3: DecoderModel;
 
 beforeAll(async () => {
-  await tf.setBackend('cpu');
+  await initEngine({ backend: 'cpu', logger: () => {} });
   llama = (await loadModel(join(FIX, 'llama'))).model;
   qwen3 = (await loadModel(join(FIX, 'qwen3'))).model;
 });

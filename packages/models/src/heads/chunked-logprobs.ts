@@ -6,8 +6,11 @@ import * as tf from '@tensorflow/tfjs-core';
  *   z = h W^T / tau,  logp_t = z[y_t] - lse(z),  H = lse - sum_j p_j z_j.
  * The forward streams over vocab chunks with an online logsumexp (running max m, sum s and
  * t = sum exp(z - m) z, rescaled when m grows; Milakov & Gimelshein 2018,
- * https://arxiv.org/abs/1805.02867). The backward recomputes each chunk:
- *   dz = g_logp (onehot(y) - p) - g_H p (logp + H),  dh = dz W / tau,  dW = dz^T h / tau.
+ * https://arxiv.org/abs/1805.02867). The backward recomputes each chunk's logits (or reuses
+ * them when the vocabulary fits in one chunk) and applies
+ *   dz = -p (g_logp + g_H (logp + H)) / tau,  plus g_logp / tau at the target (scattered),
+ *   dh = dz W,  dW = dz^T h.
+ * The g_H term is skipped when the entropy output receives no gradient.
  * `hidden` [N, H], `weight` [V, H]; returns [N, 2] = (logp, entropy), float32.
  */
 export function chunkedLogprobsEntropy(
@@ -22,18 +25,21 @@ export function chunkedLogprobsEntropy(
   const inv = 1 / temperature;
   const chunks: [number, number][] = [];
   for (let c0 = 0; c0 < v; c0 += chunkSize) chunks.push([c0, Math.min(chunkSize, v - c0)]);
-  const logitsOf = (h: tf.Tensor2D, w: tf.Tensor2D, c0: number, size: number) => {
-    const wc = chunks.length === 1 ? w : tf.slice(w, [c0, 0], [size, dim]);
-    return { wc, z: tf.mul(tf.matMul(h, wc, false, true), inv) as tf.Tensor2D };
+  const single = chunks.length === 1;
+  const chunkWeight = (w: tf.Tensor2D, c0: number, size: number) => (single ? w : tf.slice(w, [c0, 0], [size, dim]));
+  const logitsOf = (h: tf.Tensor2D, wc: tf.Tensor2D): tf.Tensor2D => {
+    const z = tf.matMul(h, wc, false, true);
+    return inv === 1 ? z : tf.mul(z, inv);
   };
   const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const [h, w, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.GradSaveFunc];
-    const stats = tf.tidy(() => {
+    const [stats, lse, kept] = tf.tidy(() => {
       let m: tf.Tensor | undefined;
       let s: tf.Tensor = tf.zeros([n]);
       let t: tf.Tensor = tf.zeros([n]);
+      let z: tf.Tensor2D | undefined;
       for (const [c0, size] of chunks) {
-        const { z } = logitsOf(h as tf.Tensor2D, w as tf.Tensor2D, c0, size);
+        z = logitsOf(h, chunkWeight(w, c0, size));
         const mc = tf.max(z, 1);
         const mNew = m ? tf.maximum(m, mc) : mc;
         const e = tf.exp(tf.sub(z, tf.expandDims(mNew, 1)));
@@ -43,39 +49,41 @@ export function chunkedLogprobsEntropy(
         m = mNew;
       }
       const lse = tf.add(m!, tf.log(s));
-      const ids = tf.tensor1d(targets, 'int32');
-      const zy = tf.mul(tf.sum(tf.mul(h, tf.gather(w, ids)), 1), inv);
-      return tf.stack([tf.sub(zy, lse), tf.sub(lse, tf.div(t, s))], 1) as tf.Tensor2D;
+      const zy = tf.mul(tf.sum(tf.mul(h, tf.gather(w, tf.tensor1d(targets, 'int32'))), 1), inv); // z[y], [N]
+      const stats = tf.stack([tf.sub(zy, lse), tf.sub(lse, tf.div(t, s))], 1) as tf.Tensor2D;
+      return [stats, tf.expandDims(lse, 1), single ? z! : tf.zeros([0, 0])] as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D];
     });
-    save([h, w, stats]);
+    save([h, w, stats, lse, kept]);
+    tf.dispose([lse, kept]);
     return {
       value: stats,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-        const [hs, ws, stats] = saved as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D];
+        const [hs, ws, st, lseS, z1] = saved as tf.Tensor2D[];
         return tf.tidy(() => {
-          // recompute lse and entropy from the forward result: lse = z_y - logp
-          const ids = tf.tensor1d(targets, 'int32');
-          const zy = tf.mul(tf.sum(tf.mul(hs, tf.gather(ws, ids)), 1), inv);
-          const logp = tf.squeeze(tf.slice(stats, [0, 0], [n, 1]), [1]);
-          const ent = tf.expandDims(tf.squeeze(tf.slice(stats, [0, 1], [n, 1]), [1]), 1);
-          const lse = tf.expandDims(tf.sub(zy, logp), 1);
           const gLogp = tf.slice(dy, [0, 0], [n, 1]);
           const gEnt = tf.slice(dy, [0, 1], [n, 1]);
-          let dh: tf.Tensor2D = tf.zeros([n, dim]);
-          const dws: tf.Tensor2D[] = [];
+          const entropyUsed = tf.any(tf.notEqual(gEnt, 0)).dataSync()[0] === 1;
+          const ent = tf.slice(st!, [0, 1], [n, 1]);
+          const ids = tf.tensor1d(targets, 'int32');
+          let dh: tf.Tensor = tf.zeros([n, dim]);
+          const dws: tf.Tensor[] = [];
           for (const [c0, size] of chunks) {
-            const { wc, z } = logitsOf(hs, ws, c0, size);
-            const lp = tf.sub(z, lse);
+            const wc = chunkWeight(ws!, c0, size);
+            const z = single ? z1! : logitsOf(hs!, wc);
+            const lp = tf.sub(z, lseS!);
             const p = tf.exp(lp);
-            const onehot = tf.oneHot(tf.tensor1d(targets.map((y) => y - c0), 'int32'), size, 1, 0, 'float32');
-            const dz = tf.mul(
-              tf.sub(tf.mul(gLogp, tf.sub(onehot, p)), tf.mul(gEnt, tf.mul(p, tf.add(lp, ent)))),
-              inv,
-            ) as tf.Tensor2D;
+            // dz (without the target term) = -p * (g_logp + g_H (logp + H)) / tau
+            const coef = entropyUsed ? tf.add(gLogp, tf.mul(gEnt, tf.add(lp, ent))) : gLogp;
+            const dz = tf.mul(p, tf.mul(coef, -inv)) as tf.Tensor2D;
             dh = tf.add(dh, tf.matMul(dz, wc));
-            dws.push(tf.matMul(dz, hs, true, false));
+            dws.push(tf.matMul(dz, hs!, true, false));
           }
-          return [dh, dws.length === 1 ? dws[0]! : tf.concat(dws, 0)];
+          // target term: d z[y] = g_logp / tau
+          const gy = tf.mul(gLogp, inv);
+          dh = tf.add(dh, tf.mul(gy, tf.gather(ws!, ids)));
+          const dwTarget = tf.unsortedSegmentSum(tf.mul(gy, hs!), ids, v);
+          const dw = tf.add(dws.length === 1 ? dws[0]! : tf.concat(dws, 0), dwTarget);
+          return [dh, dw];
         });
       },
     };

@@ -9,7 +9,7 @@ import { chunkedLogprobsEntropy } from './chunked-logprobs.js';
 export interface LogprobOptions extends ForwardOptions {
   /** Logits are divided by this before the softmax (the sampling temperature). Default 1. */
   temperature?: number;
-  /** Vocabulary chunk of the streamed logsumexp (memory is N x chunk). Default 4096. */
+  /** Vocabulary chunk of the streamed logsumexp (memory is N x chunk). When the vocabulary fits in one chunk its logits are kept for the backward instead of recomputed. Default 8192. */
   vocabChunk?: number;
 }
 
@@ -36,7 +36,7 @@ export function tokenLogprobs(
   if (bad >= 0) throw new ModelsError('INVALID_ARGUMENT', `tokenLogprobs: targets[${bad}] = ${tgt[bad]} is outside the vocabulary [0, ${v})`);
   const both = tf.tidy(() => {
     const hidden = forwardHidden(model, batch, options);
-    return chunkedLogprobsEntropy(hidden, lmHeadWeight(model), tgt, temperature, options.vocabChunk ?? 4096);
+    return chunkedLogprobsEntropy(hidden, lmHeadWeight(model), tgt, temperature, options.vocabChunk ?? 8192);
   });
   const [logprobs, entropy] = tf.tidy(() => tf.unstack(both, 1) as [tf.Tensor1D, tf.Tensor1D]);
   both.dispose();

@@ -14,10 +14,12 @@ export const groupedQueryAttention: AttentionKernel = (q, k, v, mask) => {
   const [, nKv, l] = k.shape;
   const rep = nH / nKv;
   // [B, S, nKv, rep, d] -> [B, nKv, rep, S, d] -> [B*nKv, rep*S, d]
-  const qg = tf.reshape(tf.transpose(tf.reshape(q, [b, s, nKv, rep, d]), [0, 2, 3, 1, 4]), [b * nKv, rep * s, d]);
+  // scale q rather than the scores: [B, S, nH, d] is smaller than [B, nH, S, L] when L > d
+  const qs = tf.mul(q, 1 / Math.sqrt(d));
+  const qg = tf.reshape(tf.transpose(tf.reshape(qs, [b, s, nKv, rep, d]), [0, 2, 3, 1, 4]), [b * nKv, rep * s, d]);
   const kg = tf.reshape(k, [b * nKv, l, d]);
   const vg = tf.reshape(v, [b * nKv, l, d]);
-  const scores = tf.mul(tf.matMul(qg, kg, false, true), 1 / Math.sqrt(d));
+  const scores = tf.matMul(qg, kg, false, true);
   const masked = tf.add(tf.reshape(scores, [b, nKv, rep, s, l]), tf.reshape(mask, [b, 1, 1, s, l]));
   const probs = tf.reshape(tf.softmax(masked), [b * nKv, rep * s, l]);
   const out = tf.reshape(tf.matMul(probs, vg), [b, nKv, rep, s, d]);

@@ -13,6 +13,8 @@ export interface LayerContext {
   rows: number;
   cos: tf.Tensor3D;
   sin: tf.Tensor3D;
+  /** rotate_half as a matrix [d, d] (see `rotateHalfMatrix`). */
+  rotate: tf.Tensor2D;
   mask: tf.Tensor3D;
 }
 
@@ -49,8 +51,8 @@ export function decoderLayer(
     q = rmsNorm(q, get('self_attn.q_norm.weight'), c.rmsNormEps);
     k = rmsNorm(k, get('self_attn.k_norm.weight'), c.rmsNormEps);
   }
-  q = applyRotary(q, ctx.cos, ctx.sin);
-  k = applyRotary(k, ctx.cos, ctx.sin);
+  q = applyRotary(q, ctx.cos, ctx.sin, ctx.rotate);
+  k = applyRotary(k, ctx.cos, ctx.sin, ctx.rotate);
   let kt = tf.transpose(tf.reshape(k, [b, s, c.numKvHeads, c.headDim]), [0, 2, 1, 3]) as tf.Tensor4D;
   let vt = tf.transpose(v, [0, 2, 1, 3]) as tf.Tensor4D;
   if (past) {

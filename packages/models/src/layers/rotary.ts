@@ -48,11 +48,22 @@ export function ropeTables(positions: ArrayLike<number>, invFreq: Float64Array):
   return { cos: tf.tensor3d(cos, [n, 1, d]), sin: tf.tensor3d(sin, [n, 1, d]) };
 }
 
-/** Applies RoPE to `x` [N, heads, d]: `x * cos + rotate_half(x) * sin`, rotate_half(x) = [-x2, x1]. */
-export function applyRotary(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D): tf.Tensor3D {
+/**
+ * The constant R [d, d] with x R = rotate_half(x) = [-x2, x1]. Rotating with a matmul instead of
+ * slice + concat keeps the backward a matmul too (the slice gradient is a slow Pad in tfjs).
+ */
+export function rotateHalfMatrix(d: number): tf.Tensor2D {
+  const r = new Float32Array(d * d);
+  for (let j = 0; j < d / 2; j++) {
+    r[(j + d / 2) * d + j] = -1;
+    r[j * d + j + d / 2] = 1;
+  }
+  return tf.tensor2d(r, [d, d]);
+}
+
+/** Applies RoPE to `x` [N, heads, d]: `x * cos + rotate_half(x) * sin`, rotate_half(x) = x R. */
+export function applyRotary(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D, rotate: tf.Tensor2D): tf.Tensor3D {
   const [n, h, d] = x.shape;
-  const x1 = tf.slice(x, [0, 0, 0], [n, h, d / 2]);
-  const x2 = tf.slice(x, [0, 0, d / 2], [n, h, d / 2]);
-  const rotated = tf.concat([tf.neg(x2), x1], 2);
+  const rotated = tf.reshape(tf.matMul(tf.reshape(x, [n * h, d]) as tf.Tensor2D, rotate), [n, h, d]);
   return tf.add(tf.mul(x, cos), tf.mul(rotated, sin));
 }

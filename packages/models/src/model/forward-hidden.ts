@@ -1,11 +1,9 @@
 import * as tf from '@tensorflow/tfjs-core';
-// tfjs-core ships its gradients separately; training through this package needs them.
-import '@tensorflow/tfjs-core/dist/register_all_gradients.js';
 import { packedCausalMask } from '../layers/attention.js';
 import { decoderLayer, type LayerContext } from '../layers/decoder-layer.js';
 import { recomputedDecoderLayer } from '../layers/recomputed-layer.js';
 import { rmsNorm } from '../layers/rms-norm.js';
-import { ropeTables } from '../layers/rotary.js';
+import { ropeTables, rotateHalfMatrix } from '../layers/rotary.js';
 import type { DecoderModel } from './decoder-model.js';
 import { resolveBatch, type TokenBatch } from './token-batch.js';
 
@@ -32,6 +30,7 @@ export function forwardHidden(model: DecoderModel, batch: TokenBatch, options: F
       rows,
       cos,
       sin,
+      rotate: rotateHalfMatrix(c.headDim),
       mask: packedCausalMask(segmentIds, rows),
     };
     let x = tf.gather(model.params.get('model.embed_tokens.weight')!, ids) as tf.Tensor2D;

@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import '@tensorflow/tfjs-backend-cpu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initEngine } from '../engine/init-engine.js';
 import { loadModel } from '../checkpoint/load-checkpoint.js';
 import { tokenLogprobs } from '../heads/token-logprobs.js';
 import { initModelCheckpoint, initRandomModel } from './init-random-model.js';
@@ -11,7 +11,7 @@ import { disposeParams } from './param-map.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'rl2-models-init-'));
 beforeAll(async () => {
-  await tf.setBackend('cpu');
+  await initEngine({ backend: 'cpu', logger: () => {} });
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 

@@ -1,0 +1,162 @@
+// `pnpm bench models [--steps N] [--quick]`: the tiny Llama (vocab 8192, hidden 256, 4 layers,
+// 4 heads, MLP 768) trained with AdamW at batch 8 x 256 tokens, and sampled with the KV-cache
+// generator (16 requests, 128 prompt + 128 new tokens), each next to the same model in
+// PyTorch 1.13 CPU (scripts/bench_torch.py) measured in the same run. Every measurement runs
+// in its own process so peak RSS belongs to it alone.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs-core';
+import { createGenerator, initEngine, initRandomModel, type ParamMap, tokenLogprobs } from '../src/index.js';
+
+const SPEC = { family: 'llama', vocabSize: 8192, hiddenSize: 256, intermediateSize: 768, numLayers: 4, numHeads: 4, tieWordEmbeddings: false } as const;
+const HERE = import.meta.dirname;
+const ROOT = join(HERE, '..', '..', '..');
+const args = process.argv.slice(2);
+const flag = (name: string, fallback: number) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? Number(args[i + 1]) : fallback;
+};
+const quick = args.includes('--quick');
+const STEPS = flag('--steps', quick ? 1 : 3);
+const BATCH = 8;
+const SEQ = 256;
+const GEN = { batch: 16, prompt: 128, newTokens: quick ? 16 : 128 };
+
+interface Measured {
+  tokens_per_s: number;
+  peak_rss_mib: number;
+  backend?: string;
+  threads?: number;
+}
+
+/** AdamW (Loshchilov & Hutter 2019, https://arxiv.org/abs/1711.05101), bench-local. */
+function adamW(params: ParamMap, lr = 1e-4, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01) {
+  const m = new Map([...params].map(([k, v]) => [k, tf.variable(tf.zerosLike(v), false)]));
+  const s = new Map([...params].map(([k, v]) => [k, tf.variable(tf.zerosLike(v), false)]));
+  let t = 0;
+  return (grads: Record<string, tf.Tensor>) => {
+    t += 1;
+    const c1 = 1 - b1 ** t;
+    const c2 = 1 - b2 ** t;
+    tf.tidy(() => {
+      for (const [name, p] of params) {
+        const g = grads[p.name]!;
+        const mi = m.get(name)!;
+        const si = s.get(name)!;
+        mi.assign(tf.add(tf.mul(mi, b1), tf.mul(g, 1 - b1)));
+        si.assign(tf.add(tf.mul(si, b2), tf.mul(tf.square(g), 1 - b2)));
+        const update = tf.div(tf.div(mi, c1), tf.add(tf.sqrt(tf.div(si, c2)), eps));
+        p.assign(tf.sub(tf.mul(p, 1 - lr * wd), tf.mul(update, lr)));
+      }
+    });
+  };
+}
+
+function randomIds(n: number, seed: number): number[] {
+  let x = seed;
+  return Array.from({ length: n }, () => {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    return x % SPEC.vocabSize;
+  });
+}
+
+async function childTrain(): Promise<Measured> {
+  const engine = await initEngine({ backend: 'auto', logger: () => {} });
+  const model = initRandomModel(SPEC, 0);
+  const ids = randomIds(BATCH * (SEQ + 1), 1);
+  const rows = Array.from({ length: BATCH }, (_, r) => ids.slice(r * (SEQ + 1), (r + 1) * (SEQ + 1)));
+  const batch = { inputIds: rows.flatMap((r) => r.slice(0, SEQ)), positionIds: rows.flatMap(() => [...Array(SEQ).keys()]), rows: BATCH };
+  const targets = rows.flatMap((r) => r.slice(1));
+  const params = [...model.params.values()];
+  const step = adamW(model.params);
+  const times: number[] = [];
+  for (let i = 0; i <= STEPS; i++) {
+    const t0 = performance.now();
+    const { value, grads } = tf.variableGrads(() => {
+      const { logprobs, entropy } = tokenLogprobs(model, batch, targets);
+      entropy.dispose();
+      return tf.neg(tf.mean(logprobs)) as tf.Scalar;
+    }, params);
+    step(grads);
+    await value.data();
+    tf.dispose([value, ...Object.values(grads)]);
+    times.push(performance.now() - t0);
+  }
+  const perStep = times.slice(1).reduce((a, b) => a + b, 0) / STEPS / 1000;
+  return { tokens_per_s: (BATCH * SEQ) / perStep, peak_rss_mib: process.resourceUsage().maxRSS / 1024, backend: engine.backend, threads: engine.threads };
+}
+
+async function childGenerate(): Promise<Measured> {
+  const engine = await initEngine({ backend: 'auto', logger: () => {} });
+  const model = initRandomModel(SPEC, 0);
+  const gen = createGenerator(model, { maxBatch: GEN.batch });
+  const t0 = performance.now();
+  const results = await Promise.all(
+    Array.from({ length: GEN.batch }, (_, i) =>
+      gen.generate({ inputIds: randomIds(GEN.prompt, 10 + i), maxNewTokens: GEN.newTokens, ignoreEos: true, seed: i }),
+    ),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  const tokens = results.reduce((a, r) => a + r.outputIds.length, 0);
+  return { tokens_per_s: tokens / seconds, peak_rss_mib: process.resourceUsage().maxRSS / 1024, backend: engine.backend, threads: engine.threads };
+}
+
+function runChild(cmd: string, argv: string[]): Measured | string {
+  const r = spawnSync(cmd, argv, { encoding: 'utf8', maxBuffer: 1 << 24 });
+  const line = r.stdout.trim().split('\n').at(-1) ?? '';
+  try {
+    return JSON.parse(line) as Measured;
+  } catch {
+    return `failed (exit ${r.status}): ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`;
+  }
+}
+
+function torchBest(mode: string, extra: string[]): Measured | string {
+  const python = ['/usr/bin/python3', 'python3'].find((p) => p === 'python3' || existsSync(p))!;
+  const probe = spawnSync(python, ['-c', 'import torch'], { encoding: 'utf8' });
+  if (probe.status !== 0) return 'python3-torch not installed';
+  let best: Measured | string = 'no result';
+  const threads = [...new Set([1, availableParallelism()])];
+  for (const t of threads) {
+    const r = runChild(python, [join(HERE, '..', 'scripts', 'bench_torch.py'), mode, '--threads', String(t), ...extra]);
+    if (typeof r !== 'string' && (typeof best === 'string' || r.tokens_per_s > best.tokens_per_s)) best = r;
+    else if (typeof best === 'string') best = r;
+  }
+  return best;
+}
+
+async function main() {
+  if (args[0] === '--child') {
+    const res = args[1] === 'train' ? await childTrain() : await childGenerate();
+    console.log(JSON.stringify(res));
+    return;
+  }
+  const tsx = join(ROOT, 'node_modules', '.bin', 'tsx');
+  const self = join(HERE, 'models.bench.ts');
+  const pass = ['--steps', String(STEPS), ...(quick ? ['--quick'] : [])];
+  console.log(`models bench: train ${BATCH}x${SEQ} tokens/step, AdamW, ${STEPS} timed steps; generate ${GEN.batch} x (${GEN.prompt} prompt + ${GEN.newTokens} new)`);
+  const ours = { train: runChild(tsx, [self, '--child', 'train', ...pass]), gen: runChild(tsx, [self, '--child', 'generate', ...pass]) };
+  const torch = {
+    train: torchBest('train', ['--steps', String(STEPS), '--batch', String(BATCH), '--seq', String(SEQ)]),
+    gen: torchBest('generate', ['--batch', String(GEN.batch), '--prompt', String(GEN.prompt), '--new', String(GEN.newTokens)]),
+  };
+  const fmt = (m: Measured | string, key: 'tokens_per_s' | 'peak_rss_mib') => (typeof m === 'string' ? 'n/a' : m[key].toFixed(key === 'tokens_per_s' ? 1 : 0));
+  const ratio = (a: Measured | string, b: Measured | string, key: 'tokens_per_s' | 'peak_rss_mib') =>
+    typeof a === 'string' || typeof b === 'string' ? 'n/a' : `${(a[key] / b[key]).toFixed(2)}x`;
+  const who = (m: Measured | string) => (typeof m === 'string' ? m : `${m.backend ?? 'torch'}, ${m.threads} thr`);
+  const rows = [
+    ['train tokens/s', fmt(ours.train, 'tokens_per_s'), fmt(torch.train, 'tokens_per_s'), ratio(ours.train, torch.train, 'tokens_per_s')],
+    ['train peak RSS MiB', fmt(ours.train, 'peak_rss_mib'), fmt(torch.train, 'peak_rss_mib'), ratio(ours.train, torch.train, 'peak_rss_mib')],
+    ['generate tokens/s', fmt(ours.gen, 'tokens_per_s'), fmt(torch.gen, 'tokens_per_s'), ratio(ours.gen, torch.gen, 'tokens_per_s')],
+    ['generate peak RSS MiB', fmt(ours.gen, 'peak_rss_mib'), fmt(torch.gen, 'peak_rss_mib'), ratio(ours.gen, torch.gen, 'peak_rss_mib')],
+  ];
+  const head = ['metric', `rl2 (${who(ours.train)})`, `torch 1.13 (${who(torch.train)} / ${who(torch.gen)})`, 'rl2 / torch'];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+  console.log([line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n'));
+  for (const [k, v] of Object.entries({ ...ours, torchTrain: torch.train, torchGen: torch.gen })) if (typeof v === 'string') console.log(`${k}: ${v}`);
+}
+
+await main();

@@ -17,7 +17,7 @@ export interface HubLog {
 
 /**
  * A tiny HTTP server on 127.0.0.1 that answers the hub URL layout @huggingface/hub uses for
- * datasets: /api/datasets/{id}/revision/{rev}, /api/datasets/{id}/tree/{rev}, POST
+ * datasets (and the same for model repos, without the datasets/ prefix): /api/datasets/{id}/revision/{rev}, /api/datasets/{id}/tree/{rev}, POST
  * /api/datasets/{id}/paths-info/{rev}, and /datasets/{id}/resolve/{rev}/{path} with Range.
  */
 export async function startFakeHub(repos: Record<string, FakeRepo>): Promise<{ url: string; log: HubLog; close(): Promise<void> }> {
@@ -29,7 +29,7 @@ export async function startFakeHub(repos: Record<string, FakeRepo>): Promise<{ u
       res.writeHead(status, { 'content-type': 'application/json', ...headers });
       res.end(JSON.stringify(body));
     };
-    const m = /^\/(?:api\/)?datasets\/([^/]+\/[^/]+)\/(revision|tree|paths-info|resolve)\/([^/]+)(?:\/(.*))?$/.exec(url.pathname);
+    const m = /^\/(?:api\/)?(?:datasets\/|models\/)?([^/]+\/[^/]+)\/(revision|tree|paths-info|resolve)\/([^/]+)(?:\/(.*))?$/.exec(url.pathname);
     if (!m) return json(404, { error: 'Not found' });
     const [, id, kind, revRaw, rest] = m as unknown as [string, string, string, string, string | undefined];
     const repo = repos[id];

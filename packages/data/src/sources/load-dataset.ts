@@ -22,9 +22,11 @@ export async function loadDataset(spec: string, options: OpenDatasetOptions = {}
   const stream = await openDataset(spec, options);
   const rows: Row[] = [];
   const origins: RowOrigin[] = [];
-  for await (const { row, origin } of stream.rows()) {
-    rows.push(row);
-    origins.push(origin);
+  for await (const batch of stream.batches()) {
+    for (const { row, origin } of batch) {
+      rows.push(row);
+      origins.push(origin);
+    }
   }
   if (rows.length === 0) {
     const skipped = stream.stats.rowsSkipped > 0 ? ` (${stream.stats.rowsSkipped} rows were skipped as malformed, first: ${stream.stats.skipped[0]?.reason})` : '';

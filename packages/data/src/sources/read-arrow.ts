@@ -5,12 +5,14 @@ import { fileError } from './file-error.js';
 import { arrowColumnValues } from './arrow-column-values.js';
 import type { RowWithOrigin } from './row-with-origin.js';
 
+const BATCH_ROWS = 4096;
+
 /**
  * Streams an Arrow IPC file or stream (`.arrow`; the format is detected from the magic bytes)
- * one record batch at a time. These are the files Python `datasets` writes with
+ * one record batch at a time, in batches of at most 4096 rows. These are the files Python `datasets` writes with
  * save_to_disk and in its cache (data-00000-of-00001.arrow, IPC stream format).
  */
-export async function* readArrow(file: string): AsyncGenerator<RowWithOrigin> {
+export async function* readArrow(file: string): AsyncGenerator<RowWithOrigin[]> {
   const stream = createReadStream(file, { highWaterMark: 1 << 20 });
   let row = 0;
   try {
@@ -21,11 +23,15 @@ export async function* readArrow(file: string): AsyncGenerator<RowWithOrigin> {
         const child = batch.getChildAt(j);
         return child ? arrowColumnValues(child) : new Array<unknown>(batch.numRows).fill(null);
       });
-      for (let i = 0; i < batch.numRows; i++) {
-        const out: Record<string, unknown> = {};
-        for (let j = 0; j < names.length; j++) out[names[j] as string] = columns[j]?.[i];
-        row += 1;
-        yield { row: out, origin: { file, row } };
+      for (let b = 0; b < batch.numRows; b += BATCH_ROWS) {
+        const rows: RowWithOrigin[] = [];
+        for (let i = b; i < Math.min(b + BATCH_ROWS, batch.numRows); i++) {
+          const out: Record<string, unknown> = {};
+          for (let j = 0; j < names.length; j++) out[names[j] as string] = columns[j]?.[i];
+          row += 1;
+          rows.push({ row: out, origin: { file, row } });
+        }
+        yield rows;
       }
     }
   } catch (e) {

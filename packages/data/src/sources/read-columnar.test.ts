@@ -13,9 +13,9 @@ import { readParquet } from './read-parquet.js';
 import type { RowWithOrigin } from './row-with-origin.js';
 
 const col = (name: string) => join(import.meta.dirname, '../../test/fixtures/columnar', name);
-async function rows(gen: AsyncGenerator<RowWithOrigin>) {
+async function rows(gen: AsyncGenerator<RowWithOrigin[]>) {
   const out: Record<string, unknown>[] = [];
-  for await (const r of gen) out.push(r.row);
+  for await (const batch of gen) for (const r of batch) out.push(r.row);
   return out;
 }
 

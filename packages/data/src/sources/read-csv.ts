@@ -11,12 +11,12 @@ const LF = 10;
 const CR = 13;
 
 /**
- * Streams a CSV file (RFC 4180: a header row, comma separated, `"` quotes with `""` escapes,
+ * Streams a CSV file in batches of rows (RFC 4180: a header row, comma separated, `"` quotes with `""` escapes,
  * quoted fields may span lines, CRLF or LF). Values stay strings, as the header names them.
  * A record with a different field count than the header is MALFORMED_ROW (file and line named),
  * or counted and skipped with `onBadRow: 'skip'`.
  */
-export async function* readCsv(file: string, stats: LoadStats, onBadRow: BadRowPolicy = 'error'): AsyncGenerator<RowWithOrigin> {
+export async function* readCsv(file: string, stats: LoadStats, onBadRow: BadRowPolicy = 'error'): AsyncGenerator<RowWithOrigin[]> {
   const stream = createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 20 });
   let header: string[] | undefined;
   let fields: string[] = [];
@@ -84,6 +84,7 @@ export async function* readCsv(file: string, stats: LoadStats, onBadRow: BadRowP
       }
       if (inQuotes && !quoteSeen) field += text.slice(runStart);
       else if (!inQuotes) field += text.slice(runStart);
+      const batch: RowWithOrigin[] = [];
       for (const [values, at] of records.splice(0)) {
         if (!header) {
           header = values;
@@ -98,8 +99,9 @@ export async function* readCsv(file: string, stats: LoadStats, onBadRow: BadRowP
           }
           throw new DataError('MALFORMED_ROW', `${file} line ${at}: ${reason} (${header.join(',')}). Quote fields that contain commas or newlines, or load with onBadRow: 'skip'.`);
         }
-        yield { row, origin: { file, row: at } };
+        batch.push({ row, origin: { file, row: at } });
       }
+      if (batch.length > 0) yield batch;
     }
   } catch (e) {
     throw fileError(file, e);
@@ -123,7 +125,7 @@ export async function* readCsv(file: string, stats: LoadStats, onBadRow: BadRowP
         }
         throw new DataError('MALFORMED_ROW', `${file} line ${at}: ${reason}.`);
       }
-      yield { row, origin: { file, row: at } };
+      yield [{ row, origin: { file, row: at } }];
     }
   }
   if (!header) throw new DataError('EMPTY_DATASET', `${file} is empty: a CSV file needs a header row naming the columns.`);

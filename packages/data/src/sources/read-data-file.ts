@@ -21,8 +21,11 @@ export function dataFileKind(file: string): 'jsonl' | 'json' | 'csv' | 'parquet'
   return undefined;
 }
 
-/** Streams the rows of one data file, picking the reader from the extension. */
-export function readDataFile(file: string, stats: LoadStats, onBadRow: BadRowPolicy = 'error'): AsyncGenerator<RowWithOrigin> {
+/**
+ * Streams the rows of one data file in batches (arrays of up to a few thousand rows: one
+ * async step per batch, not per row), picking the reader from the extension.
+ */
+export function readDataFileBatches(file: string, stats: LoadStats, onBadRow: BadRowPolicy = 'error'): AsyncGenerator<RowWithOrigin[]> {
   switch (dataFileKind(file)) {
     case 'jsonl':
       return readJsonl(file, stats, onBadRow);
@@ -37,4 +40,9 @@ export function readDataFile(file: string, stats: LoadStats, onBadRow: BadRowPol
     default:
       throw new DataError('UNSUPPORTED_FORMAT', `Cannot read ${file}: unsupported extension. Use one of ${DATA_FILE_EXTENSIONS.join(', ')}, a folder of such files, or a Hugging Face dataset name.`);
   }
+}
+
+/** Streams the rows of one data file one by one (see {@link readDataFileBatches}). */
+export async function* readDataFile(file: string, stats: LoadStats, onBadRow: BadRowPolicy = 'error'): AsyncGenerator<RowWithOrigin> {
+  for await (const batch of readDataFileBatches(file, stats, onBadRow)) yield* batch;
 }

@@ -16,12 +16,12 @@ const COMMA = 44;
 const NEWLINE = 10;
 
 /**
- * Streams a `.json` file. A top-level array of objects is split element by element without
+ * Streams a `.json` file in batches of rows. A top-level array of objects is split element by element without
  * loading the file whole (a small bracket/string scanner finds element boundaries, each element
  * goes through JSON.parse). A file whose first character is `{` is read as JSON Lines, as
  * Python `datasets` does.
  */
-export async function* readJson(file: string, stats: LoadStats, onBadRow: BadRowPolicy = 'error'): AsyncGenerator<RowWithOrigin> {
+export async function* readJson(file: string, stats: LoadStats, onBadRow: BadRowPolicy = 'error'): AsyncGenerator<RowWithOrigin[]> {
   if ((await firstSignificantChar(file)) === OPEN_BRACE) {
     yield* readJsonl(file, stats, onBadRow);
     return;
@@ -79,6 +79,7 @@ export async function* readJson(file: string, stats: LoadStats, onBadRow: BadRow
           [elemStart, elemLine] = [i, line];
         }
       }
+      const batch: RowWithOrigin[] = [];
       for (const [text, at] of ready) {
         index += 1;
         const parsed = parseElement(text);
@@ -89,8 +90,9 @@ export async function* readJson(file: string, stats: LoadStats, onBadRow: BadRow
           }
           throw new DataError('MALFORMED_ROW', `${file} element ${index} (line ${at}) is not a valid JSON object (${parsed}). Fix it, or load with onBadRow: 'skip' to count and skip it.`);
         }
-        yield { row: parsed, origin: { file, row: index } };
+        batch.push({ row: parsed, origin: { file, row: index } });
       }
+      if (batch.length > 0) yield batch;
       // keep only the unfinished element
       if (elemStart >= 0) {
         buf = buf.slice(elemStart);

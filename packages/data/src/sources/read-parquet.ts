@@ -6,11 +6,13 @@ import { fileError } from './file-error.js';
 import { plainValue } from './plain-value.js';
 import type { RowWithOrigin } from './row-with-origin.js';
 
+const BATCH_ROWS = 4096;
+
 /**
- * Streams a Parquet file one row group at a time (hyparquet; snappy built in, zstd, gzip,
+ * Streams a Parquet file in batches of rows, decoding one row group at a time (hyparquet; snappy built in, zstd, gzip,
  * brotli and lz4 through hyparquet-compressors). Only one row group's rows are in memory.
  */
-export async function* readParquet(file: string): AsyncGenerator<RowWithOrigin> {
+export async function* readParquet(file: string): AsyncGenerator<RowWithOrigin[]> {
   let metadata: FileMetaData;
   let buffer: Awaited<ReturnType<typeof asyncBufferFromFile>>;
   try {
@@ -30,13 +32,17 @@ export async function* readParquet(file: string): AsyncGenerator<RowWithOrigin> 
     } catch (e) {
       throw new DataError('UNREADABLE_FILE', `${file}: cannot decode rows ${rowStart}-${rowEnd - 1} (${(e as Error).message}).`, { cause: e });
     }
-    for (let i = 0; i < rows.length; i++) {
-      const row = rows[i] as Record<string, unknown>;
-      for (const key in row) {
-        const v = row[key];
-        if (typeof v === 'object' || typeof v === 'bigint') row[key] = plainValue(v);
+    for (let b = 0; b < rows.length; b += BATCH_ROWS) {
+      const batch: RowWithOrigin[] = [];
+      for (let i = b; i < Math.min(b + BATCH_ROWS, rows.length); i++) {
+        const row = rows[i] as Record<string, unknown>;
+        for (const key in row) {
+          const v = row[key];
+          if (typeof v === 'object' || typeof v === 'bigint') row[key] = plainValue(v);
+        }
+        batch.push({ row, origin: { file, row: rowStart + i + 1 } });
       }
-      yield { row, origin: { file, row: rowStart + i + 1 } };
+      yield batch;
     }
     rowStart = rowEnd;
   }

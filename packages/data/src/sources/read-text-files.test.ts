@@ -10,9 +10,9 @@ import { emptyStats } from './row.js';
 import type { RowWithOrigin } from './row-with-origin.js';
 
 const fx = (name: string) => join(import.meta.dirname, '../../test/fixtures', name);
-async function all(gen: AsyncGenerator<RowWithOrigin>): Promise<RowWithOrigin[]> {
+async function all(gen: AsyncGenerator<RowWithOrigin[]>): Promise<RowWithOrigin[]> {
   const out: RowWithOrigin[] = [];
-  for await (const r of gen) out.push(r);
+  for await (const batch of gen) out.push(...batch);
   return out;
 }
 
@@ -34,6 +34,14 @@ describe('readJsonl', () => {
     expect(rows.map((r) => r.row.prompt)).toEqual(['p1', 'p3']);
     expect(stats.rowsSkipped).toBe(1);
     expect(stats.skipped[0]?.row).toBe(2);
+  });
+  it('splits CRLF lines across 1 MiB chunk boundaries', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rl2-jsonl-'));
+    const lines = Array.from({ length: 3000 }, (_, i) => JSON.stringify({ i, t: 'y'.repeat(500 + (i % 5)) }));
+    writeFileSync(join(dir, 'big.jsonl'), lines.join('\r\n'));
+    const rows = await all(readJsonl(join(dir, 'big.jsonl'), emptyStats()));
+    expect(rows.length).toBe(3000);
+    expect(rows.every((r, i) => r.row.i === i && r.origin.row === i + 1 && (r.row.t as string).length === 500 + (i % 5))).toBe(true);
   });
   it('reports a missing file as FILE_NOT_FOUND', async () => {
     const err = await all(readJsonl(fx('nope.jsonl'), emptyStats())).catch((e: unknown) => e);

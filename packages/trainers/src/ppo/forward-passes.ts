@@ -1,0 +1,34 @@
+import type { TrainingSequence } from '@rl2/rollout';
+import { type DecoderModel, tokenLogprobs, tokenValues } from '@rl2/models';
+import * as tf from '@tensorflow/tfjs-core';
+import { binBatch } from '../loop/bin-tensors.js';
+import { type RolloutBin, scatterBinField } from './rollout-bins.js';
+
+/** Per-sequence arrays `[S][T_i]` of one pass over the rollout. */
+export type PerSequence = number[][];
+
+/**
+ * log pi(action_t | states_<=t) of every rollout token under `model`, logits divided by the
+ * sampling temperature (RL2 scales them the same way), no gradient: the reference and
+ * "old" log-prob passes of the PPO step.
+ */
+export function rolloutLogps(model: DecoderModel, bins: readonly RolloutBin[], sequences: readonly TrainingSequence[], temperature: number): PerSequence {
+  const out: PerSequence = new Array(sequences.length);
+  for (const bin of bins) {
+    const { logprobs, entropy } = tokenLogprobs(model, binBatch(bin), bin.targets, { temperature, recompute: false });
+    scatterBinField(bin, logprobs.dataSync(), out, sequences);
+    tf.dispose([logprobs, entropy]);
+  }
+  return out;
+}
+
+/** Critic values V(states_<=t) of every rollout token, no gradient (the GAE pass). */
+export function rolloutValues(critic: DecoderModel, bins: readonly RolloutBin[], sequences: readonly TrainingSequence[]): PerSequence {
+  const out: PerSequence = new Array(sequences.length);
+  for (const bin of bins) {
+    const values = tokenValues(critic, binBatch(bin), { recompute: false });
+    scatterBinField(bin, values.dataSync(), out, sequences);
+    values.dispose();
+  }
+  return out;
+}

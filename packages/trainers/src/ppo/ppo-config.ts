@@ -1,0 +1,114 @@
+import { z } from 'zod';
+import { modelSection } from '../config/model-config.js';
+import { option } from '../config/option.js';
+import { trainerSection } from '../config/trainer-config.js';
+
+type Inherit = (key: string, value: unknown) => unknown;
+
+/** `data.train` / `data.test` of `rl2 ppo`: {prompt, answer} or {messages, answer} rows. */
+function ppoSplit(test: boolean) {
+  const inherit: Inherit = (key, value) => (test ? `\${data.train.${key}}` : value);
+  return z.strictObject({
+    path: option(
+      test ? z.string().min(1).nullable() : z.string().min(1),
+      null,
+      test ? 'test prompts (.json/.jsonl/.csv/.parquet/.arrow); null: split test_ratio off train' : 'training prompts (.json/.jsonl/.csv/.parquet/.arrow) or hub dataset; `split@path` picks a split',
+    ),
+    prompt_key: option(z.string().min(1), inherit('prompt_key', 'prompt'), 'column holding the prompt text'),
+    messages_key: option(z.string().min(1), inherit('messages_key', 'messages'), 'column holding the prompt as chat messages'),
+    answer_key: option(z.string().min(1), inherit('answer_key', 'answer'), 'column passed to the env as `answer`'),
+    apply_chat_template: option(z.boolean(), inherit('apply_chat_template', true), 'render raw-text prompts with the tokenizer chat template'),
+  });
+}
+
+/** Sampling parameters as SGLang names them (sent unchanged to an SGLang server). */
+function samplingSection(test: boolean) {
+  const inherit: Inherit = (key, value) => (test ? `\${rollout.train_sampling_params.${key}}` : value);
+  return z.strictObject({
+    temperature: option(z.number().nonnegative(), test ? 0 : 1, test ? 'evaluation temperature (0: greedy)' : 'sampling temperature of training rollouts (also divides the logits of the logprob passes)'),
+    top_p: option(z.number().gt(0).max(1), inherit('top_p', 1), 'nucleus sampling mass'),
+    top_k: option(z.number().int(), inherit('top_k', -1), 'top-k cut (-1: none)'),
+    max_new_tokens: option(z.number().int().positive(), inherit('max_new_tokens', 256), 'tokens generated per turn at most'),
+    stop: option(z.array(z.string()).nullable(), inherit('stop', null), 'stop strings, e.g. ["</calc>", "</answer>"] for a tool env'),
+    no_stop_trim: option(z.boolean(), inherit('no_stop_trim', true), 'keep the stop string in the output (the trainer trains on exactly the generated ids)'),
+  });
+}
+
+/**
+ * `rl2 ppo`: PPO / GRPO with RL2's config tree. Defaults are RL2's recipe Dr. GRPO:
+ * adv.estimator=reinforce (group-mean baseline, no std division), token-mean loss, no KL.
+ * OpenAI PPO: kl.type=reward kl.reward_estimator=k1 adv.estimator=gae.
+ * DeepSeek GRPO: actor.avg_level=sequence kl.type=loss kl.loss_estimator=k3 adv.norm_var=true.
+ */
+export const ppoConfigSchema = z.strictObject({
+  data: z.strictObject({
+    train: ppoSplit(false),
+    test: ppoSplit(true),
+    test_ratio: option(z.number().min(0).lt(1), 0.03, 'fraction of train held out when data.test.path is null (fixed seed)'),
+    shuffle: option(z.boolean(), true, 'shuffle the prompt order every epoch (seeded, resumable)'),
+  }),
+  rollout: z.strictObject({
+    engine: option(z.enum(['embedded', 'sglang']), 'embedded', 'embedded: generate in-process with the actor\'s own weights (hybrid engine); sglang: SGLang servers at rollout.server_urls'),
+    server_urls: option(z.array(z.string().min(1)), [], 'SGLang server or router URLs (rollout.engine=sglang)'),
+    weight_sync_dir: option(z.string().min(1), '${trainer.save_dir}/weights', 'folder (readable by the servers) where the actor is written for /update_weights_from_disk'),
+    env_path: option(z.string().min(1), null, '.ts/.js/.mjs module exporting async step(state, action, answer) -> [next_state, reward, done]'),
+    env_timeout_s: option(z.number().positive(), 60, 'an env step slower than this fails its sample'),
+    on_sample_error: option(z.enum(['skip', 'stop']), 'skip', 'skip: drop the failed sample\'s group and go on; stop: end the run'),
+    train_prompts_per_rollout: option(z.number().int().positive(), 16, 'prompt groups trained on per step'),
+    test_prompts_per_rollout: option(z.number().int().positive().nullable(), null, 'test prompts per evaluation (null: all)'),
+    responses_per_prompt: option(z.number().int().positive(), 8, 'responses sampled per prompt (the group size)'),
+    max_turns: option(z.number().int().positive(), 1, 'turns per trajectory at most (multi-turn envs)'),
+    train_sampling_params: samplingSection(false),
+    test_sampling_params: samplingSection(true),
+    dynamic_filtering: option(z.boolean(), true, 'drop groups whose rewards are all equal (their advantages are 0)'),
+    refill: option(z.boolean(), false, 'after filtering, sample more prompts until the step has train_prompts_per_rollout groups'),
+    max_groups_per_rollout: option(z.number().int().positive().nullable(), null, 'cap on groups launched per step with refill (null: 4 x train_prompts_per_rollout)'),
+    partial_rollout: option(z.boolean(), false, 'pause unfinished groups at the end of a step and finish them in the next'),
+    concurrency: option(z.number().int().positive(), 64, 'trajectories in flight at once'),
+    max_batch: option(z.number().int().positive(), 64, 'rows decoded together by the embedded generator'),
+    save_rollouts: option(z.boolean(), true, 'write save_dir/rollouts/step-N.jsonl and eval-step-N.jsonl'),
+  }),
+  actor: z.strictObject({
+    ...modelSection({ lr: 1e-6 }),
+    avg_level: option(z.enum(['token', 'sequence']), 'token', 'loss mean over all action tokens (Dr. GRPO), or over per-sequence means (GRPO)'),
+    temperature: option(z.number().positive(), '${rollout.train_sampling_params.temperature}', 'logits are divided by this in the logprob passes (the sampling temperature)'),
+    update_per_rollout: option(z.number().int().positive(), 1, 'optimizer steps per rollout (the batch is split in this many contiguous chunks)'),
+    clip: option(z.number().positive(), 0.2, 'PPO ratio clip epsilon'),
+    tis_coef: option(z.number().nonnegative(), 0, 'truncated importance sampling cap on exp(logp - engine_logp) (0: off)'),
+    freeze_steps: option(z.number().int().nonnegative(), 0, 'steps the actor waits while the critic warms up'),
+  }),
+  ref_actor: z.strictObject({
+    model_name: option(z.string().min(1), '${actor.model_name}', 'frozen reference policy for the KL terms (loaded only when kl.coef > 0)'),
+  }),
+  critic: z.strictObject({
+    ...modelSection({ lr: 5e-6 }),
+    model_name: option(z.string().min(1), '${actor.model_name}', 'critic initialisation (a causal LM gets a zero value head); used only with adv.estimator=gae'),
+    max_length_per_device: option(z.number().int().positive(), '${actor.max_length_per_device}', 'token budget of one packed micro-batch'),
+    avg_level: option(z.enum(['token', 'sequence']), '${actor.avg_level}', 'value-loss aggregation'),
+    update_per_rollout: option(z.number().int().positive(), '${actor.update_per_rollout}', 'critic optimizer steps per rollout'),
+    clip: option(z.number().nonnegative(), 0.5, 'value clip around the rollout-time values'),
+  }),
+  kl: z.strictObject({
+    coef: option(z.number().nonnegative(), 0, 'KL penalty coefficient against ref_actor (0: no reference pass)'),
+    type: option(z.enum(['reward', 'advantage', 'loss']).nullable(), null, 'where the KL goes: subtracted from rewards or advantages, or added to the loss (http://joschu.net/blog/kl-approx.html)'),
+    reward_estimator: option(z.enum(['k1', 'k2', 'k3']), 'k1', 'estimator for kl.type=reward / advantage'),
+    loss_estimator: option(z.enum(['k1', 'k2', 'k3']), 'k2', 'estimator for kl.type=loss'),
+  }),
+  entropy: z.strictObject({
+    coef: option(z.number(), 0, 'entropy bonus coefficient (subtracted from the actor loss)'),
+  }),
+  adv: z.strictObject({
+    estimator: option(
+      z.enum(['reinforce', 'grpo', 'dr-grpo', 'rloo', 'reinforce++', 'reinforce++-baseline', 'gae']),
+      'reinforce',
+      'advantage estimator (@rl2/algos); gae trains a critic',
+    ),
+    gamma: option(z.number().min(0).max(1), 1, 'discount'),
+    lamda: option(z.number().min(0).max(1), 1, 'GAE lambda (RL2 spelling)'),
+    norm_var: option(z.boolean(), false, 'reinforce: divide by the group std (GRPO)'),
+    global_norm: option(z.boolean(), false, 'reinforce: baseline over the whole batch instead of the group'),
+  }),
+  trainer: trainerSection('ppo'),
+});
+
+export type PpoConfig = z.infer<typeof ppoConfigSchema>;

@@ -1,0 +1,87 @@
+import { actorPpoLoss, criticValueLoss } from '@rl2/algos';
+import type { TrainingSequence } from '@rl2/rollout';
+import { type DecoderModel, tokenLogprobs, tokenValues } from '@rl2/models';
+import * as tf from '@tensorflow/tfjs-core';
+import { binBatch, binLayout } from '../loop/bin-tensors.js';
+import type { Objective } from '../loop/objective.js';
+import { AVG_LEVELS } from '../sft/sft-objective.js';
+import type { PerSequence } from './forward-passes.js';
+import type { PpoConfig } from './ppo-config.js';
+import { type RolloutBin, binField } from './rollout-bins.js';
+
+/** The rollout-side tensors an actor update reads, per sequence. */
+export interface ActorTargets {
+  readonly sequences: readonly TrainingSequence[];
+  readonly advantages: PerSequence;
+  readonly oldLogps?: PerSequence;
+  readonly refLogps?: PerSequence;
+}
+
+const row = (_bin: RolloutBin, values: number[]) => tf.tensor2d(values, [1, values.length], 'float32');
+
+/**
+ * The actor's share of the loss per packed micro-batch (algos `actorPpoLoss`): clipped
+ * surrogate on the advantages, ratio against the old log-probs (the detached current ones when
+ * there is no old pass), TIS against the engine's log-probs, KL to the reference when
+ * kl.type=loss, minus entropy.coef * entropy; aggregated by actor.avg_level over the update.
+ */
+export function actorObjective(model: DecoderModel, targets: ActorTargets, cfg: Pick<PpoConfig, 'actor' | 'kl' | 'entropy'>): Objective {
+  const klInLoss = cfg.kl.type === 'loss' && cfg.kl.coef > 0;
+  return {
+    groupSize: 1,
+    headline: 'clipFraction',
+    loss: (packed, totals) => {
+      const bin = packed as RolloutBin;
+      const t = bin.inputIds.length;
+      const { logprobs, entropy } = tokenLogprobs(model, binBatch(bin), bin.targets, { temperature: cfg.actor.temperature, recompute: cfg.actor.gradient_checkpointing });
+      const layout = binLayout(bin);
+      const seqs = targets.sequences;
+      return actorPpoLoss(
+        {
+          ...layout,
+          logps: tf.reshape(logprobs, [1, t]),
+          entropy: tf.reshape(entropy, [1, t]),
+          advantages: row(bin, binField(bin, targets.advantages)),
+          engineLogps: row(bin, binField(bin, seqs.map((s) => s.llmLogps))),
+          ...(targets.oldLogps ? { oldLogps: row(bin, binField(bin, targets.oldLogps)) } : {}),
+          ...(klInLoss && targets.refLogps ? { refLogps: row(bin, binField(bin, targets.refLogps)) } : {}),
+        },
+        {
+          clip: cfg.actor.clip,
+          tisCoef: cfg.actor.tis_coef,
+          entropyCoef: cfg.entropy.coef,
+          ...(klInLoss ? { kl: { coef: cfg.kl.coef, estimator: cfg.kl.loss_estimator } } : {}),
+          aggregation: { mode: AVG_LEVELS[cfg.actor.avg_level], totals: { actionTokens: totals.actionTokens, sequences: totals.sequences } },
+        },
+      );
+    },
+  };
+}
+
+/** The rollout-side tensors a critic update reads, per sequence. */
+export interface CriticTargets {
+  readonly oldValues: PerSequence;
+  readonly returns: PerSequence;
+}
+
+/** The critic's share of the loss per micro-batch (algos `criticValueLoss`, clipped around the rollout-time values). */
+export function criticObjective(critic: DecoderModel, targets: CriticTargets, cfg: Pick<PpoConfig, 'critic'>): Objective {
+  return {
+    groupSize: 1,
+    headline: 'valueError',
+    loss: (packed, totals) => {
+      const bin = packed as RolloutBin;
+      const t = bin.inputIds.length;
+      const values = tokenValues(critic, binBatch(bin), { recompute: cfg.critic.gradient_checkpointing });
+      return criticValueLoss(
+        {
+          ...binLayout(bin),
+          values: tf.reshape(values, [1, t]),
+          oldValues: row(bin, binField(bin, targets.oldValues)),
+          returns: row(bin, binField(bin, targets.returns)),
+        },
+        { clip: cfg.critic.clip, aggregation: { mode: AVG_LEVELS[cfg.critic.avg_level], totals: { actionTokens: totals.actionTokens, sequences: totals.sequences } } },
+      );
+    },
+  };
+}

@@ -1,0 +1,120 @@
+import type { RolloutRunner } from '@rl2/rollout';
+import type { DecoderModel } from '@rl2/models';
+import { paramRecord } from '../loop/run-setup.js';
+import { stepTotals } from '../loop/pack-bins.js';
+import type { AdamW } from '../optim/adamw.js';
+import { type PerSequence, rolloutLogps, rolloutValues } from './forward-passes.js';
+import { computePpoAdvantages } from './ppo-advantages.js';
+import type { PpoConfig } from './ppo-config.js';
+import { actorObjective, criticObjective } from './ppo-objectives.js';
+import { packRolloutBins } from './rollout-bins.js';
+import { type UpdateOutcome, updateModel } from './update-model.js';
+
+/** The models of a PPO run: the actor, the frozen reference (kl.coef > 0) and the critic (gae). */
+export interface PpoModels {
+  readonly actor: DecoderModel;
+  readonly ref?: DecoderModel;
+  readonly critic?: DecoderModel;
+}
+
+/** Everything one step needs; `step` is the number of steps done before it. */
+export interface PpoStepInput {
+  readonly step: number;
+  readonly config: PpoConfig;
+  readonly models: PpoModels;
+  readonly runner: RolloutRunner;
+  readonly actorOptimizer: AdamW;
+  readonly criticOptimizer?: AdamW;
+  /** Learning rate of the i-th optimizer step of this rollout. */
+  readonly actorLr: (i: number) => number;
+  readonly criticLr: (i: number) => number;
+  /** Pushes the updated actor to the inference engine. */
+  readonly syncWeights: () => Promise<void>;
+}
+
+const rate = (tokens: number, seconds: number) => tokens / Math.max(seconds, 1e-9);
+const prefixed = (prefix: string, m: Record<string, number>) => Object.fromEntries(Object.entries(m).map(([k, v]) => [`${prefix}/${k}`, v]));
+
+/**
+ * One PPO/GRPO step, in RL2's order:
+ * rollout -> ref logps (kl.coef > 0) -> critic values (gae) -> old logps (kl.coef > 0 or
+ * update_per_rollout > 1) -> advantages -> actor update (after freeze_steps) -> critic update
+ * (gae) -> weight sync. Returns the step's metrics, flat: `train/*` (rollout), `actor/*`,
+ * `critic/*`, `kl/ref`, `tokens_per_s/{rollout,logps,update}`.
+ */
+export async function ppoStep(input: PpoStepInput): Promise<{ metrics: Record<string, number> }> {
+  const { config: cfg, models } = input;
+  const { actor: a, critic: c } = cfg;
+  const { batch, metrics: rm } = await input.runner.step(input.step + 1);
+  const { rollout_s, tokens_per_s, ...rolloutMetrics } = rm;
+  const metrics: Record<string, number> = { ...prefixed('train', rolloutMetrics as unknown as Record<string, number>), 'tokens_per_s/rollout': tokens_per_s, 'time/rollout_s': rollout_s };
+  const seqs = batch.sequences;
+  if (seqs.length === 0) return { metrics }; // every group filtered or failed: nothing to learn from
+
+  const forwardStart = performance.now();
+  const all = seqs.map((_, i) => i);
+  const bins = packRolloutBins(seqs, all, a.max_length_per_device, 'actor.max_length_per_device');
+  const passTokens = stepTotals(bins).tokens;
+  let passes = 0;
+  let refLogps: PerSequence | undefined;
+  let oldLogps: PerSequence | undefined;
+  let values: PerSequence | undefined;
+  if (models.ref && cfg.kl.coef > 0) {
+    refLogps = rolloutLogps(models.ref, bins, seqs, a.temperature);
+    passes += 1;
+  }
+  if (models.critic) {
+    values = rolloutValues(models.critic, packRolloutBins(seqs, all, c.max_length_per_device, 'critic.max_length_per_device'), seqs);
+    passes += 1;
+  }
+  if (cfg.kl.coef > 0 || a.update_per_rollout > 1) {
+    oldLogps = rolloutLogps(models.actor, bins, seqs, a.temperature);
+    passes += 1;
+  }
+  const forwardSeconds = (performance.now() - forwardStart) / 1000;
+  if (passes > 0) metrics['tokens_per_s/logps'] = rate(passTokens * passes, forwardSeconds);
+
+  const adv = computePpoAdvantages(batch, { refLogps, oldLogps, values }, cfg);
+  if (adv.kl !== undefined) metrics['kl/ref'] = adv.kl;
+
+  let updateTokens = 0;
+  let updateSeconds = 0;
+  const note = (prefix: string, res: UpdateOutcome, lr: number) => {
+    Object.assign(metrics, prefixed(prefix, { loss: res.loss, grad_norm: res.gradNorm, lr, ...res.metrics }));
+    updateTokens += res.tokens;
+    updateSeconds += res.seconds;
+  };
+  if (input.step >= a.freeze_steps) {
+    const res = updateModel({
+      sequences: seqs,
+      updatePerRollout: a.update_per_rollout,
+      budget: a.max_length_per_device,
+      budgetKey: 'actor.max_length_per_device',
+      objective: actorObjective(models.actor, { sequences: seqs, advantages: adv.advantages, oldLogps, refLogps }, cfg),
+      params: paramRecord(models.actor),
+      optimizer: input.actorOptimizer,
+      maxGradNorm: a.max_grad_norm,
+      lr: input.actorLr,
+    });
+    note('actor', res, input.actorLr(a.update_per_rollout - 1));
+  }
+  if (models.critic && input.criticOptimizer && values && adv.returns) {
+    const res = updateModel({
+      sequences: seqs,
+      updatePerRollout: c.update_per_rollout,
+      budget: c.max_length_per_device,
+      budgetKey: 'critic.max_length_per_device',
+      objective: criticObjective(models.critic, { oldValues: values, returns: adv.returns }, cfg),
+      params: paramRecord(models.critic),
+      optimizer: input.criticOptimizer,
+      maxGradNorm: c.max_grad_norm,
+      lr: input.criticLr,
+    });
+    note('critic', res, input.criticLr(c.update_per_rollout - 1));
+  }
+  if (updateSeconds > 0) metrics['tokens_per_s/update'] = rate(updateTokens, updateSeconds);
+  const syncStart = performance.now();
+  if (input.step >= a.freeze_steps) await input.syncWeights();
+  metrics['time/sync_s'] = (performance.now() - syncStart) / 1000;
+  return { metrics };
+}

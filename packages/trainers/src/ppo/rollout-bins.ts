@@ -1,0 +1,62 @@
+import { planPacking } from '@rl2/packing';
+import type { TrainingSequence } from '@rl2/rollout';
+import { TrainersError } from '../errors.js';
+import type { PackedBin } from '../loop/pack-bins.js';
+
+/** A packed micro-batch of rollout sequences that remembers which sequences it holds. */
+export interface RolloutBin extends PackedBin {
+  /** Indices into the step's sequence list, in the bin's order. */
+  readonly members: readonly number[];
+}
+
+/**
+ * Balanced packing (Karmarkar-Karp, @rl2/packing) of rollout sequences into micro-batches of
+ * at most `budget` tokens, keeping each bin's member indices so per-sequence quantities
+ * (old logps, advantages, values) can be laid out alongside with `binField`.
+ * `indices` picks the sequences of this update (a chunk with update_per_rollout > 1).
+ */
+export function packRolloutBins(sequences: readonly TrainingSequence[], indices: readonly number[], budget: number, budgetKey: string): RolloutBin[] {
+  for (const i of indices) {
+    const len = sequences[i].states.length;
+    if (len > budget) {
+      throw new TrainersError('INVALID_ARGUMENT', `a rollout sequence has ${len} tokens, more than ${budgetKey}=${budget}; raise ${budgetKey} or lower rollout.*_sampling_params.max_new_tokens / rollout.max_turns`);
+    }
+  }
+  const plan = planPacking(
+    indices.map((i) => sequences[i].states.length),
+    { maxTokensPerRank: budget, dpSize: 1, groupSize: 1 },
+  );
+  const bins: RolloutBin[] = [];
+  for (const slots of plan.bins) {
+    const members = slots.filter((s) => s < indices.length).map((s) => indices[s]);
+    if (members.length === 0) continue;
+    const bin = { inputIds: [] as number[], positionIds: [] as number[], segmentIds: [] as number[], targets: [] as number[], lossMask: [] as number[], numSequences: members.length, members };
+    members.forEach((idx, s) => {
+      const q = sequences[idx];
+      bin.inputIds.push(...q.states);
+      bin.targets.push(...q.actions);
+      bin.lossMask.push(...q.actionMask);
+      for (let t = 0; t < q.states.length; t++) {
+        bin.positionIds.push(t);
+        bin.segmentIds.push(s);
+      }
+    });
+    bins.push(bin);
+  }
+  return bins;
+}
+
+/** A per-sequence quantity (`perSequence[i]` is `[T_i]`) laid out as the bin's row `[T]`. */
+export function binField(bin: RolloutBin, perSequence: readonly (readonly number[])[]): number[] {
+  return bin.members.flatMap((i) => perSequence[i]);
+}
+
+/** Writes a bin's row `[T]` back to per-sequence arrays. */
+export function scatterBinField(bin: RolloutBin, row: ArrayLike<number>, into: number[][], sequences: readonly TrainingSequence[]): void {
+  let at = 0;
+  for (const i of bin.members) {
+    const n = sequences[i].states.length;
+    into[i] = Array.from({ length: n }, (_, t) => row[at + t]);
+    at += n;
+  }
+}

@@ -1,0 +1,207 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type RolloutRunner, createRolloutRunner, loadEnvironment } from '@rl2/rollout';
+import { stringify } from 'yaml';
+import { checkpointDirName, resolveCheckpoint } from '../checkpoint/resolve-checkpoint.js';
+import { type MetricRecord, MetricsLog } from '../metrics/metrics-log.js';
+import { createProgress } from '../metrics/progress.js';
+import { TensorBoardWriter } from '../metrics/tensorboard-writer.js';
+import { modelSaver, openModel, openTokenizer, paramRecord, startEngine, startingWeights } from '../loop/run-setup.js';
+import type { RunIo } from '../loop/train-loop.js';
+import { AdamW } from '../optim/adamw.js';
+import { type ScheduleOptions, scheduledLr } from '../optim/cosine-schedule.js';
+import { writeReport } from '../report/write-report.js';
+import { loadPpoPrompts } from './load-ppo-prompts.js';
+import { loadPpoCheckpoint, savePpoCheckpoint } from './ppo-checkpoint.js';
+import type { PpoConfig } from './ppo-config.js';
+import { PromptStream } from './prompt-stream.js';
+import { createPpoEngine, samplingParams } from './rollout-setup.js';
+import { type PpoModels, ppoStep } from './ppo-step.js';
+
+/** What a finished or interrupted `rl2 ppo` run reports. */
+export interface PpoRunResult {
+  readonly step: number;
+  readonly totalSteps: number;
+  readonly interrupted: boolean;
+  readonly saveDir: string;
+  readonly checkpoint: string;
+  /** The metrics of every step this invocation ran. */
+  readonly steps: readonly MetricRecord[];
+  /** Every evaluation on the test split (`test/reward/mean`, ...), in order. */
+  readonly tests: readonly MetricRecord[];
+  readonly report?: string;
+}
+
+const prefixed = (prefix: string, m: object) => Object.fromEntries(Object.entries(m).map(([k, v]) => [`${prefix}/${k}`, v as number]));
+
+/**
+ * `rl2 ppo`: RL2's PPO/GRPO loop. Per step (see `ppoStep`): rollout, reference/old log-probs,
+ * critic values, advantages, actor and critic updates, weight sync; then evaluation on the
+ * test split at temperature 0 every trainer.test_freq steps (and before the first step),
+ * checkpoints every save_freq steps and at the end, metrics to JSONL/TensorBoard/report.
+ */
+export async function runPpo(config: PpoConfig, io: RunIo = {}): Promise<PpoRunResult> {
+  const { trainer, rollout: r, actor: a, critic: c } = config;
+  const out = io.stdout ?? process.stdout;
+  await startEngine(trainer, io);
+  const tokenizerDir = a.tokenizer_name ?? a.model_name;
+  const tokenizer = await openTokenizer(tokenizerDir, a.tokenizer_name ? 'actor.tokenizer_name' : 'actor.model_name');
+  const prompts = await loadPpoPrompts(tokenizer, config.data, trainer.seed);
+  const env = await loadEnvironment(r.env_path, { timeoutMs: r.env_timeout_s * 1000 });
+  const resumeFrom = resolveCheckpoint(trainer.save_dir, trainer.load_ckpt_from);
+  const saved = resumeFrom ? loadPpoCheckpoint(resumeFrom) : undefined;
+
+  const actor = await openModel(startingWeights(a.model_name, resumeFrom), 'actor.model_name');
+  const ref = config.kl.coef > 0 ? (await openModel(config.ref_actor.model_name, 'ref_actor.model_name')).model : undefined;
+  const useCritic = config.adv.estimator === 'gae';
+  const critic = useCritic ? (await openModel(resumeFrom ? join(resumeFrom, 'critic') : c.model_name, 'critic.model_name', { head: 'value' })).model : undefined;
+  const models: PpoModels = { actor: actor.model, ref, critic };
+
+  const stepsPerEpoch = Math.max(1, Math.floor(prompts.train.length / r.train_prompts_per_rollout));
+  const totalSteps = Math.min(trainer.max_steps ?? Number.POSITIVE_INFINITY, trainer.n_epochs * stepsPerEpoch);
+  const schedule = (m: PpoConfig['actor'] | PpoConfig['critic'], updates: number): ScheduleOptions => ({
+    lr: m.lr,
+    minLr: m.min_lr,
+    warmupRatio: m.warmup_ratio,
+    totalSteps: Math.max(1, updates),
+    kind: m.scheduler,
+  });
+  const actorSchedule = schedule(a, (totalSteps - a.freeze_steps) * a.update_per_rollout);
+  const criticSchedule = schedule(c, totalSteps * c.update_per_rollout);
+  const adamw = (m: PpoConfig['actor'] | PpoConfig['critic']) => ({ betas: m.betas, eps: m.eps, weightDecay: m.weight_decay });
+  const actorOptimizer = new AdamW(paramRecord(actor.model), adamw(a));
+  const criticOptimizer = critic ? new AdamW(paramRecord(critic), adamw(c)) : undefined;
+  if (saved) {
+    actorOptimizer.loadState(saved.actor);
+    criticOptimizer?.loadState(saved.critic);
+  }
+  const stream = new PromptStream(prompts.train, config.data.shuffle, trainer.seed, saved?.stream);
+  let step = saved?.state.step ?? 0;
+
+  const engine = createPpoEngine(r, actor.model, actor.generationConfig, tokenizer);
+  const runner: RolloutRunner = createRolloutRunner({
+    engine,
+    env,
+    tokenizer,
+    nextPrompts: (n) => stream.next(n),
+    promptsPerStep: r.train_prompts_per_rollout,
+    responsesPerPrompt: r.responses_per_prompt,
+    maxTurns: r.max_turns,
+    sampling: samplingParams(r.train_sampling_params),
+    evalSampling: samplingParams(r.test_sampling_params),
+    concurrency: r.concurrency,
+    seed: trainer.seed + step * 7919,
+    dynamicFiltering: r.dynamic_filtering,
+    refill: r.refill,
+    ...(r.max_groups_per_rollout ? { maxGroupsPerStep: Math.max(r.max_groups_per_rollout, r.train_prompts_per_rollout) } : {}),
+    partialRollout: r.partial_rollout,
+    onSampleError: r.on_sample_error,
+    ...(r.save_rollouts ? { saveDir: join(trainer.save_dir, 'rollouts') } : {}),
+    log: (line) => out.write(`${line}\n`),
+  });
+  const testPrompts = r.test_prompts_per_rollout ? prompts.test.slice(0, r.test_prompts_per_rollout) : prompts.test;
+
+  mkdirSync(trainer.save_dir, { recursive: true });
+  const metrics = new MetricsLog(join(trainer.save_dir, 'metrics.jsonl'));
+  metrics.truncateAfter(saved ? step : -1);
+  writeFileSync(join(trainer.save_dir, 'config.yaml'), stringify(config));
+  const tb = trainer.use_tensorboard ? new TensorBoardWriter(join(trainer.save_dir, 'tensorboard')) : undefined;
+  const progress = createProgress({ total: totalSteps, start: step, mode: trainer.progress, logFreq: trainer.log_freq, stream: out });
+  const say = (line: string) => progress.log(line);
+  say(
+    `rl2 ppo: ${prompts.train.length} train / ${prompts.test.length} test prompts, ${r.train_prompts_per_rollout} x ${r.responses_per_prompt} responses per step, ` +
+      `${totalSteps} steps, adv.estimator=${config.adv.estimator}, engine ${r.engine}${resumeFrom ? `, resuming from ${resumeFrom} at step ${step}` : ''}`,
+  );
+  const record = (values: Record<string, number>) => {
+    const rec = { step, time: Date.now() / 1000, ...values } as MetricRecord;
+    metrics.append(rec);
+    tb?.addScalars(step, values);
+    return rec;
+  };
+
+  const tests: MetricRecord[] = [];
+  let testedAt = -1;
+  const evaluate = async () => {
+    if (testPrompts.length === 0 || testedAt === step) return;
+    testedAt = step;
+    const res = await runner.evaluate(testPrompts, step);
+    const { rollout_s: _s, tokens_per_s: _t, groups: _g, carried_groups: _c, filtering_ratio: _f, ...shown } = res.metrics;
+    tests.push(record(prefixed('test', shown)));
+    say(`evaluation @ step ${step}: reward ${shown['reward/mean'].toFixed(4)} (${testPrompts.length} prompts, temperature ${r.test_sampling_params.temperature}), response length ${shown['response_length/mean'].toFixed(1)}`);
+  };
+  let checkpoint = resumeFrom ?? '';
+  let savedAt = resumeFrom ? step : -1;
+  let lr = saved?.state.lr ?? 0;
+  const actorSaver = modelSaver(actor.model, actor.generationConfig, tokenizerDir);
+  const save = async () => {
+    if (savedAt === step) return;
+    savedAt = step;
+    checkpoint = join(trainer.save_dir, checkpointDirName(step));
+    await savePpoCheckpoint(checkpoint, {
+      step,
+      totalSteps,
+      lr,
+      stream: stream.state(),
+      actorOptimizer,
+      criticOptimizer,
+      saveActor: actorSaver,
+      ...(critic ? { saveCritic: modelSaver(critic, undefined, tokenizerDir) } : {}),
+    });
+    say(`saved checkpoint ${checkpoint}`);
+  };
+
+  const steps: MetricRecord[] = [];
+  let interrupted = false;
+  try {
+    if (trainer.test_freq && !resumeFrom) await evaluate();
+    while (step < totalSteps) {
+      const res = await ppoStep({
+        step,
+        config,
+        models,
+        runner,
+        actorOptimizer,
+        criticOptimizer,
+        actorLr: (i) => scheduledLr((step - a.freeze_steps) * a.update_per_rollout + i, actorSchedule),
+        criticLr: (i) => scheduledLr(step * c.update_per_rollout + i, criticSchedule),
+        syncWeights: async () => {
+          if (r.engine === 'embedded') return engine.flushCache();
+          await actorSaver(r.weight_sync_dir);
+          await engine.updateWeights(r.weight_sync_dir);
+        },
+      });
+      step += 1;
+      lr = res.metrics['actor/lr'] ?? lr;
+      const rec = record(res.metrics);
+      steps.push(rec);
+      progress.update({
+        step,
+        loss: res.metrics['actor/loss'] ?? 0,
+        tokensPerSecond: res.metrics['tokens_per_s/update'] ?? 0,
+        lr,
+        extra: { reward: res.metrics['train/reward/mean'] },
+      });
+      io.onStep?.(rec);
+      if (trainer.test_freq && step % trainer.test_freq === 0) await evaluate();
+      if (trainer.save_freq && step % trainer.save_freq === 0) await save();
+      if (io.signal?.aborted) {
+        interrupted = true;
+        await save();
+        say(`interrupted at step ${step}/${totalSteps}; resume with trainer.load_ckpt_from=latest`);
+        break;
+      }
+    }
+    if (!interrupted) {
+      if (trainer.test_freq) await evaluate();
+      await save();
+    }
+  } finally {
+    await runner.close();
+    progress.stop();
+    actorOptimizer.dispose();
+    criticOptimizer?.dispose();
+  }
+  const report = trainer.report ? writeReport(trainer.save_dir) : undefined;
+  if (report) out.write(`report: ${report}\n`);
+  return { step, totalSteps, interrupted, saveDir: trainer.save_dir, checkpoint, steps, tests, report };
+}

@@ -1,0 +1,59 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { writeRandomCheckpoint } from '../../model-init/random-checkpoint.js';
+
+/**
+ * Test fixtures of the PPO trainer: a 31-id character tokenizer (no chat template), a tiny
+ * random Qwen3 checkpoint over it, prompt files and env modules, all in a fresh temp folder.
+ */
+export function tinyRun(name: string, opts: { hiddenSize?: number; seed?: number } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), `rl2-ppo-${name}-`));
+  const specials = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'];
+  const chars = [...'0123456789abcdefghijklmn+=< >/'];
+  const vocab = Object.fromEntries(chars.map((c, i) => [c, specials.length + i]));
+  const tokDir = join(dir, 'tokenizer');
+  mkdirSync(tokDir);
+  writeFileSync(
+    join(tokDir, 'tokenizer.json'),
+    JSON.stringify({
+      version: '1.0',
+      truncation: null,
+      padding: null,
+      added_tokens: specials.map((content, id) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
+      normalizer: null,
+      pre_tokenizer: { type: 'Split', pattern: { Regex: '[\\s\\S]' }, behavior: 'Isolated', invert: false },
+      post_processor: null,
+      decoder: { type: 'Fuse' },
+      model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, vocab, merges: [] },
+    }),
+  );
+  writeFileSync(
+    join(tokDir, 'tokenizer_config.json'),
+    JSON.stringify({
+      added_tokens_decoder: Object.fromEntries(specials.map((content, id) => [id, { content, lstrip: false, normalized: false, rstrip: false, single_word: false, special: true }])),
+      eos_token: '<|im_end|>',
+      pad_token: '<|endoftext|>',
+      tokenizer_class: 'PreTrainedTokenizerFast',
+    }),
+  );
+  const model = join(dir, 'model');
+  writeRandomCheckpoint({ arch: 'qwen3', tokenizerDir: tokDir, outDir: model, hiddenSize: opts.hiddenSize ?? 16, numLayers: 1, numHeads: 2, numKvHeads: 1, seed: opts.seed ?? 0 });
+  const rows = (words: string[]) => `${words.map((w) => JSON.stringify({ prompt: w, answer: 7 })).join('\n')}\n`;
+  const train = join(dir, 'train.jsonl');
+  const test = join(dir, 'test.jsonl');
+  writeFileSync(train, rows(['ab', 'cd', 'ef', 'gh', 'ij', 'kl', 'mn', 'ba']));
+  writeFileSync(test, rows(['dc', 'fe', 'hg', 'ji']));
+  /** Reward = share of generated characters that are digits: a trivially learnable env. */
+  const digitsEnv = join(dir, 'digits-env.mjs');
+  writeFileSync(
+    digitsEnv,
+    `export async function step(state, action, answer) {
+  const chars = [...action.replace('<|im_end|>', '')];
+  const digits = chars.filter((c) => c >= '0' && c <= '9').length;
+  return [null, chars.length ? digits / chars.length : 0, true];
+}
+`,
+  );
+  return { dir, model, tokenizer: tokDir, train, test, digitsEnv };
+}

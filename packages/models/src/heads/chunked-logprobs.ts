@@ -28,8 +28,8 @@ export function chunkedLogprobsEntropy(
   const single = chunks.length === 1;
   const chunkWeight = (w: tf.Tensor2D, c0: number, size: number) => (single ? w : tf.slice(w, [c0, 0], [size, dim]));
   const logitsOf = (h: tf.Tensor2D, wc: tf.Tensor2D): tf.Tensor2D => {
-    const z = tf.matMul(h, wc, false, true);
-    return inv === 1 ? z : tf.mul(z, inv);
+    const z: tf.Tensor2D = tf.matMul(h, wc, false, true);
+    return inv === 1 ? z : (tf.mul(z, inv) as tf.Tensor2D);
   };
   const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const [h, w, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.GradSaveFunc];

@@ -57,3 +57,56 @@ describe('runPpo on a tiny model', () => {
     expect(readFileSync(join(t.dir, 'run', 'rollouts', 'step-1.jsonl'), 'utf8').split('\n').filter(Boolean)).toHaveLength(32);
   });
 });
+
+describe('runPpo with a critic (OpenAI PPO recipe)', () => {
+  it('GAE + KL in the reward + 2 updates per rollout + a frozen first step: learns, trains the critic, resumes', async () => {
+    const t = tinyRun('gae');
+    const saveDir = join(t.dir, 'run');
+    const overrides = (extra: string[] = []) => [
+      `actor.model_name=${t.model}`,
+      `data.train.path=${t.train}`,
+      `data.test.path=${t.test}`,
+      `rollout.env_path=${t.digitsEnv}`,
+      'rollout.train_prompts_per_rollout=4',
+      'rollout.responses_per_prompt=4',
+      'rollout.train_sampling_params.max_new_tokens=4',
+      'adv.estimator=gae',
+      'kl.type=reward',
+      'kl.coef=0.01',
+      'actor.update_per_rollout=2',
+      'actor.freeze_steps=1',
+      'actor.lr=5e-2',
+      'critic.lr=1e-2',
+      'actor.warmup_ratio=0',
+      'critic.warmup_ratio=0',
+      'actor.scheduler=constant',
+      'actor.max_length_per_device=256',
+      'trainer.n_epochs=6',
+      'trainer.save_freq=6',
+      `trainer.save_dir=${saveDir}`,
+      'trainer.progress=none',
+      'trainer.threads=1',
+      'trainer.use_tensorboard=false',
+      'trainer.report=false',
+      ...extra,
+    ];
+    const res = await runPpo(loadConfig(ppoConfigSchema, { overrides: overrides() }), { stdout: quiet().stream });
+    expect(res.step).toBe(12);
+    const first = res.steps[0];
+    expect(first['actor/loss'], 'actor frozen at step 1').toBeUndefined();
+    expect(Number.isFinite(first['critic/valueError'])).toBe(true);
+    expect(Number.isFinite(first['kl/ref'])).toBe(true);
+    expect(res.steps[1]['actor/approxKl']).toBeGreaterThanOrEqual(0);
+    // the value head starts at zero (a causal LM loaded as a critic): its updates must move it
+    const trained = res.steps.filter((s) => s['critic/grad_norm'] !== undefined);
+    expect(trained.length).toBeGreaterThan(6);
+    for (const s of trained) expect(s['critic/grad_norm']).toBeGreaterThan(0);
+    const rewards = res.steps.map((s) => s['train/reward/mean']);
+    expect(mean(rewards.slice(-3)), rewards.map((r) => r.toFixed(3)).join(' ')).toBeGreaterThan(mean(rewards.slice(0, 3)));
+    expect(existsSync(join(saveDir, 'step-6', 'critic', 'model.safetensors'))).toBe(true);
+
+    // resume from step 6: continues to 12 with the critic and both optimizers restored
+    const resumed = await runPpo(loadConfig(ppoConfigSchema, { overrides: overrides(['trainer.load_ckpt_from=' + join(saveDir, 'step-6'), `trainer.save_dir=${join(t.dir, 'resumed')}`]) }), { stdout: quiet().stream });
+    expect(resumed.steps.map((s) => s.step)).toEqual([7, 8, 9, 10, 11, 12]);
+  });
+});

@@ -9,9 +9,12 @@ const seq = (rewards: number[], trajectoryId: number, length = rewards.length): 
   states: Array.from({ length }, (_, t) => t + 3),
   actions: Array.from({ length }, (_, t) => t + 4),
   actionMask: Array.from({ length }, (_, t) => (t === 0 ? 0 : 1)),
-  llmLogps: new Array(length).fill(-1),
+  eosMask: Array.from({ length }, (_, t) => (t === length - 1 ? 1 : 0)),
+  positionIds: Array.from({ length }, (_, t) => t),
+  llmLogps: new Array<number>(length).fill(-1),
   rewards,
   trajectoryId,
+  promptId: 0,
 });
 
 // One prompt, two responses: trajectory 0 earns 1 on its last token, trajectory 1 earns 0.
@@ -21,7 +24,12 @@ const refLogps = [[-1, -1.2, -0.9], [-1, -1, -1.3]];
 const oldLogps = [[-1, -1, -1], [-1, -1, -1]];
 const adv = { estimator: 'reinforce' as const, gamma: 1, lamda: 1, norm_var: false, global_norm: false };
 const kl = (type: 'reward' | 'advantage' | 'loss' | null) => ({ coef: 0.1, type, reward_estimator: 'k1' as const, loss_estimator: 'k2' as const });
-const close = (got: number[][], want: number[][]) => got.forEach((row, i) => row.forEach((x, t) => expect(x, `[${i}][${t}]`).toBeCloseTo(want[i][t], 6)));
+const close = (got: number[][], want: number[][]) => {
+  expect(got.length).toBe(want.length);
+  got.forEach((row, i) => {
+    for (const [t, x] of row.entries()) expect(x, `[${i}][${t}]`).toBeCloseTo(want[i][t], 6);
+  });
+};
 
 describe('computePpoAdvantages (hand-derived)', () => {
   it('Dr. GRPO: R - mean(group) on every action token; KL = mean k1 over action tokens', () => {

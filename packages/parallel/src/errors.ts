@@ -3,6 +3,7 @@
  * - `INVALID_ARGUMENT`: a value passed in code is out of range or the wrong shape.
  * - `LAUNCH_ENV`: launcher environment variables are missing or contradict each other.
  * - `RANK_FAILED`: a rank started by `launch` exited non-zero (its exit code and stderr tail are in the message).
+ * - `INTERRUPTED`: `launch` was aborted or got SIGINT/SIGTERM/SIGHUP and stopped every rank.
  * - `RENDEZVOUS`: ranks could not meet at MASTER_ADDR:MASTER_PORT.
  * - `COLLECTIVE_TIMEOUT`: a collective waited longer than its timeout; the message names the ranks that never arrived.
  * - `PEER_LOST`: the connection to another rank closed while it was needed.
@@ -13,6 +14,7 @@ export type ParallelErrorCode =
   | 'INVALID_ARGUMENT'
   | 'LAUNCH_ENV'
   | 'RANK_FAILED'
+  | 'INTERRUPTED'
   | 'RENDEZVOUS'
   | 'COLLECTIVE_TIMEOUT'
   | 'PEER_LOST'

@@ -66,3 +66,17 @@ describe('collectives across real processes', () => {
     expect((error as RankFailedError).stderrTail).toContain('RENDEZVOUS');
   });
 });
+
+describe('failure across nodes', () => {
+  it('a rank failing on node 1 stops node 1 with its error and node 0 through PEER_LOST', async () => {
+    const masterPort = await freePort();
+    const env = { FAIL_MODE: 'exit', FAIL_RANK: '3' };
+    const node = (nodeRank: number) => runRanks('fail.rank.ts', { nprocPerNode: 2, nnodes: 2, nodeRank, masterPort, env });
+    const [a, b] = await Promise.all([node(0), node(1)]);
+    expect(b.error).toBeInstanceOf(RankFailedError);
+    expect((b.error as RankFailedError).rank).toBe(3);
+    expect((b.error as RankFailedError).exitCode).toBe(3);
+    expect(a.error).toBeInstanceOf(RankFailedError);
+    expect((a.error as RankFailedError).stderrTail).toContain('PEER_LOST');
+  });
+});

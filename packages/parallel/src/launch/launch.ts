@@ -31,6 +31,12 @@ export interface LaunchOptions {
   killGraceMs?: number;
   /** Bytes of stderr kept per rank for the error report (default 4096). */
   stderrTailBytes?: number;
+  /**
+   * While ranks run, SIGINT / SIGTERM / SIGHUP to this process stop every rank and reject with
+   * `INTERRUPTED` instead of leaving them orphaned (ranks run in their own process groups, so
+   * a terminal's Ctrl-C does not reach them directly). Default true.
+   */
+  forwardSignals?: boolean;
 }
 
 /** How every rank of this node ended. */
@@ -107,14 +113,19 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
     const onParentExit = () => {
       for (const c of children) kill(c, 'SIGKILL');
     };
-    const onAbort = () => stopAll(new ParallelError('RANK_FAILED', `launch aborted: ${String(options.signal?.reason ?? 'signal')}; every rank was stopped.`));
+    const onAbort = () => stopAll(new ParallelError('INTERRUPTED', `launch aborted: ${String(options.signal?.reason ?? 'signal')}; every rank was stopped.`));
+    const onSignal = (sig: NodeJS.Signals) => stopAll(new ParallelError('INTERRUPTED', `launch got ${sig}; every rank was stopped.`));
+    const signals: NodeJS.Signals[] = options.forwardSignals === false ? [] : ['SIGINT', 'SIGTERM', 'SIGHUP'];
     process.once('exit', onParentExit);
+    for (const sig of signals) process.on(sig, onSignal);
     options.signal?.addEventListener('abort', onAbort, { once: true });
 
     const finish = () => {
       clearTimeout(killTimer);
       process.removeListener('exit', onParentExit);
+      for (const sig of signals) process.removeListener(sig, onSignal);
       options.signal?.removeEventListener('abort', onAbort);
+      if (failure && (failure as ParallelError).code === 'INTERRUPTED') return reject(failure);
       const cause = rootCause(failed, tails);
       if (cause) reject(new RankFailedError(o.nodeRank * o.nprocPerNode + cause.localRank, cause.code, cause.signal, tails[cause.localRank]!));
       else if (failure) reject(failure);

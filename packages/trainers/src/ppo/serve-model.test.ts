@@ -1,0 +1,59 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { createSGLangEngine } from '@rl2/rollout';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../config/load-config.js';
+import { ppoConfigSchema } from './ppo-config.js';
+import { runPpo } from './run-ppo.js';
+import { serveModel } from './serve-model.js';
+import { tinyRun } from './testing/tiny-run.js';
+
+const quiet = () => new Writable({ write: (_c, _e, cb) => cb() }) as unknown as NodeJS.WriteStream;
+
+describe('serveModel + runPpo over SGLang', () => {
+  it('PPO rolls out through the SGLang client against the served model and pushes its weights after each update', async () => {
+    const t = tinyRun('sglang');
+    const server = await serveModel({ model: t.model, port: 0, threads: 1, log: () => {} });
+    try {
+      const client = createSGLangEngine({ urls: [server.url] });
+      expect((await client.health()).ok).toBe(true);
+      const prompt = [3, 4, 5];
+      const a = await client.generate({ inputIds: prompt, sampling: { temperature: 1, max_new_tokens: 5, sampling_seed: 11 } });
+      const b = await client.generate({ inputIds: prompt, sampling: { temperature: 1, max_new_tokens: 5, sampling_seed: 11 } });
+      expect(b.tokenIds).toEqual(a.tokenIds);
+      const greedy = { temperature: 0, max_new_tokens: 4, ignore_eos: true };
+      const before = await client.generate({ inputIds: prompt, sampling: greedy });
+
+      const saveDir = join(t.dir, 'run');
+      const config = loadConfig(ppoConfigSchema, {
+        overrides: [
+          `actor.model_name=${t.model}`,
+          `data.train.path=${t.train}`,
+          `data.test.path=${t.test}`,
+          `rollout.env_path=${t.digitsEnv}`,
+          'rollout.engine=sglang',
+          `rollout.server_urls=["${server.url}"]`,
+          'rollout.train_prompts_per_rollout=4',
+          'rollout.responses_per_prompt=4',
+          'rollout.train_sampling_params.max_new_tokens=3',
+          'actor.lr=5e-2',
+          'trainer.max_steps=2',
+          `trainer.save_dir=${saveDir}`,
+          'trainer.progress=none',
+          'trainer.threads=1',
+          'trainer.use_tensorboard=false',
+          'trainer.report=false',
+        ],
+      });
+      const res = await runPpo(config, { stdout: quiet() });
+      expect(res.step).toBe(2);
+      expect(existsSync(join(saveDir, 'weights', 'model.safetensors'))).toBe(true);
+      // the server now generates from the pushed weights: the same prompt gets other logprobs
+      const after = await client.generate({ inputIds: prompt, sampling: greedy });
+      expect(after.logprobs).not.toEqual(before.logprobs);
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -19,6 +19,8 @@
 #include <string.h>
 
 #define MAX_RANK 8
+/* Bumped whenever a function is added or changes; src/engine/native-addon.ts refuses others. */
+#define RL2_KERNELS_ABI 3
 
 #define CHECK(call)                                                                               \
   do {                                                                                            \
@@ -61,12 +63,6 @@ static int get_i32(napi_env env, napi_value v, int32_t **data, size_t *len) {
 static int64_t get_int(napi_env env, napi_value v) {
   int64_t out = 0;
   napi_get_value_int64(env, v, &out);
-  return out;
-}
-
-static double get_num(napi_env env, napi_value v) {
-  double out = 0;
-  napi_get_value_double(env, v, &out);
   return out;
 }
 
@@ -551,6 +547,82 @@ static napi_value segment_sum(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* log(sum(exp(row))) of one row, stable (max shifted). */
+static double row_lse(const float *row, int64_t cols) {
+  float m = -INFINITY;
+  for (int64_t c = 0; c < cols; c++) m = row[c] > m ? row[c] : m;
+  if (m == -INFINITY) return -INFINITY;
+  double s = 0;
+  for (int64_t c = 0; c < cols; c++) s += expf(row[c] - m);
+  return m + log(s);
+}
+
+/*
+ * xentForward(logits [rows, cols], labels [rows], losses [rows]):
+ * losses[r] = logsumexp(logits[r]) - logits[r, labels[r]]; rows whose label is < 0 give 0
+ * (masked positions). Returns -1, or the first row whose label is >= cols.
+ */
+static napi_value xent_forward(napi_env env, napi_callback_info info) {
+  ARGS(5);
+  float *x, *loss;
+  int32_t *lab;
+  size_t lx, ll, lo;
+  int64_t rows = get_int(env, argv[1]), cols = get_int(env, argv[2]);
+  if (!get_f32(env, argv[0], &x, &lx) || !get_i32(env, argv[3], &lab, &ll) || !get_f32(env, argv[4], &loss, &lo))
+    FAIL("xentForward expects Float32Array logits, Int32Array labels, Float32Array losses");
+  if (rows < 0 || cols < 1 || (size_t)(rows * cols) > lx || (size_t)rows > ll || (size_t)rows > lo)
+    FAIL("xentForward: array too short for [rows, cols]");
+  int64_t bad = -1;
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t t = lab[r];
+    if (t < 0) {
+      loss[r] = 0;
+      continue;
+    }
+    if (t >= cols) {
+      if (bad < 0) bad = r;
+      loss[r] = NAN;
+      continue;
+    }
+    const float *row = x + r * cols;
+    loss[r] = (float)(row_lse(row, cols) - row[t]);
+  }
+  napi_value out;
+  CHECK(napi_create_int64(env, bad, &out));
+  return out;
+}
+
+/*
+ * xentBackward(logits [rows, cols], labels [rows], dy [rows], dx [rows, cols]):
+ * dx[r, c] = dy[r] * (softmax(logits[r])[c] - [c == labels[r]]); 0 for rows with label < 0.
+ */
+static napi_value xent_backward(napi_env env, napi_callback_info info) {
+  ARGS(6);
+  float *x, *dy, *dx;
+  int32_t *lab;
+  size_t lx, ll, ld, lo;
+  int64_t rows = get_int(env, argv[1]), cols = get_int(env, argv[2]);
+  if (!get_f32(env, argv[0], &x, &lx) || !get_i32(env, argv[3], &lab, &ll) || !get_f32(env, argv[4], &dy, &ld) ||
+      !get_f32(env, argv[5], &dx, &lo))
+    FAIL("xentBackward expects Float32Array logits, Int32Array labels, Float32Array dy, Float32Array dx");
+  if (rows < 0 || cols < 1 || (size_t)(rows * cols) > lx || (size_t)rows > ll || (size_t)rows > ld ||
+      (size_t)(rows * cols) > lo)
+    FAIL("xentBackward: array too short for [rows, cols]");
+  for (int64_t r = 0; r < rows; r++) {
+    const float *row = x + r * cols;
+    float *g = dx + r * cols;
+    int64_t t = lab[r];
+    if (t < 0 || t >= cols) {
+      memset(g, 0, sizeof(float) * (size_t)cols);
+      continue;
+    }
+    float lse = (float)row_lse(row, cols), d = dy[r];
+    for (int64_t c = 0; c < cols; c++) g[c] = d * expf(row[c] - lse);
+    g[t] -= d;
+  }
+  return NULL;
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
       {"gemm", NULL, gemm, NULL, NULL, NULL, napi_default, NULL},
@@ -564,8 +636,13 @@ static napi_value init(napi_env env, napi_value exports) {
       {"transpose", NULL, transpose, NULL, NULL, NULL, napi_default, NULL},
       {"gather", NULL, gather, NULL, NULL, NULL, napi_default, NULL},
       {"segmentSum", NULL, segment_sum, NULL, NULL, NULL, napi_default, NULL},
+      {"xentForward", NULL, xent_forward, NULL, NULL, NULL, napi_default, NULL},
+      {"xentBackward", NULL, xent_backward, NULL, NULL, NULL, napi_default, NULL},
   };
-  if (napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props) != napi_ok)
+  napi_value abi;
+  if (napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props) != napi_ok ||
+      napi_create_int32(env, RL2_KERNELS_ABI, &abi) != napi_ok ||
+      napi_set_named_property(env, exports, "abi", abi) != napi_ok)
     return NULL;
   return exports;
 }

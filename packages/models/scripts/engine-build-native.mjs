@@ -2,7 +2,7 @@
 // Builds the optional native kernels (native/rl2_kernels.c -> build/rl2_kernels.node)
 // with the system C compiler, Node's own headers and Debian's OpenBLAS. Offline: no header
 // download (node-gyp would fetch them). Never fails the package build: when something is
-// missing it prints ONE line saying what to install, and the engine uses its pure path.
+// missing it prints ONE line saying what to install, and initEngine falls back to wasm/cpu.
 // Output in build/ (git-ignored; tsup's clean of dist/ leaves it alone; listed in turbo.json outputs).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync } from 'node:fs';
@@ -14,7 +14,7 @@ const outDir = join(pkg, 'build');
 const out = join(outDir, 'rl2_kernels.node');
 
 function notice(reason) {
-  console.log(`engine-build-native: native kernels not built (${reason}); @rl2/models will use the pure TypeScript kernels`);
+  console.log(`engine-build-native: native kernels not built (${reason}); the engine will use the stock tfjs backends (wasm, cpu)`);
   process.exit(0);
 }
 

@@ -55,6 +55,8 @@ cases = [
     case("squaredDifference scalar", "squaredDifference", {"a": t(2, 3), "b": t()}, {}, lambda a, b: (a - b) ** 2),
     case("softmax", "softmax", {"x": t(2, 5, scale=3.0)}, {}, lambda x: torch.softmax(x, -1)),
     case("logSumExp", "logSumExp", {"x": t(3, 4, scale=3.0)}, {}, lambda x: torch.logsumexp(x, -1)),
+    case("softmaxCrossEntropy (label -1 masked)", "softmaxCrossEntropy", {"x": t(5, 7, scale=3.0), "labels": torch.tensor([3, 0, -1, 6, 2])}, {},
+         lambda x, l: torch.nn.functional.cross_entropy(x, l, reduction="none", ignore_index=-1)),
     case("embedding gather", "gather", {"x": t(6, 3), "indices": ids}, {}, lambda x, i: x[i]),
 ]
 out = os.path.join(os.path.dirname(__file__), "..", "src", "engine", "fixtures", "engine-grads.json")

@@ -6,6 +6,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from './init-engine.js';
 import { loadNativeAddon } from './native-addon.js';
+import { softmaxCrossEntropy } from './softmax-cross-entropy.js';
 import { closeness, runOn, type TensorSpec } from './testing/backend-check.js';
 
 interface FixtureTensor { shape: number[]; values: number[]; dtype?: 'float32' | 'int32' }
@@ -35,6 +36,7 @@ function opOf(f: Fixture): (...xs: tf.Tensor[]) => tf.Tensor {
     case 'softmax': return (x) => tf.softmax(x);
     case 'logSumExp': return (x) => tf.logSumExp(x, -1);
     case 'gather': return (x, i) => tf.gather(x, i);
+    case 'softmaxCrossEntropy': return (x, labels) => softmaxCrossEntropy(x, labels);
     default: throw new Error(`fixtures/engine-grads.json: unknown op "${f.op}" in case "${f.name}"`);
   }
 }

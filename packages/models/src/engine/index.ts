@@ -3,4 +3,5 @@ export { ENGINE_BACKENDS, initEngine } from './init-engine.js';
 export type { EngineBackend, EngineBackendChoice, EngineInfo, EngineOptions } from './init-engine.js';
 export { NATIVE_BACKEND, registerNativeBackend } from './native-backend.js';
 export { loadNativeAddon } from './native-addon.js';
+export { softmaxCrossEntropy } from './softmax-cross-entropy.js';
 export type { NativeAddon, NativeLoad } from './native-addon.js';

@@ -7,6 +7,7 @@ import { batchMatMulGradConfig } from './batch-mat-mul-grad.js';
 import { broadcastGradConfigs } from './broadcast-grads.js';
 import { loadNativeAddon, type NativeLoad } from './native-addon.js';
 import { NATIVE_BACKEND, registerNativeBackend } from './native-backend.js';
+import { softmaxCrossEntropyGradConfig } from './softmax-cross-entropy.js';
 
 /** Backends `initEngine` can start; `auto` picks the fastest one available. */
 export const ENGINE_BACKENDS = ['auto', 'tensorflow', 'native', 'wasm', 'cpu'] as const;
@@ -74,6 +75,12 @@ async function startTensorflow(): Promise<string | undefined> {
   return reasons.join(', ');
 }
 
+/** The cpu backend prints an 'install tfjs-node' banner on first use; the line we log replaces it. */
+function silenceNodeBanner(backend: string): void {
+  const instance = findBackend(backend) as unknown as { firstUse?: boolean } | null;
+  if (instance && 'firstUse' in instance) instance.firstUse = false;
+}
+
 /**
  * Registers tfjs's gradient functions, then the engine's fixes on top. On Node,
  * @tensorflow/tfjs-core's CommonJS build registers no gradients at all (they live in its ES
@@ -82,7 +89,7 @@ async function startTensorflow(): Promise<string | undefined> {
  */
 async function installGradients(): Promise<void> {
   await import('@tensorflow/tfjs');
-  for (const config of [batchMatMulGradConfig, ...broadcastGradConfigs]) registerGradient(config);
+  for (const config of [batchMatMulGradConfig, ...broadcastGradConfigs, softmaxCrossEntropyGradConfig]) registerGradient(config);
 }
 
 async function startWasm(): Promise<boolean> {
@@ -118,6 +125,7 @@ export async function initEngine(options: EngineOptions = {}): Promise<EngineInf
 
   const notices: string[] = [];
   const done = (backend: EngineBackend, usedThreads: number, nativeKernels: boolean): EngineInfo => {
+    silenceNodeBanner(backend);
     const notice = notices.length > 0 ? notices.join('; ') : undefined;
     const what = nativeKernels ? ' (OpenBLAS sgemm + C kernels)' : backend === 'native' ? ' (pure kernels)' : '';
     log(`rl2 engine: backend ${backend}, ${usedThreads} thread${usedThreads === 1 ? '' : 's'}${what}${notice ? `; ${notice}` : ''}`);

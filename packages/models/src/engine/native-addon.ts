@@ -16,8 +16,13 @@ export const UnaryOp = {
 /** Reduction op codes of `NativeAddon.reduce` (enum in native/rl2_kernels.c). */
 export const ReduceOp = { sum: 0, max: 1, min: 2, mean: 3 } as const;
 
+/** RL2_KERNELS_ABI of the native/rl2_kernels.c this TypeScript expects. */
+export const NATIVE_ABI = 3;
+
 /** The functions exported by rl2_kernels.node; every output array is allocated by the caller. */
 export interface NativeAddon {
+  /** RL2_KERNELS_ABI the addon was built with. */
+  abi: number;
   /** C[b] = op(A[b]) @ op(B[b]), row-major; C [batch, M, N]; strides 0 broadcast one matrix. */
   gemm(
     transA: boolean, transB: boolean, batch: number, m: number, n: number, k: number,
@@ -38,6 +43,10 @@ export interface NativeAddon {
   /** x [outer, n, inner] -> out [outer, indices.length, inner]; returns -1 or the first bad index position. */
   gather(x: Float32Array, outer: number, n: number, inner: number, indices: Int32Array, out: Float32Array): number;
   /** out [numSegments, inner] += rows of x [ids.length, inner] by segment id (out starts zeroed). */
+  /** losses[r] = logsumexp(logits[r]) - logits[r, labels[r]] (0 where label < 0); returns -1 or the first row with label >= cols. */
+  xentForward(logits: Float32Array, rows: number, cols: number, labels: Int32Array, losses: Float32Array): number;
+  /** dx[r] = dy[r] (softmax(logits[r]) - onehot(labels[r])), 0 where label < 0. */
+  xentBackward(logits: Float32Array, rows: number, cols: number, labels: Int32Array, dy: Float32Array, dx: Float32Array): void;
   segmentSum(x: Float32Array, ids: Int32Array, numSegments: number, inner: number, out: Float32Array): void;
 }
 
@@ -65,6 +74,9 @@ export function loadNativeAddon(env: NodeJS.ProcessEnv = process.env): NativeLoa
   try {
     const addon = createRequire(import.meta.url)(path) as NativeAddon;
     if (typeof addon.gemm !== 'function') return { ok: false, reason: `${path} is not the rl2 kernels addon` };
+    if (addon.abi !== NATIVE_ABI) {
+      return { ok: false, reason: `${path} is a stale build (abi ${addon.abi}, expected ${NATIVE_ABI}); rebuild with \`pnpm --filter @rl2/models build\`` };
+    }
     return { ok: true, addon, path };
   } catch (err) {
     const message = err instanceof Error ? err.message.split('\n')[0] : String(err);

@@ -9,6 +9,7 @@ import { copyOverrides } from './kernels/copy-kernels.js';
 import { batchMatMulOverride, fusedMatMulOverride } from './kernels/native-matmul.js';
 import { reduceOverrides } from './kernels/native-reduce.js';
 import type { NativeAddon } from './native-addon.js';
+import { softmaxCrossEntropyKernels } from './softmax-cross-entropy.js';
 
 /** Name under which the engine registers its backend with tfjs. */
 export const NATIVE_BACKEND = 'native';
@@ -37,6 +38,11 @@ export function registerNativeBackend(addon: NativeAddon | undefined, backendNam
     const override = overrides.get(config.kernelName);
     const kernelFunc = override && addon ? override.make(addon, config.kernelFunc) : config.kernelFunc;
     if (!getKernel(config.kernelName, backendName)) registerKernel({ ...config, backendName, kernelFunc });
+  }
+  if (addon) {
+    for (const config of softmaxCrossEntropyKernels(addon, backendName)) {
+      if (!getKernel(config.kernelName, backendName)) registerKernel(config);
+    }
   }
   registerBackend(backendName, () => quietCpuBackend(), priority);
   return true;

@@ -42,6 +42,8 @@ export interface RunResult {
 /** Runs `fn` on backend `name` with fresh input tensors; reads every result back. */
 export async function runOn(name: string, inputs: TensorSpec[], fn: (...xs: tf.Tensor[]) => tf.Tensor | tf.Tensor[]): Promise<RunResult> {
   if (!(await tf.setBackend(name))) throw new Error(`backend ${name} did not start`);
+  const instance = tf.backend() as unknown as { firstUse?: boolean };
+  if ('firstUse' in instance) instance.firstUse = false; // no 'install tfjs-node' banner in test logs
   const xs = inputs.map(build);
   const out = tf.tidy(() => {
     const r = fn(...xs);

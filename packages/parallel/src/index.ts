@@ -39,3 +39,6 @@ export type { DecoderConfig, ParameterCount } from './plan/count-parameters.js';
 export { planMemory } from './plan/plan-memory.js';
 export type { MemoryPlan, PlanMemoryOptions } from './plan/plan-memory.js';
 export { formatMemoryPlan } from './plan/format-memory-plan.js';
+export { shardForTensorParallel, tensorParallelLinearFactory, tensorParallelRole } from './layout/tensor-parallel-model.js';
+export type { TensorParallelRole } from './layout/tensor-parallel-model.js';
+export { contextParallelAttentionKernel } from './layout/context-parallel.js';

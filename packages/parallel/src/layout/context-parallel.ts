@@ -64,3 +64,20 @@ export function contextParallelAttention(q: tf.Tensor3D, k: tf.Tensor3D, v: tf.T
   const out = tf.matMul(tf.softmax(scores), vh); // [Hq, Tl, D]
   return tf.transpose(out, [1, 0, 2]) as tf.Tensor3D;
 }
+
+/**
+ * An attention kernel with the signature `@rl2/models` takes as `attention`
+ * (`q [1, Tl, Hq, D]`, `k`/`v [1, Hkv, Tl, D]`, mask ignored -> `[Tl, Hq*D]`) that runs
+ * {@link contextParallelAttention} for one zigzag-split packed row. The model's own mask only
+ * covers local tokens, so the kernel builds the causal mask from the plan instead; feed the
+ * model the row's `zigzagSplit` token ids and position ids.
+ */
+export function contextParallelAttentionKernel(plan: ZigzagPlan, cp: ProcessGroup) {
+  return (q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, _mask?: tf.Tensor3D): tf.Tensor2D => {
+    if (q.shape[0] !== 1) throw new ParallelError('LAYOUT', `context parallelism takes one packed row per micro-batch (batch ${q.shape[0]}); pack sequences into one row.`);
+    const [, tl, hq, d] = q.shape;
+    const toTokens = (x: tf.Tensor4D) => tf.transpose(tf.squeeze(x, [0]), [1, 0, 2]) as tf.Tensor3D; // [Hkv, Tl, D] -> [Tl, Hkv, D]
+    const out = contextParallelAttention(tf.squeeze(q, [0]) as tf.Tensor3D, toTokens(k), toTokens(v), plan, cp);
+    return tf.reshape(out, [tl, hq * d]) as tf.Tensor2D;
+  };
+}

@@ -11,13 +11,16 @@ import {
   adamwShardStep,
   columnParallelLinear,
   contextParallelAttention,
+  contextParallelAttentionKernel,
   createAdamWShardState,
   createMeshGroups,
   initProcessGroup,
   planDeviceMesh,
   planZigzag,
   rowParallelLinear,
+  shardForTensorParallel,
   shardLinear,
+  tensorParallelLinearFactory,
   vocabParallelEmbedding,
   vocabParallelLogprobs,
   vocabRange,
@@ -56,6 +59,25 @@ function tpMlp(tp: ProcessGroup, caseName: string) {
   record(caseName, 'db1 (column shard)', sharded.grads[2]!, tf.slice(tensor(f.db1), [tp.rank * outRows], [outRows]), tf.slice(single.grads[2]!, [tp.rank * outRows], [outRows]));
   record(caseName, 'dW2 (row shard)', sharded.grads[3]!, own(tensor(f.dw2), 1), own(single.grads[3]!, 1));
   record(caseName, 'db2', sharded.grads[4]!, tensor(f.db2), single.grads[4]!);
+}
+
+/** The same MLP through the model-facing seam: HF names, shardForTensorParallel + the linear factory. */
+function tpFactory(tp: ProcessGroup, caseName: string) {
+  const f = fixture('tp_mlp.json');
+  const full = new Map<string, tf.Tensor>([
+    ['model.layers.0.mlp.up_proj.weight', tensor(f.w1)],
+    ['model.layers.0.mlp.up_proj.bias', tensor(f.b1)],
+    ['model.layers.0.mlp.down_proj.weight', tensor(f.w2)],
+    ['model.layers.0.mlp.down_proj.bias', tensor(f.b2)],
+  ]);
+  const run = (g: ProcessGroup) => {
+    const params = shardForTensorParallel(full, g);
+    const linear = tensorParallelLinearFactory(g);
+    const up = linear('model.layers.0.mlp.up_proj', params);
+    const down = linear('model.layers.0.mlp.down_proj', params);
+    return down.forward(tf.tanh(up.forward(tensor(f.x) as tf.Tensor2D)) as tf.Tensor2D);
+  };
+  record(caseName, 'linear factory output', run(tp), tensor(f.y), run(local));
 }
 
 /** Vocab-parallel logprobs + entropy and embedding over the tp group. */
@@ -126,6 +148,12 @@ function attention(cp: ProcessGroup, tp: ProcessGroup, caseName: string) {
   record(caseName, 'dk', sh.dk!, expectMine(tensor(f.dk) as tf.Tensor3D), expectMine(si.dk as tf.Tensor3D));
   record(caseName, 'dv', sh.dv!, expectMine(tensor(f.dv) as tf.Tensor3D), expectMine(si.dv as tf.Tensor3D));
   if (cp.size === 2 && tp.size === 1) record(caseName, 'zigzag indices', sh.plan.indices[cp.rank]!, f.zigzag2[cp.rank]);
+  // the model-facing kernel: q [1, Tl, Hq, D], k/v [1, Hkv, Tl, D] -> [Tl, Hq*D]
+  const kernel = contextParallelAttentionKernel(sh.plan, cp);
+  const mine = (t: tf.Tensor3D) => zigzagSplit(heads(t, tp), sh.plan, cp.rank);
+  const asKv = (t: tf.Tensor3D) => tf.expandDims(tf.transpose(mine(t), [1, 0, 2]), 0) as tf.Tensor4D;
+  const viaKernel = kernel(tf.expandDims(mine(q!), 0) as tf.Tensor4D, asKv(k!), asKv(v!));
+  record(caseName, 'model attention kernel', viaKernel, tf.reshape(expectMine(tensor(f.out) as tf.Tensor3D), viaKernel.shape));
 }
 
 /** One training step (MSE over the global batch, clip by global norm 1.0, AdamW) under FSDP. */
@@ -169,6 +197,7 @@ const cases = (process.env.LAYOUT_CASES ?? '').split(',');
 const W = world.size;
 if (cases.includes('tp')) {
   tpMlp(world, `TP(${W})`);
+  tpFactory(world, `TP(${W}) model seam`);
   vocab(world, `TP(${W}) vocab`);
 }
 if (cases.includes('cp')) attention(world, local, `CP(${W})`);

@@ -85,17 +85,20 @@ def train(args):
     m = Model()
     opt = torch.optim.AdamW(m.parameters(), lr=1e-4, weight_decay=0.01)
     ids = torch.randint(0, V, (args.batch, args.seq + 1))
-    times = []
+    times, cpu = [], 0.0
     for s in range(args.steps + 1):
         t0 = time.perf_counter()
+        c0 = time.process_time()
         logits = m(ids[:, :-1])
         loss = F.cross_entropy(logits.reshape(-1, V), ids[:, 1:].reshape(-1))
         opt.zero_grad()
         loss.backward()
         opt.step()
         times.append(time.perf_counter() - t0)
+        if s > 0:
+            cpu += time.process_time() - c0
     dt = sum(times[1:]) / args.steps
-    return dict(tokens_per_s=args.batch * args.seq / dt, s_per_step=dt, loss=float(loss))
+    return dict(tokens_per_s=args.batch * args.seq / dt, tokens_per_cpu_s=args.batch * args.seq * args.steps / cpu, s_per_step=dt, loss=float(loss))
 
 
 @torch.no_grad()
@@ -104,6 +107,7 @@ def generate(args):
     m = Model().eval()
     prompts = torch.randint(0, V, (args.batch, args.prompt))
     t0 = time.perf_counter()
+    c0 = time.process_time()
     caches = [dict() for _ in range(L)]
     logits = m(prompts, 0, caches)[:, -1]
     out = []
@@ -113,7 +117,8 @@ def generate(args):
         if i + 1 < args.new:
             logits = m(tok, args.prompt + i, caches)[:, -1]
     dt = time.perf_counter() - t0
-    return dict(tokens_per_s=args.batch * args.new / dt, seconds=dt)
+    cpu = time.process_time() - c0
+    return dict(tokens_per_s=args.batch * args.new / dt, tokens_per_cpu_s=args.batch * args.new / cpu, seconds=dt)
 
 
 def main():

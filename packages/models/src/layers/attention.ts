@@ -47,3 +47,30 @@ export function packedCausalMask(segmentIds: ArrayLike<number>, rows: number): t
   }
   return tf.tensor3d(m, [rows, t, t]);
 }
+
+/**
+ * Lengths of the contiguous runs of `segmentIds` in a single row, or undefined when the row
+ * holds one sequence or an id reappears after another (then the full mask is needed).
+ */
+export function contiguousSegments(segmentIds: ArrayLike<number>): number[] | undefined {
+  const lengths: number[] = [];
+  const seen = new Set<number>();
+  for (let i = 0; i < segmentIds.length; i++) {
+    const id = segmentIds[i]!;
+    if (i > 0 && id === segmentIds[i - 1]) {
+      lengths[lengths.length - 1]! += 1;
+      continue;
+    }
+    if (seen.has(id)) return undefined;
+    seen.add(id);
+    lengths.push(1);
+  }
+  return lengths.length > 1 ? lengths : undefined;
+}
+
+/** Causal mask [1, len, len] (0 on and below the diagonal, MASKED above). */
+export function causalMask(len: number): tf.Tensor3D {
+  const m = new Float32Array(len * len);
+  for (let i = 0; i < len; i++) for (let j = i + 1; j < len; j++) m[i * len + j] = MASKED;
+  return tf.tensor3d(m, [1, len, len]);
+}

@@ -5,7 +5,11 @@ import type { LinearFactory, ParamLookup } from './linear.js';
 import { rmsNorm } from './rms-norm.js';
 import { applyRotary } from './rotary.js';
 
-/** What every layer of one forward shares: shapes, RoPE tables [N, 1, d] and the mask [B, S, L]. */
+/**
+ * What every layer of one forward shares: shapes, RoPE tables [N, 1, d] and either the mask
+ * [B, S, L] or, for one packed row of several sequences, the sequence lengths and a causal
+ * mask [1, len, len] per distinct length (attention then runs per sequence: no T x T work).
+ */
 export interface LayerContext {
   config: ModelConfig;
   linear: LinearFactory;
@@ -15,7 +19,14 @@ export interface LayerContext {
   sin: tf.Tensor3D;
   /** rotate_half as a matrix [d, d] (see `rotateHalfMatrix`). */
   rotate: tf.Tensor2D;
-  mask: tf.Tensor3D;
+  mask?: tf.Tensor3D;
+  segments?: PackedSegments;
+}
+
+/** Sequence lengths of one packed row and the causal mask of each distinct length. */
+export interface PackedSegments {
+  lengths: number[];
+  masks: Map<number, tf.Tensor3D>;
 }
 
 /** Keys/values of earlier tokens of one layer, after RoPE: [B, nKv, L, d] each. */
@@ -59,7 +70,22 @@ export function decoderLayer(
     kt = tf.concat([past.k, kt], 2);
     vt = tf.concat([past.v, vt], 2);
   }
-  const attn = ctx.attention(tf.reshape(q, [b, s, c.numHeads, c.headDim]), kt, vt, ctx.mask);
+  const q4 = tf.reshape(q, [b, s, c.numHeads, c.headDim]) as tf.Tensor4D;
+  let attn: tf.Tensor2D;
+  if (ctx.segments && !past) {
+    // block-diagonal attention as one small causal attention per sequence of the packed row
+    const { lengths, masks } = ctx.segments;
+    const qs = tf.split(q4, lengths, 1) as tf.Tensor4D[];
+    const ks = tf.split(kt, lengths, 2) as tf.Tensor4D[];
+    const vs = tf.split(vt, lengths, 2) as tf.Tensor4D[];
+    attn = tf.concat(
+      lengths.map((len, i) => ctx.attention(qs[i]!, ks[i]!, vs[i]!, masks.get(len)!)),
+      0,
+    );
+  } else {
+    if (!ctx.mask) throw new Error('decoderLayer: LayerContext needs a mask or packed segments');
+    attn = ctx.attention(q4, kt, vt, ctx.mask);
+  }
   const x1 = tf.add(x, linear(`${pre}self_attn.o_proj`, p).forward(attn)) as tf.Tensor2D;
   const h2 = rmsNorm(x1, get('post_attention_layernorm.weight'), c.rmsNormEps);
   const gate = linear(`${pre}mlp.gate_proj`, p).forward(h2);

@@ -7,21 +7,27 @@ import type { ParamLookup } from './linear.js';
  * https://arxiv.org/abs/1604.06174): the forward keeps only its inputs; the backward runs the
  * layer again under a tape and differentiates it. Memory per layer drops from all activations
  * to the layer input, for about one extra forward of compute.
- * Parameters, RoPE tables, the rotation matrix and the mask are passed as customGrad inputs so that they are kept
+ * Parameters, RoPE tables, the rotation matrix and the masks are passed as customGrad inputs so that they are kept
  * alive until the backward pass (closure tensors would be disposed after the forward).
  */
 export function recomputedDecoderLayer(x: tf.Tensor2D, layer: number, p: ParamLookup, ctx: LayerContext): tf.Tensor2D {
   const names = layerParamNames(ctx.config, layer);
+  const maskLengths = ctx.segments ? [...ctx.segments.masks.keys()] : [];
+  const constants: tf.Tensor[] = [ctx.cos, ctx.sin, ctx.rotate, ...(ctx.mask ? [ctx.mask] : []), ...(ctx.segments?.masks.values() ?? [])];
   const run = (inputs: tf.Tensor[]): tf.Tensor2D => {
     const local = new Map<string, tf.Tensor>(names.map((n, i) => [n, inputs[1 + i]!]));
     const k = 1 + names.length;
-    const c = {
+    const c: LayerContext = {
       ...ctx,
       cos: inputs[k] as tf.Tensor3D,
       sin: inputs[k + 1] as tf.Tensor3D,
-      mask: inputs[k + 2] as tf.Tensor3D,
-      rotate: inputs[k + 3] as tf.Tensor2D,
+      rotate: inputs[k + 2] as tf.Tensor2D,
     };
+    let m = k + 3;
+    if (ctx.mask) c.mask = inputs[m++] as tf.Tensor3D;
+    if (ctx.segments) {
+      c.segments = { lengths: ctx.segments.lengths, masks: new Map(maskLengths.map((l, i) => [l, inputs[m + i] as tf.Tensor3D])) };
+    }
     return decoderLayer(inputs[0] as tf.Tensor2D, layer, local, c).x;
   };
   const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
@@ -33,7 +39,7 @@ export function recomputedDecoderLayer(x: tf.Tensor2D, layer: number, p: ParamLo
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => nestedGrads(() => tf.grads((...ins: tf.Tensor[]) => run(ins))(saved, dy)),
     };
   });
-  return f(x, ...names.map((n) => p.get(n)!), ctx.cos, ctx.sin, ctx.mask, ctx.rotate) as tf.Tensor2D;
+  return f(x, ...names.map((n) => p.get(n)!), ...constants) as tf.Tensor2D;
 }
 
 /**

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { packedCausalMask } from '../layers/attention.js';
+import { causalMask, contiguousSegments, packedCausalMask } from '../layers/attention.js';
 import { decoderLayer, type LayerContext } from '../layers/decoder-layer.js';
 import { recomputedDecoderLayer } from '../layers/recomputed-layer.js';
 import { rmsNorm } from '../layers/rms-norm.js';
@@ -31,8 +31,11 @@ export function forwardHidden(model: DecoderModel, batch: TokenBatch, options: F
       cos,
       sin,
       rotate: rotateHalfMatrix(c.headDim),
-      mask: packedCausalMask(segmentIds, rows),
     };
+    // one packed row of several sequences: attention per sequence instead of a T x T mask
+    const lengths = rows === 1 ? contiguousSegments(segmentIds) : undefined;
+    if (lengths) ctx.segments = { lengths, masks: new Map([...new Set(lengths)].map((l) => [l, causalMask(l)])) };
+    else ctx.mask = packedCausalMask(segmentIds, rows);
     let x = tf.gather(model.params.get('model.embed_tokens.weight')!, ids) as tf.Tensor2D;
     for (let i = 0; i < c.numLayers; i++) {
       x = options.recompute ? recomputedDecoderLayer(x, i, model.params, ctx) : decoderLayer(x, i, model.params, ctx).x;

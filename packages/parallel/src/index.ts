@@ -42,3 +42,5 @@ export { formatMemoryPlan } from './plan/format-memory-plan.js';
 export { shardForTensorParallel, tensorParallelLinearFactory, tensorParallelRole } from './layout/tensor-parallel-model.js';
 export type { TensorParallelRole } from './layout/tensor-parallel-model.js';
 export { contextParallelAttentionKernel } from './layout/context-parallel.js';
+export { fsdpTrainStep } from './layout/fsdp-train-step.js';
+export type { FsdpTrainStepOptions } from './layout/fsdp-train-step.js';

@@ -43,7 +43,12 @@ export class FullyShardedParams {
    * Shard full parameters (identical on every rank, e.g. loaded from a checkpoint) into units.
    * Units keep the order in which their first parameter appears in the map.
    */
-  static fromFull(params: Record<string, tf.Tensor>, groups: FsdpGroups, unitOf: (name: string) => string = () => 'all'): FullyShardedParams {
+  static fromFull(
+    full: Record<string, tf.Tensor> | ReadonlyMap<string, tf.Tensor>,
+    groups: FsdpGroups,
+    unitOf: (name: string) => string = () => 'all',
+  ): FullyShardedParams {
+    const params: Record<string, tf.Tensor> = full instanceof Map ? Object.fromEntries(full) : (full as Record<string, tf.Tensor>);
     const byUnit = new Map<string, Record<string, readonly number[]>>();
     for (const [name, t] of Object.entries(params)) {
       const u = unitOf(name);

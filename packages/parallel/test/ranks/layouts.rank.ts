@@ -8,12 +8,11 @@ import {
   FullyShardedParams,
   LocalProcessGroup,
   type ProcessGroup,
-  adamwShardStep,
   columnParallelLinear,
   contextParallelAttention,
   contextParallelAttentionKernel,
-  createAdamWShardState,
   createMeshGroups,
+  fsdpTrainStep,
   initProcessGroup,
   planDeviceMesh,
   planZigzag,
@@ -167,20 +166,14 @@ function trainStep(groups: { fsdp: ProcessGroup; ddp?: ProcessGroup }, dp: Proce
   const mineX = tf.slice(x, [dp.rank * per, 0], [per, -1]);
   const mineY = tf.slice(y, [dp.rank * per, 0], [per, -1]);
   const fsdp = FullyShardedParams.fromFull(init, groups, (n) => (n.endsWith('1') ? 'layer1' : 'layer2'));
-  const l1 = fsdp.gather('layer1'); // starts the all-gather of layer2 (prefetch)
-  const l2 = fsdp.gather('layer2');
-  const lossOf = (w1: tf.Tensor, b1: tf.Tensor, w2: tf.Tensor, b2: tf.Tensor) => {
-    const h = tf.tanh(tf.add(tf.matMul(mineX, w1, false, true), b1));
-    const pred = tf.add(tf.matMul(h, w2, false, true), b2);
+  const lossOf = (p: ReadonlyMap<string, tf.Tensor>) => {
+    const h = tf.tanh(tf.add(tf.matMul(mineX, p.get('w1')!, false, true), p.get('b1')!));
+    const pred = tf.add(tf.matMul(h, p.get('w2')!, false, true), p.get('b2')!);
     return tf.div(tf.sum(tf.square(tf.sub(pred, mineY))), B) as tf.Scalar; // this rank's share of the global mean
   };
-  const { value, grads } = tf.valueAndGrads(lossOf)([l1.w1!, l1.b1!, l2.w2!, l2.b2!]);
-  fsdp.reduceGrads('layer1', { w1: grads[0]!, b1: grads[1]! }, 'sum');
-  fsdp.reduceGrads('layer2', { w2: grads[2]!, b2: grads[3]! }, 'sum');
   const hp = f.hparams;
-  const norm = fsdp.clipGradNorm(hp.max_grad_norm);
-  for (const u of fsdp.units) adamwShardStep(u.params, u.grads, createAdamWShardState(u.params.length), { lr: hp.lr, beta1: hp.beta1, beta2: hp.beta2, eps: hp.eps, weightDecay: hp.weight_decay });
-  const loss = dp.allReduce(Float32Array.of(value.dataSync()[0]!), 'sum')[0]!;
+  const optimizer = { lr: hp.lr, beta1: hp.beta1, beta2: hp.beta2, eps: hp.eps, weightDecay: hp.weight_decay };
+  const { loss, gradNorm: norm } = fsdpTrainStep(fsdp, lossOf, { optimizer, states: [], maxGradNorm: hp.max_grad_norm, dp });
   return { loss, norm, updated: fsdp.gatherAll() };
 }
 

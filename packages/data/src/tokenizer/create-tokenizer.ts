@@ -42,7 +42,7 @@ export function createTokenizer(files: TokenizerFiles): Tokenizer {
     pad_token: specialTokenText(config.pad_token) ?? eosToken,
     unk_token: specialTokenText(config.unk_token) ?? '',
   };
-  const vocabSize = hf.get_vocab(true).size;
+  let vocabSize: number | undefined;
   return {
     encode: (text, options) => (fast && !options?.addSpecialTokens ? fast(text) : hf.encode(text, { add_special_tokens: options?.addSpecialTokens ?? false }).ids),
     decode: (ids, options) => hf.decode(Array.from(ids), { skip_special_tokens: options?.skipSpecialTokens ?? false }),
@@ -50,7 +50,10 @@ export function createTokenizer(files: TokenizerFiles): Tokenizer {
     eosToken,
     padTokenId: idOf('pad_token') ?? eosTokenId,
     bosTokenId: idOf('bos_token'),
-    vocabSize,
+    get vocabSize() {
+      vocabSize ??= hf.get_vocab(true).size;
+      return vocabSize;
+    },
     hasChatTemplate: templateText !== undefined,
     tokenToId: (token) => hf.token_to_id(token),
     applyChatTemplate(messages: ChatMessage[], options: ChatTemplateOptions = {}): string {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runRanks } from './run-ranks.js';
+import { freePort, runRanks } from './run-ranks.js';
 
 interface Result {
   rank: number;
@@ -33,5 +33,15 @@ describe('parallel layouts equal the single-process computation', () => {
     const { results, error } = await runRanks<Result>('layouts.rank.ts', { nprocPerNode: 4, env: { LAYOUT_CASES: 'ddpxfsdp,tpxcp' } });
     expect(error).toBeUndefined();
     check(results, 4, ['ddp x fsdp (2x2)', 'TP x CP (2x2)', 'TP(2) inside a 4-rank world']);
+  });
+
+  it('two "nodes" of 2 ranks on loopback: fsdp inside a node, ddp across nodes (2x2)', async () => {
+    const masterPort = await freePort();
+    const node = (nodeRank: number) =>
+      runRanks<Result>('layouts.rank.ts', { nprocPerNode: 2, nnodes: 2, nodeRank, masterPort, env: { LAYOUT_CASES: 'ddpxfsdp' } });
+    const [a, b] = await Promise.all([node(0), node(1)]);
+    expect(a.error).toBeUndefined();
+    expect(b.error).toBeUndefined();
+    check([...a.results, ...b.results], 4, ['ddp x fsdp (2x2)']);
   });
 });

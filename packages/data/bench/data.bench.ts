@@ -104,7 +104,7 @@ async function oursBatches(file: string): Promise<number> {
 /** Rows of an Arrow table materialized as plain objects (row.toJSON()), as our readers do. */
 function arrowRows(t: Table): number {
   let n = 0;
-  for (const r of t) if ((r?.toJSON() as { prompt: string }).prompt.length >= 0) n += 1;
+  for (const r of t) if ((r?.toJSON() as { prompt?: string } | undefined)?.prompt !== undefined) n += 1;
   return n;
 }
 const references: Record<string, [string, (file: string) => number]> = {

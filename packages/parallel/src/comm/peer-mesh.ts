@@ -111,19 +111,19 @@ export class PeerMesh {
       const expected = o.worldSize - 1 - o.rank;
       await new Promise<void>((resolve, reject) => {
         const check = () => {
-          if ([...accepted.keys()].filter((p) => p > o.rank).length >= expected) resolve();
+          if ([...accepted.keys()].filter((p) => p > o.rank).length < expected) return;
+          clearTimeout(t);
+          resolve();
         };
-        pendingAccepts.push(check);
-        check();
         const t = setTimeout(() => {
           const missing = table.filter((c) => c.rank > o.rank && !accepted.has(c.rank)).map((c) => c.rank);
           reject(new ParallelError('RENDEZVOUS', `rank ${o.rank}: ranks [${missing.join(', ')}] never connected to it; check firewalls between nodes.`));
         }, Math.max(0, deadline - Date.now()));
-        t.unref();
+        pendingAccepts.push(check);
+        check();
       });
       for (const [peer, link] of accepted) sockets.set(peer, link);
-      const mesh = new PeerMesh(o.rank, o.worldSize, sockets);
-      return mesh;
+      return new PeerMesh(o.rank, o.worldSize, sockets);
     } finally {
       for (const s of servers) s.close();
       if (unixPath) rmSync(unixPath, { force: true });

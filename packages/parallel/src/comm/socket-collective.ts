@@ -133,10 +133,9 @@ export class SocketCollective implements Collective {
     const mod = (k: number) => ((k % n) + n) % n;
     for (let s = 0; s < n - 1; s++) {
       const [a, b] = SocketCollective.bounds(buf.length, n, mod(r + shift - s));
-      const [c, d] = SocketCollective.bounds(buf.length, n, mod(r + shift - s - 1));
+      const [c] = SocketCollective.bounds(buf.length, n, mod(r + shift - s - 1));
       const [, got] = await Promise.all([ctx.send((r + 1) % n, `ag${s}`, buf.subarray(a, b)), ctx.recv((r - 1 + n) % n, `ag${s}`)]);
       buf.set(got, c);
-      void d;
     }
   }
 

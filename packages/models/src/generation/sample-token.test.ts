@@ -45,6 +45,16 @@ describe('sampleToken', () => {
     expect(histogram({ topP: 0.4 })[0]).toBe(1);
   });
 
+  it('top-p over a long tail of unlikely tokens keeps only the nucleus', () => {
+    const logits = new Float32Array(5000).fill(-30);
+    logits.set([2, 1, 0.5], 100);
+    const rng = new SeededRng(2);
+    const seen = new Set<number>();
+    for (let i = 0; i < 2000; i++) seen.add(sampleToken(logits, { topP: 0.8, topK: 100 }, rng).token);
+    // p = 0.63, 0.23, 0.14: mass 0.63 < 0.8 <= 0.86 -> tokens 100 and 101
+    expect([...seen].sort()).toEqual([100, 101]);
+  });
+
   it('the same seed gives the same stream', () => {
     const a = new SeededRng(9);
     const b = new SeededRng(9);

@@ -28,31 +28,49 @@ export function sampleToken(logits: Float32Array, params: SamplingParams, rng: S
       argmax = i;
     }
   }
+  // unnormalised probabilities exp((l - max) / T), computed once
+  const w = new Float64Array(v);
   let sum = 0;
-  for (let i = 0; i < v; i++) sum += Math.exp((logits[i]! - max) / t);
-  const lse = Math.log(sum);
-  const logprobOf = (i: number) => (logits[i]! - max) / t - lse;
+  for (let i = 0; i < v; i++) {
+    w[i] = Math.exp((logits[i]! - max) / t);
+    sum += w[i]!;
+  }
+  const logprobOf = (i: number) => Math.log(w[i]! / sum);
   if (temperature <= 0) return { token: argmax, logprob: logprobOf(argmax) };
   const topK = params.topK !== undefined && params.topK > 0 ? Math.min(params.topK, v) : v;
   const topP = params.topP ?? 1;
-  let candidates: number[];
-  if (topK < v || topP < 1) {
-    candidates = Array.from({ length: v }, (_, i) => i).sort((a, b) => logits[b]! - logits[a]!);
-    candidates.length = topK;
-    if (topP < 1) {
-      let mass = 0;
-      let keep = 0;
-      while (keep < candidates.length && mass < topP) mass += Math.exp(logprobOf(candidates[keep++]!));
-      candidates.length = Math.max(1, keep);
+  if (topK === v && topP >= 1) {
+    let u = rng.next() * sum;
+    for (let i = 0; i < v; i++) {
+      u -= w[i]!;
+      if (u < 0) return { token: i, logprob: logprobOf(i) };
     }
-  } else {
-    candidates = Array.from({ length: v }, (_, i) => i);
+    return { token: argmax, logprob: logprobOf(argmax) };
+  }
+  // Sort only the tokens with w >= 1e-4 (w of the argmax is 1) when they already hold the
+  // top-k and the top-p mass: the nucleus is a prefix of the sorted order, so it lies among them.
+  let candidates: number[] = [];
+  let head = 0;
+  for (let i = 0; i < v; i++) {
+    if (w[i]! >= 1e-4) {
+      candidates.push(i);
+      head += w[i]!;
+    }
+  }
+  if (candidates.length < topK || head < topP * sum) candidates = Array.from({ length: v }, (_, i) => i);
+  candidates.sort((a, b) => w[b]! - w[a]!);
+  if (candidates.length > topK) candidates.length = topK;
+  if (topP < 1) {
+    let mass = 0;
+    let keep = 0;
+    while (keep < candidates.length && mass < topP * sum) mass += w[candidates[keep++]!]!;
+    candidates.length = Math.max(1, keep);
   }
   let total = 0;
-  for (const i of candidates) total += Math.exp(logprobOf(i));
+  for (const i of candidates) total += w[i]!;
   let u = rng.next() * total;
   for (const i of candidates) {
-    u -= Math.exp(logprobOf(i));
+    u -= w[i]!;
     if (u < 0) return { token: i, logprob: logprobOf(i) };
   }
   const last = candidates[candidates.length - 1]!;

@@ -33,16 +33,17 @@ export function chunkedLogprobsEntropy(
   };
   const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const [h, w, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.GradSaveFunc];
-    const [stats, lse, kept] = tf.tidy(() => {
+    const outs = tf.tidy(() => {
       let m: tf.Tensor | undefined;
       let s: tf.Tensor = tf.zeros([n]);
       let t: tf.Tensor = tf.zeros([n]);
       let z: tf.Tensor2D | undefined;
+      let e: tf.Tensor | undefined;
       for (const [c0, size] of chunks) {
         z = logitsOf(h, chunkWeight(w, c0, size));
         const mc = tf.max(z, 1);
         const mNew = m ? tf.maximum(m, mc) : mc;
-        const e = tf.exp(tf.sub(z, tf.expandDims(mNew, 1)));
+        e = tf.exp(tf.sub(z, tf.expandDims(mNew, 1)));
         const scale = m ? tf.exp(tf.sub(m, mNew)) : tf.onesLike(mNew);
         s = tf.add(tf.mul(s, scale), tf.sum(e, 1));
         t = tf.add(tf.mul(t, scale), tf.sum(tf.mul(e, z), 1));
@@ -51,14 +52,17 @@ export function chunkedLogprobsEntropy(
       const lse = tf.add(m!, tf.log(s));
       const zy = tf.mul(tf.sum(tf.mul(h, tf.gather(w, tf.tensor1d(targets, 'int32'))), 1), inv); // z[y], [N]
       const stats = tf.stack([tf.sub(zy, lse), tf.sub(lse, tf.div(t, s))], 1) as tf.Tensor2D;
-      return [stats, tf.expandDims(lse, 1), single ? z! : tf.zeros([0, 0])] as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D];
+      // one chunk: keep z and p = exp(z - m) / s for the backward instead of recomputing them
+      const kept = single ? [z!, tf.div(e!, tf.expandDims(s, 1))] : [];
+      return [stats, tf.expandDims(lse, 1), ...kept] as tf.Tensor2D[];
     });
-    save([h, w, stats, lse, kept]);
-    tf.dispose([lse, kept]);
+    const [stats, lse, ...kept] = outs as [tf.Tensor2D, tf.Tensor2D, ...tf.Tensor2D[]];
+    save([h, w, stats, lse, ...kept]);
+    tf.dispose([lse, ...kept]);
     return {
       value: stats,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-        const [hs, ws, st, lseS, z1] = saved as tf.Tensor2D[];
+        const [hs, ws, st, lseS, z1, p1] = saved as tf.Tensor2D[];
         return tf.tidy(() => {
           const gLogp = tf.slice(dy, [0, 0], [n, 1]);
           const gEnt = tf.slice(dy, [0, 1], [n, 1]);
@@ -70,10 +74,10 @@ export function chunkedLogprobsEntropy(
           for (const [c0, size] of chunks) {
             const wc = chunkWeight(ws!, c0, size);
             const z = single ? z1! : logitsOf(hs!, wc);
-            const lp = tf.sub(z, lseS!);
-            const p = tf.exp(lp);
+            const lp = () => tf.sub(z, lseS!);
+            const p = single ? p1! : tf.exp(lp());
             // dz (without the target term) = -p * (g_logp + g_H (logp + H)) / tau
-            const coef = entropyUsed ? tf.add(gLogp, tf.mul(gEnt, tf.add(lp, ent))) : gLogp;
+            const coef = entropyUsed ? tf.add(gLogp, tf.mul(gEnt, tf.add(lp(), ent))) : gLogp;
             const dz = tf.mul(p, tf.mul(coef, -inv)) as tf.Tensor2D;
             dh = tf.add(dh, tf.matMul(dz, wc));
             dws.push(tf.matMul(dz, hs!, true, false));

@@ -17,6 +17,13 @@ describe('collectives across real processes', () => {
     for (const r of results) expect(r.failures).toEqual([]);
   });
 
+  it('3 ranks, Promise-based Collective (createSocketWorld): concurrent ops on one group stay apart', async () => {
+    const { results, error } = await runRanks<{ rank: number; failures: string[] }>('async-collectives.rank.ts', { nprocPerNode: 3 });
+    expect(error).toBeUndefined();
+    expect(results.map((r) => r.rank).sort()).toEqual([0, 1, 2]);
+    for (const r of results) expect(r.failures).toEqual([]);
+  });
+
   it('two "nodes" of 2 ranks on loopback (TCP between nodes) agree', async () => {
     const masterPort = await freePort();
     const node = (nodeRank: number) =>

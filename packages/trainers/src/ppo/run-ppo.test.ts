@@ -110,3 +110,54 @@ describe('runPpo with a critic (OpenAI PPO recipe)', () => {
     expect(resumed.steps.map((s) => s.step)).toEqual([7, 8, 9, 10, 11, 12]);
   });
 });
+
+describe('runPpo on a multi-turn env', () => {
+  it('merges the tool turn into one sequence with the env tokens masked, rewards the last action token, and learns', async () => {
+    const t = tinyRun('tool');
+    const saveDir = join(t.dir, 'run');
+    const config = loadConfig(ppoConfigSchema, {
+      overrides: [
+        `actor.model_name=${t.model}`,
+        `data.train.path=${t.train}`,
+        `data.test.path=${t.test}`,
+        `rollout.env_path=${t.toolEnv}`,
+        'rollout.max_turns=3',
+        'rollout.train_prompts_per_rollout=4',
+        'rollout.responses_per_prompt=8',
+        'rollout.train_sampling_params.max_new_tokens=3',
+        'rollout.train_sampling_params.stop=["<"]',
+        'actor.lr=5e-2',
+        'actor.scheduler=constant',
+        'actor.warmup_ratio=0',
+        'trainer.n_epochs=6',
+        `trainer.save_dir=${saveDir}`,
+        'trainer.progress=none',
+        'trainer.threads=1',
+        'trainer.use_tensorboard=false',
+        'trainer.report=false',
+      ],
+    });
+    const res = await runPpo(config, { stdout: quiet().stream });
+    expect(res.steps.every((s) => s['train/turns/mean'] === 2)).toBe(true);
+    const rewards = res.steps.map((s) => s['train/reward/mean']);
+    expect(mean(rewards.slice(-3)), rewards.map((r) => r.toFixed(3)).join(' ')).toBeGreaterThan(mean(rewards.slice(0, 3)) + 0.2);
+
+    const first = JSON.parse(readFileSync(join(saveDir, 'rollouts', 'step-1.jsonl'), 'utf8').split('\n')[0]) as {
+      prompt: string;
+      answer: number;
+      sequences: { tokenIds: number[]; actionMask: number[]; rewards: number[] }[];
+      turns: { action: string; actionTokens: number; next: string }[];
+    };
+    expect(first.sequences).toHaveLength(1);
+    expect(first.turns[0].next).toBe('merge');
+    const [seq] = first.sequences;
+    const promptLen = first.prompt.length; // one id per character in the test tokenizer
+    const [a1, a2] = [first.turns[0].actionTokens, first.turns[1].actionTokens];
+    const observation = '<fig>7</fig>'.length;
+    expect(seq.tokenIds).toHaveLength(promptLen + a1 + observation + a2);
+    const expectedMask = [...new Array(promptLen).fill(0), ...new Array(a1).fill(1), ...new Array(observation).fill(0), ...new Array(a2).fill(1)];
+    expect(seq.actionMask).toEqual(expectedMask);
+    // turn rewards sit on each turn's last action token: 0 for the tool call, the digit share at the end
+    expect(seq.rewards.filter((r, i) => r !== 0 && i !== seq.rewards.length - 1)).toEqual([]);
+  });
+});

@@ -55,5 +55,20 @@ export function tinyRun(name: string, opts: { hiddenSize?: number; seed?: number
 }
 `,
   );
-  return { dir, model, tokenizer: tokDir, train, test, digitsEnv };
+  /**
+   * Two turns in one sequence: turn 1 gets a tool result appended to state + action (RL2's
+   * prefix merge, env tokens masked), turn 2 earns the share of digits it generates.
+   */
+  const toolEnv = join(dir, 'tool-env.mjs');
+  writeFileSync(
+    toolEnv,
+    `export async function step(state, action, answer) {
+  if (!state.includes('<fig>')) return [state + action + '<fig>' + answer + '</fig>', 0, false];
+  const chars = [...action.replace('<|im_end|>', '')];
+  const digits = chars.filter((c) => c >= '0' && c <= '9').length;
+  return [null, chars.length ? digits / chars.length : 0, true];
+}
+`,
+  );
+  return { dir, model, tokenizer: tokDir, train, test, digitsEnv, toolEnv };
 }

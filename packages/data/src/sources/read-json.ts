@@ -11,7 +11,6 @@ const OPEN_BRACKET = 91;
 const CLOSE_BRACKET = 93;
 const CLOSE_BRACE = 125;
 const QUOTE = 34;
-const BACKSLASH = 92;
 const COMMA = 44;
 const NEWLINE = 10;
 
@@ -41,16 +40,36 @@ export async function* readJson(file: string, stats: LoadStats, onBadRow: BadRow
     for await (const chunk of stream as AsyncIterable<string>) {
       const base = buf.length;
       buf += chunk;
+      let nextBackslash = -1; // index of the next backslash at or after i (Infinity: none in buf)
       const ready: [string, number][] = [];
       for (let i = base; i < buf.length; i++) {
-        const c = buf.charCodeAt(i);
-        if (c === NEWLINE) line += 1;
         if (inString) {
-          if (escaped) escaped = false;
-          else if (c === BACKSLASH) escaped = true;
-          else if (c === QUOTE) inString = false;
+          // Jump to the next quote or backslash (JSON strings hold no raw newlines).
+          if (escaped) {
+            escaped = false;
+            continue;
+          }
+          const q = buf.indexOf('"', i);
+          if (nextBackslash < i) {
+            nextBackslash = buf.indexOf('\\', i);
+            if (nextBackslash < 0) nextBackslash = Number.POSITIVE_INFINITY;
+          }
+          const b = nextBackslash === Number.POSITIVE_INFINITY ? -1 : nextBackslash;
+          if (q < 0 && b < 0) {
+            i = buf.length;
+            break;
+          }
+          if (b >= 0 && (q < 0 || b < q)) {
+            i = b;
+            escaped = true;
+          } else {
+            i = q;
+            inString = false;
+          }
           continue;
         }
+        const c = buf.charCodeAt(i);
+        if (c === NEWLINE) line += 1;
         if (c === QUOTE) {
           inString = true;
           if (elemStart < 0 && started) [elemStart, elemLine] = [i, line];

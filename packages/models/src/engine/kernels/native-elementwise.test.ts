@@ -86,6 +86,23 @@ describe.skipIf(!hasNative)('native elementwise kernels', () => {
     expect(Array.from(r.values[0])).toEqual([0, 5, 3, 0, 0, 9]);
   });
 
+  it('exp (vectorised polynomial) is within 2 ulp-ish of Math.exp over the float range, with exact edge cases', async () => {
+    const xs = Float32Array.from([...Array.from({ length: 2001 }, (_, i) => -100 + i * 0.1), -0, 88.5, 88.72, -87.5, -103, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY, Number.NaN]);
+    const r = await runOn('native', [{ shape: [xs.length], values: xs }], (x) => [tf.exp(x), tf.sigmoid(x)]);
+    xs.forEach((x, i) => {
+      const want = Math.fround(Math.exp(x));
+      const got = r.values[0][i];
+      if (Number.isNaN(x)) expect(got).toBeNaN();
+      else if (want < 1.2e-38) expect(Math.abs(got - want)).toBeLessThan(1e-44); // subnormal results
+      else if (!Number.isFinite(want)) expect(got).toBe(want);
+      else expect(Math.abs(got - want) / want).toBeLessThan(3e-7);
+    });
+    expect(r.values[0][xs.length - 3]).toBe(0);
+    expect(r.values[0][xs.length - 2]).toBe(Number.POSITIVE_INFINITY);
+    expect(r.values[1][xs.length - 3]).toBe(0);
+    expect(r.values[1][xs.length - 2]).toBe(1);
+  });
+
   it('hand-derived broadcast add', async () => {
     const r = await runOn('native', [{ shape: [2, 1], values: Float32Array.of(10, 20) }, { shape: [3], values: Float32Array.of(1, 2, 3) }], tf.add);
     expect(r.shapes[0]).toEqual([2, 3]);

@@ -1,18 +1,24 @@
 #!/usr/bin/env node
-// The README's main job on the embedded default. Each stage of the project replaces what this
-// runs: for now the tensor engine benchmark when it exists.
+// The README's main job: the SFT example end to end, as a new user would run it after
+// `bash tooling/scripts/setup.sh` (which builds every package): write a random tiny Qwen3
+// with the example's character tokenizer, fine-tune it on multi-digit addition with
+// `rl2 sft --config examples/addition/sft.yaml`, and point at the report. Extra arguments
+// are passed to `rl2 sft` as key=value overrides (e.g. `pnpm main trainer.n_epochs=1`).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 const root = resolve(import.meta.dirname, '..', '..');
-const run = (cmd, args) => {
-  console.log(`$ ${cmd} ${args.join(' ')}`);
-  const r = spawnSync(cmd, args, { stdio: 'inherit', cwd: root });
+const cli = join(root, 'apps', 'cli', 'dist', 'cli.js');
+if (!existsSync(cli)) {
+  console.error('main: apps/cli/dist/cli.js is missing; run `bash tooling/scripts/setup.sh` (or `pnpm build`) first');
+  process.exit(1);
+}
+const run = (args) => {
+  console.log(`$ rl2 ${args.join(' ')}`);
+  const r = spawnSync(process.execPath, [cli, ...args], { stdio: 'inherit', cwd: root });
   if (r.status !== 0) process.exit(r.status ?? 1);
 };
-if (existsSync(join(root, 'packages', 'models', 'bench', 'engine.bench.ts'))) {
-  run('node', ['tooling/scripts/bench.mjs', 'engine', ...process.argv.slice(2)]);
-} else {
-  run('node', ['apps/cli/dist/cli.js', '--help']);
-}
+run(['init-model', '--arch', 'qwen3', '--tokenizer', 'examples/addition/tokenizer', '--out', 'runs/addition/tiny-qwen3', '--hidden-size', '64', '--layers', '2', '--heads', '4']);
+run(['sft', '--config', 'examples/addition/sft.yaml', ...process.argv.slice(2)]);
+console.log('main: done; open runs/addition-sft/report.html, or `tensorboard --logdir runs/addition-sft/tensorboard`');

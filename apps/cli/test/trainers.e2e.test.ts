@@ -51,6 +51,7 @@ describe.each(['sft', 'rm', 'dpo'] as const)('rl2 %s end to end', (kind) => {
       expect(existsSync(join(full, 'step-6', 'model', f)), f).toBe(true);
     }
     expect(existsSync(join(full, 'step-6', 'optimizer.safetensors'))).toBe(true);
+    expect(existsSync(join(full, 'latest', 'model', 'config.json'))).toBe(true);
     expect(readFileSync(join(full, 'report.html'), 'utf8')).toContain('<svg');
 
     // Ctrl-C while step 3 is printed (mid epoch 2): saves step-3 and exits with 130.

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /** Writes a file through `<path>.tmp-<pid>` + rename, so readers never see half a file. */
@@ -26,4 +26,12 @@ export async function writeDirAtomic(dir: string, fill: (tmpDir: string) => Prom
     rmSync(tmp, { recursive: true, force: true });
     throw err;
   }
+}
+
+/** Points `<dir>/<name>` at `target` (a sibling entry) through a temporary link + rename. */
+export function updateLink(dir: string, name: string, target: string): void {
+  const tmp = join(dir, `.${name}.tmp-${process.pid}`);
+  rmSync(tmp, { force: true });
+  symlinkSync(target, tmp);
+  renameSync(tmp, join(dir, name));
 }

@@ -18,6 +18,7 @@ export function listCheckpoints(saveDir: string): { step: number; dir: string }[
 /**
  * Resolves `trainer.load_ckpt_from`: null -> no resume; `latest` -> newest completed
  * `step-N` in save_dir (none yet: start fresh, as RL2 does); otherwise a checkpoint directory.
+ * (Each save also points the `save_dir/latest` link at its step-N, for use as a model path.)
  */
 export function resolveCheckpoint(saveDir: string, loadFrom: string | null): string | undefined {
   if (loadFrom === null) return undefined;

@@ -8,6 +8,7 @@ export function trainerSection(experimentName: string) {
     experiment_name: option(z.string().min(1), experimentName, 'name of this run; names the default save_dir'),
     n_epochs: option(z.number().int().positive(), 1, 'passes over the training set'),
     max_steps: option(z.number().int().positive().nullable(), null, 'stop after this many optimizer steps (null: all epochs)'),
+    val_before_train: option(z.boolean(), true, 'validate once before the first step (a fresh run only), as verl does'),
     test_freq: option(z.number().int().positive().nullable(), null, 'also validate every N steps (validation always runs after each epoch)'),
     save_dir: option(z.string().min(1), 'ckpts/${trainer.experiment_name}', 'checkpoints, metrics.jsonl, TensorBoard events and report.html go here'),
     save_freq: option(z.number().int().positive().nullable(), null, 'save a checkpoint every N steps (one is always saved at the end)'),

@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type * as tf from '@tensorflow/tfjs-core';
 import { stringify } from 'yaml';
+import { updateLink } from '../checkpoint/atomic-write.js';
 import { checkpointDirName } from '../checkpoint/resolve-checkpoint.js';
 import { Rng } from '../checkpoint/rng.js';
 import { type TrainerState, loadCheckpoint, saveCheckpoint } from '../checkpoint/trainer-state.js';
@@ -153,9 +154,11 @@ export async function runTrainingLoop<P>(spec: LoopSpec<P>): Promise<RunResult> 
       savedAt: new Date().toISOString(),
     };
     await saveCheckpoint(checkpoint, { state, optimizer: optimizer.state(), saveModel: spec.saveModel });
+    updateLink(trainer.save_dir, 'latest', checkpointDirName(step));
     say(`saved checkpoint ${checkpoint}`);
   };
 
+  if (trainer.val_before_train && !spec.resumeFrom) validate();
   const trainLoss = new Map<number, number>();
   let interrupted = false;
   while (step < totalSteps) {

@@ -28,7 +28,7 @@ export type { AttentionKernel } from './layers/attention.js';
 
 export { createDecoderModel, lmHeadWeight } from './model/decoder-model.js';
 export type { DecoderModel, DecoderModelOptions } from './model/decoder-model.js';
-export { createParamMap, disposeParams, paramsToHost } from './model/param-map.js';
+export { createParamMap, disposeParams, paramsToHost, updateParams } from './model/param-map.js';
 export type { ParamMap } from './model/param-map.js';
 export { paramShapes } from './model/param-shapes.js';
 export { forwardHidden } from './model/forward-hidden.js';

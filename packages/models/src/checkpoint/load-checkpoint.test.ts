@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '../engine/init-engine.js';
-import { disposeParams } from '../model/param-map.js';
+import { disposeParams, updateParams } from '../model/param-map.js';
 import { loadModel, readCheckpointWeights } from './load-checkpoint.js';
 import { parseSafetensors } from './safetensors.js';
 import { saveCheckpoint } from './save-checkpoint.js';
@@ -38,6 +38,17 @@ describe('checkpoints', () => {
     for (let i = 0; i < w.length; i++) expect(Math.abs(b[i]! - w[i]!)).toBeLessThanOrEqual(Math.abs(w[i]!) * 2 ** -8);
     disposeParams(model.params);
     disposeParams(back.model.params);
+  });
+
+  it('updateParams copies weights into a live model by name and checks shapes', async () => {
+    const { model } = await loadModel(join(FIX, 'llama'));
+    const weights = await readCheckpointWeights(join(FIX, 'llama-bf16-sharded'));
+    updateParams(model.params, weights);
+    const name = 'model.layers.1.mlp.down_proj.weight';
+    expect(model.params.get(name)!.dataSync()).toEqual(weights.get(name)!.data);
+    const bad = new Map([[name, { shape: [2, 2], data: new Float32Array(4) }]]);
+    expect(() => updateParams(model.params, bad)).toThrow(/"model\.layers\.1\.mlp\.down_proj\.weight" has shape \[2,2\]/);
+    disposeParams(model.params);
   });
 
   it('names missing tensors and the folder', async () => {

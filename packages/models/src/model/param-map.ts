@@ -59,3 +59,22 @@ export async function paramsToHost(params: ReadonlyMap<string, tf.Tensor>): Prom
 export function disposeParams(params: ParamMap): void {
   for (const v of params.values()) v.dispose();
 }
+
+/**
+ * Copies new values into existing parameters by name (weight sync from a trainer to a
+ * generator, or loading a checkpoint into a live model). Every name must exist with the same
+ * shape; names absent from `values` keep their value.
+ */
+export function updateParams(params: ParamMap, values: ReadonlyMap<string, tf.Tensor | HostTensor>): void {
+  for (const [name, v] of values) {
+    const p = params.get(name);
+    if (!p) throw new ModelsError('CHECKPOINT_ERROR', `updateParams: the model has no parameter "${name}"`);
+    const shape = v instanceof tf.Tensor ? v.shape : v.shape;
+    if (shape.join(',') !== p.shape.join(',')) {
+      throw new ModelsError('SHAPE_MISMATCH', `updateParams: "${name}" has shape [${shape}], the model expects [${p.shape}]`);
+    }
+  }
+  for (const [name, v] of values) {
+    tf.tidy(() => params.get(name)!.assign(v instanceof tf.Tensor ? v : tf.tensor(v.data, v.shape)));
+  }
+}

@@ -50,6 +50,14 @@ async function run(g: Collective, q: CommRequest): Promise<Float32Array | undefi
   }
 }
 
+// A bug here must not leave the compute thread asleep until its wait limit: report and wake it.
+process.on('uncaughtException', (e) => {
+  port.postMessage({ id: -1, ok: false, code: 'PEER_LOST', message: `the communication worker crashed: ${e.stack ?? e.message}` } satisfies CommReply);
+  ctrl[0] = 3;
+  Atomics.add(ctrl, 1, 1);
+  Atomics.notify(ctrl, 1);
+});
+
 createSocketWorld(env, options).then(
   (sw) => {
     ctrl[0] = 1; // ready

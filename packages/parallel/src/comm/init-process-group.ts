@@ -46,6 +46,8 @@ class CommChannel {
         const r = m.message as CommReply;
         this.stash.set(r.id, r);
       }
+      const crash = this.stash.get(-1);
+      if (crash && !crash.ok) throw new ParallelError(crash.code as ParallelErrorCode, crash.message);
       const r = this.stash.get(id);
       if (r) {
         this.stash.delete(id);

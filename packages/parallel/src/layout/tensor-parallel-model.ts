@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ProcessGroup } from '../comm/collective.js';
+import { ParallelError } from '../errors.js';
 import { columnParallelLinear, rowParallelLinear, shardLinear, shardRange } from './tensor-parallel.js';
 import { vocabRange } from './vocab-parallel.js';
 
@@ -52,7 +53,7 @@ export function shardForTensorParallel(params: ReadonlyMap<string, tf.Tensor>, t
 export function tensorParallelLinearFactory(tp: ProcessGroup) {
   return (name: string, params: ReadonlyMap<string, tf.Tensor>): { name: string; forward: (x: tf.Tensor2D) => tf.Tensor2D } => {
     const weight = params.get(`${name}.weight`) as tf.Tensor2D | undefined;
-    if (!weight) throw new Error(`tensorParallelLinearFactory: parameter "${name}.weight" is missing`);
+    if (!weight) throw new ParallelError('LAYOUT', `tensorParallelLinearFactory: parameter "${name}.weight" is missing from the sharded map; shard the full map with shardForTensorParallel first.`);
     const bias = params.get(`${name}.bias`) as tf.Tensor1D | undefined;
     const role = tensorParallelRole(name);
     return {

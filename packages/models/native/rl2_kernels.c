@@ -19,6 +19,13 @@
 #include <string.h>
 
 #define MAX_RANK 8
+
+/* Hot loops get an AVX2 clone picked at load time (ifunc); other CPUs run the SSE2 default. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define HOT
+#endif
 /* Bumped whenever a function is added or changes; src/engine/native-addon.ts refuses others. */
 #define RL2_KERNELS_ABI 3
 
@@ -245,7 +252,7 @@ static inline float bin(int op, float a, float b) {
     for (int64_t i = 0; i < n; i++) { float x = a[i * sa], y = b[i * sb]; o[i] = (EXPR); }       \
   }
 
-static void bin_row(int op, const float *a, int64_t sa, const float *b, int64_t sb, float *o,
+HOT static void bin_row(int op, const float *a, int64_t sa, const float *b, int64_t sb, float *o,
                     int64_t n) {
   switch (op) {
     case B_ADD: BIN_LOOP(x + y) break;
@@ -303,7 +310,7 @@ static napi_value binary(napi_env env, napi_callback_info info) {
 /* Comparison op codes, shared with src/engine/native-addon.ts. */
 enum { C_EQ, C_NE, C_GT, C_GE, C_LT, C_LE };
 
-static void cmp_row(int op, const float *a, int64_t sa, const float *b, int64_t sb, uint8_t *o, int64_t n) {
+HOT static void cmp_row(int op, const float *a, int64_t sa, const float *b, int64_t sb, uint8_t *o, int64_t n) {
   switch (op) {
     case C_EQ: for (int64_t i = 0; i < n; i++) o[i] = a[i * sa] == b[i * sb]; break;
     case C_NE: for (int64_t i = 0; i < n; i++) o[i] = a[i * sa] != b[i * sb]; break;
@@ -362,15 +369,7 @@ static napi_value compare(napi_env env, napi_callback_info info) {
 /* Unary op codes, shared with src/engine/native-addon.ts. */
 enum { U_EXP, U_LOG, U_NEG, U_SQRT, U_RSQRT, U_SIGMOID, U_SQUARE, U_RELU, U_TANH, U_ABS, U_RECIP };
 
-/* unary(op, x, out): out[i] = f(x[i]). */
-static napi_value unary(napi_env env, napi_callback_info info) {
-  ARGS(3);
-  int op = (int)get_int(env, argv[0]);
-  float *x, *o;
-  size_t lx, lo;
-  if (!get_f32(env, argv[1], &x, &lx) || !get_f32(env, argv[2], &o, &lo) || lo < lx)
-    FAIL("unary expects Float32Array x and an out at least as long");
-  int64_t n = (int64_t)lx;
+HOT static void unary_loop(int op, const float *x, float *o, int64_t n) {
   switch (op) {
     case U_EXP: for (int64_t i = 0; i < n; i++) o[i] = fast_expf(x[i]); break;
     case U_LOG: for (int64_t i = 0; i < n; i++) o[i] = logf(x[i]); break;
@@ -383,13 +382,25 @@ static napi_value unary(napi_env env, napi_callback_info info) {
     case U_TANH: for (int64_t i = 0; i < n; i++) o[i] = tanhf(x[i]); break;
     case U_ABS: for (int64_t i = 0; i < n; i++) o[i] = fabsf(x[i]); break;
     case U_RECIP: for (int64_t i = 0; i < n; i++) o[i] = 1.0f / x[i]; break;
-    default: FAIL("unary: unknown op code");
+    default: break;
   }
+}
+
+/* unary(op, x, out): out[i] = f(x[i]). */
+static napi_value unary(napi_env env, napi_callback_info info) {
+  ARGS(3);
+  int op = (int)get_int(env, argv[0]);
+  float *x, *o;
+  size_t lx, lo;
+  if (!get_f32(env, argv[1], &x, &lx) || !get_f32(env, argv[2], &o, &lo) || lo < lx)
+    FAIL("unary expects Float32Array x and an out at least as long");
+  if (op < U_EXP || op > U_RECIP) FAIL("unary: unknown op code");
+  unary_loop(op, x, o, (int64_t)lx);
   return NULL;
 }
 
 /* max of a row, 8 lanes wide so the loop vectorises (NaN-free rows; NaN propagates via exp). */
-static float row_max(const float *row, int64_t cols) {
+HOT static float row_max(const float *row, int64_t cols) {
   float acc[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
   int64_t c = 0;
   for (; c + 8 <= cols; c += 8)
@@ -401,13 +412,28 @@ static float row_max(const float *row, int64_t cols) {
 }
 
 /* sum of exp(row - m), 8 float lanes (a row of 8k terms <= 1 loses < 1e-6 relative). */
-static float row_sum_exp(const float *row, int64_t cols, float m) {
+HOT static float row_sum_exp(const float *row, int64_t cols, float m) {
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t c = 0;
   for (; c + 8 <= cols; c += 8)
     for (int k = 0; k < 8; k++) acc[k] += fast_expf(row[c + k] - m);
   for (; c < cols; c++) acc[0] += fast_expf(row[c] - m);
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+/* sum of a row in 8 float lanes (vectorises; order differs from a serial sum by < 1e-6 relative). */
+HOT static float row_sum(const float *row, int64_t cols) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t c = 0;
+  for (; c + 8 <= cols; c += 8)
+    for (int k = 0; k < 8; k++) acc[k] += row[c + k];
+  for (; c < cols; c++) acc[0] += row[c];
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+/* out[c] = scale * exp(row[c] - m). */
+HOT static void exp_shifted(const float *row, int64_t cols, float m, float scale, float *out) {
+  for (int64_t c = 0; c < cols; c++) out[c] = scale * fast_expf(row[c] - m);
 }
 
 /* log(sum(exp(row))) of one row, stable (max shifted). */
@@ -432,9 +458,8 @@ static napi_value softmax(napi_env env, napi_callback_info info) {
     float *orow = o + r * cols;
     float m = row_max(xr, cols);
     if (m == -INFINITY) m = 0; /* an all -inf row gives NaN like the stock kernel: exp(-inf)/0 */
-    for (int64_t c = 0; c < cols; c++) orow[c] = fast_expf(xr[c] - m);
-    float s = 0;
-    for (int64_t c = 0; c < cols; c++) s += orow[c];
+    exp_shifted(xr, cols, m, 1.0f, orow);
+    float s = row_sum(orow, cols);
     float inv = 1.0f / s;
     for (int64_t c = 0; c < cols; c++) orow[c] *= inv;
   }
@@ -662,7 +687,7 @@ static napi_value xent_backward(napi_env env, napi_callback_info info) {
       continue;
     }
     float lse = (float)row_lse(row, cols), d = dy[r];
-    for (int64_t c = 0; c < cols; c++) g[c] = d * fast_expf(row[c] - lse);
+    exp_shifted(row, cols, lse, d, g);
     g[t] -= d;
   }
   return NULL;

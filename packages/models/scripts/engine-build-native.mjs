@@ -40,7 +40,7 @@ const includes = ['/usr/include/openblas', '/usr/include/x86_64-linux-gnu/openbl
   .filter((dir) => existsSync(dir))
   .map((dir) => `-I${dir}`);
 const flags = [
-  '-O3', '-fPIC', '-shared', '-std=c11', '-fno-math-errno', '-Wall',
+  '-O3', '-fPIC', '-shared', '-std=gnu11', '-fno-math-errno', '-fno-trapping-math', '-Wall',
   `-I${headers}`, ...includes, source, '-lopenblas', '-lm',
 ];
 if (process.platform === 'darwin') flags.push('-undefined', 'dynamic_lookup');

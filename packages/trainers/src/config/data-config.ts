@@ -26,12 +26,12 @@ function dataSectionOf<K extends z.ZodRawShape>(keys: (inherit: Inherit) => K, u
         null,
         test
           ? 'test file (.json/.jsonl/.csv/.parquet/.arrow); null: split test_ratio off train'
-          : 'training file (.json/.jsonl/.csv/.parquet/.arrow) or hub dataset; `split@path` picks a split',
+          : 'required: training file (.json/.jsonl/.csv/.parquet/.arrow) or hub dataset; `split@path` picks a split',
       ),
       ...keys(inherit),
       apply_chat_template: option(z.boolean(), inherit('apply_chat_template', true), 'render raw-text prompts with the tokenizer chat template'),
       max_length: option(z.number().int().positive().nullable(), inherit('max_length', null), 'truncate each sequence to this many tokens (null: no truncation)'),
-      batch_size: option(z.number().int().positive(), inherit('batch_size', 128), `${unit} per optimizer step`),
+      batch_size: option(z.number().int().positive(), inherit('batch_size', 128), test ? `${unit} packed together per validation chunk` : `${unit} per optimizer step`),
     });
   };
   return z.strictObject({

@@ -24,6 +24,7 @@ export async function runDpo(config: DpoConfig, io: RunIo = {}): Promise<RunResu
     model: config.actor,
     modelKey: 'actor',
     batchSize: config.data.train.batch_size,
+    testBatchSize: config.data.test.batch_size,
     shuffle: config.data.shuffle,
     train,
     test,

@@ -54,6 +54,7 @@ export interface LoopSpec<P> {
   /** `actor` or `critic`, for messages naming config keys. */
   readonly modelKey: string;
   readonly batchSize: number;
+  readonly testBatchSize: number;
   readonly shuffle: boolean;
   readonly train: readonly TrainingItem[];
   readonly test: readonly TrainingItem[];
@@ -86,7 +87,11 @@ export async function runTrainingLoop<P>(spec: LoopSpec<P>): Promise<RunResult> 
   const totalSteps = Math.min(trainer.max_steps ?? Number.POSITIVE_INFINITY, trainer.n_epochs * batchesPerEpoch);
   const schedule: ScheduleOptions = { lr: m.lr, minLr: m.min_lr, warmupRatio: m.warmup_ratio, totalSteps, kind: m.scheduler };
   const optimizer = new AdamW(spec.params, { betas: m.betas, eps: m.eps, weightDecay: m.weight_decay });
-  const testBins: PackedBin[] = spec.test.length > 0 ? packBins(spec.test, m.max_length_per_device, spec.objective.groupSize, budgetKey) : [];
+  // the test set is packed in chunks of data.test.batch_size items; the totals span all of it
+  const testBins: PackedBin[] = [];
+  for (let i = 0; i < spec.test.length; i += spec.testBatchSize) {
+    testBins.push(...packBins(spec.test.slice(i, i + spec.testBatchSize), m.max_length_per_device, spec.objective.groupSize, budgetKey));
+  }
 
   let step = 0;
   let epoch = 0;

@@ -22,6 +22,7 @@ export async function runRm(config: RmConfig, io: RunIo = {}): Promise<RunResult
     model: config.critic,
     modelKey: 'critic',
     batchSize: config.data.train.batch_size,
+    testBatchSize: config.data.test.batch_size,
     shuffle: config.data.shuffle,
     train,
     test,

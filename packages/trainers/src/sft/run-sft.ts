@@ -19,6 +19,7 @@ export async function runSft(config: SftConfig, io: RunIo = {}): Promise<RunResu
     model: config.actor,
     modelKey: 'actor',
     batchSize: config.data.train.batch_size,
+    testBatchSize: config.data.test.batch_size,
     shuffle: config.data.shuffle,
     train,
     test,

@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type RolloutRunner, createRolloutRunner, loadEnvironment } from '@rl2/rollout';
+import { type RolloutEngine, type RolloutRunner, createRolloutRunner, loadEnvironment } from '@rl2/rollout';
+import { TrainersError } from '../errors.js';
 import { stringify } from 'yaml';
 import { checkpointDirName, resolveCheckpoint } from '../checkpoint/resolve-checkpoint.js';
 import { type MetricRecord, MetricsLog } from '../metrics/metrics-log.js';
@@ -30,6 +31,15 @@ export interface PpoRunResult {
   /** Every evaluation on the test split (`test/reward/mean`, ...), in order. */
   readonly tests: readonly MetricRecord[];
   readonly report?: string;
+}
+
+/** Fails early, naming every server, when an SGLang engine is not reachable. */
+async function checkEngine(engine: RolloutEngine, r: PpoConfig['rollout']): Promise<void> {
+  if (r.engine !== 'sglang') return;
+  const health = await engine.health();
+  if (health.ok) return;
+  const down = health.backends.filter((b) => !b.ok).map((b) => `${b.name}: ${b.error ?? 'unhealthy'}`);
+  throw new TrainersError('INVALID_ARGUMENT', `rollout.server_urls: no healthy SGLang server (${down.join('; ')}); start one (e.g. rl2 serve --model PATH) or fix the URLs`);
 }
 
 const prefixed = (prefix: string, m: object) => Object.fromEntries(Object.entries(m).map(([k, v]) => [`${prefix}/${k}`, v as number]));
@@ -79,6 +89,7 @@ export async function runPpo(config: PpoConfig, io: RunIo = {}): Promise<PpoRunR
   let step = saved?.state.step ?? 0;
 
   const engine = createPpoEngine(r, actor.model, actor.generationConfig, tokenizer);
+  await checkEngine(engine, r);
   const runner: RolloutRunner = createRolloutRunner({
     engine,
     env,

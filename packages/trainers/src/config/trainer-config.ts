@@ -4,7 +4,7 @@ import { option } from './option.js';
 /** `trainer.*`: run bookkeeping shared by SFT, RM and DPO. */
 export function trainerSection(experimentName: string) {
   return z.strictObject({
-    project: option(z.string(), 'rl2', 'project name, used in the run header'),
+    project: option(z.string(), 'rl2', 'project name, shown in the run header'),
     experiment_name: option(z.string().min(1), experimentName, 'name of this run; names the default save_dir'),
     n_epochs: option(z.number().int().positive(), 1, 'passes over the training set'),
     max_steps: option(z.number().int().positive().nullable(), null, 'stop after this many optimizer steps (null: all epochs)'),

@@ -118,7 +118,7 @@ export async function runTrainingLoop<P>(spec: LoopSpec<P>): Promise<RunResult> 
   const progress = createProgress({ total: totalSteps, start: step, mode: trainer.progress, logFreq: trainer.log_freq, stream: out });
   const say = (line: string) => progress.log(line);
   say(
-    `rl2 ${spec.kind}: ${n} train / ${spec.test.length} test items, ${batchesPerEpoch} steps per epoch, ${totalSteps} steps` +
+    `rl2 ${spec.kind} [${trainer.project}/${trainer.experiment_name}]: ${n} train / ${spec.test.length} test items, ${batchesPerEpoch} steps per epoch, ${totalSteps} steps` +
       (spec.resumeFrom ? `, resuming from ${spec.resumeFrom} at step ${step}` : ''),
   );
 

@@ -7,7 +7,7 @@ import {
   type Tensor, type TensorInfo, tidy, zerosLike,
 } from '@tensorflow/tfjs-core';
 import { ModelsError } from '../errors.js';
-import { asKernelFunc, f32Values, i32Values } from './kernels/native-kernel.js';
+import { asKernelFunc, f32Values, i32Values, uninitF32 } from './kernels/native-kernel.js';
 import type { NativeAddon } from './native-addon.js';
 
 export const SOFTMAX_CROSS_ENTROPY = 'Rl2SoftmaxCrossEntropy';
@@ -61,7 +61,7 @@ export function softmaxCrossEntropyKernels(addon: NativeAddon, backendName: stri
     const ids = i32Values(backend, labels);
     if (!x || !ids) throw new Error(`${SOFTMAX_CROSS_ENTROPY}: needs float32 logits and int32 labels`);
     const [rows, cols] = logits.shape;
-    const losses = new Float32Array(rows);
+    const losses = uninitF32(rows);
     const bad = addon.xentForward(x, rows, cols, ids, losses);
     if (bad >= 0) throw new ModelsError('INVALID_ARGUMENT', `softmaxCrossEntropy: label ${ids[bad]} at row ${bad} is not below the vocabulary size ${cols}`);
     return backend.makeTensorInfo([rows], 'float32', losses);
@@ -73,7 +73,7 @@ export function softmaxCrossEntropyKernels(addon: NativeAddon, backendName: stri
     const g = f32Values(backend, dy);
     if (!x || !ids || !g) throw new Error(`${SOFTMAX_CROSS_ENTROPY_GRAD}: needs float32 logits/dy and int32 labels`);
     const [rows, cols] = logits.shape;
-    const dx = new Float32Array(rows * cols);
+    const dx = uninitF32(rows * cols);
     addon.xentBackward(x, rows, cols, ids, g, dx);
     return backend.makeTensorInfo([rows, cols], 'float32', dx);
   });

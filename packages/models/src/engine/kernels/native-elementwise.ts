@@ -4,7 +4,7 @@
 // Other dtypes (int32, bool, complex) and rank > 8 go to the stock kernels.
 import { broadcast_util, type TensorInfo } from '@tensorflow/tfjs-core';
 import { BinaryOp, CompareOp, UnaryOp } from '../native-addon.js';
-import { asKernelFunc, f32Values, type NativeKernelOverride, sizeOf } from './native-kernel.js';
+import { asKernelFunc, f32Values, type NativeKernelOverride, sizeOf, uninitF32 } from './native-kernel.js';
 
 const MAX_RANK = 8;
 
@@ -31,7 +31,7 @@ function binaryOverride(kernelName: string, op: number): NativeKernelOverride {
         if (!a || !b || !av || !bv) return stock(args as never) as TensorInfo;
         const outShape = broadcast_util.assertAndGetBroadcastShape(a.shape, b.shape);
         if (outShape.length > MAX_RANK) return stock(args as never) as TensorInfo;
-        const out = new Float32Array(sizeOf(outShape));
+        const out = uninitF32(sizeOf(outShape));
         if (out.length > 0) {
           const shape = outShape.length === 0 ? [1] : outShape;
           addon.binary(op, av, broadcastStrides(a.shape, shape), bv, broadcastStrides(b.shape, shape), out, Int32Array.from(shape));
@@ -70,7 +70,7 @@ function unaryOverride(kernelName: string, op: number): NativeKernelOverride {
         const { x } = args.inputs;
         const xv = f32Values(args.backend, x);
         if (!x || !xv) return stock(args as never) as TensorInfo;
-        const out = new Float32Array(xv.length);
+        const out = uninitF32(xv.length);
         addon.unary(op, xv, out);
         return args.backend.makeTensorInfo(x.shape, 'float32', out);
       }),

@@ -2,7 +2,7 @@
 // lookup) and UnsortedSegmentSum (its gradient: the stock cpu kernel is O(segments x rows),
 // minutes for an 8k vocabulary; this one is one pass over the rows).
 import { type TensorInfo, util } from '@tensorflow/tfjs-core';
-import { asKernelFunc, f32Values, i32Values, type NativeKernelOverride, sizeOf } from './native-kernel.js';
+import { asKernelFunc, f32Values, i32Values, type NativeKernelOverride, sizeOf, uninitF32 } from './native-kernel.js';
 
 export const transposeOverride: NativeKernelOverride = {
   kernelName: 'Transpose',
@@ -15,7 +15,7 @@ export const transposeOverride: NativeKernelOverride = {
         return stock(args as never) as TensorInfo;
       }
       const shape = perm.map((p) => x.shape[p]);
-      const out = xv instanceof Float32Array ? new Float32Array(xv.length) : new Int32Array(xv.length);
+      const out = xv instanceof Float32Array ? uninitF32(xv.length) : new Int32Array(xv.length);
       if (xv.length > 0) addon.transpose(xv, Int32Array.from(x.shape), Int32Array.from(perm), out);
       return args.backend.makeTensorInfo(shape, x.dtype, out);
     }),
@@ -37,7 +37,7 @@ export const gatherOverride: NativeKernelOverride = {
       const n = x.shape[axis];
       const inner = sizeOf(x.shape.slice(axis + 1));
       const shape = [...x.shape.slice(0, axis), ...indices.shape, ...x.shape.slice(axis + 1)];
-      const out = new Float32Array(outer * iv.length * inner);
+      const out = uninitF32(outer * iv.length * inner);
       const bad = out.length > 0 ? addon.gather(xv, outer, n, inner, iv, out) : -1;
       if (bad >= 0) {
         throw new Error(`GatherV2: index ${iv[bad]} at position ${bad} is not in [0, ${n - 1}] (axis ${axis} of shape [${x.shape}])`);
@@ -59,7 +59,7 @@ export const segmentSumOverride: NativeKernelOverride = {
       if (segmentIds.shape.some((d, i) => d !== x.shape[i])) return stock(args as never) as TensorInfo;
       const rest = x.shape.slice(idRank);
       const inner = sizeOf(rest);
-      const out = new Float32Array(numSegments * inner);
+      const out = new Float32Array(numSegments * inner); // accumulated into: must start at 0
       if (out.length > 0) addon.segmentSum(xv, ids, numSegments, inner, out);
       return args.backend.makeTensorInfo([numSegments, ...rest], 'float32', out);
     }),

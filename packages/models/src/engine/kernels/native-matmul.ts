@@ -3,7 +3,7 @@
 // broadcast when one side has a single matrix. Other broadcasts go to the stock kernel.
 import { broadcast_util, getKernel, type KernelFunc, type TensorInfo } from '@tensorflow/tfjs-core';
 import type { NativeAddon } from '../native-addon.js';
-import { asKernelFunc, type CpuKernelArgs, f32Values, type NativeKernelOverride, sizeOf } from './native-kernel.js';
+import { asKernelFunc, type CpuKernelArgs, f32Values, type NativeKernelOverride, sizeOf, uninitF32 } from './native-kernel.js';
 
 /** Runs op(a) @ op(b) natively; undefined when the layout needs the stock kernel. */
 export function nativeMatMul(
@@ -30,7 +30,7 @@ export function nativeMatMul(
   const batchA = sizeOf(a.shape.slice(0, -2));
   const batchB = sizeOf(b.shape.slice(0, -2));
   if ((batchA !== batch && batchA !== 1) || (batchB !== batch && batchB !== 1)) return undefined;
-  const out = new Float32Array(batch * m * n);
+  const out = uninitF32(batch * m * n);
   if (batch > 0) {
     addon.gemm(transposeA, transposeB, batch, m, n, k, av, batchA === 1 ? 0 : m * k, bv, batchB === 1 ? 0 : k * n, out);
   }

@@ -3,7 +3,7 @@
 // reductions of softmax/logsumexp/RMSNorm and the leading-axis sums of broadcast gradients.
 import { type TensorInfo, util } from '@tensorflow/tfjs-core';
 import { ReduceOp } from '../native-addon.js';
-import { asKernelFunc, f32Values, type NativeKernelOverride, sizeOf } from './native-kernel.js';
+import { asKernelFunc, f32Values, type NativeKernelOverride, sizeOf, uninitF32 } from './native-kernel.js';
 
 /** [outer, r, inner] for reducing `axes` of `shape`, or undefined when the axes are not contiguous. */
 export function reductionView(shape: readonly number[], axes: readonly number[]): [number, number, number] | undefined {
@@ -27,7 +27,7 @@ function reduceOverride(kernelName: string, op: number, axisAttr: 'axis' | 'redu
         const view = axes.length > 0 ? reductionView(x.shape, axes) : undefined;
         if (!view || view[1] === 0) return stock(args as never) as TensorInfo;
         const [outer, r, inner] = view;
-        const out = new Float32Array(outer * inner);
+        const out = uninitF32(outer * inner);
         if (out.length > 0) addon.reduce(op, xv, outer, r, inner, out);
         const shape = attrs.keepDims
           ? x.shape.map((d, i) => (axes.includes(i) ? 1 : d))
@@ -48,7 +48,7 @@ export const softmaxOverride: NativeKernelOverride = {
       const rank = logits.shape.length;
       if (dim !== -1 && dim !== rank - 1) return stock(args as never) as TensorInfo;
       const cols = logits.shape[rank - 1];
-      const out = new Float32Array(xv.length);
+      const out = uninitF32(xv.length);
       if (cols > 0 && xv.length > 0) addon.softmax(xv, xv.length / cols, cols, out);
       return args.backend.makeTensorInfo(logits.shape, 'float32', out);
     }),

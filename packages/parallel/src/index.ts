@@ -44,3 +44,5 @@ export type { TensorParallelRole } from './layout/tensor-parallel-model.js';
 export { contextParallelAttentionKernel } from './layout/context-parallel.js';
 export { fsdpTrainStep } from './layout/fsdp-train-step.js';
 export type { FsdpTrainStepOptions } from './layout/fsdp-train-step.js';
+export { gatherSequence, reduceScatterSequence, splitSequence } from './layout/sequence-parallel.js';
+export type { ParallelLinearOptions } from './layout/tensor-parallel.js';

@@ -26,7 +26,7 @@ describe('parallel layouts equal the single-process computation', () => {
   it('2 ranks: TP(2) MLP and vocab-parallel logprobs/entropy/embedding, CP(2) zigzag attention, FSDP(2) training step', async () => {
     const { results, error } = await runRanks<Result>('layouts.rank.ts', { nprocPerNode: 2, env: { LAYOUT_CASES: 'tp,cp,fsdp' } });
     expect(error).toBeUndefined();
-    check(results, 2, ['TP(2)', 'TP(2) model seam', 'TP(2) vocab', 'CP(2)', 'FSDP(2)']);
+    check(results, 2, ['TP(2)', 'TP(2) model seam', 'TP(2) sequence parallel', 'TP(2) vocab', 'CP(2)', 'FSDP(2)']);
   });
 
   it('4 ranks: ddp x fsdp (2x2) training step, TP x CP (2x2) attention, TP(2) sub-groups', async () => {

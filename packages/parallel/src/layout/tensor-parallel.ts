@@ -2,6 +2,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { ProcessGroup } from '../comm/collective.js';
 import { ParallelError } from '../errors.js';
 import { unaryCustomGrad, valuesOf } from './custom-grad.js';
+import { gatherSequence, reduceScatterSequence } from './sequence-parallel.js';
 
 // Megatron-LM tensor parallelism (Shoeybi et al. 2019, https://arxiv.org/abs/1909.08053, §3):
 // the conjugate operators f (identity forward, all-reduce backward) and g (all-reduce forward,
@@ -70,15 +71,40 @@ export function shardLinear(w: tf.Tensor2D, kind: 'column' | 'row', tp: Pick<Pro
   return { weight: tf.slice(w, [0, a], [out, b - a]), bias };
 }
 
-/** Column-parallel linear: `x [.., in]` (replicated) -> this rank's `[.., out/tp]` slice of x W^T + b. */
-export function columnParallelLinear(x: tf.Tensor, weightShard: tf.Tensor2D /* [out/tp, in] */, biasShard: tf.Tensor1D | undefined, tp: ProcessGroup): tf.Tensor {
-  const y = linear(copyToTensorParallel(x, tp), weightShard);
+/** Options of the parallel linears. */
+export interface ParallelLinearOptions {
+  /** Tokens are split over tp outside the layer (sequence parallelism): gather in / reduce-scatter out. */
+  sequenceParallel?: boolean;
+}
+
+/**
+ * Column-parallel linear: `x [.., in]` (replicated; with sequenceParallel this rank's
+ * `[T/tp, in]` tokens) -> this rank's `[.., out/tp]` slice of x W^T + b (all tokens).
+ */
+export function columnParallelLinear(
+  x: tf.Tensor,
+  weightShard: tf.Tensor2D /* [out/tp, in] */,
+  biasShard: tf.Tensor1D | undefined,
+  tp: ProcessGroup,
+  options: ParallelLinearOptions = {},
+): tf.Tensor {
+  const y = linear(options.sequenceParallel ? gatherSequence(x, tp) : copyToTensorParallel(x, tp), weightShard);
   return biasShard ? tf.add(y, biasShard) : y;
 }
 
-/** Row-parallel linear: `x [.., in/tp]` (this rank's slice) -> the full `[.., out]` x W^T + b, replicated. */
-export function rowParallelLinear(xShard: tf.Tensor, weightShard: tf.Tensor2D /* [out, in/tp] */, bias: tf.Tensor1D | undefined, tp: ProcessGroup): tf.Tensor {
-  const y = reduceFromTensorParallel(linear(xShard, weightShard), tp);
+/**
+ * Row-parallel linear: `x [.., in/tp]` (this rank's slice) -> the full `[.., out]` x W^T + b,
+ * replicated; with sequenceParallel, this rank's `[T/tp, out]` tokens (x must be 2D then).
+ */
+export function rowParallelLinear(
+  xShard: tf.Tensor,
+  weightShard: tf.Tensor2D /* [out, in/tp] */,
+  bias: tf.Tensor1D | undefined,
+  tp: ProcessGroup,
+  options: ParallelLinearOptions = {},
+): tf.Tensor {
+  const partial = linear(xShard, weightShard);
+  const y = options.sequenceParallel ? reduceScatterSequence(partial, tp) : reduceFromTensorParallel(partial, tp);
   return bias ? tf.add(y, bias) : y;
 }
 

@@ -19,6 +19,7 @@ import {
   rowParallelLinear,
   shardForTensorParallel,
   shardLinear,
+  splitSequence,
   tensorParallelLinearFactory,
   vocabParallelEmbedding,
   vocabParallelLogprobs,
@@ -58,6 +59,35 @@ function tpMlp(tp: ProcessGroup, caseName: string) {
   record(caseName, 'db1 (column shard)', sharded.grads[2]!, tf.slice(tensor(f.db1), [tp.rank * outRows], [outRows]), tf.slice(single.grads[2]!, [tp.rank * outRows], [outRows]));
   record(caseName, 'dW2 (row shard)', sharded.grads[3]!, own(tensor(f.dw2), 1), own(single.grads[3]!, 1));
   record(caseName, 'db2', sharded.grads[4]!, tensor(f.db2), single.grads[4]!);
+}
+
+/** The same MLP with sequence parallelism: tokens split over tp outside the two linears. */
+function tpMlpSequenceParallel(tp: ProcessGroup, caseName: string) {
+  const f = fixture('tp_mlp.json');
+  const [x, w1, b1, w2, b2, c] = ['x', 'w1', 'b1', 'w2', 'b2', 'c'].map((k) => tensor(f[k]));
+  const run = (g: ProcessGroup) => {
+    const col = shardLinear(w1 as tf.Tensor2D, 'column', g, b1 as tf.Tensor1D);
+    const row = shardLinear(w2 as tf.Tensor2D, 'row', g, b2 as tf.Tensor1D);
+    const sp = { sequenceParallel: true };
+    const loss = (xx: tf.Tensor, a: tf.Tensor, ab: tf.Tensor, b: tf.Tensor, bb: tf.Tensor) => {
+      const h = tf.tanh(columnParallelLinear(xx, a as tf.Tensor2D, ab as tf.Tensor1D, g, sp));
+      return tf.sum(tf.mul(rowParallelLinear(h, b as tf.Tensor2D, bb as tf.Tensor1D, g, sp), splitSequence(c!, g))) as tf.Scalar;
+    };
+    const { value, grads } = tf.valueAndGrads(loss)([splitSequence(x!, g), col.weight, col.bias!, row.weight, row.bias!]);
+    // the loss and the row bias' gradient are partial per tp rank under sequence parallelism
+    const total = g.allReduce(Float32Array.of(value.dataSync()[0]!), 'sum')[0]!;
+    const db2 = tf.tensor(g.allReduce(Float32Array.from(grads[4]!.dataSync()), 'sum'));
+    return { total, grads, db2 };
+  };
+  const sh = run(tp);
+  const si = run(local);
+  const outRows = (w1 as tf.Tensor2D).shape[0] / tp.size;
+  const own = (t: tf.Tensor, axis: 0 | 1) => tf.slice(t, axis === 0 ? [tp.rank * outRows, 0] : [0, tp.rank * outRows], axis === 0 ? [outRows, -1] : [-1, outRows]);
+  record(caseName, 'loss', [sh.total], [f.loss], [si.total]);
+  record(caseName, 'dx (token shard)', sh.grads[0]!, splitSequence(tensor(f.dx), tp), splitSequence(si.grads[0]!, tp));
+  record(caseName, 'dW1 (column shard)', sh.grads[1]!, own(tensor(f.dw1), 0), own(si.grads[1]!, 0));
+  record(caseName, 'dW2 (row shard)', sh.grads[3]!, own(tensor(f.dw2), 1), own(si.grads[3]!, 1));
+  record(caseName, 'db2 (summed over tp)', sh.db2, tensor(f.db2), si.db2);
 }
 
 /** The same MLP through the model-facing seam: HF names, shardForTensorParallel + the linear factory. */
@@ -191,6 +221,7 @@ const W = world.size;
 if (cases.includes('tp')) {
   tpMlp(world, `TP(${W})`);
   tpFactory(world, `TP(${W}) model seam`);
+  tpMlpSequenceParallel(world, `TP(${W}) sequence parallel`);
   vocab(world, `TP(${W}) vocab`);
 }
 if (cases.includes('cp')) attention(world, local, `CP(${W})`);

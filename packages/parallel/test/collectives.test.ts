@@ -54,7 +54,7 @@ describe('collectives across real processes', () => {
   it('a collective timeout names the rank that never arrived', async () => {
     const { error } = await runRanks('fail.rank.ts', {
       nprocPerNode: 3,
-      env: { FAIL_MODE: 'stall', FAIL_RANK: '1', RL2_COLLECTIVE_TIMEOUT_MS: '1500' },
+      env: { FAIL_MODE: 'stall', FAIL_RANK: '1', RL2_COLLECTIVE_TIMEOUT_MS: '4000' },
     });
     expect(error).toBeInstanceOf(RankFailedError);
     const e = error as RankFailedError;

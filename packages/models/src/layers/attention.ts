@@ -16,14 +16,15 @@ export const groupedQueryAttention: AttentionKernel = (q, k, v, mask) => {
   // [B, S, nKv, rep, d] -> [B, nKv, rep, S, d] -> [B*nKv, rep*S, d]
   // scale q rather than the scores: [B, S, nH, d] is smaller than [B, nH, S, L] when L > d
   const qs = tf.mul(q, 1 / Math.sqrt(d));
-  const qg = tf.reshape(tf.transpose(tf.reshape(qs, [b, s, nKv, rep, d]), [0, 2, 3, 1, 4]), [b * nKv, rep * s, d]);
+  // with one query per row (decoding) the transposes only move size-1 axes: reshapes suffice
+  const qg = tf.reshape(s === 1 ? qs : tf.transpose(tf.reshape(qs, [b, s, nKv, rep, d]), [0, 2, 3, 1, 4]), [b * nKv, rep * s, d]);
   const kg = tf.reshape(k, [b * nKv, l, d]);
   const vg = tf.reshape(v, [b * nKv, l, d]);
   const scores = tf.matMul(qg, kg, false, true);
   const masked = tf.add(tf.reshape(scores, [b, nKv, rep, s, l]), tf.reshape(mask, [b, 1, 1, s, l]));
   const probs = tf.reshape(tf.softmax(masked), [b * nKv, rep * s, l]);
   const out = tf.reshape(tf.matMul(probs, vg), [b, nKv, rep, s, d]);
-  return tf.reshape(tf.transpose(out, [0, 3, 1, 2, 4]), [b * s, nH * d]);
+  return tf.reshape(s === 1 ? out : tf.transpose(out, [0, 3, 1, 2, 4]), [b * s, nH * d]);
 };
 
 /** Additive mask value for disallowed pairs: large enough that exp underflows to 0 in float32. */

@@ -4,6 +4,7 @@ import type { AttentionKernel } from './attention.js';
 import type { LinearFactory, ParamLookup } from './linear.js';
 import { rmsNorm } from './rms-norm.js';
 import { applyRotary } from './rotary.js';
+import { ModelsError } from '../errors.js';
 
 /**
  * What every layer of one forward shares: shapes, RoPE tables [N, 1, d] and either the mask
@@ -64,8 +65,10 @@ export function decoderLayer(
   }
   q = applyRotary(q, ctx.cos, ctx.sin, ctx.rotate);
   k = applyRotary(k, ctx.cos, ctx.sin, ctx.rotate);
-  let kt = tf.transpose(tf.reshape(k, [b, s, c.numKvHeads, c.headDim]), [0, 2, 1, 3]) as tf.Tensor4D;
-  let vt = tf.transpose(v, [0, 2, 1, 3]) as tf.Tensor4D;
+  // [B, S, nKv, d] -> [B, nKv, S, d] (a reshape when S = 1, i.e. while decoding)
+  const kvShape: [number, number, number, number] = [b, c.numKvHeads, s, c.headDim];
+  let kt = (s === 1 ? tf.reshape(k, kvShape) : tf.transpose(tf.reshape(k, [b, s, c.numKvHeads, c.headDim]), [0, 2, 1, 3])) as tf.Tensor4D;
+  let vt = (s === 1 ? tf.reshape(v, kvShape) : tf.transpose(v, [0, 2, 1, 3])) as tf.Tensor4D;
   if (past) {
     kt = tf.concat([past.k, kt], 2);
     vt = tf.concat([past.v, vt], 2);
@@ -83,7 +86,7 @@ export function decoderLayer(
       0,
     );
   } else {
-    if (!ctx.mask) throw new Error('decoderLayer: LayerContext needs a mask or packed segments');
+    if (!ctx.mask) throw new ModelsError('INVALID_ARGUMENT', 'decoderLayer: LayerContext needs a mask or packed segments');
     attn = ctx.attention(q4, kt, vt, ctx.mask);
   }
   const x1 = tf.add(x, linear(`${pre}self_attn.o_proj`, p).forward(attn)) as tf.Tensor2D;

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { ModelsError } from '../errors.js';
 
 /** Named parameter tensors of one model (HF names, e.g. `model.layers.0.self_attn.q_proj.weight`). */
 export type ParamLookup = ReadonlyMap<string, tf.Tensor>;
@@ -21,7 +22,7 @@ export type LinearFactory = (name: string, params: ParamLookup) => Linear;
  */
 export const denseLinear: LinearFactory = (name, params) => {
   const weight = params.get(`${name}.weight`);
-  if (!weight) throw new Error(`denseLinear: parameter "${name}.weight" is missing`);
+  if (!weight) throw new ModelsError('CHECKPOINT_ERROR', `denseLinear: parameter "${name}.weight" is missing from the model's parameters`);
   const bias = params.get(`${name}.bias`);
   return {
     name,

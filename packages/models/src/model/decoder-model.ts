@@ -4,6 +4,7 @@ import { type AttentionKernel, groupedQueryAttention } from '../layers/attention
 import { denseLinear, type LinearFactory } from '../layers/linear.js';
 import { ropeInverseFrequencies } from '../layers/rotary.js';
 import type { ParamMap } from './param-map.js';
+import { ModelsError } from '../errors.js';
 
 /**
  * A Llama/Qwen decoder: its config, its parameters by HF name and the replaceable pieces
@@ -40,6 +41,9 @@ export function createDecoderModel(config: ModelConfig, params: ParamMap, option
 export function lmHeadWeight(model: DecoderModel): tf.Tensor2D {
   const name = model.config.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight';
   const w = model.params.get(name);
-  if (!w) throw new Error(`lmHeadWeight: ${model.config.architecture} has no "${name}" (is this a value model?)`);
+  if (!w) throw new ModelsError(
+      'INVALID_ARGUMENT',
+      `lmHeadWeight: ${model.config.architecture} has no "${name}"; a value model has no language-model head (load it with head: 'causal-lm')`,
+    );
   return w as tf.Tensor2D;
 }

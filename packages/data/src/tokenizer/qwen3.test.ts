@@ -45,6 +45,20 @@ describe('Qwen3 tokenizer', () => {
     expect(tok.decode(trained)).toBe('<think>\n\n</think>\n\n4<|im_end|>\n');
   });
 
+  it('passes template kwargs to every rendering: with enable_thinking false the empty think block is prompt, not trained', () => {
+    const seqs = tokenizeMessages(tok, expected.conversation_a.messages.slice(0, 3), { templateKwargs: { enable_thinking: false } });
+    expect(seqs.length).toBe(1);
+    const s0 = seqs[0];
+    expect(tok.decode(s0?.tokens.filter((_, i) => s0.mask[i] === 1) ?? [])).toBe('4<|im_end|>\n');
+    expect(s0?.tokens).toEqual(expected.conversation_a.sequences[0].tokens);
+  });
+
+  it('refuses, naming the turn, when it cannot tell which tokens are the assistant\'s', () => {
+    // Two assistant turns in a row: Qwen3 drops the first one's think block once it is no longer last.
+    const msgs = [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: 'a' }, { role: 'assistant', content: 'b' }];
+    expect(() => tokenizeMessages(tok, msgs)).toThrowError(/assistant turn 2/);
+  });
+
   it('handles reasoning content, Unicode and digits', () => {
     expect(tokenizeMessages(tok, expected.conversation_b.messages)).toEqual(expected.conversation_b.sequences);
   });

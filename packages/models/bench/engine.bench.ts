@@ -71,7 +71,7 @@ function numpyFigures(): number[] | undefined {
   return undefined;
 }
 
-interface TorchStep { tokensPerSecond: number; secondsPerStep: number; peakRssMiB: number; blas: string }
+interface TorchStep { tokensPerSecond: number; secondsPerStep: number; bestSecondsPerStep: number; peakRssMiB: number; blas: string }
 
 function torchStep(batch: number, steps: number): TorchStep | undefined {
   const script = fileURLToPath(new URL('../scripts/engine-torch-tiny-llama.py', import.meta.url));
@@ -126,9 +126,10 @@ async function trainStep(): Promise<void> {
   const r = await tinyLlamaStep({ batch, seq: 256, steps, compositeLoss: flag('composite-loss') });
   const torch = flag('no-torch') ? undefined : torchStep(batch, steps);
   console.log(`\ntiny Llama training step (vocab 8192, hidden 256, 4 layers, 4 heads, MLP 768, Adam), batch ${batch}x256, ${threads} thread(s):`);
-  console.log(`  rl2 ${tf.getBackend()}: ${fmt(r.tokensPerSecond, 0)} tokens/s (${fmt(r.secondsPerStep, 2)} s/step, loss ${fmt(r.losses[0], 3)} -> ${fmt(r.losses[r.losses.length - 1], 3)}, ${r.params} params, peak RSS ${fmt(r.peakRssMiB, 0)} MiB)`);
+  console.log('  tokens/s from the fastest of the timed steps (after one warm-up), on both sides');
+  console.log(`  rl2 ${tf.getBackend()}: ${fmt(r.tokensPerSecond, 0)} tokens/s (best ${fmt(r.bestSecondsPerStep, 2)} s/step, mean ${fmt(r.secondsPerStep, 2)}, loss ${fmt(r.losses[0], 3)} -> ${fmt(r.losses[r.losses.length - 1], 3)}, ${r.params} params, peak RSS ${fmt(r.peakRssMiB, 0)} MiB)`);
   if (torch) {
-    console.log(`  torch ${torch.blas}: ${fmt(torch.tokensPerSecond, 0)} tokens/s (${fmt(torch.secondsPerStep, 2)} s/step, peak RSS ${fmt(torch.peakRssMiB, 0)} MiB)`);
+    console.log(`  torch ${torch.blas}: ${fmt(torch.tokensPerSecond, 0)} tokens/s (best ${fmt(torch.bestSecondsPerStep, 2)} s/step, mean ${fmt(torch.secondsPerStep, 2)}, peak RSS ${fmt(torch.peakRssMiB, 0)} MiB)`);
     console.log(`  rl2/torch: ${fmt(r.tokensPerSecond / torch.tokensPerSecond, 2)}x throughput, ${fmt(r.peakRssMiB / torch.peakRssMiB, 2)}x peak RSS`);
   }
 }

@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DataError } from '../errors.js';
@@ -113,6 +114,17 @@ describe('Qwen3 tokenizer', () => {
     const s = 'Résumé: 1234 <|im_end|> ok';
     expect(tok.decode(tok.encode(s))).toBe(s);
     expect(tok.decode(tok.encode(s), { skipSpecialTokens: true })).toBe('Résumé: 1234  ok');
+  });
+});
+
+describe('loadTokenizer with chat_template.jinja', () => {
+  it('prefers chat_template.jinja over tokenizer_config.chat_template', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rl2-tok-'));
+    symlinkSync(join(QWEN3, 'tokenizer.json'), join(dir, 'tokenizer.json'));
+    copyFileSync(join(QWEN3, 'tokenizer_config.json'), join(dir, 'tokenizer_config.json'));
+    writeFileSync(join(dir, 'chat_template.jinja'), "{% for m in messages %}[{{ m.role }}] {{ m.content }}{{ eos_token }}{% endfor %}{% if add_generation_prompt %}[assistant] {% endif %}");
+    const t = await loadTokenizer(dir);
+    expect(t.applyChatTemplate([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true })).toBe('[user] hi<|im_end|>[assistant] ');
   });
 });
 

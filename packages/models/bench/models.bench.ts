@@ -19,6 +19,8 @@ const flag = (name: string, fallback: number) => {
   return i >= 0 ? Number(args[i + 1]) : fallback;
 };
 const quick = args.includes('--quick');
+/** `--recompute`: per-layer activation recomputation in the rl2 training step. */
+const RECOMPUTE = args.includes('--recompute');
 const STEPS = flag('--steps', quick ? 1 : 3);
 const BATCH = 8;
 const SEQ = 256;
@@ -79,7 +81,7 @@ async function childTrain(): Promise<Measured> {
     const t0 = performance.now();
     const c0 = process.cpuUsage();
     const { value, grads } = tf.variableGrads(() => {
-      const { logprobs, entropy } = tokenLogprobs(model, batch, targets);
+      const { logprobs, entropy } = tokenLogprobs(model, batch, targets, { recompute: RECOMPUTE });
       entropy.dispose();
       return tf.neg(tf.mean(logprobs)) as tf.Scalar;
     }, params);
@@ -149,8 +151,8 @@ async function main() {
   }
   const tsx = join(ROOT, 'node_modules', '.bin', 'tsx');
   const self = join(HERE, 'models.bench.ts');
-  const pass = ['--steps', String(STEPS), ...(quick ? ['--quick'] : [])];
-  console.log(`models bench: train ${BATCH}x${SEQ} tokens/step, AdamW, ${STEPS} timed steps; generate ${GEN.batch} x (${GEN.prompt} prompt + ${GEN.newTokens} new)`);
+  const pass = ['--steps', String(STEPS), ...(quick ? ['--quick'] : []), ...(RECOMPUTE ? ['--recompute'] : [])];
+  console.log(`models bench: train ${BATCH}x${SEQ} tokens/step, AdamW${RECOMPUTE ? ', recompute' : ''}, ${STEPS} timed steps; generate ${GEN.batch} x (${GEN.prompt} prompt + ${GEN.newTokens} new)`);
   const ours = { train: runChild(tsx, [self, '--child', 'train', ...pass]), gen: runChild(tsx, [self, '--child', 'generate', ...pass]) };
   const torch = {
     train: torchBest('train', ['--steps', String(STEPS), '--batch', String(BATCH), '--seq', String(SEQ)]),

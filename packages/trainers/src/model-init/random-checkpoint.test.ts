@@ -24,7 +24,7 @@ describe('writeRandomCheckpoint', () => {
     const { model } = await loadModel(out);
     expect(model.config.vocabSize).toBe(99);
     expect([...model.params.keys()].sort()).toEqual([...paramShapes(model.config).keys()].sort());
-    const q = model.params.get('model.layers.0.self_attn.q_proj.weight')?.dataSync() ?? new Float32Array();
+    const q = Array.from(model.params.get('model.layers.0.self_attn.q_proj.weight')?.dataSync() ?? []);
     const std = Math.sqrt(q.reduce((s, x) => s + x * x, 0) / q.length);
     expect(std).toBeGreaterThan(0.015);
     expect(std).toBeLessThan(0.025);

@@ -106,4 +106,15 @@ describe('createGenerator', () => {
     expect(aborted.outputIds.length).toBeLessThan(100);
     await expect(gen.generate({ inputIds: [1, 999] })).rejects.toThrow(/token id 999 is outside the vocabulary \[0, 128\)/);
   });
+
+  it('abortAll finishes running and queued requests with reason abort', async () => {
+    const gen = createGenerator(qwen3, { maxBatch: 1 });
+    const pending = [0, 1, 2].map(() => gen.generate({ inputIds: PROMPTS[0]!, maxNewTokens: 50, ignoreEos: true }));
+    setImmediate(() => gen.abortAll());
+    const results = await Promise.all(pending);
+    for (const r of results) expect(r.finishReason).toEqual({ type: 'abort' });
+    expect(results[2]!.outputIds).toEqual([]); // never admitted
+    await gen.idle();
+    expect(gen.stats()).toMatchObject({ running: 0, queued: 0 });
+  });
 });

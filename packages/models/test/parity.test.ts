@@ -7,7 +7,8 @@ import { parseSafetensors } from '../src/checkpoint/safetensors.js';
 import { loadModel } from '../src/checkpoint/load-checkpoint.js';
 import { tokenLogits, tokenLogprobs } from '../src/heads/token-logprobs.js';
 import { tokenValues } from '../src/heads/token-values.js';
-import type { DecoderModel } from '../src/model/decoder-model.js';
+import { createDecoderModel, type DecoderModel } from '../src/model/decoder-model.js';
+import { groupedQueryAttention } from '../src/layers/attention.js';
 import type { TokenBatch } from '../src/model/token-batch.js';
 
 const FIX = join(import.meta.dirname, '..', 'fixtures');
@@ -164,5 +165,25 @@ describe('value head (Qwen2ForTokenClassification)', () => {
     expect(Math.abs(value.dataSync()[0]! - meta.loss) / Math.abs(meta.loss)).toBeLessThanOrEqual(1e-5);
     checkGrads(model, grads, tensors);
     tf.dispose([value, returns, w, ...Object.values(grads)]);
+  });
+});
+
+describe('replaceable attention kernel', () => {
+  it('a custom kernel sees the whole packed row with its block-diagonal mask and gives the same logprobs', async () => {
+    const { meta, tensors } = readRef('llama');
+    const { model } = await loadModel(join(FIX, 'llama'));
+    const calls: number[][] = [];
+    const custom = createDecoderModel(model.config, model.params, {
+      attention: (q, k, v, mask) => {
+        calls.push([...q.shape, ...mask.shape]);
+        return groupedQueryAttention(q, k, v, mask);
+      },
+    });
+    const batch: TokenBatch = { inputIds: meta.input_ids, positionIds: meta.position_ids, segmentIds: meta.segment_ids };
+    const { logprobs, entropy } = tokenLogprobs(custom, batch, meta.targets, { temperature: meta.temperature });
+    const n = meta.input_ids.length;
+    expect(calls).toEqual(new Array(2).fill([1, n, 4, 8, 1, n, n]));
+    expect(maxAbsDiff(logprobs.dataSync(), tensors.get('logprobs')!.data)).toBeLessThanOrEqual(1e-4);
+    tf.dispose([logprobs, entropy]);
   });
 });

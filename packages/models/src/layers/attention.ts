@@ -5,7 +5,9 @@ import * as tf from '@tensorflow/tfjs-core';
  * https://arxiv.org/abs/2305.13245): query head h reads kv head floor(h / rep), as HF `repeat_kv`.
  * `q` [B, S, nH, d], `k`/`v` [B, nKv, L, d], `mask` additive [B, S, L] (0 or -1e9).
  * Returns [B*S, nH*d]. Query heads of one kv group are folded into the row axis so K/V are
- * never copied per head. Context parallelism swaps this function (see `DecoderModel.attention`).
+ * never copied per head. Context parallelism swaps this function (see `DecoderModel.attention`);
+ * a replacement is called once per layer with the whole row and its block-diagonal mask (only
+ * the default kernel is called per sequence of a packed row).
  */
 export type AttentionKernel = (q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor3D) => tf.Tensor2D;
 

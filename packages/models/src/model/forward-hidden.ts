@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { causalMask, contiguousSegments, packedCausalMask } from '../layers/attention.js';
+import { causalMask, contiguousSegments, groupedQueryAttention, packedCausalMask } from '../layers/attention.js';
 import { decoderLayer, type LayerContext } from '../layers/decoder-layer.js';
 import { recomputedDecoderLayer } from '../layers/recomputed-layer.js';
 import { rmsNorm } from '../layers/rms-norm.js';
@@ -32,8 +32,9 @@ export function forwardHidden(model: DecoderModel, batch: TokenBatch, options: F
       sin,
       rotate: rotateHalfMatrix(c.headDim),
     };
-    // one packed row of several sequences: attention per sequence instead of a T x T mask
-    const lengths = rows === 1 ? contiguousSegments(segmentIds) : undefined;
+    // one packed row of several sequences: the default kernel attends per sequence instead of
+    // over a T x T mask; a replaced kernel (e.g. context parallelism) always sees the whole row
+    const lengths = rows === 1 && model.attention === groupedQueryAttention ? contiguousSegments(segmentIds) : undefined;
     if (lengths) ctx.segments = { lengths, masks: new Map([...new Set(lengths)].map((l) => [l, causalMask(l)])) };
     else ctx.mask = packedCausalMask(segmentIds, rows);
     let x = tf.gather(model.params.get('model.embed_tokens.weight')!, ids) as tf.Tensor2D;

@@ -1,0 +1,23 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { EXAMPLE_TOKENIZER, rl2, tmp, trainLosses, writeTinyData } from './helpers.js';
+
+// Without native kernels and tfjs-node, `auto` picks wasm, which cannot train; trainers move to cpu.
+process.env.RL2_NO_NATIVE = '1';
+
+describe('backend fallback', () => {
+  it('trainer.backend=wasm is refused with the reason; auto without native kernels trains on cpu', async () => {
+    const dir = tmp('wasm');
+    const model = join(dir, 'model');
+    const data = writeTinyData(dir);
+    expect((await rl2(['init-model', '--tokenizer', EXAMPLE_TOKENIZER, '--out', model, '--hidden-size', '8', '--layers', '1', '--heads', '2'])).code).toBe(0);
+    const args = ['sft', `actor.model_name=${model}`, `data.train.path=${data.sftTrain}`, 'data.test_ratio=0', 'data.train.batch_size=4', 'trainer.max_steps=2', `trainer.save_dir=${join(dir, 'run')}`, 'trainer.progress=none'];
+    const refused = await rl2([...args, 'trainer.backend=wasm']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('UnsortedSegmentSum');
+    const r = await rl2(args);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('using the cpu backend');
+    expect(trainLosses(join(dir, 'run')).size).toBe(2);
+  });
+});

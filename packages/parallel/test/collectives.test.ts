@@ -12,14 +12,14 @@ interface Result {
 describe('collectives across real processes', () => {
   it('4 ranks on one node (Unix sockets): every collective and sub-group is exact', async () => {
     const { results, error } = await runRanks<Result>('collectives.rank.ts', { nprocPerNode: 4 });
-    expect(error).toBeUndefined();
+    expect(error, error?.message).toBeUndefined();
     expect(results.map((r) => r.rank).sort()).toEqual([0, 1, 2, 3]);
     for (const r of results) expect(r.failures).toEqual([]);
   });
 
   it('3 ranks, Promise-based Collective (createSocketWorld): concurrent ops on one group stay apart', async () => {
     const { results, error } = await runRanks<{ rank: number; failures: string[] }>('async-collectives.rank.ts', { nprocPerNode: 3 });
-    expect(error).toBeUndefined();
+    expect(error, error?.message).toBeUndefined();
     expect(results.map((r) => r.rank).sort()).toEqual([0, 1, 2]);
     for (const r of results) expect(r.failures).toEqual([]);
   });
@@ -43,9 +43,9 @@ describe('collectives across real processes', () => {
 
   it('a failing rank stops every rank and reports its exit code and stderr', async () => {
     const { error } = await runRanks('fail.rank.ts', { nprocPerNode: 3, env: { FAIL_MODE: 'exit', FAIL_RANK: '2' } });
-    expect(error).toBeInstanceOf(RankFailedError);
+    expect(error, String(error)).toBeInstanceOf(RankFailedError);
     const e = error as RankFailedError;
-    expect(e.rank).toBe(2);
+    expect(e.rank, e.message).toBe(2);
     expect(e.exitCode).toBe(3);
     expect(e.stderrTail).toContain('rank 2 gives up on purpose');
     expect(e.message).toContain('exit code 3');
@@ -56,9 +56,9 @@ describe('collectives across real processes', () => {
       nprocPerNode: 3,
       env: { FAIL_MODE: 'stall', FAIL_RANK: '1', RL2_COLLECTIVE_TIMEOUT_MS: '4000' },
     });
-    expect(error).toBeInstanceOf(RankFailedError);
+    expect(error, String(error)).toBeInstanceOf(RankFailedError);
     const e = error as RankFailedError;
-    expect(e.rank).not.toBe(1);
+    expect(e.rank, e.message).not.toBe(1);
     expect(e.stderrTail).toContain('COLLECTIVE_TIMEOUT');
     expect(e.stderrTail, e.message).toMatch(/rank \[1\] never reached it/);
   });
@@ -80,10 +80,10 @@ describe('failure across nodes', () => {
     const env = { FAIL_MODE: 'exit', FAIL_RANK: '3' };
     const node = (nodeRank: number) => runRanks('fail.rank.ts', { nprocPerNode: 2, nnodes: 2, nodeRank, masterPort, env });
     const [a, b] = await Promise.all([node(0), node(1)]);
-    expect(b.error).toBeInstanceOf(RankFailedError);
-    expect((b.error as RankFailedError).rank).toBe(3);
+    expect(b.error, String(b.error)).toBeInstanceOf(RankFailedError);
+    expect((b.error as RankFailedError).rank, b.error?.message).toBe(3);
     expect((b.error as RankFailedError).exitCode).toBe(3);
-    expect(a.error).toBeInstanceOf(RankFailedError);
-    expect((a.error as RankFailedError).stderrTail).toContain('PEER_LOST');
+    expect(a.error, String(a.error)).toBeInstanceOf(RankFailedError);
+    expect((a.error as RankFailedError).stderrTail, a.error?.message).toContain('PEER_LOST');
   });
 });

@@ -25,13 +25,13 @@ function check(results: Result[], ranks: number, cases: string[]) {
 describe('parallel layouts equal the single-process computation', () => {
   it('2 ranks: TP(2) MLP and vocab-parallel logprobs/entropy/embedding, CP(2) zigzag attention, FSDP(2) training step', async () => {
     const { results, error } = await runRanks<Result>('layouts.rank.ts', { nprocPerNode: 2, env: { LAYOUT_CASES: 'tp,cp,fsdp' } });
-    expect(error).toBeUndefined();
+    expect(error, error?.message).toBeUndefined();
     check(results, 2, ['TP(2)', 'TP(2) model seam', 'TP(2) sequence parallel', 'TP(2) vocab', 'CP(2)', 'FSDP(2)']);
   });
 
   it('4 ranks: ddp x fsdp (2x2) training step, TP x CP (2x2) attention, TP(2) sub-groups', async () => {
     const { results, error } = await runRanks<Result>('layouts.rank.ts', { nprocPerNode: 4, env: { LAYOUT_CASES: 'ddpxfsdp,tpxcp' } });
-    expect(error).toBeUndefined();
+    expect(error, error?.message).toBeUndefined();
     check(results, 4, ['ddp x fsdp (2x2)', 'TP x CP (2x2)', 'TP(2) inside a 4-rank world']);
   });
 
@@ -40,8 +40,8 @@ describe('parallel layouts equal the single-process computation', () => {
     const node = (nodeRank: number) =>
       runRanks<Result>('layouts.rank.ts', { nprocPerNode: 2, nnodes: 2, nodeRank, masterPort, env: { LAYOUT_CASES: 'ddpxfsdp' } });
     const [a, b] = await Promise.all([node(0), node(1)]);
-    expect(a.error).toBeUndefined();
-    expect(b.error).toBeUndefined();
+    expect(a.error, a.error?.message).toBeUndefined();
+    expect(b.error, b.error?.message).toBeUndefined();
     check([...a.results, ...b.results], 4, ['ddp x fsdp (2x2)']);
   });
 });

@@ -3,16 +3,20 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { type LaunchOptions, launch } from '../src/index.js';
 
-/** A TCP port that was free a moment ago. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
+/**
+ * A TCP port that was free a moment ago, drawn below Linux's ephemeral range (32768+) so that
+ * the ranks' own listeners (port 0) and other tests' connections cannot take it in between.
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 20000 + Math.floor(Math.random() * 12000);
+    const free = await new Promise<boolean>((resolve) => {
+      const s = createServer();
+      s.once('error', () => resolve(false));
+      s.listen(port, '0.0.0.0', () => s.close(() => resolve(true)));
     });
-  });
+    if (free) return port;
+  }
 }
 
 export interface RankResults<T> {

@@ -56,8 +56,15 @@ export class PeerMesh {
   private readonly waiters = new Map<number, Map<string, Waiter>>();
   private readonly lost = new Map<number, string>();
   private closing = false;
-  /** Called for FRAME_ARRIVE frames (op-arrival notices used to name missing ranks). */
-  onArrive: (peer: number, key: string) => void = () => {};
+  private arriveHandler: ((peer: number, key: string) => void) | undefined;
+  /** Arrival notices that came before a handler was set (peers may start an op while we finish connecting). */
+  private readonly earlyArrivals: [number, string][] = [];
+
+  /** Handle FRAME_ARRIVE frames (op-arrival notices used to name missing ranks); replays earlier ones. */
+  setArrivalHandler(fn: (peer: number, key: string) => void): void {
+    this.arriveHandler = fn;
+    for (const [peer, key] of this.earlyArrivals.splice(0)) fn(peer, key);
+  }
 
   private constructor(
     readonly rank: number,
@@ -160,7 +167,8 @@ export class PeerMesh {
 
   private deliver(peer: number, f: Frame): void {
     if (f.type === FRAME_ARRIVE) {
-      this.onArrive(peer, f.key);
+      if (this.arriveHandler) this.arriveHandler(peer, f.key);
+      else this.earlyArrivals.push([peer, f.key]);
       return;
     }
     const w = this.waiters.get(peer)?.get(f.key);

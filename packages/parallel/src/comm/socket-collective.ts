@@ -49,14 +49,14 @@ export class SocketCollective implements Collective {
 
   /** Route FRAME_ARRIVE notices of a mesh into an arrival book. */
   static trackArrivals(mesh: PeerMesh, book: ArrivalBook): void {
-    mesh.onArrive = (peer, key) => {
+    mesh.setArrivalHandler((peer, key) => {
       const at = key.lastIndexOf('#');
       const group = key.slice(0, at);
       const seq = Number(key.slice(at + 1));
       const m = book.get(group) ?? new Map<number, number>();
       book.set(group, m);
       m.set(peer, Math.max(m.get(peer) ?? -1, seq));
-    };
+    });
   }
 
   private global(groupRank: number): number {

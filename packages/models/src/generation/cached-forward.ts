@@ -65,23 +65,42 @@ export function cachedForward(
     }
     const lastRows = tf.range(s - 1, b * s, s, 'int32');
     const h = rmsNorm(tf.gather(x, lastRows), model.params.get('model.norm.weight')!, c.rmsNormEps);
-    return { logits: tf.matMul(h, lmHeadWeight(model), false, true), layers: layers.map((l) => ({ k: l.k, v: l.v })) };
+    return { logits: tf.matMul(h, lmHeadWeight(model), false, true), layers: layers.map((l) => ({ ...l })) };
   }) as unknown as { logits: tf.Tensor2D; layers: LayerKv[] };
   return { logits: out.logits, kv: { layers: out.layers, padLeft: [...padLeft], length: total } };
 }
 
-/** Frees a cache. */
-export function disposeKv(kv: KvBatch | undefined): void {
+/** The tensors a cache holds. */
+function kvTensors(kv: KvBatch): tf.Tensor[] {
+  return kv.layers.flatMap((l) => [l.k, l.v, ...(l.kRecent ? [l.kRecent] : []), ...(l.vRecent ? [l.vRecent] : [])]);
+}
+
+/** Frees a cache, except tensors still held by `keep` (a decoding step shares the main block). */
+export function disposeKv(kv: KvBatch | undefined, keep?: KvBatch): void {
   if (!kv) return;
-  for (const l of kv.layers) tf.dispose([l.k, l.v]);
+  const kept = new Set(keep ? kvTensors(keep) : []);
+  tf.dispose(kvTensors(kv).filter((t) => !kept.has(t)));
+}
+
+/** Folds each layer's recent tail into its main block. Consumes the input. */
+function flattenKv(kv: KvBatch): KvBatch {
+  if (kv.layers.every((l) => !l.kRecent)) return kv;
+  const layers = kv.layers.map((l) =>
+    l.kRecent && l.vRecent ? { k: tf.concat([l.k, l.kRecent], 2), v: tf.concat([l.v, l.vRecent], 2) } : { k: l.k, v: l.v },
+  );
+  const flat = { ...kv, layers };
+  disposeKv(kv, flat);
+  return flat;
 }
 
 /**
  * Concatenates two caches row-wise, left-padding the shorter one with zero columns so both
  * have the same length. Consumes (disposes) both inputs.
  */
-export function mergeKv(a: KvBatch | undefined, b: KvBatch): KvBatch {
-  if (!a) return b;
+export function mergeKv(a0: KvBatch | undefined, b0: KvBatch): KvBatch {
+  if (!a0) return b0;
+  const a = flattenKv(a0);
+  const b = flattenKv(b0);
   const length = Math.max(a.length, b.length);
   const grow = (kv: KvBatch, t: tf.Tensor4D) =>
     kv.length === length ? t : (tf.pad(t, [[0, 0], [0, 0], [length - kv.length, 0], [0, 0]]) as tf.Tensor4D);
@@ -102,11 +121,12 @@ export function mergeKv(a: KvBatch | undefined, b: KvBatch): KvBatch {
  * Keeps rows `keep` (in that order) and drops leading columns that are padding in every kept
  * row. Consumes the input; returns undefined when no row is kept.
  */
-export function selectKvRows(kv: KvBatch, keep: number[]): KvBatch | undefined {
+export function selectKvRows(kv0: KvBatch, keep: number[]): KvBatch | undefined {
   if (keep.length === 0) {
-    disposeKv(kv);
+    disposeKv(kv0);
     return undefined;
   }
+  const kv = flattenKv(kv0);
   const padLeft = keep.map((r) => kv.padLeft[r]!);
   const drop = Math.min(...padLeft);
   const length = kv.length - drop;

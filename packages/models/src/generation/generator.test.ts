@@ -52,6 +52,19 @@ describe('createGenerator', () => {
     expect(tf.memory().numTensors).toBe(before);
   });
 
+  it('long generations fold the recent KV tail into the cache and still equal uncached decoding', async () => {
+    const before = tf.memory().numTensors;
+    const gen = createGenerator(llama, { maxBatch: 4 });
+    const lens = [66, 20, 8]; // 66 steps fold the recent tail (32) twice
+    const results = await Promise.all(
+      PROMPTS.map((p, i) => gen.generate({ inputIds: p, temperature: 0, maxNewTokens: lens[i]!, ignoreEos: true })),
+    );
+    results.forEach((r, i) => {
+      expect(r.outputIds).toEqual(naiveGreedy(llama, PROMPTS[i]!, lens[i]!).outputIds);
+    });
+    expect(tf.memory().numTensors).toBe(before);
+  });
+
   it('continuous batching: requests joining and leaving mid-run get the results they get alone', async () => {
     const gen = createGenerator(qwen3, { maxBatch: 2 });
     const lens = [3, 7, 5, 2];

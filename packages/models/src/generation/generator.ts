@@ -134,7 +134,7 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
     const tokens = rows.map((r) => [r.tokens.at(-1)!]);
     const positions = rows.map((r) => [r.request.inputIds.length + r.tokens.length - 1]);
     const out = cachedForward(model, tokens, positions, rows.map(() => 0), kv);
-    disposeKv(kv);
+    disposeKv(kv, out.kv);
     kv = out.kv;
     steps += 1;
     await sampleInto(rows, out.logits);

@@ -57,7 +57,9 @@ export function sampleToken(logits: Float32Array, params: SamplingParams, rng: S
       head += w[i]!;
     }
   }
-  if (candidates.length < topK || head < topP * sum) candidates = Array.from({ length: v }, (_, i) => i);
+  // fall back to all tokens when the head cannot contain the answer: fewer than k tokens with
+  // top-p off, or less than the top-p mass
+  if ((topP >= 1 && candidates.length < topK) || head < topP * sum) candidates = Array.from({ length: v }, (_, i) => i);
   candidates.sort((a, b) => w[b]! - w[a]!);
   if (candidates.length > topK) candidates.length = topK;
   if (topP < 1) {

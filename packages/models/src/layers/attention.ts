@@ -11,23 +11,36 @@ import * as tf from '@tensorflow/tfjs-core';
  */
 export type AttentionKernel = (q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor3D) => tf.Tensor2D;
 
-export const groupedQueryAttention: AttentionKernel = (q, k, v, mask) => {
+export const groupedQueryAttention: AttentionKernel = (q, k, v, mask) => blockedAttention(q, [{ k, v }], mask);
+
+/**
+ * `groupedQueryAttention` over keys/values held in several blocks along the length axis
+ * (a KV cache plus its recent tail): scores of each block are concatenated, one softmax runs
+ * over all of them, and the block outputs are summed. Only the [.., S, L] scores are copied,
+ * never the cached keys and values. `mask` [B, S, sum of block lengths].
+ */
+export function blockedAttention(q: tf.Tensor4D, blocks: { k: tf.Tensor4D; v: tf.Tensor4D }[], mask: tf.Tensor3D): tf.Tensor2D {
   const [b, s, nH, d] = q.shape;
-  const [, nKv, l] = k.shape;
+  const nKv = blocks[0]!.k.shape[1];
   const rep = nH / nKv;
-  // [B, S, nKv, rep, d] -> [B, nKv, rep, S, d] -> [B*nKv, rep*S, d]
+  const lengths = blocks.map((bl) => bl.k.shape[2]);
+  const l = lengths.reduce((a, x) => a + x, 0);
   // scale q rather than the scores: [B, S, nH, d] is smaller than [B, nH, S, L] when L > d
   const qs = tf.mul(q, 1 / Math.sqrt(d));
-  // with one query per row (decoding) the transposes only move size-1 axes: reshapes suffice
+  // [B, S, nKv, rep, d] -> [B, nKv, rep, S, d] -> [B*nKv, rep*S, d]; with one query per row
+  // (decoding) the transposes only move size-1 axes: reshapes suffice
   const qg = tf.reshape(s === 1 ? qs : tf.transpose(tf.reshape(qs, [b, s, nKv, rep, d]), [0, 2, 3, 1, 4]), [b * nKv, rep * s, d]);
-  const kg = tf.reshape(k, [b * nKv, l, d]);
-  const vg = tf.reshape(v, [b * nKv, l, d]);
-  const scores = tf.matMul(qg, kg, false, true);
+  const flat = (t: tf.Tensor4D) => tf.reshape(t, [b * nKv, t.shape[2], d]) as tf.Tensor3D;
+  const parts = blocks.map((bl) => tf.matMul(qg, flat(bl.k), false, true));
+  const scores = parts.length === 1 ? parts[0]! : tf.concat(parts, 2);
   const masked = tf.add(tf.reshape(scores, [b, nKv, rep, s, l]), tf.reshape(mask, [b, 1, 1, s, l]));
-  const probs = tf.reshape(tf.softmax(masked), [b * nKv, rep * s, l]);
-  const out = tf.reshape(tf.matMul(probs, vg), [b, nKv, rep, s, d]);
+  const probs = tf.reshape(tf.softmax(masked), [b * nKv, rep * s, l]) as tf.Tensor3D;
+  const pieces = blocks.length === 1 ? [probs] : (tf.split(probs, lengths, 2) as tf.Tensor3D[]);
+  const outs = pieces.map((p, i) => tf.matMul(p, flat(blocks[i]!.v)));
+  const summed = outs.length === 1 ? outs[0]! : tf.addN(outs);
+  const out = tf.reshape(summed, [b, nKv, rep, s, d]);
   return tf.reshape(s === 1 ? out : tf.transpose(out, [0, 3, 1, 2, 4]), [b * s, nH * d]);
-};
+}
 
 /** Additive mask value for disallowed pairs: large enough that exp underflows to 0 in float32. */
 export const MASKED = -1e9;

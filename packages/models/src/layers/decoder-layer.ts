@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config/model-config.js';
-import type { AttentionKernel } from './attention.js';
+import { type AttentionKernel, blockedAttention, groupedQueryAttention } from './attention.js';
 import type { LinearFactory, ParamLookup } from './linear.js';
 import { rmsNorm } from './rms-norm.js';
 import { applyRotary } from './rotary.js';
@@ -30,11 +30,20 @@ export interface PackedSegments {
   masks: Map<number, tf.Tensor3D>;
 }
 
-/** Keys/values of earlier tokens of one layer, after RoPE: [B, nKv, L, d] each. */
+/**
+ * Keys/values of earlier tokens of one layer, after RoPE: [B, nKv, L, d] each. A decoding
+ * cache keeps the last few steps in `kRecent`/`vRecent` (the keys are concat(k, kRecent)) so a
+ * step appends to a short tail instead of copying the whole cache.
+ */
 export interface LayerKv {
   k: tf.Tensor4D;
   v: tf.Tensor4D;
+  kRecent?: tf.Tensor4D;
+  vRecent?: tf.Tensor4D;
 }
+
+/** Tail length at which a decoding cache's recent block is folded into the main block. */
+export const RECENT_KV_LIMIT = 32;
 
 /**
  * One pre-norm decoder block (HF `LlamaDecoderLayer` / `Qwen2DecoderLayer` / `Qwen3DecoderLayer`):
@@ -69,25 +78,38 @@ export function decoderLayer(
   const kvShape: [number, number, number, number] = [b, c.numKvHeads, s, c.headDim];
   let kt = (s === 1 ? tf.reshape(k, kvShape) : tf.transpose(tf.reshape(k, [b, s, c.numKvHeads, c.headDim]), [0, 2, 1, 3])) as tf.Tensor4D;
   let vt = (s === 1 ? tf.reshape(v, kvShape) : tf.transpose(v, [0, 2, 1, 3])) as tf.Tensor4D;
-  if (past) {
-    kt = tf.concat([past.k, kt], 2);
-    vt = tf.concat([past.v, vt], 2);
-  }
   const q4 = tf.reshape(q, [b, s, c.numHeads, c.headDim]) as tf.Tensor4D;
   let attn: tf.Tensor2D;
-  if (ctx.segments && !past) {
-    // block-diagonal attention as one small causal attention per sequence of the packed row
-    const { lengths, masks } = ctx.segments;
-    const qs = tf.split(q4, lengths, 1) as tf.Tensor4D[];
-    const ks = tf.split(kt, lengths, 2) as tf.Tensor4D[];
-    const vs = tf.split(vt, lengths, 2) as tf.Tensor4D[];
-    attn = tf.concat(
-      lengths.map((len, i) => ctx.attention(qs[i]!, ks[i]!, vs[i]!, masks.get(len)!)),
-      0,
-    );
+  let kv: LayerKv;
+  if (past && ctx.attention === groupedQueryAttention && ctx.mask) {
+    // decoding with the default kernel: append to the recent tail, attend over both blocks
+    const kr = past.kRecent ? tf.concat([past.kRecent, kt], 2) : kt;
+    const vr = past.vRecent ? tf.concat([past.vRecent, vt], 2) : vt;
+    attn = blockedAttention(q4, [{ k: past.k, v: past.v }, { k: kr, v: vr }], ctx.mask);
+    kv =
+      kr.shape[2] >= RECENT_KV_LIMIT
+        ? { k: tf.concat([past.k, kr], 2), v: tf.concat([past.v, vr], 2) }
+        : { k: past.k, v: past.v, kRecent: kr, vRecent: vr };
   } else {
-    if (!ctx.mask) throw new ModelsError('INVALID_ARGUMENT', 'decoderLayer: LayerContext needs a mask or packed segments');
-    attn = ctx.attention(q4, kt, vt, ctx.mask);
+    if (past) {
+      kt = tf.concat([past.k, ...(past.kRecent ? [past.kRecent] : []), kt], 2);
+      vt = tf.concat([past.v, ...(past.vRecent ? [past.vRecent] : []), vt], 2);
+    }
+    kv = { k: kt, v: vt };
+    if (ctx.segments && !past) {
+      // block-diagonal attention as one small causal attention per sequence of the packed row
+      const { lengths, masks } = ctx.segments;
+      const qs = tf.split(q4, lengths, 1) as tf.Tensor4D[];
+      const ks = tf.split(kt, lengths, 2) as tf.Tensor4D[];
+      const vs = tf.split(vt, lengths, 2) as tf.Tensor4D[];
+      attn = tf.concat(
+        lengths.map((len, i) => ctx.attention(qs[i]!, ks[i]!, vs[i]!, masks.get(len)!)),
+        0,
+      );
+    } else {
+      if (!ctx.mask) throw new ModelsError('INVALID_ARGUMENT', 'decoderLayer: LayerContext needs a mask or packed segments');
+      attn = ctx.attention(q4, kt, vt, ctx.mask);
+    }
   }
   const x1 = tf.add(x, linear(`${pre}self_attn.o_proj`, p).forward(attn)) as tf.Tensor2D;
   const h2 = rmsNorm(x1, get('post_attention_layernorm.weight'), c.rmsNormEps);
@@ -95,7 +117,7 @@ export function decoderLayer(
   const up = linear(`${pre}mlp.up_proj`, p).forward(h2);
   const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D; // silu(g) * u
   const out = tf.add(x1, linear(`${pre}mlp.down_proj`, p).forward(act)) as tf.Tensor2D;
-  return { x: out, kv: { k: kt, v: vt } };
+  return { x: out, kv };
 }
 
 /** Names of the parameters layer `layer` reads (used to pass them explicitly for recomputation). */

@@ -27,7 +27,7 @@
 #define HOT
 #endif
 /* Bumped whenever a function is added or changes; src/engine/native-addon.ts refuses others. */
-#define RL2_KERNELS_ABI 3
+#define RL2_KERNELS_ABI 4
 
 #define CHECK(call)                                                                               \
   do {                                                                                            \
@@ -143,9 +143,9 @@ static void *gemm_slice(void *arg) {
 #define MAX_GEMM_THREADS 64
 
 /*
- * Batched products of small matrices (attention: [B*heads, T, d]) split the batch over
- * `threads` pthreads, each running a single-threaded sgemm: OpenBLAS's own threading splits
- * one small matrix and mostly waits. Threads are joined before returning.
+ * Batched products (attention: [B*heads, T, d]) split the batch over `threads` pthreads, each
+ * running a single-threaded sgemm: OpenBLAS's own threading splits one matrix at a time and,
+ * for small ones, mostly waits. Threads are joined before returning.
  */
 static void gemm_batched_parallel(const struct gemm_job *all, int threads, int configured) {
   pthread_t tids[MAX_GEMM_THREADS];
@@ -199,8 +199,10 @@ static napi_value gemm(napi_env env, napi_callback_info info) {
   int configured = openblas_get_num_threads(), threads = configured;
   if (threads > MAX_GEMM_THREADS) threads = MAX_GEMM_THREADS;
   if (threads > batch) threads = (int)batch;
-  /* below ~4 MFLOP per matrix OpenBLAS cannot keep its threads busy on one product */
-  if (threads > 1 && M * N * K <= (int64_t)(1 << 21)) {
+  /* whole matrices per thread whenever there are enough of them: no OpenBLAS worker
+     hand-offs (which stall when the machine is oversubscribed), and small products, which
+     OpenBLAS cannot split well, run in parallel too */
+  if (threads > 1 && (batch >= threads || M * N * K <= (int64_t)(1 << 21))) {
     gemm_batched_parallel(&job, threads, configured);
     return NULL;
   }
@@ -569,6 +571,58 @@ static napi_value transpose(napi_env env, napi_callback_info info) {
 }
 
 /*
+ * stridedCopy(x, xOffset, xStrides, out, outOffset, outStrides, shape): for every index i of
+ * `shape`, out[outOffset + i·outStrides] = x[xOffset + i·xStrides]. 4-byte elements (two
+ * Float32Arrays or two Int32Arrays). Slice, SplitV and Concat are all this one copy.
+ */
+static napi_value strided_copy(napi_env env, napi_callback_info info) {
+  ARGS(7);
+  void *xp, *op;
+  size_t lx, lo;
+  napi_typedarray_type tx, to;
+  int64_t xs[MAX_RANK], os[MAX_RANK], shape[MAX_RANK];
+  CHECK(napi_get_typedarray_info(env, argv[0], &tx, &lx, &xp, NULL, NULL));
+  CHECK(napi_get_typedarray_info(env, argv[3], &to, &lo, &op, NULL, NULL));
+  if (tx != to || (tx != napi_float32_array && tx != napi_int32_array))
+    FAIL("stridedCopy expects two Float32Arrays or two Int32Arrays");
+  int64_t xoff = get_int(env, argv[1]), ooff = get_int(env, argv[4]);
+  int r = get_dims(env, argv[6], shape);
+  if (r < 1 || get_dims(env, argv[2], xs) != r || get_dims(env, argv[5], os) != r)
+    FAIL("stridedCopy: strides and shape must be Int32Array of the same rank (1..8)");
+  int64_t total = 1, xmax = xoff, omax = ooff;
+  for (int d = 0; d < r; d++) {
+    if (shape[d] < 0 || xs[d] < 0 || os[d] < 0) FAIL("stridedCopy: negative shape or stride");
+    total *= shape[d];
+    if (shape[d] > 0) {
+      xmax += xs[d] * (shape[d] - 1);
+      omax += os[d] * (shape[d] - 1);
+    }
+  }
+  if (total == 0) return NULL;
+  if (xoff < 0 || ooff < 0 || (size_t)xmax >= lx || (size_t)omax >= lo) FAIL("stridedCopy: index out of range");
+  const uint32_t *x = (const uint32_t *)xp;
+  uint32_t *o = (uint32_t *)op;
+  int64_t n = shape[r - 1], rows = total / n, idx[MAX_RANK] = {0};
+  for (int64_t row = 0; row < rows; row++) {
+    int64_t xo = xoff, oo = ooff;
+    for (int d = 0; d < r - 1; d++) {
+      xo += idx[d] * xs[d];
+      oo += idx[d] * os[d];
+    }
+    if (xs[r - 1] == 1 && os[r - 1] == 1) {
+      memcpy(o + oo, x + xo, sizeof(uint32_t) * (size_t)n);
+    } else {
+      for (int64_t j = 0; j < n; j++) o[oo + j * os[r - 1]] = x[xo + j * xs[r - 1]];
+    }
+    for (int d = r - 2; d >= 0; d--) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return NULL;
+}
+
+/*
  * gather(x, outer, n, inner, indices, out): x viewed as [outer, n, inner];
  * out[o, i, :] = x[o, indices[i], :]. Returns -1 when all indices are in [0, n), else the
  * position of the first bad index (out is then incomplete).
@@ -705,6 +759,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"reduce", NULL, reduce, NULL, NULL, NULL, napi_default, NULL},
       {"transpose", NULL, transpose, NULL, NULL, NULL, napi_default, NULL},
       {"gather", NULL, gather, NULL, NULL, NULL, napi_default, NULL},
+      {"stridedCopy", NULL, strided_copy, NULL, NULL, NULL, napi_default, NULL},
       {"segmentSum", NULL, segment_sum, NULL, NULL, NULL, napi_default, NULL},
       {"xentForward", NULL, xent_forward, NULL, NULL, NULL, napi_default, NULL},
       {"xentBackward", NULL, xent_backward, NULL, NULL, NULL, napi_default, NULL},

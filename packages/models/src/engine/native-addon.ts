@@ -17,7 +17,7 @@ export const UnaryOp = {
 export const ReduceOp = { sum: 0, max: 1, min: 2, mean: 3 } as const;
 
 /** RL2_KERNELS_ABI of the native/rl2_kernels.c this TypeScript expects. */
-export const NATIVE_ABI = 3;
+export const NATIVE_ABI = 4;
 
 /** The functions exported by rl2_kernels.node; every output array is allocated by the caller. */
 export interface NativeAddon {
@@ -40,6 +40,11 @@ export interface NativeAddon {
   /** x [outer, r, inner] reduced over r into out [outer, inner]. */
   reduce(op: number, x: Float32Array, outer: number, r: number, inner: number, out: Float32Array): void;
   transpose(x: Float32Array | Int32Array, shape: Int32Array, perm: Int32Array, out: Float32Array | Int32Array): void;
+  /** out[outOffset + i·outStrides] = x[xOffset + i·xStrides] for every index i of `shape`. */
+  stridedCopy(
+    x: Float32Array | Int32Array, xOffset: number, xStrides: Int32Array,
+    out: Float32Array | Int32Array, outOffset: number, outStrides: Int32Array, shape: Int32Array,
+  ): void;
   /** x [outer, n, inner] -> out [outer, indices.length, inner]; returns -1 or the first bad index position. */
   gather(x: Float32Array, outer: number, n: number, inner: number, indices: Int32Array, out: Float32Array): number;
   /** out [numSegments, inner] += rows of x [ids.length, inner] by segment id (out starts zeroed). */

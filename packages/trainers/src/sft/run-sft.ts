@@ -10,7 +10,10 @@ export async function runSft(config: SftConfig, io: RunIo = {}): Promise<RunResu
   await startEngine(config.trainer, io);
   const tokenizerDir = config.actor.tokenizer_name ?? config.actor.model_name;
   const tokenizer = await openTokenizer(tokenizerDir, config.actor.tokenizer_name ? 'actor.tokenizer_name' : 'actor.model_name');
-  const { train, test } = await loadItems('sft', tokenizer, config.data, config.trainer.seed);
+  const { train, test, dropped } = await loadItems('sft', tokenizer, config.data, config.trainer.seed);
+  if (dropped > 0) {
+    (io.stdout ?? process.stdout).write(`rl2 sft: skipped ${dropped} sequence(s) with no trained token left (no assistant turn, or cut by data.*.max_length)\n`);
+  }
   const resumeFrom = resolveCheckpoint(config.trainer.save_dir, config.trainer.load_ckpt_from);
   const { model, generationConfig } = await openModel(startingWeights(config.actor.model_name, resumeFrom), 'actor.model_name');
   return runTrainingLoop({

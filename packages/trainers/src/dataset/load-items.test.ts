@@ -1,0 +1,84 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { type Tokenizer, loadTokenizer } from '@rl2/data';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadItems, toItems } from './load-items.js';
+
+let tok: Tokenizer;
+const split = { path: 'x', prompt_key: 'prompt', response_key: 'response', messages_key: 'messages', chosen_key: 'chosen', rejected_key: 'rejected', apply_chat_template: false, max_length: null };
+const one = (row: Record<string, unknown>) => ({ rows: [row], origins: [{ file: 'f.jsonl', row: 1 }] });
+const text = (ids: readonly number[]) => tok.decode(ids);
+
+beforeAll(async () => {
+  tok = await loadTokenizer(resolve(import.meta.dirname, '../../test/fixtures/char-tokenizer'));
+});
+
+describe('toItems', () => {
+  it('SFT raw text: prompt masked, response + EOS trained, shifted by one', () => {
+    const { items } = toItems('sft', tok, one({ prompt: '1+2=', response: '3' }), split);
+    const q = items[0].sequences[0];
+    expect(text(q.inputIds)).toBe('1+2=3');
+    expect(text(q.targets)).toBe('+2=3<|im_end|>');
+    expect(q.lossMask).toEqual([0, 0, 0, 1, 1]); // predicting "3" and EOS
+    expect(items[0].origin).toBe('f.jsonl row 1');
+  });
+
+  it('SFT raw text with apply_chat_template renders the prompt as a user turn', () => {
+    const { items } = toItems('sft', tok, one({ prompt: '1+2=', response: '3' }), { ...split, apply_chat_template: true });
+    const q = items[0].sequences[0];
+    expect(text(q.inputIds)).toBe('<|im_start|>user\n1+2=<|im_end|>\n<|im_start|>assistant\n3');
+    expect(q.lossMask.reduce((a, b) => a + b, 0)).toBe(2);
+  });
+
+  it('SFT messages train every assistant turn; max_length truncates', () => {
+    const messages = [
+      { role: 'user', content: '1+1=' },
+      { role: 'assistant', content: '2' },
+      { role: 'user', content: '2+2=' },
+      { role: 'assistant', content: '4' },
+    ];
+    const { items } = toItems('sft', tok, one({ messages }), split);
+    const q = items[0].sequences[0];
+    const trained = q.targets.filter((_, t) => q.lossMask[t] === 1);
+    expect(text(trained)).toBe('2<|im_end|>\n4<|im_end|>\n');
+    const cut = toItems('sft', tok, one({ messages }), { ...split, max_length: 25 }).items[0].sequences[0];
+    expect(cut.inputIds.length).toBe(25);
+    expect(text(cut.targets.filter((_, t) => cut.lossMask[t] === 1))).toBe('2<|im_end|>\n');
+    // cut before the first reply: nothing to train on, the row is dropped and counted
+    expect(toItems('sft', tok, one({ messages }), { ...split, max_length: 10 })).toEqual({ items: [], dropped: 1 });
+  });
+
+  it('RM pairs: two unshifted sequences, the loss mask on the last token only', () => {
+    const { items } = toItems('rm', tok, one({ prompt: '1+2=', chosen: '3', rejected: '4' }), split);
+    const [c, r] = items[0].sequences;
+    expect(text(c.inputIds)).toBe('1+2=3<|im_end|>');
+    expect(text(r.inputIds)).toBe('1+2=4<|im_end|>');
+    expect(c.lossMask).toEqual([0, 0, 0, 0, 0, 1]);
+  });
+
+  it('DPO pairs: shifted, the reply trained; a reply truncated away is an error naming the row', () => {
+    const row = { messages: [{ role: 'user', content: '1+2=' }], chosen: '3', rejected: '4' };
+    const [c] = toItems('dpo', tok, one(row), split).items[0].sequences;
+    expect(text(c.targets.filter((_, t) => c.lossMask[t] === 1))).toBe('3<|im_end|>\n');
+    expect(() => toItems('dpo', tok, one(row), { ...split, max_length: 5 })).toThrow(/f\.jsonl row 1.*max_length/);
+  });
+
+  it('a row of the wrong shape names the file, row and expected keys', () => {
+    expect(() => toItems('dpo', tok, one({ prompt: '1+2=', chosen: '3' }), split)).toThrow(/f\.jsonl row 1.*rejected/);
+  });
+});
+
+describe('loadItems', () => {
+  it('splits test_ratio off train with the seed when there is no test path', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rl2-items-'));
+    const file = join(dir, 'train.jsonl');
+    writeFileSync(file, Array.from({ length: 40 }, (_, i) => JSON.stringify({ prompt: `${i}+1=`, response: String(i + 1) })).join('\n'));
+    const data = { train: { ...split, path: file }, test: { ...split, path: null }, test_ratio: 0.1 };
+    const a = await loadItems('sft', tok, data, 7);
+    expect([a.train.length, a.test.length]).toEqual([36, 4]);
+    const b = await loadItems('sft', tok, data, 7);
+    expect(b.test.map((it) => it.origin)).toEqual(a.test.map((it) => it.origin));
+    await expect(loadItems('sft', tok, { ...data, train: { ...split, path: join(dir, 'absent.jsonl') } }, 7)).rejects.toThrow(/data\.train\.path=/);
+  });
+});

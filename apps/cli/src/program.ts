@@ -5,6 +5,8 @@ import type { CliIo } from './cli-io.js';
 import { resolveTokenizerDir } from './commands/resolve-tokenizer-dir.js';
 import { TRAINER_COMMANDS, type TrainerName, printConfig, resolveTrainerConfig, trainerHelp } from './commands/trainer-command.js';
 import { runTrainerCommand } from './commands/run-trainer.js';
+import { ppoHelp, registerPpoCommand } from './commands/ppo-command.js';
+import { registerServeCommand } from './commands/serve-command.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -69,6 +71,9 @@ export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.
       );
     });
 
+  registerPpoCommand(cli, io);
+  registerServeCommand(cli, io);
+
   cli.command('report <run-dir>', 'write RUN_DIR/report.html (loss and metric curves, opens offline)').action((runDir: string) => {
     io.stdout.write(`wrote ${writeReport(runDir)}\n`);
   });
@@ -76,6 +81,7 @@ export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.
   cli.help((sections) => {
     const name = cli.matchedCommandName as TrainerName | undefined;
     if (name && name in TRAINER_COMMANDS) sections.push({ body: trainerHelp(name) });
+    if (cli.matchedCommandName === 'ppo') sections.push({ body: ppoHelp() });
     return sections;
   });
   cli.version(version);

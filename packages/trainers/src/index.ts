@@ -62,3 +62,15 @@ export type { DpoObjectiveOptions } from './dpo/dpo-objective.js';
 export { loadItems } from './dataset/load-items.js';
 export type { TrainingItem, TrainingSequence } from './dataset/training-item.js';
 export type { TrainerSection, ModelSection } from './config/sections.js';
+
+// PPO / GRPO (rl2 ppo) and serving a checkpoint over the SGLang API (rl2 serve).
+export { ppoConfigSchema } from './ppo/ppo-config.js';
+export type { PpoConfig } from './ppo/ppo-config.js';
+export { runPpo } from './ppo/run-ppo.js';
+export type { PpoRunResult } from './ppo/run-ppo.js';
+export { ppoStep } from './ppo/ppo-step.js';
+export type { PpoModels, PpoStepInput } from './ppo/ppo-step.js';
+export { computePpoAdvantages } from './ppo/ppo-advantages.js';
+export type { AdvantageInputs, AdvantageOutputs } from './ppo/ppo-advantages.js';
+export { serveModel } from './ppo/serve-model.js';
+export type { ServeModelOptions } from './ppo/serve-model.js';

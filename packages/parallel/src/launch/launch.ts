@@ -29,6 +29,8 @@ export interface LaunchOptions {
   signal?: AbortSignal;
   /** Grace between SIGTERM and SIGKILL when stopping ranks (default 5000 ms). */
   killGraceMs?: number;
+  /** After the first rank fails, how long the others may still exit on their own before SIGTERM (default 1000 ms). */
+  settleMs?: number;
   /** Bytes of stderr kept per rank for the error report (default 4096). */
   stderrTailBytes?: number;
   /**
@@ -89,6 +91,7 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
   if (!program) throw new ParallelError('INVALID_ARGUMENT', 'command is empty: pass the program to run per rank, e.g. ["rl2", "ppo", ...].');
   const output = options.output ?? 'prefix';
   const grace = options.killGraceMs ?? 5000;
+  const settleMs = options.settleMs ?? 1000;
   const tailBytes = options.stderrTailBytes ?? 4096;
 
   return new Promise((resolve, reject) => {
@@ -99,28 +102,41 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
     // ranks that failed on their own, in exit order; the root cause is chosen when all are down
     const failed: { localRank: number; code: number | null; signal: string | null }[] = [];
     let killTimer: NodeJS.Timeout | undefined;
+    let settleTimer: NodeJS.Timeout | undefined;
+    let terminated = false; // SIGTERM sent: later signal deaths are ours, not failures
     let running = o.nprocPerNode;
 
-    const stopAll = (err: Error) => {
-      if (failure) return;
-      failure = err;
+    const terminate = () => {
+      if (terminated) return;
+      terminated = true;
       for (const c of children) kill(c, 'SIGTERM');
       killTimer = setTimeout(() => {
         for (const c of children) kill(c, 'SIGKILL');
       }, grace);
       killTimer.unref();
     };
+    // A failing rank often takes others down with it (they lose their peer) before it has finished
+    // exiting itself: wait `settleMs` before stopping the rest, so the real failure exits on its own
+    // and can be told apart from the ranks that only lost it.
+    const stopAll = (err: Error, settle = true) => {
+      if (failure) return;
+      failure = err;
+      if (!settle || settleMs === 0) return terminate();
+      settleTimer = setTimeout(terminate, settleMs);
+      settleTimer.unref();
+    };
     const onParentExit = () => {
       for (const c of children) kill(c, 'SIGKILL');
     };
-    const onAbort = () => stopAll(new ParallelError('INTERRUPTED', `launch aborted: ${String(options.signal?.reason ?? 'signal')}; every rank was stopped.`));
-    const onSignal = (sig: NodeJS.Signals) => stopAll(new ParallelError('INTERRUPTED', `launch got ${sig}; every rank was stopped.`));
+    const onAbort = () => stopAll(new ParallelError('INTERRUPTED', `launch aborted: ${String(options.signal?.reason ?? 'signal')}; every rank was stopped.`), false);
+    const onSignal = (sig: NodeJS.Signals) => stopAll(new ParallelError('INTERRUPTED', `launch got ${sig}; every rank was stopped.`), false);
     const signals: NodeJS.Signals[] = options.forwardSignals === false ? [] : ['SIGINT', 'SIGTERM', 'SIGHUP'];
     process.once('exit', onParentExit);
     for (const sig of signals) process.on(sig, onSignal);
     options.signal?.addEventListener('abort', onAbort, { once: true });
 
     const finish = () => {
+      clearTimeout(settleTimer);
       clearTimeout(killTimer);
       process.removeListener('exit', onParentExit);
       for (const sig of signals) process.removeListener(sig, onSignal);
@@ -164,7 +180,7 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
         stopAll(new ParallelError('RANK_FAILED', `rank ${rank}: cannot start "${program}": ${err.message}; check the command after --.`));
       });
       child.on('exit', (code, signal) => {
-        if (code !== 0 && (code !== null || !failure)) failed.push({ localRank, code, signal });
+        if (code !== 0 && (code !== null || !terminated)) failed.push({ localRank, code, signal });
         if (code !== 0) stopAll(new RankFailedError(rank, code, signal, tails[localRank]!));
       });
       child.on('close', (code) => {

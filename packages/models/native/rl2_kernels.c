@@ -27,7 +27,7 @@
 #define HOT
 #endif
 /* Bumped whenever a function is added or changes; src/engine/native-addon.ts refuses others. */
-#define RL2_KERNELS_ABI 4
+#define RL2_KERNELS_ABI 5
 
 #define CHECK(call)                                                                               \
   do {                                                                                            \
@@ -224,6 +224,54 @@ static napi_value get_threads(napi_env env, napi_callback_info info) {
   return out;
 }
 
+/*
+ * parallel_for: runs fn(ctx, begin, end) over [0, n) split across the configured thread count
+ * (setThreads), when each piece gets at least `grain` units; pthreads are joined before it
+ * returns. Elementwise work on large tensors is memory-bound, so 2-4 threads help most.
+ */
+typedef void (*range_fn)(void *ctx, int64_t begin, int64_t end);
+struct range_job {
+  range_fn fn;
+  void *ctx;
+  int64_t begin, end;
+};
+
+static void *range_run(void *arg) {
+  struct range_job *j = (struct range_job *)arg;
+  j->fn(j->ctx, j->begin, j->end);
+  return NULL;
+}
+
+static void parallel_for(int64_t n, int64_t grain, range_fn fn, void *ctx) {
+  int threads = openblas_get_num_threads();
+  if (threads > MAX_GEMM_THREADS) threads = MAX_GEMM_THREADS;
+  if (grain < 1) grain = 1;
+  if ((int64_t)threads > n / grain) threads = (int)(n / grain);
+  if (threads <= 1) {
+    if (n > 0) fn(ctx, 0, n);
+    return;
+  }
+  pthread_t tids[MAX_GEMM_THREADS];
+  struct range_job jobs[MAX_GEMM_THREADS];
+  int created[MAX_GEMM_THREADS] = {0};
+  int64_t per = (n + threads - 1) / threads;
+  for (int t = 0; t < threads; t++) {
+    jobs[t].fn = fn;
+    jobs[t].ctx = ctx;
+    jobs[t].begin = t * per < n ? t * per : n;
+    jobs[t].end = (t + 1) * per < n ? (t + 1) * per : n;
+    if (jobs[t].begin >= jobs[t].end) continue;
+    created[t] = t < threads - 1 && pthread_create(&tids[t], NULL, range_run, &jobs[t]) == 0;
+    if (!created[t]) range_run(&jobs[t]);
+  }
+  for (int t = 0; t < threads; t++) {
+    if (created[t]) pthread_join(tids[t], NULL);
+  }
+}
+
+/* Elements per thread below which starting a thread costs more than it saves. */
+#define GRAIN (1 << 16)
+
 /* Binary op codes, shared with src/engine/native-addon.ts. */
 enum { B_ADD, B_SUB, B_MUL, B_DIV, B_MAX, B_MIN, B_SQDIFF, B_POW };
 
@@ -266,6 +314,9 @@ HOT static void bin_row(int op, const float *a, int64_t sa, const float *b, int6
   }
 }
 
+static void broadcast_run(int op, int cmp, const float *a, const int64_t *as, const float *b, const int64_t *bs,
+                          void *o, const int64_t *shape, int r, int64_t total);
+
 /*
  * binary(op, a, aStrides, b, bStrides, out, outShape): out[idx] = a[idx·aStrides] op b[idx·bStrides]
  * over the broadcast output shape; a stride of 0 broadcasts that dimension.
@@ -293,19 +344,7 @@ static napi_value binary(napi_env env, napi_callback_info info) {
   if ((size_t)total > lo || (total > 0 && ((size_t)amax >= la || (size_t)bmax >= lb)))
     FAIL("binary: array too short for the given shape");
   if (total == 0) return NULL;
-  int64_t n = shape[r - 1], rows = total / n, idx[MAX_RANK] = {0};
-  for (int64_t row = 0; row < rows; row++) {
-    int64_t ao = 0, bo = 0;
-    for (int d = 0; d < r - 1; d++) {
-      ao += idx[d] * as[d];
-      bo += idx[d] * bs[d];
-    }
-    bin_row(op, a + ao, as[r - 1], b + bo, bs[r - 1], o + row * n, n);
-    for (int d = r - 2; d >= 0; d--) {
-      if (++idx[d] < shape[d]) break;
-      idx[d] = 0;
-    }
-  }
+  broadcast_run(op, 0, a, as, b, bs, o, shape, r, total);
   return NULL;
 }
 
@@ -321,6 +360,54 @@ HOT static void cmp_row(int op, const float *a, int64_t sa, const float *b, int6
     case C_LT: for (int64_t i = 0; i < n; i++) o[i] = a[i * sa] < b[i * sb]; break;
     default: for (int64_t i = 0; i < n; i++) o[i] = a[i * sa] <= b[i * sb]; break;
   }
+}
+
+/* A broadcast binary op or comparison over `shape`, rows (or one long row) split across threads. */
+struct bcast_ctx {
+  int op, cmp, r;
+  const float *a, *b;
+  void *o;
+  const int64_t *as, *bs, *shape;
+  int64_t n;
+};
+
+static void bcast_rows(void *vctx, int64_t r0, int64_t r1) {
+  const struct bcast_ctx *c = (const struct bcast_ctx *)vctx;
+  int r = c->r;
+  int64_t n = c->n, idx[MAX_RANK] = {0}, rem = r0;
+  for (int d = r - 2; d >= 0; d--) {
+    idx[d] = rem % c->shape[d];
+    rem /= c->shape[d];
+  }
+  for (int64_t row = r0; row < r1; row++) {
+    int64_t ao = 0, bo = 0;
+    for (int d = 0; d < r - 1; d++) {
+      ao += idx[d] * c->as[d];
+      bo += idx[d] * c->bs[d];
+    }
+    if (c->cmp) cmp_row(c->op, c->a + ao, c->as[r - 1], c->b + bo, c->bs[r - 1], (uint8_t *)c->o + row * n, n);
+    else bin_row(c->op, c->a + ao, c->as[r - 1], c->b + bo, c->bs[r - 1], (float *)c->o + row * n, n);
+    for (int d = r - 2; d >= 0; d--) {
+      if (++idx[d] < c->shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+/* One row (all leading dims are 1): split its elements instead. */
+static void bcast_elems(void *vctx, int64_t e0, int64_t e1) {
+  const struct bcast_ctx *c = (const struct bcast_ctx *)vctx;
+  int64_t sa = c->as[c->r - 1], sb = c->bs[c->r - 1];
+  if (c->cmp) cmp_row(c->op, c->a + e0 * sa, sa, c->b + e0 * sb, sb, (uint8_t *)c->o + e0, e1 - e0);
+  else bin_row(c->op, c->a + e0 * sa, sa, c->b + e0 * sb, sb, (float *)c->o + e0, e1 - e0);
+}
+
+static void broadcast_run(int op, int cmp, const float *a, const int64_t *as, const float *b, const int64_t *bs,
+                          void *o, const int64_t *shape, int r, int64_t total) {
+  struct bcast_ctx c = {op, cmp, r, a, b, o, as, bs, shape, shape[r - 1]};
+  int64_t rows = total / c.n;
+  if (rows == 1) parallel_for(c.n, GRAIN, bcast_elems, &c);
+  else parallel_for(rows, GRAIN / c.n + 1, bcast_rows, &c);
 }
 
 /* compare(op, a, aStrides, b, bStrides, out Uint8Array, outShape): like binary, out is 0/1 (tfjs bool). */
@@ -352,19 +439,7 @@ static napi_value compare(napi_env env, napi_callback_info info) {
   if ((size_t)total > lo || (total > 0 && ((size_t)amax >= la || (size_t)bmax >= lb)))
     FAIL("compare: array too short for the given shape");
   if (total == 0) return NULL;
-  int64_t n = shape[r - 1], rows = total / n, idx[MAX_RANK] = {0};
-  for (int64_t row = 0; row < rows; row++) {
-    int64_t ao = 0, bo = 0;
-    for (int d = 0; d < r - 1; d++) {
-      ao += idx[d] * as[d];
-      bo += idx[d] * bs[d];
-    }
-    cmp_row(op, a + ao, as[r - 1], b + bo, bs[r - 1], o + row * n, n);
-    for (int d = r - 2; d >= 0; d--) {
-      if (++idx[d] < shape[d]) break;
-      idx[d] = 0;
-    }
-  }
+  broadcast_run(op, 1, a, as, b, bs, o, shape, r, total);
   return NULL;
 }
 
@@ -388,6 +463,17 @@ HOT static void unary_loop(int op, const float *x, float *o, int64_t n) {
   }
 }
 
+struct unary_ctx {
+  int op;
+  const float *x;
+  float *o;
+};
+
+static void unary_range(void *vctx, int64_t e0, int64_t e1) {
+  const struct unary_ctx *c = (const struct unary_ctx *)vctx;
+  unary_loop(c->op, c->x + e0, c->o + e0, e1 - e0);
+}
+
 /* unary(op, x, out): out[i] = f(x[i]). */
 static napi_value unary(napi_env env, napi_callback_info info) {
   ARGS(3);
@@ -397,7 +483,8 @@ static napi_value unary(napi_env env, napi_callback_info info) {
   if (!get_f32(env, argv[1], &x, &lx) || !get_f32(env, argv[2], &o, &lo) || lo < lx)
     FAIL("unary expects Float32Array x and an out at least as long");
   if (op < U_EXP || op > U_RECIP) FAIL("unary: unknown op code");
-  unary_loop(op, x, o, (int64_t)lx);
+  struct unary_ctx c = {op, x, o};
+  parallel_for((int64_t)lx, GRAIN, unary_range, &c);
   return NULL;
 }
 
@@ -445,6 +532,30 @@ static double row_lse(const float *row, int64_t cols) {
   return m + log((double)row_sum_exp(row, cols, m));
 }
 
+/* Row-wise kernels (softmax, cross-entropy) share this context for parallel_for. */
+struct rows_ctx {
+  const float *x;
+  float *o;
+  int64_t cols;
+  const int32_t *labels;
+  const float *dy;
+  int64_t *bad; /* xentForward: first row with label >= cols (each thread its own slot) */
+};
+
+static void softmax_rows(void *vctx, int64_t r0, int64_t r1) {
+  const struct rows_ctx *c = (const struct rows_ctx *)vctx;
+  int64_t cols = c->cols;
+  for (int64_t r = r0; r < r1; r++) {
+    const float *xr = c->x + r * cols;
+    float *orow = c->o + r * cols;
+    float m = row_max(xr, cols);
+    if (m == -INFINITY) m = 0; /* an all -inf row gives NaN like the stock kernel: exp(-inf)/0 */
+    exp_shifted(xr, cols, m, 1.0f, orow);
+    float inv = 1.0f / row_sum(orow, cols);
+    for (int64_t k = 0; k < cols; k++) orow[k] *= inv;
+  }
+}
+
 /* softmax(x, rows, cols, out): numerically stable softmax over each row of [rows, cols]. */
 static napi_value softmax(napi_env env, napi_callback_info info) {
   ARGS(4);
@@ -455,16 +566,8 @@ static napi_value softmax(napi_env env, napi_callback_info info) {
     FAIL("softmax expects Float32Array x and out");
   if (rows < 0 || cols < 1 || (size_t)(rows * cols) > lx || (size_t)(rows * cols) > lo)
     FAIL("softmax: array too short for [rows, cols]");
-  for (int64_t r = 0; r < rows; r++) {
-    const float *xr = x + r * cols;
-    float *orow = o + r * cols;
-    float m = row_max(xr, cols);
-    if (m == -INFINITY) m = 0; /* an all -inf row gives NaN like the stock kernel: exp(-inf)/0 */
-    exp_shifted(xr, cols, m, 1.0f, orow);
-    float s = row_sum(orow, cols);
-    float inv = 1.0f / s;
-    for (int64_t c = 0; c < cols; c++) orow[c] *= inv;
-  }
+  struct rows_ctx c = {x, o, cols, NULL, NULL, NULL};
+  parallel_for(rows, GRAIN / cols + 1, softmax_rows, &c);
   return NULL;
 }
 
@@ -716,6 +819,23 @@ static napi_value xent_forward(napi_env env, napi_callback_info info) {
   return out;
 }
 
+static void xent_backward_rows(void *vctx, int64_t r0, int64_t r1) {
+  const struct rows_ctx *c = (const struct rows_ctx *)vctx;
+  int64_t cols = c->cols;
+  for (int64_t r = r0; r < r1; r++) {
+    const float *row = c->x + r * cols;
+    float *g = c->o + r * cols;
+    int64_t t = c->labels[r];
+    if (t < 0 || t >= cols) {
+      memset(g, 0, sizeof(float) * (size_t)cols);
+      continue;
+    }
+    float lse = (float)row_lse(row, cols), d = c->dy[r];
+    exp_shifted(row, cols, lse, d, g);
+    g[t] -= d;
+  }
+}
+
 /*
  * xentBackward(logits [rows, cols], labels [rows], dy [rows], dx [rows, cols]):
  * dx[r, c] = dy[r] * (softmax(logits[r])[c] - [c == labels[r]]); 0 for rows with label < 0.
@@ -732,18 +852,8 @@ static napi_value xent_backward(napi_env env, napi_callback_info info) {
   if (rows < 0 || cols < 1 || (size_t)(rows * cols) > lx || (size_t)rows > ll || (size_t)rows > ld ||
       (size_t)(rows * cols) > lo)
     FAIL("xentBackward: array too short for [rows, cols]");
-  for (int64_t r = 0; r < rows; r++) {
-    const float *row = x + r * cols;
-    float *g = dx + r * cols;
-    int64_t t = lab[r];
-    if (t < 0 || t >= cols) {
-      memset(g, 0, sizeof(float) * (size_t)cols);
-      continue;
-    }
-    float lse = (float)row_lse(row, cols), d = dy[r];
-    exp_shifted(row, cols, lse, d, g);
-    g[t] -= d;
-  }
+  struct rows_ctx c = {x, dx, cols, lab, dy, NULL};
+  parallel_for(rows, GRAIN / cols + 1, xent_backward_rows, &c);
   return NULL;
 }
 

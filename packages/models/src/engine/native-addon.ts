@@ -17,7 +17,7 @@ export const UnaryOp = {
 export const ReduceOp = { sum: 0, max: 1, min: 2, mean: 3 } as const;
 
 /** RL2_KERNELS_ABI of the native/rl2_kernels.c this TypeScript expects. */
-export const NATIVE_ABI = 4;
+export const NATIVE_ABI = 5;
 
 /** The functions exported by rl2_kernels.node; every output array is allocated by the caller. */
 export interface NativeAddon {

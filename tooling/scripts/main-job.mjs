@@ -2,7 +2,8 @@
 // The README's main job: the SFT example end to end, as a new user would run it after
 // `bash tooling/scripts/setup.sh` (which builds every package): write a random tiny Qwen3
 // with the example's character tokenizer, fine-tune it on multi-digit addition with
-// `rl2 sft --config examples/addition/sft.yaml`, and point at the report. Extra arguments
+// `rl2 sft --config examples/addition/sft.yaml`, then run GRPO on it with
+// `rl2 ppo --config examples/addition-grpo/grpo.yaml`, and point at the reports. Extra arguments
 // are passed to `rl2 sft` as key=value overrides (e.g. `pnpm main trainer.n_epochs=1`).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -21,4 +22,6 @@ const run = (args) => {
 };
 run(['init-model', '--arch', 'qwen3', '--tokenizer', 'examples/addition/tokenizer', '--out', 'runs/addition/tiny-qwen3', '--hidden-size', '64', '--layers', '2', '--heads', '4']);
 run(['sft', '--config', 'examples/addition/sft.yaml', ...process.argv.slice(2)]);
-console.log('main: done; open runs/addition-sft/report.html, or `tensorboard --logdir runs/addition-sft/tensorboard`');
+// Then GRPO from the SFT checkpoint (runs/addition-sft/latest/model) with a verifiable reward.
+run(['ppo', '--config', 'examples/addition-grpo/grpo.yaml']);
+console.log('main: done; open runs/addition-sft/report.html and runs/addition-grpo/report.html, or `tensorboard --logdir runs`');

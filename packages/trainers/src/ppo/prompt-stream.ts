@@ -54,6 +54,11 @@ export class PromptStream {
     return out;
   }
 
+  /** Prompts handed out so far (over all epochs): the rollout runner launched one group per prompt. */
+  get consumed(): number {
+    return this.epoch * this.prompts.length + this.cursor;
+  }
+
   state(): PromptStreamState {
     return { epoch: this.epoch, cursor: this.cursor, order: [...this.order], rng: this.rng.state() };
   }

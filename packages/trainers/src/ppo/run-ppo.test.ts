@@ -161,3 +161,46 @@ describe('runPpo on a multi-turn env', () => {
     expect(seq.rewards.filter((r, i) => r !== 0 && i !== seq.rewards.length - 1)).toEqual([]);
   });
 });
+
+describe('runPpo resume', () => {
+  it('an interrupted and resumed run samples and trains exactly as an uninterrupted one', async () => {
+    const t = tinyRun('resume');
+    const overrides = (saveDir: string, extra: string[] = []) => [
+      `actor.model_name=${t.model}`,
+      `data.train.path=${t.train}`,
+      `data.test.path=${t.test}`,
+      `rollout.env_path=${t.digitsEnv}`,
+      'rollout.train_prompts_per_rollout=4',
+      'rollout.responses_per_prompt=4',
+      'rollout.train_sampling_params.max_new_tokens=4',
+      'actor.lr=3e-2',
+      'actor.warmup_ratio=0.25',
+      'trainer.n_epochs=2',
+      `trainer.save_dir=${saveDir}`,
+      'trainer.progress=none',
+      'trainer.threads=1',
+      'trainer.use_tensorboard=false',
+      'trainer.report=false',
+      ...extra,
+    ];
+    const full = await runPpo(loadConfig(ppoConfigSchema, { overrides: overrides(join(t.dir, 'full')) }), { stdout: quiet().stream });
+    const parted = join(t.dir, 'parted');
+    const controller = new AbortController();
+    const first = await runPpo(loadConfig(ppoConfigSchema, { overrides: overrides(parted) }), {
+      stdout: quiet().stream,
+      signal: controller.signal,
+      onStep: (r) => r.step === 2 && controller.abort(),
+    });
+    expect(first.interrupted).toBe(true);
+    expect(first.step).toBe(2);
+    const rest = await runPpo(loadConfig(ppoConfigSchema, { overrides: overrides(parted, ['trainer.load_ckpt_from=latest']) }), { stdout: quiet().stream });
+    expect(full.steps).toHaveLength(4);
+    const resumed = [...first.steps, ...rest.steps];
+    expect(resumed.map((s) => s.step)).toEqual([1, 2, 3, 4]);
+    for (const [i, s] of full.steps.entries()) {
+      for (const key of ['train/reward/mean', 'train/response_length/mean', 'actor/loss', 'actor/grad_norm', 'actor/lr']) {
+        expect(resumed[i][key], `step ${s.step} ${key}`).toBeCloseTo(s[key], 6);
+      }
+    }
+  });
+});

@@ -101,7 +101,10 @@ export async function runPpo(config: PpoConfig, io: RunIo = {}): Promise<PpoRunR
     sampling: samplingParams(r.train_sampling_params),
     evalSampling: samplingParams(r.test_sampling_params),
     concurrency: r.concurrency,
-    seed: trainer.seed + step * 7919,
+    // The runner seeds sample s of its g-th launched group with seed + (g * G + s) * 1000; a resumed
+    // run continues the numbering where the checkpoint left it, so it samples what an
+    // uninterrupted run would have.
+    seed: trainer.seed + stream.consumed * r.responses_per_prompt * 1000,
     dynamicFiltering: r.dynamic_filtering,
     refill: r.refill,
     ...(r.max_groups_per_rollout ? { maxGroupsPerStep: Math.max(r.max_groups_per_rollout, r.train_prompts_per_rollout) } : {}),

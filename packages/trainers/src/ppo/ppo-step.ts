@@ -6,7 +6,8 @@ import type { AdamW } from '../optim/adamw.js';
 import { type PerSequence, rolloutLogps, rolloutValues } from './forward-passes.js';
 import { computePpoAdvantages } from './ppo-advantages.js';
 import type { PpoConfig } from './ppo-config.js';
-import { actorObjective, criticObjective } from './ppo-objectives.js';
+import { actorObjective } from './actor-objective.js';
+import { criticObjective } from './critic-objective.js';
 import { packRolloutBins } from './rollout-bins.js';
 import { type UpdateOutcome, updateModel } from './update-model.js';
 

@@ -1,6 +1,6 @@
-import { actorPpoLoss, criticValueLoss } from '@rl2/algos';
+import { actorPpoLoss } from '@rl2/algos';
 import type { TrainingSequence } from '@rl2/rollout';
-import { type DecoderModel, tokenLogprobs, tokenValues } from '@rl2/models';
+import { type DecoderModel, tokenLogprobs } from '@rl2/models';
 import * as tf from '@tensorflow/tfjs-core';
 import { binBatch, binLayout } from '../loop/bin-tensors.js';
 import type { Objective } from '../loop/objective.js';
@@ -17,7 +17,8 @@ export interface ActorTargets {
   readonly refLogps?: PerSequence;
 }
 
-const row = (_bin: RolloutBin, values: number[]) => tf.tensor2d(values, [1, values.length], 'float32');
+/** A packed row [1, T] of a per-token field. */
+const row = (values: number[]) => tf.tensor2d(values, [1, values.length], 'float32');
 
 /**
  * The actor's share of the loss per packed micro-batch (algos `actorPpoLoss`): clipped
@@ -41,10 +42,10 @@ export function actorObjective(model: DecoderModel, targets: ActorTargets, cfg: 
           ...layout,
           logps: tf.reshape(logprobs, [1, t]),
           entropy: tf.reshape(entropy, [1, t]),
-          advantages: row(bin, binField(bin, targets.advantages)),
-          engineLogps: row(bin, binField(bin, seqs.map((s) => s.llmLogps))),
-          ...(targets.oldLogps ? { oldLogps: row(bin, binField(bin, targets.oldLogps)) } : {}),
-          ...(klInLoss && targets.refLogps ? { refLogps: row(bin, binField(bin, targets.refLogps)) } : {}),
+          advantages: row(binField(bin, targets.advantages)),
+          engineLogps: row(binField(bin, seqs.map((s) => s.llmLogps))),
+          ...(targets.oldLogps ? { oldLogps: row(binField(bin, targets.oldLogps)) } : {}),
+          ...(klInLoss && targets.refLogps ? { refLogps: row(binField(bin, targets.refLogps)) } : {}),
         },
         {
           clip: cfg.actor.clip,
@@ -58,30 +59,3 @@ export function actorObjective(model: DecoderModel, targets: ActorTargets, cfg: 
   };
 }
 
-/** The rollout-side tensors a critic update reads, per sequence. */
-export interface CriticTargets {
-  readonly oldValues: PerSequence;
-  readonly returns: PerSequence;
-}
-
-/** The critic's share of the loss per micro-batch (algos `criticValueLoss`, clipped around the rollout-time values). */
-export function criticObjective(critic: DecoderModel, targets: CriticTargets, cfg: Pick<PpoConfig, 'critic'>): Objective {
-  return {
-    groupSize: 1,
-    headline: 'valueError',
-    loss: (packed, totals) => {
-      const bin = packed as RolloutBin;
-      const t = bin.inputIds.length;
-      const values = tokenValues(critic, binBatch(bin), { recompute: cfg.critic.gradient_checkpointing });
-      return criticValueLoss(
-        {
-          ...binLayout(bin),
-          values: tf.reshape(values, [1, t]),
-          oldValues: row(bin, binField(bin, targets.oldValues)),
-          returns: row(bin, binField(bin, targets.returns)),
-        },
-        { clip: cfg.critic.clip, aggregation: { mode: AVG_LEVELS[cfg.critic.avg_level], totals: { actionTokens: totals.actionTokens, sequences: totals.sequences } } },
-      );
-    },
-  };
-}

@@ -204,3 +204,46 @@ describe('runPpo resume', () => {
     }
   });
 });
+
+describe('runPpo with the DeepSeek GRPO recipe, TIS and an entropy bonus', () => {
+  it('recomputed log-probs match the engine\'s at sampling temperature; KL in the loss and TIS are applied', async () => {
+    const t = tinyRun('recipe');
+    const config = loadConfig(ppoConfigSchema, {
+      overrides: [
+        `actor.model_name=${t.model}`,
+        `data.train.path=${t.train}`,
+        `data.test.path=${t.test}`,
+        `rollout.env_path=${t.digitsEnv}`,
+        'rollout.train_prompts_per_rollout=4',
+        'rollout.responses_per_prompt=4',
+        'rollout.train_sampling_params.max_new_tokens=4',
+        'rollout.train_sampling_params.temperature=0.7',
+        'rollout.dynamic_filtering=false',
+        'actor.avg_level=sequence',
+        'kl.type=loss',
+        'kl.coef=0.1',
+        'kl.loss_estimator=k3',
+        'adv.norm_var=true',
+        'actor.tis_coef=2',
+        'entropy.coef=0.01',
+        'actor.lr=1e-2',
+        'trainer.max_steps=2',
+        `trainer.save_dir=${join(t.dir, 'run')}`,
+        'trainer.progress=none',
+        'trainer.threads=1',
+        'trainer.use_tensorboard=false',
+        'trainer.report=false',
+      ],
+    });
+    const res = await runPpo(config, { stdout: quiet().stream });
+    const [first, second] = res.steps;
+    // same weights, same temperature: the trainer's log-probs of the sampled tokens are the engine's
+    expect(Math.abs(first['actor/engineApproxKl'])).toBeLessThan(1e-5);
+    // the reference is the initial actor: KL 0 before the first update, positive after it
+    expect(first['actor/klLoss']).toBeCloseTo(0, 6);
+    expect(second['actor/klLoss']).toBeGreaterThan(0);
+    expect(second['kl/ref']).toBeGreaterThan(0);
+    expect(first['actor/entropy']).toBeGreaterThan(0);
+    expect(first['train/filtering_ratio']).toBe(0);
+  });
+});

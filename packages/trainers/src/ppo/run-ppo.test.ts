@@ -6,6 +6,7 @@ import { ppoConfigSchema } from './ppo-config.js';
 import { runPpo } from './run-ppo.js';
 import { tinyRun } from './testing/tiny-run.js';
 import { Writable } from 'node:stream';
+import * as tf from '@tensorflow/tfjs-core';
 
 const quiet = () => {
   const chunks: string[] = [];
@@ -41,8 +42,11 @@ describe('runPpo on a tiny model', () => {
       ],
     });
     const out = quiet();
-    const res = await runPpo(config, { stdout: out.stream });
+    const live: number[] = [];
+    const res = await runPpo(config, { stdout: out.stream, onStep: () => live.push(tf.memory().numTensors) });
     expect(res.step).toBe(16);
+    // no tensor leaks from step to step (rollout, log-prob passes, updates, evaluation)
+    expect(new Set(live.slice(1)).size, live.join(' ')).toBe(1);
     const rewards = res.steps.map((s) => s['train/reward/mean']);
     expect(mean(rewards.slice(-3)), rewards.map((r) => r.toFixed(3)).join(' ')).toBeGreaterThan(mean(rewards.slice(0, 3)) + 0.4);
     const before = res.tests[0]['test/reward/mean'];

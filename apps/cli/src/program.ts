@@ -7,6 +7,8 @@ import { TRAINER_COMMANDS, type TrainerName, printConfig, resolveTrainerConfig, 
 import { runTrainerCommand } from './commands/run-trainer.js';
 import { ppoHelp, registerPpoCommand } from './commands/ppo-command.js';
 import { registerServeCommand } from './commands/serve-command.js';
+import { registerLaunchCommand } from './commands/launch-command.js';
+import { planHelp, registerPlanCommand } from './commands/plan-command.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -73,6 +75,8 @@ export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.
 
   registerPpoCommand(cli, io);
   registerServeCommand(cli, io);
+  registerLaunchCommand(cli, io);
+  registerPlanCommand(cli, io);
 
   cli.command('report <run-dir>', 'write RUN_DIR/report.html (loss and metric curves, opens offline)').action((runDir: string) => {
     io.stdout.write(`wrote ${writeReport(runDir)}\n`);
@@ -82,6 +86,7 @@ export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.
     const name = cli.matchedCommandName as TrainerName | undefined;
     if (name && name in TRAINER_COMMANDS) sections.push({ body: trainerHelp(name) });
     if (cli.matchedCommandName === 'ppo') sections.push({ body: ppoHelp() });
+    if (cli.matchedCommandName === 'plan') sections.push({ body: planHelp() });
     return sections;
   });
   cli.version(version);

@@ -1,0 +1,82 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { rankCommand } from '../src/commands/launch-command.js';
+import { rl2, tmp } from './helpers.js';
+
+// Qwen2.5-0.5B: 494,032,768 parameters (its published count), tied embeddings
+const qwen05b = { model_type: 'qwen2', vocab_size: 151936, hidden_size: 896, intermediate_size: 4864, num_hidden_layers: 24, num_attention_heads: 14, num_key_value_heads: 2, tie_word_embeddings: true };
+
+describe('rl2 plan', () => {
+  it('prints per-device bytes: 0.5B on 2 devices (fsdp 2) stores 247,016,384 parameters each', async () => {
+    const dir = tmp('plan');
+    writeFileSync(join(dir, 'config.json'), JSON.stringify(qwen05b));
+    const r = await rl2(['plan', `model=${dir}`, 'gpus=2', 'max_length_per_device=1024', 'device_memory_gib=80']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('0.49B parameters; 247,016,384 stored per device');
+    expect(r.stdout).toContain('layout: 2 devices = ddp 1 x fsdp 2 x tp 1 (model), dp 2 x cp 1 x tp 1 (data)');
+    // float32: 247,016,384 * 4 B = 0.92 GiB of weights and of gradients; AdamW m + v = 8 B each = 1.84 GiB
+    expect(r.stdout).toMatch(/parameters\s+0\.92 GiB/);
+    expect(r.stdout).toMatch(/gradients\s+0\.92 GiB/);
+    expect(r.stdout).toMatch(/optimizer state\s+1\.84 GiB/);
+    expect(r.stdout).toMatch(/activations\s+\d+\.\d\d GiB/);
+    expect(r.stdout).toContain('fits in 80.00 GiB');
+  });
+
+  it('tp and ddp change the layout; a config.json path works too', async () => {
+    const file = join(tmp('plan'), 'qwen.json');
+    writeFileSync(file, JSON.stringify(qwen05b));
+    const r = await rl2(['plan', `model=${file}`, 'gpus=8', 'tp=2', 'ddp=2', 'dtype=bfloat16']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('layout: 8 devices = ddp 2 x fsdp 2 x tp 2 (model), dp 4 x cp 1 x tp 2 (data)');
+  });
+
+  it('errors name the key or the layout rule', async () => {
+    const dir = tmp('plan');
+    writeFileSync(join(dir, 'config.json'), JSON.stringify(qwen05b));
+    const unknown = await rl2(['plan', `model=${dir}`, 'gpus=2', 'pt=2']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('"pt=2" is not a key=value with a known key');
+    const heads = await rl2(['plan', `model=${dir}`, 'gpus=4', 'tp=4']);
+    expect(heads.code).toBe(1);
+    expect(heads.stderr).toMatch(/num_attention_heads=14 is not divisible by tp=4/);
+    const missing = await rl2(['plan', `model=${join(dir, 'nope')}`, 'gpus=2']);
+    expect(missing.stderr).toContain('does not exist');
+    expect((await rl2(['plan', `model=${dir}`])).stderr).toContain('needs gpus=N');
+  });
+});
+
+describe('rl2 launch', () => {
+  const node = process.execPath;
+  const port = () => String(20000 + Math.floor(Math.random() * 12000));
+
+  it('runs the command once per rank with the torchrun environment, output prefixed', async () => {
+    const r = await rl2(['launch', '--nproc-per-node', '2', '--master-port', port(), '--', node, '-e', 'console.log(`hello ${process.env.RANK}/${process.env.WORLD_SIZE} local ${process.env.LOCAL_RANK}`)']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('[rank 0] hello 0/2 local 0');
+    expect(r.stdout).toContain('[rank 1] hello 1/2 local 1');
+  });
+
+  it('a failing rank stops every rank; its error and exit code come back', async () => {
+    const script = "if (process.env.RANK === '1') { console.error('boom on rank 1'); process.exit(3); } setTimeout(() => {}, 60000);";
+    const began = Date.now();
+    const r = await rl2(['launch', '--nproc-per-node', '2', '--master-port', port(), '--', node, '-e', script]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain('rank 1 failed with exit code 3; every other rank was stopped.');
+    expect(r.stderr).toContain('boom on rank 1');
+    expect(Date.now() - began).toBeLessThan(30000); // rank 0 (sleeping 60 s) was stopped
+  });
+
+  it('flag errors say what to fix', async () => {
+    expect((await rl2(['launch', '--', node, '-e', '0'])).stderr).toContain('needs --nproc-per-node N');
+    expect((await rl2(['launch', '--nproc-per-node', '2'])).stderr).toContain('needs the command after --');
+    expect((await rl2(['launch', '--nproc-per-node', '2', '--nnodes', '2', '--node-rank', '2', '--', node])).stderr).toContain('nodeRank=2 must be < nnodes=2');
+  });
+
+  it('a leading rl2 runs this CLI itself when it runs as its own script', () => {
+    const self = { execPath: '/usr/bin/node', execArgv: ['--import', 'tsx'], script: '/x/apps/cli/dist/cli.js' };
+    expect(rankCommand(['rl2', 'sft', 'a=1'], self)).toEqual(['/usr/bin/node', '--import', 'tsx', '/x/apps/cli/dist/cli.js', 'sft', 'a=1']);
+    expect(rankCommand(['rl2', 'sft'], { ...self, script: '/x/node_modules/vitest/vitest.mjs' })).toEqual(['rl2', 'sft']);
+    expect(rankCommand(['python3', 'train.py'], self)).toEqual(['python3', 'train.py']);
+  });
+});

@@ -251,3 +251,33 @@ describe('runPpo with the DeepSeek GRPO recipe, TIS and an entropy bonus', () =>
     expect(first['train/filtering_ratio']).toBe(0);
   });
 });
+
+describe('runPpo with oversampling, refill and partial rollout', () => {
+  it('ends each step on the first groups to finish and carries the rest into the next step', async () => {
+    const t = tinyRun('partial');
+    const config = loadConfig(ppoConfigSchema, {
+      overrides: [
+        `actor.model_name=${t.model}`,
+        `data.train.path=${t.train}`,
+        `data.test.path=${t.test}`,
+        `rollout.env_path=${t.digitsEnv}`,
+        'rollout.train_prompts_per_rollout=2',
+        'rollout.groups_in_flight=4',
+        'rollout.refill=true',
+        'rollout.partial_rollout=true',
+        'rollout.responses_per_prompt=4',
+        'rollout.train_sampling_params.max_new_tokens=6',
+        'actor.lr=1e-2',
+        'trainer.max_steps=3',
+        `trainer.save_dir=${join(t.dir, 'run')}`,
+        'trainer.progress=none',
+        'trainer.threads=1',
+        'trainer.use_tensorboard=false',
+        'trainer.report=false',
+      ],
+    });
+    const res = await runPpo(config, { stdout: quiet().stream });
+    expect(res.steps.map((s) => s['train/groups'])).toEqual([2, 2, 2]);
+    expect(res.steps.some((s) => s['train/carried_groups'] > 0), res.steps.map((s) => s['train/carried_groups']).join(' ')).toBe(true);
+  });
+});

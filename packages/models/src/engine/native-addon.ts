@@ -73,7 +73,7 @@ export function loadNativeAddon(env: NodeJS.ProcessEnv = process.env): NativeLoa
   if (!path) {
     return {
       ok: false,
-      reason: `${candidates[0]} not found (build it with \`pnpm --filter @rl2/models build\`; needs libopenblas-dev and a C compiler)`,
+      reason: `${candidates.join(' or ')} not found (build it with \`pnpm --filter @rl2/models build\`; needs libopenblas-dev and a C compiler)`,
     };
   }
   try {

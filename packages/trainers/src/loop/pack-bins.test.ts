@@ -35,4 +35,16 @@ describe('packBins', () => {
       /data\.jsonl row 7.*12 tokens.*actor\.max_length_per_device=10/,
     );
   });
+  it('data parallel: rank r gets the r-th slice of a bin count divisible by the ranks; slices cover the step once', () => {
+    const items = [item(5), item(3), item(4), item(2), item(6), item(7), item(1)];
+    const ranks = [0, 1, 2].map((rank) => packBins(items, 10, 1, 'k', { rank, size: 3 }));
+    // 28 tokens, budget 10 -> 3 bins: one per rank, heaviest on rank 0
+    expect(ranks.map((r) => r.length)).toEqual([1, 1, 1]);
+    const tokens = ranks.flat().reduce((s, b) => s + b.inputIds.length, 0);
+    expect(tokens).toBe(28);
+    expect(ranks.flat().reduce((s, b) => s + b.numSequences, 0)).toBe(7);
+    expect(ranks[0][0].inputIds.length).toBeGreaterThanOrEqual(ranks[2][0].inputIds.length);
+    // fewer sequences than ranks: the last rank has nothing to train on
+    expect(packBins([item(5)], 10, 1, 'k', { rank: 1, size: 2 })).toEqual([]);
+  });
 });

@@ -19,8 +19,16 @@ export interface PackedBin {
  * Balanced packing of one step's items into micro-batches of at most `budget` tokens
  * (RL2: Karmarkar-Karp over sequence lengths, n = ceil(total / budget) bins, more if needed).
  * With `groupSize` 2 each item's (chosen, rejected) pair shares a bin. Empty bins are dropped.
+ * With data parallelism the bin count is a multiple of `dp.size` and rank r gets the r-th
+ * contiguous slice of the bins (heaviest first, so rank 0 always holds a non-empty bin).
  */
-export function packBins(items: readonly TrainingItem[], budget: number, groupSize: 1 | 2, budgetKey: string): PackedBin[] {
+export function packBins(
+  items: readonly TrainingItem[],
+  budget: number,
+  groupSize: 1 | 2,
+  budgetKey: string,
+  dp: { readonly rank: number; readonly size: number } = { rank: 0, size: 1 },
+): PackedBin[] {
   const sequences = items.flatMap((it) => it.sequences);
   for (const it of items) {
     const len = it.sequences.reduce((s, q) => s + q.inputIds.length, 0);
@@ -34,10 +42,10 @@ export function packBins(items: readonly TrainingItem[], budget: number, groupSi
   }
   const plan = planPacking(
     sequences.map((s) => s.inputIds.length),
-    { maxTokensPerRank: budget, dpSize: 1, groupSize },
+    { maxTokensPerRank: budget, dpSize: dp.size, groupSize },
   );
   const bins: PackedBin[] = [];
-  for (const members of plan.bins) {
+  for (const members of plan.bins.slice(dp.rank * plan.binsPerRank, (dp.rank + 1) * plan.binsPerRank)) {
     const real = members.filter((i) => i < sequences.length);
     if (real.length === 0) continue;
     const bin: PackedBin = { inputIds: [], positionIds: [], segmentIds: [], targets: [], lossMask: [], numSequences: real.length };
@@ -66,7 +74,7 @@ export interface StepTotals {
   readonly tokens: number;
 }
 
-/** Adds up `StepTotals` over the bins of a step (on one rank these are the global totals). */
+/** Adds up `StepTotals` over the bins of a step (on one rank these are the global totals; sum them over data-parallel ranks). */
 export function stepTotals(bins: readonly PackedBin[]): StepTotals {
   let actionTokens = 0;
   let sequences = 0;

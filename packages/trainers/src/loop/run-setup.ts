@@ -1,6 +1,8 @@
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { type Tokenizer, loadTokenizer } from '@rl2/data';
 import { type DecoderModel, type EngineBackendChoice, type GenerationConfig, type LoadModelOptions, initEngine, loadModel, saveCheckpoint as saveHfModel } from '@rl2/models';
+import { readLaunchEnv } from '@rl2/parallel';
 import * as tf from '@tensorflow/tfjs-core';
 import type { TrainerSection } from '../config/sections.js';
 import { TrainersError } from '../errors.js';
@@ -23,9 +25,12 @@ export async function startEngine(trainer: TrainerSection, io: RunIo): Promise<v
       'trainer.backend=wasm cannot train (tfjs-backend-wasm has no UnsortedSegmentSum kernel for the embedding gradient); use trainer.backend=auto, native or cpu',
     );
   }
+  // ranks sharing a node share its cores: all cores / LOCAL_WORLD_SIZE each unless set explicitly
+  const localRanks = readLaunchEnv().localWorldSize;
+  const threads = trainer.threads ?? (process.env.RL2_THREADS || localRanks === 1 ? undefined : Math.max(1, Math.floor(availableParallelism() / localRanks)));
   const info = await initEngine({
     backend: trainer.backend as EngineBackendChoice,
-    ...(trainer.threads ? { threads: trainer.threads } : {}),
+    ...(threads ? { threads } : {}),
     logger: (line) => out.write(`${line}\n`),
   });
   if (info.backend === 'wasm') {

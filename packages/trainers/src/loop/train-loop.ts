@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type * as tf from '@tensorflow/tfjs-core';
+import * as tf from '@tensorflow/tfjs-core';
 import { stringify } from 'yaml';
 import { updateLink } from '../checkpoint/atomic-write.js';
 import { checkpointDirName } from '../checkpoint/resolve-checkpoint.js';
@@ -10,15 +10,17 @@ import type { TrainerSection, ModelSection } from '../config/sections.js';
 import type { TrainingItem } from '../dataset/training-item.js';
 import { TrainersError } from '../errors.js';
 import { type MetricRecord, MetricsLog } from '../metrics/metrics-log.js';
-import { createProgress } from '../metrics/progress.js';
+import { type Progress, createProgress } from '../metrics/progress.js';
 import { TensorBoardWriter } from '../metrics/tensorboard-writer.js';
 import { AdamW } from '../optim/adamw.js';
 import { clipGradNorm } from '../optim/clip-grad-norm.js';
 import { type ScheduleOptions, scheduledLr } from '../optim/cosine-schedule.js';
 import { writeReport } from '../report/write-report.js';
+import { type DataParallel, openDataParallel } from './data-parallel.js';
 import { accumulateGradients, evaluateBins } from './gradient-step.js';
 import type { Objective } from './objective.js';
 import { type PackedBin, packBins, stepTotals } from './pack-bins.js';
+import { sumStepOverRanks, sumTotalsOverRanks } from './sum-over-ranks.js';
 
 /** Where a run writes and how it can be stopped; all optional. */
 export interface RunIo {
@@ -66,7 +68,15 @@ export interface LoopSpec<P> {
   /** The resolved config, written to save_dir/config.yaml. */
   readonly config: unknown;
   readonly io: RunIo;
+  /**
+   * Ranks this run is spread over (default: the launcher's world, see `openDataParallel`; one
+   * process when none). Each rank trains on its slice of the step's bins; only rank 0 writes.
+   */
+  readonly dataParallel?: DataParallel;
 }
+
+/** Progress of ranks other than 0: they train silently. */
+const SILENT: Progress = { update: () => {}, log: () => {}, stop: () => {} };
 
 const prefixed = (prefix: string, m: Record<string, number>) => Object.fromEntries(Object.entries(m).map(([k, v]) => [`${prefix}/${k}`, v]));
 
@@ -76,9 +86,26 @@ const prefixed = (prefix: string, m: Record<string, number>) => Object.fromEntri
  * global-mean scaling, clipping by the global norm, AdamW on the cosine schedule; validation
  * after every epoch (and every test_freq steps); checkpoints every save_freq steps and at
  * the end; metrics to JSONL, TensorBoard and the HTML report.
+ *
+ * Data parallel (started by `rl2 launch` or another launcher): rank r packs the same step into
+ * a multiple of W bins and trains on its slice; token and sequence totals, then loss, metrics and
+ * gradients are summed over the ranks (each share is already divided by the global totals), so
+ * every rank clips by the same global norm and takes the same AdamW step. Rank 0 alone writes
+ * checkpoints, metrics and progress.
  */
 export async function runTrainingLoop<P>(spec: LoopSpec<P>): Promise<RunResult> {
+  if (spec.dataParallel) return trainOnRanks(spec, spec.dataParallel);
+  const dp = await openDataParallel();
+  try {
+    return await trainOnRanks(spec, dp);
+  } finally {
+    await dp.close();
+  }
+}
+
+async function trainOnRanks<P>(spec: LoopSpec<P>, dp: DataParallel): Promise<RunResult> {
   const { trainer, model: m, io } = spec;
+  const isMain = dp.rank === 0;
   const out = io.stdout ?? process.stdout;
   const budgetKey = `${spec.modelKey}.max_length_per_device`;
   const n = spec.train.length;
@@ -90,8 +117,9 @@ export async function runTrainingLoop<P>(spec: LoopSpec<P>): Promise<RunResult> 
   // the test set is packed in chunks of data.test.batch_size items; the totals span all of it
   const testBins: PackedBin[] = [];
   for (let i = 0; i < spec.test.length; i += spec.testBatchSize) {
-    testBins.push(...packBins(spec.test.slice(i, i + spec.testBatchSize), m.max_length_per_device, spec.objective.groupSize, budgetKey));
+    testBins.push(...packBins(spec.test.slice(i, i + spec.testBatchSize), m.max_length_per_device, spec.objective.groupSize, budgetKey, dp));
   }
+  const testTotals = sumTotalsOverRanks(dp, stepTotals(testBins));
 
   let step = 0;
   let epoch = 0;
@@ -110,30 +138,30 @@ export async function runTrainingLoop<P>(spec: LoopSpec<P>): Promise<RunResult> 
     optimizer.loadState(saved.optimizer);
   }
 
-  const metrics = new MetricsLog(join(trainer.save_dir, 'metrics.jsonl'));
-  if (spec.resumeFrom) metrics.truncateAfter(step);
-  else metrics.truncateAfter(-1);
-  writeFileSync(join(trainer.save_dir, 'config.yaml'), stringify(spec.config));
-  const tb = trainer.use_tensorboard ? new TensorBoardWriter(join(trainer.save_dir, 'tensorboard')) : undefined;
-  const progress = createProgress({ total: totalSteps, start: step, mode: trainer.progress, logFreq: trainer.log_freq, stream: out });
+  const metrics = isMain ? new MetricsLog(join(trainer.save_dir, 'metrics.jsonl')) : undefined;
+  metrics?.truncateAfter(spec.resumeFrom ? step : -1);
+  if (isMain) writeFileSync(join(trainer.save_dir, 'config.yaml'), stringify(spec.config));
+  const tb = isMain && trainer.use_tensorboard ? new TensorBoardWriter(join(trainer.save_dir, 'tensorboard')) : undefined;
+  const progress = isMain ? createProgress({ total: totalSteps, start: step, mode: trainer.progress, logFreq: trainer.log_freq, stream: out }) : SILENT;
   const say = (line: string) => progress.log(line);
   say(
     `rl2 ${spec.kind} [${trainer.project}/${trainer.experiment_name}]: ${n} train / ${spec.test.length} test items, ${batchesPerEpoch} steps per epoch, ${totalSteps} steps` +
-      (spec.resumeFrom ? `, resuming from ${spec.resumeFrom} at step ${step}` : ''),
+      (spec.resumeFrom ? `, resuming from ${spec.resumeFrom} at step ${step}` : '') +
+      (dp.size > 1 ? `, data parallel over ${dp.size} ranks` : ''),
   );
 
   const record = (r: Record<string, number>) => {
     const rec = { step, time: Date.now() / 1000, ...r } as MetricRecord;
-    metrics.append(rec);
+    metrics?.append(rec);
     tb?.addScalars(step, r);
     return rec;
   };
   let lastTest: MetricRecord | undefined;
   let validatedAt = -1;
   const validate = () => {
-    if (testBins.length === 0 || validatedAt === step) return;
+    if (spec.test.length === 0 || validatedAt === step) return;
     validatedAt = step;
-    const res = evaluateBins(testBins, stepTotals(testBins), spec.objective);
+    const res = sumStepOverRanks(dp, evaluateBins(testBins, testTotals, spec.objective));
     lastTest = record({ 'test/loss': res.loss, ...prefixed('test', res.metrics) });
     const shown = Object.entries(res.metrics)
       .map(([k, v]) => ` ${k} ${v.toFixed(4)}`)
@@ -146,6 +174,7 @@ export async function runTrainingLoop<P>(spec: LoopSpec<P>): Promise<RunResult> 
     if (savedAt === step) return;
     savedAt = step;
     checkpoint = join(trainer.save_dir, checkpointDirName(step));
+    if (!isMain) return;
     const state: TrainerState = {
       version: 1,
       trainer: spec.kind,
@@ -175,12 +204,14 @@ export async function runTrainingLoop<P>(spec: LoopSpec<P>): Promise<RunResult> 
       continue;
     }
     const items = order.slice(batchInEpoch * batchSize, (batchInEpoch + 1) * batchSize).map((i) => spec.train[i]);
-    const bins = packBins(items, m.max_length_per_device, spec.objective.groupSize, budgetKey);
-    const totals = stepTotals(bins);
+    const bins = packBins(items, m.max_length_per_device, spec.objective.groupSize, budgetKey, dp);
     const began = performance.now();
-    const res = accumulateGradients(bins, totals, spec.objective, spec.params);
-    const { norm, grads } = clipGradNorm(res.grads, m.max_grad_norm);
-    for (const g of Object.values(res.grads)) g.dispose();
+    const totals = sumTotalsOverRanks(dp, stepTotals(bins));
+    // one all-reduce of gradients, loss, metrics and "was interrupted" (every rank stops together)
+    const res = sumStepOverRanks(dp, accumulateGradients(bins, totals, spec.objective, spec.params), [io.signal?.aborted ? 1 : 0], spec.params);
+    const stopRequested = () => (dp.size > 1 ? (res.flags[0] as number) > 0 : Boolean(io.signal?.aborted));
+    const { norm, grads } = clipGradNorm(res.grads ?? {}, m.max_grad_norm);
+    tf.dispose(Object.values(res.grads ?? {}));
     lr = scheduledLr(step, schedule);
     optimizer.step(grads, lr);
     for (const g of Object.values(grads)) g.dispose();
@@ -208,7 +239,7 @@ export async function runTrainingLoop<P>(spec: LoopSpec<P>): Promise<RunResult> 
     io.onStep?.(rec);
     if (trainer.test_freq && step % trainer.test_freq === 0) validate();
     if (trainer.save_freq && step % trainer.save_freq === 0) await save();
-    if (io.signal?.aborted) {
+    if (stopRequested()) {
       interrupted = true;
       await save();
       say(`interrupted at step ${step}/${totalSteps}; resume with trainer.load_ckpt_from=latest`);
@@ -220,7 +251,7 @@ export async function runTrainingLoop<P>(spec: LoopSpec<P>): Promise<RunResult> 
     await save();
   }
   progress.stop();
-  const report = trainer.report ? writeReport(trainer.save_dir) : undefined;
+  const report = isMain && trainer.report ? writeReport(trainer.save_dir) : undefined;
   if (report) out.write(`report: ${report}\n`);
   optimizer.dispose();
   return { step, totalSteps, interrupted, saveDir: trainer.save_dir, checkpoint, trainLoss, lastTest, report };

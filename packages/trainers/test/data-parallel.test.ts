@@ -1,0 +1,120 @@
+import { readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { launch } from '@rl2/parallel';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { runSft } from '../src/sft/run-sft.js';
+import { sftCaseConfig, writeSftCase } from './sft-case.js';
+
+interface RankResult {
+  rank: number;
+  steps: { loss: number; gradNorm: number; microBatches: number }[];
+}
+
+async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 20000 + Math.floor(Math.random() * 12000);
+    const free = await new Promise<boolean>((resolve) => {
+      const s = createServer();
+      s.once('error', () => resolve(false));
+      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+}
+
+/** The tiny SFT run on `n` processes (launch(), rank processes on source); RESULT lines back. */
+async function runOnRanks(n: number, caseDir: string, saveDir: string, overrides: string[] = []): Promise<RankResult[]> {
+  const results: RankResult[] = [];
+  const ranks = join(import.meta.dirname, 'ranks');
+  await launch({
+    nprocPerNode: n,
+    masterPort: await freePort(),
+    output: 'silent',
+    killGraceMs: 2000,
+    command: [process.execPath, '--import', 'tsx', '--import', join(ranks, 'register-source.mjs'), join(ranks, 'sft.rank.ts')],
+    env: { CASE_DIR: caseDir, SAVE_DIR: saveDir, CASE_OVERRIDES: JSON.stringify(overrides) },
+    onOutput: (_rank, stream, line) => {
+      if (stream === 'stdout' && line.startsWith('RESULT ')) results.push(JSON.parse(line.slice(7)) as RankResult);
+    },
+  });
+  return results.sort((a, b) => a.rank - b.rank);
+}
+
+/** F32 tensors of a safetensors file (8-byte header length, JSON header, data). */
+function readSafetensors(file: string): Map<string, Float32Array> {
+  const buf = readFileSync(file);
+  const n = Number(buf.readBigUInt64LE(0));
+  const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8')) as Record<string, { dtype: string; data_offsets: [number, number] }>;
+  const out = new Map<string, Float32Array>();
+  for (const [name, t] of Object.entries(header)) {
+    if (name === '__metadata__') continue;
+    expect(t.dtype).toBe('F32');
+    const bytes = buf.subarray(8 + n + t.data_offsets[0], 8 + n + t.data_offsets[1]);
+    out.set(name, new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)));
+  }
+  return out;
+}
+
+const rel = (a: number, b: number) => Math.abs(a - b) / Math.max(Math.abs(b), 1e-12);
+const TOL = 1e-5;
+
+let caseDir: string;
+let single: { losses: number[]; gradNorms: number[]; weights: Map<string, Float32Array>; initial: Map<string, Float32Array> };
+
+beforeAll(async () => {
+  caseDir = mkdtempSync(join(tmpdir(), 'rl2-dp-'));
+  writeSftCase(caseDir);
+  const saveDir = join(caseDir, 'single');
+  const losses: number[] = [];
+  const gradNorms: number[] = [];
+  const quiet = { write: () => true } as unknown as NodeJS.WriteStream;
+  await runSft(sftCaseConfig(caseDir, saveDir), {
+    stdout: quiet,
+    onStep: (r) => {
+      losses.push(r['train/loss'] as number);
+      gradNorms.push(r['train/grad_norm'] as number);
+    },
+  });
+  single = {
+    losses,
+    gradNorms,
+    weights: readSafetensors(join(saveDir, 'step-2/model/model.safetensors')),
+    initial: readSafetensors(join(caseDir, 'model/model.safetensors')),
+  };
+}, 60_000);
+
+describe('data-parallel SFT equals the single-process run', () => {
+  it('2 processes: same loss and global grad norm at both steps, same updated weights (1e-5 relative)', async () => {
+    const saveDir = join(caseDir, 'dp2');
+    const results = await runOnRanks(2, caseDir, saveDir);
+    expect(results.map((r) => r.rank)).toEqual([0, 1]);
+    expect(single.gradNorms[0]).toBeGreaterThan(0.5); // clipping (max_grad_norm 0.5) is active
+    for (const r of results) {
+      expect(r.steps).toHaveLength(2);
+      r.steps.forEach((s, i) => {
+        expect(rel(s.loss, single.losses[i] as number), `rank ${r.rank} step ${i + 1} loss ${s.loss} vs ${single.losses[i]}`).toBeLessThan(TOL);
+        expect(rel(s.gradNorm, single.gradNorms[i] as number), `rank ${r.rank} step ${i + 1} grad norm`).toBeLessThan(TOL);
+        expect(s.microBatches, 'each rank trains on its own slice of the bins').toBeGreaterThanOrEqual(1);
+      });
+    }
+    // only rank 0 writes: one metrics line per step, and its checkpoint holds the same weights
+    const lines = readFileSync(join(saveDir, 'metrics.jsonl'), 'utf8').trim().split('\n');
+    expect(lines).toHaveLength(2);
+    const weights = readSafetensors(join(saveDir, 'step-2/model/model.safetensors'));
+    expect([...weights.keys()].sort()).toEqual([...single.weights.keys()].sort());
+    let moved = 0;
+    for (const [name, w] of single.weights) {
+      const got = weights.get(name) as Float32Array;
+      const init = single.initial.get(name) as Float32Array;
+      const scale = w.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
+      for (let i = 0; i < w.length; i++) {
+        expect(Math.abs((got[i] as number) - (w[i] as number)) / scale, `${name}[${i}]`).toBeLessThan(TOL);
+        if (w[i] !== init[i]) moved += 1;
+      }
+    }
+    expect(moved).toBeGreaterThan(100); // the steps changed the weights
+  }, 60_000);
+});

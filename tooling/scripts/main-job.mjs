@@ -4,7 +4,7 @@
 // with the example's character tokenizer, fine-tune it on multi-digit addition with
 // `rl2 sft --config examples/addition/sft.yaml`, then run GRPO on it with
 // `rl2 ppo --config examples/addition-grpo/grpo.yaml`, and point at the reports. Extra arguments
-// are passed to `rl2 sft` as key=value overrides (e.g. `pnpm main trainer.n_epochs=1`).
+// are passed to `rl2 sft` as key=value overrides (e.g. `pnpm main trainer.n_epochs=3`).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -21,7 +21,9 @@ const run = (args) => {
   if (r.status !== 0) process.exit(r.status ?? 1);
 };
 run(['init-model', '--arch', 'qwen3', '--tokenizer', 'examples/addition/tokenizer', '--out', 'runs/addition/tiny-qwen3', '--hidden-size', '64', '--layers', '2', '--heads', '4']);
-run(['sft', '--config', 'examples/addition/sft.yaml', ...process.argv.slice(2)]);
+// 16 epochs (about a minute with the native kernels) so that GRPO starts from a model that
+// gets the answer format right and has room to improve; later key=value arguments win.
+run(['sft', '--config', 'examples/addition/sft.yaml', 'trainer.n_epochs=16', ...process.argv.slice(2)]);
 // Then GRPO from the SFT checkpoint (runs/addition-sft/latest/model) with a verifiable reward.
 run(['ppo', '--config', 'examples/addition-grpo/grpo.yaml']);
 console.log('main: done; open runs/addition-sft/report.html and runs/addition-grpo/report.html, or `tensorboard --logdir runs`');

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/load-config.js';
@@ -199,6 +199,9 @@ describe('runPpo resume', () => {
     expect(first.step).toBe(2);
     const rest = await runPpo(loadConfig(ppoConfigSchema, { overrides: overrides(parted, ['trainer.load_ckpt_from=latest']) }), { stdout: quiet().stream });
     expect(full.steps).toHaveLength(4);
+    // `save_dir/latest` points at the newest step, usable as a model path (rl2 serve, SFT -> PPO).
+    expect(readlinkSync(join(parted, 'latest'))).toBe('step-4');
+    expect(existsSync(join(parted, 'latest', 'model', 'config.json'))).toBe(true);
     const resumed = [...first.steps, ...rest.steps];
     expect(resumed.map((s) => s.step)).toEqual([1, 2, 3, 4]);
     for (const [i, s] of full.steps.entries()) {

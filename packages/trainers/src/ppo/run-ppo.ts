@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { type RolloutEngine, type RolloutRunner, createRolloutRunner, loadEnvironment } from '@rl2/rollout';
 import { TrainersError } from '../errors.js';
 import { stringify } from 'yaml';
+import { updateLink } from '../checkpoint/atomic-write.js';
 import { checkpointDirName, resolveCheckpoint } from '../checkpoint/resolve-checkpoint.js';
 import { type MetricRecord, MetricsLog } from '../metrics/metrics-log.js';
 import { createProgress } from '../metrics/progress.js';
@@ -162,6 +163,7 @@ export async function runPpo(config: PpoConfig, io: RunIo = {}): Promise<PpoRunR
       saveActor: actorSaver,
       ...(critic ? { saveCritic: modelSaver(critic, undefined, tokenizerDir) } : {}),
     });
+    updateLink(trainer.save_dir, 'latest', checkpointDirName(step));
     say(`saved checkpoint ${checkpoint}`);
   };
 

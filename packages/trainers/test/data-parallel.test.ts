@@ -5,8 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { launch } from '@rl2/parallel';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { runDpo } from '../src/dpo/run-dpo.js';
+import type { MetricRecord } from '../src/metrics/metrics-log.js';
 import { runSft } from '../src/sft/run-sft.js';
-import { sftCaseConfig, writeSftCase } from './sft-case.js';
+import { type CaseKind, caseConfig, writeTrainCase } from './train-case.js';
 
 interface RankResult {
   rank: number;
@@ -25,8 +27,8 @@ async function freePort(): Promise<number> {
   }
 }
 
-/** The tiny SFT run on `n` processes (launch(), rank processes on source); RESULT lines back. */
-async function runOnRanks(n: number, caseDir: string, saveDir: string, overrides: string[] = []): Promise<RankResult[]> {
+/** The tiny run on `n` processes (launch(), rank processes on source); RESULT lines back. */
+async function runOnRanks(kind: CaseKind, n: number, caseDir: string, saveDir: string, overrides: string[] = []): Promise<RankResult[]> {
   const results: RankResult[] = [];
   const ranks = join(import.meta.dirname, 'ranks');
   await launch({
@@ -34,8 +36,8 @@ async function runOnRanks(n: number, caseDir: string, saveDir: string, overrides
     masterPort: await freePort(),
     output: 'silent',
     killGraceMs: 2000,
-    command: [process.execPath, '--import', 'tsx', '--import', join(ranks, 'register-source.mjs'), join(ranks, 'sft.rank.ts')],
-    env: { CASE_DIR: caseDir, SAVE_DIR: saveDir, CASE_OVERRIDES: JSON.stringify(overrides) },
+    command: [process.execPath, '--import', 'tsx', '--import', join(ranks, 'register-source.mjs'), join(ranks, 'train.rank.ts')],
+    env: { CASE_KIND: kind, CASE_DIR: caseDir, SAVE_DIR: saveDir, CASE_OVERRIDES: JSON.stringify(overrides) },
     onOutput: (_rank, stream, line) => {
       if (stream === 'stdout' && line.startsWith('RESULT ')) results.push(JSON.parse(line.slice(7)) as RankResult);
     },
@@ -61,42 +63,50 @@ function readSafetensors(file: string): Map<string, Float32Array> {
 const rel = (a: number, b: number) => Math.abs(a - b) / Math.max(Math.abs(b), 1e-12);
 const TOL = 1e-5;
 
-let caseDir: string;
-let single: { losses: number[]; gradNorms: number[]; weights: Map<string, Float32Array>; initial: Map<string, Float32Array> };
+interface Reference {
+  losses: number[];
+  gradNorms: number[];
+  weights: Map<string, Float32Array>;
+}
 
-beforeAll(async () => {
-  caseDir = mkdtempSync(join(tmpdir(), 'rl2-dp-'));
-  writeSftCase(caseDir);
-  const saveDir = join(caseDir, 'single');
+let caseDir: string;
+let initial: Map<string, Float32Array>;
+
+/** The same run on this one process (no launcher environment: SINGLE_PROCESS). */
+async function runSingle(kind: CaseKind): Promise<Reference> {
+  const saveDir = join(caseDir, `${kind}-single`);
   const losses: number[] = [];
   const gradNorms: number[] = [];
-  const quiet = { write: () => true } as unknown as NodeJS.WriteStream;
-  await runSft(sftCaseConfig(caseDir, saveDir), {
-    stdout: quiet,
-    onStep: (r) => {
+  const io = {
+    stdout: { write: () => true } as unknown as NodeJS.WriteStream,
+    onStep: (r: MetricRecord) => {
       losses.push(r['train/loss'] as number);
       gradNorms.push(r['train/grad_norm'] as number);
     },
-  });
-  single = {
-    losses,
-    gradNorms,
-    weights: readSafetensors(join(saveDir, 'step-2/model/model.safetensors')),
-    initial: readSafetensors(join(caseDir, 'model/model.safetensors')),
   };
-}, 60_000);
+  if (kind === 'sft') await runSft(caseConfig('sft', caseDir, saveDir), io);
+  else await runDpo(caseConfig('dpo', caseDir, saveDir), io);
+  return { losses, gradNorms, weights: readSafetensors(join(saveDir, 'step-2/model/model.safetensors')) };
+}
 
-describe('data-parallel SFT equals the single-process run', () => {
-  it('2 processes: same loss and global grad norm at both steps, same updated weights (1e-5 relative)', async () => {
-    const saveDir = join(caseDir, 'dp2');
-    const results = await runOnRanks(2, caseDir, saveDir);
+beforeAll(() => {
+  caseDir = mkdtempSync(join(tmpdir(), 'rl2-dp-'));
+  writeTrainCase(caseDir);
+  initial = readSafetensors(join(caseDir, 'model/model.safetensors'));
+});
+
+describe('data-parallel training equals the single-process run', () => {
+  it.each(['sft', 'dpo'] as const)('%s on 2 processes: same loss and global grad norm at both steps, same updated weights (1e-5 relative)', async (kind) => {
+    const single = await runSingle(kind);
+    const saveDir = join(caseDir, `${kind}-dp2`);
+    const results = await runOnRanks(kind, 2, caseDir, saveDir);
     expect(results.map((r) => r.rank)).toEqual([0, 1]);
-    expect(single.gradNorms[0]).toBeGreaterThan(0.5); // clipping (max_grad_norm 0.5) is active
+    expect(single.gradNorms[0]).toBeGreaterThan(kind === 'sft' ? 0.5 : 0); // sft: clipping (max_grad_norm 0.5) is active
     for (const r of results) {
       expect(r.steps).toHaveLength(2);
       r.steps.forEach((s, i) => {
         expect(rel(s.loss, single.losses[i] as number), `rank ${r.rank} step ${i + 1} loss ${s.loss} vs ${single.losses[i]}`).toBeLessThan(TOL);
-        expect(rel(s.gradNorm, single.gradNorms[i] as number), `rank ${r.rank} step ${i + 1} grad norm`).toBeLessThan(TOL);
+        expect(rel(s.gradNorm, single.gradNorms[i] as number), `rank ${r.rank} step ${i + 1} grad norm ${s.gradNorm} vs ${single.gradNorms[i]}`).toBeLessThan(TOL);
         expect(s.microBatches, 'each rank trains on its own slice of the bins').toBeGreaterThanOrEqual(1);
       });
     }
@@ -108,12 +118,16 @@ describe('data-parallel SFT equals the single-process run', () => {
     let moved = 0;
     for (const [name, w] of single.weights) {
       const got = weights.get(name) as Float32Array;
-      const init = single.initial.get(name) as Float32Array;
-      const scale = w.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
+      const init = initial.get(name) as Float32Array;
+      // relative error of the tensor, ||got - want|| / ||want||
+      let num = 0;
+      let den = 0;
       for (let i = 0; i < w.length; i++) {
-        expect(Math.abs((got[i] as number) - (w[i] as number)) / scale, `${name}[${i}]`).toBeLessThan(TOL);
+        num += ((got[i] as number) - (w[i] as number)) ** 2;
+        den += (w[i] as number) ** 2;
         if (w[i] !== init[i]) moved += 1;
       }
+      expect(Math.sqrt(num / den), `${name}: ||dp - single|| / ||single||`).toBeLessThan(TOL);
     }
     expect(moved).toBeGreaterThan(100); // the steps changed the weights
   }, 60_000);

@@ -1,0 +1,52 @@
+// pnpm bench sft-parallel: tokens/s of the tiny addition SFT (examples/addition/sft.yaml on a
+// random Qwen3, hidden 64, 2 layers, as `rl2 init-model` writes it) on 1, 2 and 4 data-parallel
+// processes of one node, started with launch() as `rl2 launch --nproc-per-node N` does.
+// tokens/s = the step's tokens over all ranks / the step's wall time (gradient all-reduce
+// included), median over steps 2..N; losses must agree across the runs (same global batch).
+import { mkdtempSync } from 'node:fs';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { launch } from '@rl2/parallel';
+import { writeRandomCheckpoint } from '../src/model-init/random-checkpoint.js';
+
+const STEPS = Number(process.argv[2] ?? 8);
+const dir = mkdtempSync(join(tmpdir(), 'rl2-bench-dp-'));
+writeRandomCheckpoint({ arch: 'qwen3', tokenizerDir: resolve(import.meta.dirname, '../../../examples/addition/tokenizer'), outDir: join(dir, 'model') });
+
+interface RankResult {
+  rank: number;
+  engine: string;
+  steps: { tokensPerSecond: number; loss: number }[];
+}
+
+async function run(n: number, port: number): Promise<{ rank0: RankResult; wallS: number }> {
+  const results: RankResult[] = [];
+  const began = performance.now();
+  await launch({
+    nprocPerNode: n,
+    masterPort: port,
+    output: 'silent',
+    env: { BENCH_DIR: dir, BENCH_STEPS: String(STEPS) },
+    command: [process.execPath, '--import', 'tsx', '--import', resolve(import.meta.dirname, '../test/ranks/register-source.mjs'), join(import.meta.dirname, 'sft-parallel-rank.ts')],
+    onOutput: (_r, stream, line) => {
+      if (stream === 'stdout' && line.startsWith('RESULT ')) results.push(JSON.parse(line.slice(7)) as RankResult);
+    },
+  });
+  const rank0 = results.find((r) => r.rank === 0);
+  if (!rank0) throw new Error(`no result from rank 0 of ${n}`);
+  return { rank0, wallS: (performance.now() - began) / 1000 };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+console.log(`tiny SFT (examples/addition/sft.yaml, batch 32, ${STEPS} steps) on ${availableParallelism()} cores, Node ${process.version}, load average ${loadavg()[0]?.toFixed(1)} at start\n`);
+console.log('| processes | engine (per process) | tokens/s (median, steps 2..N) | vs 1 process | run wall time | loss at last step |');
+console.log('|---:|---|---:|---:|---:|---:|');
+let base = 0;
+let port = 29700 + Math.floor(Math.random() * 90);
+for (const n of [1, 2, 4]) {
+  const { rank0, wallS } = await run(n, port++);
+  const tps = median(rank0.steps.slice(1).map((s) => s.tokensPerSecond));
+  if (n === 1) base = tps;
+  console.log(`| ${n} | ${rank0.engine} | ${tps.toFixed(0)} | ${(tps / base).toFixed(2)}x | ${wallS.toFixed(1)} s | ${rank0.steps.at(-1)?.loss.toFixed(4)} |`);
+}
+console.log(`\nload average ${loadavg()[0]?.toFixed(1)} at the end.`);

@@ -1,11 +1,5 @@
+import { packageBuild } from '@rl2/tsup-config';
 import { defineConfig } from 'tsup';
 
-export default defineConfig({
-  entry: ['src/index.ts', 'src/cli.ts'],
-  format: ['esm'],
-  dts: { entry: 'src/index.ts' },
-  clean: true,
-  sourcemap: true,
-  target: 'node20',
-  banner: ({ format }) => (format === 'esm' ? { js: '' } : {}),
-});
+// cli.ts is the `rl2` bin (its shebang is kept); only index.ts has public types.
+export default defineConfig(packageBuild(['src/index.ts', 'src/cli.ts'], { dts: { entry: 'src/index.ts' } }));

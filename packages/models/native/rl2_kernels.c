@@ -16,6 +16,7 @@
 #include <node_api.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_RANK 8
@@ -27,7 +28,7 @@
 #define HOT
 #endif
 /* Bumped whenever a function is added or changes; src/engine/native-addon.ts refuses others. */
-#define RL2_KERNELS_ABI 5
+#define RL2_KERNELS_ABI 6
 
 #define CHECK(call)                                                                               \
   do {                                                                                            \
@@ -242,11 +243,19 @@ static void *range_run(void *arg) {
   return NULL;
 }
 
+static void parallel_for_threads(int64_t n, int threads, range_fn fn, void *ctx);
+
 static void parallel_for(int64_t n, int64_t grain, range_fn fn, void *ctx) {
   int threads = openblas_get_num_threads();
-  if (threads > MAX_GEMM_THREADS) threads = MAX_GEMM_THREADS;
   if (grain < 1) grain = 1;
   if ((int64_t)threads > n / grain) threads = (int)(n / grain);
+  parallel_for_threads(n, threads, fn, ctx);
+}
+
+/* parallel_for over exactly min(threads, n) pieces (at least one unit each). */
+static void parallel_for_threads(int64_t n, int threads, range_fn fn, void *ctx) {
+  if (threads > MAX_GEMM_THREADS) threads = MAX_GEMM_THREADS;
+  if ((int64_t)threads > n) threads = (int)n;
   if (threads <= 1) {
     if (n > 0) fn(ctx, 0, n);
     return;
@@ -857,6 +866,313 @@ static napi_value xent_backward(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* ---- fused model kernels (forward + backward), used by src/engine/fused-*.ts ---- */
+
+struct norm_ctx {
+  const float *x, *w, *dy;
+  float *y, *dx;
+  int64_t h;
+  float eps;
+};
+
+/* RMSNorm rows (Zhang & Sennrich 2019): y = w * x / sqrt(mean(x^2) + eps). */
+HOT static void rms_norm_rows(void *vctx, int64_t r0, int64_t r1) {
+  const struct norm_ctx *c = (const struct norm_ctx *)vctx;
+  int64_t h = c->h;
+  for (int64_t r = r0; r < r1; r++) {
+    const float *xr = c->x + r * h;
+    float *yr = c->y + r * h;
+    float ss = 0;
+    for (int64_t k = 0; k < h; k++) ss += xr[k] * xr[k];
+    float inv = 1.0f / sqrtf(ss / (float)h + c->eps);
+    for (int64_t k = 0; k < h; k++) yr[k] = xr[k] * inv * c->w[k];
+  }
+}
+
+/* dx = inv * (dy w - xhat * mean(dy w xhat)), xhat = x inv (dw summed separately). */
+HOT static void rms_norm_grad_rows(void *vctx, int64_t r0, int64_t r1) {
+  const struct norm_ctx *c = (const struct norm_ctx *)vctx;
+  int64_t h = c->h;
+  for (int64_t r = r0; r < r1; r++) {
+    const float *xr = c->x + r * h, *gr = c->dy + r * h;
+    float *dxr = c->dx + r * h;
+    float ss = 0, dot = 0;
+    for (int64_t k = 0; k < h; k++) {
+      ss += xr[k] * xr[k];
+      dot += gr[k] * c->w[k] * xr[k];
+    }
+    float inv = 1.0f / sqrtf(ss / (float)h + c->eps);
+    float coef = dot * inv * inv / (float)h;
+    for (int64_t k = 0; k < h; k++) dxr[k] = inv * (gr[k] * c->w[k] - xr[k] * coef);
+  }
+}
+
+/* rmsNorm(x [rows, h], w [h], eps, y [rows, h]) */
+static napi_value rms_norm(napi_env env, napi_callback_info info) {
+  ARGS(6);
+  float *x, *w, *y;
+  size_t lx, lw, ly;
+  int64_t rows = get_int(env, argv[2]), h = get_int(env, argv[3]);
+  double eps = 0;
+  napi_get_value_double(env, argv[4], &eps);
+  if (!get_f32(env, argv[0], &x, &lx) || !get_f32(env, argv[1], &w, &lw) || !get_f32(env, argv[5], &y, &ly))
+    FAIL("rmsNorm expects Float32Array x, w, y");
+  if (rows < 0 || h < 1 || (size_t)(rows * h) > lx || (size_t)h > lw || (size_t)(rows * h) > ly)
+    FAIL("rmsNorm: array too short for [rows, h]");
+  struct norm_ctx c = {x, w, NULL, y, NULL, h, (float)eps};
+  parallel_for(rows, GRAIN / h + 1, rms_norm_rows, &c);
+  return NULL;
+}
+
+/* rmsNormGrad(x, w, dy, rows, h, eps, dx [rows, h], dw [h]) */
+static napi_value rms_norm_grad(napi_env env, napi_callback_info info) {
+  ARGS(8);
+  float *x, *w, *dy, *dx, *dw;
+  size_t lx, lw, ld, ldx, ldw;
+  int64_t rows = get_int(env, argv[3]), h = get_int(env, argv[4]);
+  double eps = 0;
+  napi_get_value_double(env, argv[5], &eps);
+  if (!get_f32(env, argv[0], &x, &lx) || !get_f32(env, argv[1], &w, &lw) || !get_f32(env, argv[2], &dy, &ld) ||
+      !get_f32(env, argv[6], &dx, &ldx) || !get_f32(env, argv[7], &dw, &ldw))
+    FAIL("rmsNormGrad expects Float32Array x, w, dy, dx, dw");
+  size_t n = (size_t)(rows * h);
+  if (rows < 0 || h < 1 || n > lx || (size_t)h > lw || n > ld || n > ldx || (size_t)h > ldw)
+    FAIL("rmsNormGrad: array too short for [rows, h]");
+  struct norm_ctx c = {x, w, dy, NULL, dx, h, (float)eps};
+  parallel_for(rows, GRAIN / h + 1, rms_norm_grad_rows, &c);
+  /* dw[k] = sum_r dy[r,k] xhat[r,k], accumulated in double */
+  double *acc = calloc((size_t)h, sizeof(double));
+  if (!acc) FAIL("rmsNormGrad: out of memory");
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * h, *gr = dy + r * h;
+    float ss = 0;
+    for (int64_t k = 0; k < h; k++) ss += xr[k] * xr[k];
+    float inv = 1.0f / sqrtf(ss / (float)h + (float)eps);
+    for (int64_t k = 0; k < h; k++) acc[k] += (double)(gr[k] * xr[k] * inv);
+  }
+  for (int64_t k = 0; k < h; k++) dw[k] = (float)acc[k];
+  free(acc);
+  return NULL;
+}
+
+struct glu_ctx {
+  const float *g, *u, *dy;
+  float *y, *dg, *du;
+};
+
+static inline float sigmoidf_(float x) { return 1.0f / (1.0f + fast_expf(-x)); }
+
+HOT static void swiglu_range(void *vctx, int64_t i0, int64_t i1) {
+  const struct glu_ctx *c = (const struct glu_ctx *)vctx;
+  for (int64_t i = i0; i < i1; i++) {
+    float g = c->g[i];
+    c->y[i] = g * sigmoidf_(g) * c->u[i];
+  }
+}
+
+/* d/dg silu(g) u = u s (1 + g (1 - s)), d/du = g s, s = sigmoid(g) */
+HOT static void swiglu_grad_range(void *vctx, int64_t i0, int64_t i1) {
+  const struct glu_ctx *c = (const struct glu_ctx *)vctx;
+  for (int64_t i = i0; i < i1; i++) {
+    float g = c->g[i], s = sigmoidf_(g), d = c->dy[i];
+    c->dg[i] = d * c->u[i] * s * (1.0f + g * (1.0f - s));
+    c->du[i] = d * g * s;
+  }
+}
+
+/* swiglu(gate, up, y) and swigluGrad(gate, up, dy, dgate, dup), all of one length */
+static napi_value swiglu(napi_env env, napi_callback_info info) {
+  ARGS(3);
+  float *g, *u, *y;
+  size_t lg, lu, ly;
+  if (!get_f32(env, argv[0], &g, &lg) || !get_f32(env, argv[1], &u, &lu) || !get_f32(env, argv[2], &y, &ly))
+    FAIL("swiglu expects Float32Array gate, up, y");
+  if (lu < lg || ly < lg) FAIL("swiglu: arrays of different lengths");
+  struct glu_ctx c = {g, u, NULL, y, NULL, NULL};
+  parallel_for((int64_t)lg, GRAIN, swiglu_range, &c);
+  return NULL;
+}
+
+static napi_value swiglu_grad(napi_env env, napi_callback_info info) {
+  ARGS(5);
+  float *g, *u, *dy, *dg, *du;
+  size_t lg, lu, ld, l1, l2;
+  if (!get_f32(env, argv[0], &g, &lg) || !get_f32(env, argv[1], &u, &lu) || !get_f32(env, argv[2], &dy, &ld) ||
+      !get_f32(env, argv[3], &dg, &l1) || !get_f32(env, argv[4], &du, &l2))
+    FAIL("swigluGrad expects Float32Array gate, up, dy, dgate, dup");
+  if (lu < lg || ld < lg || l1 < lg || l2 < lg) FAIL("swigluGrad: arrays of different lengths");
+  struct glu_ctx c = {g, u, dy, NULL, dg, du};
+  parallel_for((int64_t)lg, GRAIN, swiglu_grad_range, &c);
+  return NULL;
+}
+
+/*
+ * rotary(x [n, heads, d], cos [n, d], sin [n, d], n, heads, d, backward, out): RoPE with
+ * rotate_half (HF layout). Forward out = x cos + rotate_half(x) sin, rotate_half(x) = [-x2, x1].
+ * Backward (the transpose): dx1 = dy1 c1 + dy2 s2, dx2 = dy2 c2 - dy1 s1.
+ */
+static napi_value rotary(napi_env env, napi_callback_info info) {
+  ARGS(8);
+  float *x, *cs, *sn, *o;
+  size_t lx, lc, ls, lo;
+  int64_t n = get_int(env, argv[3]), heads = get_int(env, argv[4]), d = get_int(env, argv[5]);
+  int back = get_bool(env, argv[6]);
+  if (!get_f32(env, argv[0], &x, &lx) || !get_f32(env, argv[1], &cs, &lc) || !get_f32(env, argv[2], &sn, &ls) ||
+      !get_f32(env, argv[7], &o, &lo))
+    FAIL("rotary expects Float32Array x, cos, sin, out");
+  if (n < 0 || heads < 1 || d < 2 || d % 2 || (size_t)(n * heads * d) > lx || (size_t)(n * heads * d) > lo ||
+      (size_t)(n * d) > lc || (size_t)(n * d) > ls)
+    FAIL("rotary: array too short for [n, heads, d]");
+  int64_t half = d / 2;
+  for (int64_t t = 0; t < n; t++) {
+    const float *c = cs + t * d, *s = sn + t * d;
+    for (int64_t hh = 0; hh < heads; hh++) {
+      const float *xr = x + (t * heads + hh) * d;
+      float *orow = o + (t * heads + hh) * d;
+      for (int64_t j = 0; j < half; j++) {
+        float a = xr[j], b = xr[j + half];
+        if (back) {
+          orow[j] = a * c[j] + b * s[j + half];
+          orow[j + half] = b * c[j + half] - a * s[j];
+        } else {
+          orow[j] = a * c[j] - b * s[j];
+          orow[j + half] = b * c[j + half] + a * s[j + half];
+        }
+      }
+    }
+  }
+  return NULL;
+}
+
+/*
+ * Attention over one (batch b, kv head) group: its `rep` query heads read K/V [L, d].
+ * q/out/dq: [B, S, nH, d] (row stride nH*d); k/v/dk/dv: [B, nKv, L, d]; mask additive
+ * [Bm, S, L] (Bm 1 broadcasts). P = softmax(scale q k^T + mask), out = P v.
+ * Backward recomputes P (nothing [S, L] is kept between the passes):
+ * dP = dout v^T, dS = P (dP - rowsum(P dP)), dq = scale dS k, dk += scale dS^T q, dv += P^T dout.
+ */
+struct attn_ctx {
+  const float *q, *k, *v, *mask, *dout;
+  float *out, *dq, *dk, *dv;
+  int64_t B, S, L, nH, nKv, d, maskB;
+  float scale;
+};
+
+static void attn_probs(const struct attn_ctx *c, int64_t b, int64_t h, float *P) {
+  int64_t kvh = h / (c->nH / c->nKv);
+  int64_t ldq = c->nH * c->d;
+  const float *Q = c->q + b * c->S * ldq + h * c->d;
+  const float *K = c->k + (b * c->nKv + kvh) * c->L * c->d;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)c->S, (int)c->L, (int)c->d, c->scale, Q, (int)ldq, K,
+              (int)c->d, 0.0f, P, (int)c->L);
+  const float *M = c->mask + (c->maskB == 1 ? 0 : b) * c->S * c->L;
+  for (int64_t i = 0; i < c->S; i++) {
+    float *row = P + i * c->L;
+    const float *mr = M + i * c->L;
+    for (int64_t j = 0; j < c->L; j++) row[j] += mr[j];
+    float m = row_max(row, c->L);
+    exp_shifted(row, c->L, m, 1.0f, row);
+    float inv = 1.0f / row_sum(row, c->L);
+    for (int64_t j = 0; j < c->L; j++) row[j] *= inv;
+  }
+}
+
+static void attn_fwd_groups(void *vctx, int64_t g0, int64_t g1) {
+  const struct attn_ctx *c = (const struct attn_ctx *)vctx;
+  int64_t rep = c->nH / c->nKv, ldq = c->nH * c->d;
+  float *P = malloc(sizeof(float) * (size_t)(c->S * c->L));
+  if (!P) return;
+  for (int64_t g = g0; g < g1; g++) {
+    int64_t b = g / c->nKv, kvh = g % c->nKv;
+    const float *V = c->v + (b * c->nKv + kvh) * c->L * c->d;
+    for (int64_t r = 0; r < rep; r++) {
+      int64_t h = kvh * rep + r;
+      attn_probs(c, b, h, P);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)c->S, (int)c->d, (int)c->L, 1.0f, P, (int)c->L, V,
+                  (int)c->d, 0.0f, c->out + b * c->S * ldq + h * c->d, (int)ldq);
+    }
+  }
+  free(P);
+}
+
+static void attn_bwd_groups(void *vctx, int64_t g0, int64_t g1) {
+  const struct attn_ctx *c = (const struct attn_ctx *)vctx;
+  int64_t rep = c->nH / c->nKv, ldq = c->nH * c->d, S = c->S, L = c->L, d = c->d;
+  float *P = malloc(sizeof(float) * (size_t)(2 * S * L));
+  if (!P) return;
+  float *dP = P + S * L;
+  for (int64_t g = g0; g < g1; g++) {
+    int64_t b = g / c->nKv, kvh = g % c->nKv;
+    const float *K = c->k + (b * c->nKv + kvh) * L * d, *V = c->v + (b * c->nKv + kvh) * L * d;
+    float *dK = c->dk + (b * c->nKv + kvh) * L * d, *dV = c->dv + (b * c->nKv + kvh) * L * d;
+    memset(dK, 0, sizeof(float) * (size_t)(L * d));
+    memset(dV, 0, sizeof(float) * (size_t)(L * d));
+    for (int64_t r = 0; r < rep; r++) {
+      int64_t h = kvh * rep + r;
+      const float *dO = c->dout + b * S * ldq + h * d, *Q = c->q + b * S * ldq + h * d;
+      float *dQ = c->dq + b * S * ldq + h * d;
+      attn_probs(c, b, h, P);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)L, (int)d, (int)S, 1.0f, P, (int)L, dO, (int)ldq, 1.0f,
+                  dV, (int)d);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)S, (int)L, (int)d, 1.0f, dO, (int)ldq, V, (int)d, 0.0f,
+                  dP, (int)L);
+      for (int64_t i = 0; i < S; i++) {
+        float *pr = P + i * L, *dr = dP + i * L;
+        float dot = 0;
+        for (int64_t j = 0; j < L; j++) dot += pr[j] * dr[j];
+        for (int64_t j = 0; j < L; j++) dr[j] = pr[j] * (dr[j] - dot);
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)S, (int)d, (int)L, c->scale, dP, (int)L, K, (int)d,
+                  0.0f, dQ, (int)ldq);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)L, (int)d, (int)S, c->scale, dP, (int)L, Q, (int)ldq,
+                  1.0f, dK, (int)d);
+    }
+  }
+  free(P);
+}
+
+/*
+ * attention(q, k, v, mask, dims Int32Array [B, S, L, nH, nKv, d, maskB], scale, out) and
+ * attentionGrad(q, k, v, mask, dims, scale, dout, dq, dk, dv). Groups (b, kv head) are split
+ * over the configured threads, each running single-threaded sgemm.
+ */
+static napi_value attention_common(napi_env env, napi_callback_info info, int back) {
+  size_t argc = 10;
+  napi_value argv[10];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < (size_t)(back ? 10 : 7)) FAIL("attention: too few arguments");
+  struct attn_ctx c;
+  memset(&c, 0, sizeof(c));
+  int64_t dims[MAX_RANK];
+  double scale = 1;
+  size_t lq, lk, lv, lm, lo, l1 = 0, l2 = 0, l3 = 0;
+  float *q, *k, *v, *m, *o, *dq = NULL, *dk = NULL, *dv = NULL;
+  if (!get_f32(env, argv[0], &q, &lq) || !get_f32(env, argv[1], &k, &lk) || !get_f32(env, argv[2], &v, &lv) ||
+      !get_f32(env, argv[3], &m, &lm) || get_dims(env, argv[4], dims) != 7 || !get_f32(env, argv[6], &o, &lo))
+    FAIL("attention expects Float32Array q, k, v, mask, Int32Array dims[7], scale, Float32Array out/dout");
+  if (back && (!get_f32(env, argv[7], &dq, &l1) || !get_f32(env, argv[8], &dk, &l2) || !get_f32(env, argv[9], &dv, &l3)))
+    FAIL("attentionGrad expects Float32Array dq, dk, dv");
+  napi_get_value_double(env, argv[5], &scale);
+  c.B = dims[0], c.S = dims[1], c.L = dims[2], c.nH = dims[3], c.nKv = dims[4], c.d = dims[5], c.maskB = dims[6];
+  size_t nq = (size_t)(c.B * c.S * c.nH * c.d), nk = (size_t)(c.B * c.nKv * c.L * c.d);
+  if (c.B < 0 || c.S < 1 || c.L < 1 || c.nKv < 1 || c.nH % c.nKv || c.d < 1 || (c.maskB != 1 && c.maskB != c.B))
+    FAIL("attention: bad dims");
+  if (lq < nq || lk < nk || lv < nk || lm < (size_t)(c.maskB * c.S * c.L) || lo < nq ||
+      (back && (l1 < nq || l2 < nk || l3 < nk)))
+    FAIL("attention: array too short for dims");
+  c.q = q, c.k = k, c.v = v, c.mask = m, c.scale = (float)scale;
+  if (back) c.dout = o, c.dq = dq, c.dk = dk, c.dv = dv;
+  else c.out = o;
+  int configured = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+  parallel_for_threads(c.B * c.nKv, configured, back ? attn_bwd_groups : attn_fwd_groups, &c);
+  openblas_set_num_threads(configured);
+  return NULL;
+}
+
+static napi_value attention(napi_env env, napi_callback_info info) { return attention_common(env, info, 0); }
+static napi_value attention_grad(napi_env env, napi_callback_info info) { return attention_common(env, info, 1); }
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
       {"gemm", NULL, gemm, NULL, NULL, NULL, napi_default, NULL},
@@ -873,6 +1189,13 @@ static napi_value init(napi_env env, napi_value exports) {
       {"segmentSum", NULL, segment_sum, NULL, NULL, NULL, napi_default, NULL},
       {"xentForward", NULL, xent_forward, NULL, NULL, NULL, napi_default, NULL},
       {"xentBackward", NULL, xent_backward, NULL, NULL, NULL, napi_default, NULL},
+      {"rmsNorm", NULL, rms_norm, NULL, NULL, NULL, napi_default, NULL},
+      {"rmsNormGrad", NULL, rms_norm_grad, NULL, NULL, NULL, napi_default, NULL},
+      {"swiglu", NULL, swiglu, NULL, NULL, NULL, napi_default, NULL},
+      {"swigluGrad", NULL, swiglu_grad, NULL, NULL, NULL, napi_default, NULL},
+      {"rotary", NULL, rotary, NULL, NULL, NULL, napi_default, NULL},
+      {"attention", NULL, attention, NULL, NULL, NULL, napi_default, NULL},
+      {"attentionGrad", NULL, attention_grad, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_value abi;
   if (napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props) != napi_ok ||

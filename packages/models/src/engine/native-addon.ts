@@ -17,7 +17,7 @@ export const UnaryOp = {
 export const ReduceOp = { sum: 0, max: 1, min: 2, mean: 3 } as const;
 
 /** RL2_KERNELS_ABI of the native/rl2_kernels.c this TypeScript expects. */
-export const NATIVE_ABI = 5;
+export const NATIVE_ABI = 6;
 
 /** The functions exported by rl2_kernels.node; every output array is allocated by the caller. */
 export interface NativeAddon {
@@ -53,6 +53,23 @@ export interface NativeAddon {
   /** dx[r] = dy[r] (softmax(logits[r]) - onehot(labels[r])), 0 where label < 0. */
   xentBackward(logits: Float32Array, rows: number, cols: number, labels: Int32Array, dy: Float32Array, dx: Float32Array): void;
   segmentSum(x: Float32Array, ids: Int32Array, numSegments: number, inner: number, out: Float32Array): void;
+  /** y [rows, h] = w x / sqrt(mean(x^2) + eps) per row. */
+  rmsNorm(x: Float32Array, w: Float32Array, rows: number, h: number, eps: number, y: Float32Array): void;
+  /** dx [rows, h] and dw [h] of `rmsNorm` given dy. */
+  rmsNormGrad(x: Float32Array, w: Float32Array, dy: Float32Array, rows: number, h: number, eps: number, dx: Float32Array, dw: Float32Array): void;
+  /** y = silu(gate) * up, elementwise. */
+  swiglu(gate: Float32Array, up: Float32Array, y: Float32Array): void;
+  /** dgate, dup of `swiglu` given dy. */
+  swigluGrad(gate: Float32Array, up: Float32Array, dy: Float32Array, dgate: Float32Array, dup: Float32Array): void;
+  /** RoPE on x [n, heads, d] with cos/sin [n, d] (rotate-half layout); `backward` applies the transpose. */
+  rotary(x: Float32Array, cos: Float32Array, sin: Float32Array, n: number, heads: number, d: number, backward: boolean, out: Float32Array): void;
+  /** Attention, dims [B, S, L, nH, nKv, d, maskB]: q/out [B, S, nH, d], k/v [B, nKv, L, d], mask [maskB, S, L]. */
+  attention(q: Float32Array, k: Float32Array, v: Float32Array, mask: Float32Array, dims: Int32Array, scale: number, out: Float32Array): void;
+  /** dq, dk, dv of `attention` given dout (P recomputed). */
+  attentionGrad(
+    q: Float32Array, k: Float32Array, v: Float32Array, mask: Float32Array, dims: Int32Array, scale: number,
+    dout: Float32Array, dq: Float32Array, dk: Float32Array, dv: Float32Array,
+  ): void;
 }
 
 export type NativeLoad = { ok: true; addon: NativeAddon; path: string } | { ok: false; reason: string };

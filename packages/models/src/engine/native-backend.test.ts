@@ -12,10 +12,13 @@ describe.skipIf(!load.ok)('native backend registration', () => {
     await initEngine({ backend: 'native', threads: 1, logger: () => {}, env: {} });
   });
 
-  it('has every stock cpu kernel plus the fused cross-entropy pair, and overrides only named ones', () => {
+  it('has every stock cpu kernel plus the fused model kernels, and overrides only named ones', () => {
     const cpu = tf.getKernelsForBackend('cpu').map((k) => k.kernelName).sort();
     const native = tf.getKernelsForBackend(NATIVE_BACKEND).map((k) => k.kernelName).sort();
-    expect(native).toEqual([...cpu, 'Rl2SoftmaxCrossEntropy', 'Rl2SoftmaxCrossEntropyGrad'].sort());
+    expect(native).toEqual([
+      ...cpu, 'Rl2SoftmaxCrossEntropy', 'Rl2SoftmaxCrossEntropyGrad', 'Rl2RmsNorm', 'Rl2RmsNormGrad', 'Rl2SwiGlu', 'Rl2SwiGluGrad',
+      'Rl2Rotary', 'Rl2Attention', 'Rl2AttentionGrad',
+    ].sort());
     for (const o of nativeKernelOverrides()) expect(cpu).toContain(o.kernelName);
   });
 

@@ -10,6 +10,10 @@ import { batchMatMulOverride, fusedMatMulOverride } from './kernels/native-matmu
 import { reduceOverrides } from './kernels/native-reduce.js';
 import type { NativeAddon } from './native-addon.js';
 import { softmaxCrossEntropyKernels } from './softmax-cross-entropy.js';
+import { attentionKernels } from './fused/fused-attention.js';
+import { rmsNormKernels } from './fused/fused-rms-norm.js';
+import { rotaryKernels } from './fused/fused-rotary.js';
+import { swiGluKernels } from './fused/fused-swiglu.js';
 
 /** Name under which the engine registers its backend with tfjs. */
 export const NATIVE_BACKEND = 'native';
@@ -40,7 +44,8 @@ export function registerNativeBackend(addon: NativeAddon | undefined, backendNam
     if (!getKernel(config.kernelName, backendName)) registerKernel({ ...config, backendName, kernelFunc });
   }
   if (addon) {
-    for (const config of softmaxCrossEntropyKernels(addon, backendName)) {
+    const fused = [softmaxCrossEntropyKernels, rmsNormKernels, swiGluKernels, rotaryKernels, attentionKernels].flatMap((k) => k(addon, backendName));
+    for (const config of fused) {
       if (!getKernel(config.kernelName, backendName)) registerKernel(config);
     }
   }

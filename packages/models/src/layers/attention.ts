@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { fusedAttention } from '../engine/fused/fused-attention.js';
 
 /**
  * Scaled dot-product attention with grouped-query heads (Ainslie et al. 2023,
@@ -11,7 +12,8 @@ import * as tf from '@tensorflow/tfjs-core';
  */
 export type AttentionKernel = (q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor3D) => tf.Tensor2D;
 
-export const groupedQueryAttention: AttentionKernel = (q, k, v, mask) => blockedAttention(q, [{ k, v }], mask);
+/** The default kernel: one fused native call on `native` (no [B, H, S, L] tensors), composite ops elsewhere. */
+export const groupedQueryAttention: AttentionKernel = (q, k, v, mask) => fusedAttention(q, k, v, mask) ?? blockedAttention(q, [{ k, v }], mask);
 
 /**
  * `groupedQueryAttention` over keys/values held in several blocks along the length axis

@@ -4,6 +4,7 @@ import { type AttentionKernel, blockedAttention, groupedQueryAttention } from '.
 import type { LinearFactory, ParamLookup } from './linear.js';
 import { rmsNorm } from './rms-norm.js';
 import { applyRotary } from './rotary.js';
+import { fusedSwiGlu } from '../engine/fused/fused-swiglu.js';
 import { ModelsError } from '../errors.js';
 
 /**
@@ -115,7 +116,7 @@ export function decoderLayer(
   const h2 = rmsNorm(x1, get('post_attention_layernorm.weight'), c.rmsNormEps);
   const gate = linear(`${pre}mlp.gate_proj`, p).forward(h2);
   const up = linear(`${pre}mlp.up_proj`, p).forward(h2);
-  const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D; // silu(g) * u
+  const act = (fusedSwiGlu(gate, up) ?? tf.mul(tf.mul(gate, tf.sigmoid(gate)), up)) as tf.Tensor2D; // silu(g) * u
   const out = tf.add(x1, linear(`${pre}mlp.down_proj`, p).forward(act)) as tf.Tensor2D;
   return { x: out, kv };
 }

@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config/model-config.js';
+import { fusedRotary } from '../engine/fused/fused-rotary.js';
 
 /**
  * RoPE inverse frequencies `theta^(-2i/d)` (Su et al. 2021, https://arxiv.org/abs/2104.09864),
@@ -61,8 +62,13 @@ export function rotateHalfMatrix(d: number): tf.Tensor2D {
   return tf.tensor2d(r, [d, d]);
 }
 
-/** Applies RoPE to `x` [N, heads, d]: `x * cos + rotate_half(x) * sin`, rotate_half(x) = x R. */
+/**
+ * Applies RoPE to `x` [N, heads, d]: `x * cos + rotate_half(x) * sin`, rotate_half(x) = x R.
+ * One fused kernel on the `native` backend.
+ */
 export function applyRotary(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D, rotate: tf.Tensor2D): tf.Tensor3D {
+  const fused = fusedRotary(x, cos, sin);
+  if (fused) return fused;
   const [n, h, d] = x.shape;
   const rotated = tf.reshape(tf.matMul(tf.reshape(x, [n * h, d]) as tf.Tensor2D, rotate), [n, h, d]);
   return tf.add(tf.mul(x, cos), tf.mul(rotated, sin));

@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '../src/engine/init-engine.js';
+import { loadNativeAddon } from '../src/engine/native-addon.js';
 import { parseSafetensors } from '../src/checkpoint/safetensors.js';
 import { loadModel } from '../src/checkpoint/load-checkpoint.js';
 import { tokenLogits, tokenLogprobs } from '../src/heads/token-logprobs.js';
@@ -58,11 +59,23 @@ function checkGrads(model: DecoderModel, grads: Record<string, tf.Tensor>, ref: 
 }
 
 beforeAll(async () => {
-  await initEngine({ backend: 'cpu', logger: () => {} });
+  await initEngine({ backend: loadNativeAddon().ok ? 'native' : 'cpu', logger: () => {} });
+  await tf.setBackend('cpu');
 });
 
-describe.each(['llama', 'qwen2', 'qwen3'])('%s parity with the PyTorch reference', (family) => {
+// stock cpu (composite ops) and, where the addon is built, native (fused RMSNorm, SwiGLU,
+// rotary, attention and cross-entropy kernels) against the same PyTorch reference
+const BACKENDS = ['cpu', ...(loadNativeAddon().ok ? ['native'] : [])];
+const FAMILIES = BACKENDS.flatMap((backend) => ['llama', 'qwen2', 'qwen3'].map((family) => [family, backend] as const));
+
+describe.each(FAMILIES)('%s parity with the PyTorch reference on %s', (family, backend) => {
   const { meta, tensors } = readRef(family);
+  beforeAll(async () => {
+    await tf.setBackend(backend);
+  });
+  afterAll(async () => {
+    await tf.setBackend('cpu');
+  });
   const batch: TokenBatch = { inputIds: meta.input_ids, positionIds: meta.position_ids, segmentIds: meta.segment_ids };
 
   it('logits, logprobs and entropy match within 1e-4 (packed row)', async () => {

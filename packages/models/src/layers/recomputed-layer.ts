@@ -36,7 +36,14 @@ export function recomputedDecoderLayer(x: tf.Tensor2D, layer: number, p: ParamLo
     save(inputs);
     return {
       value: run(inputs),
-      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => nestedGrads(() => tf.grads((...ins: tf.Tensor[]) => run(ins))(saved, dy)),
+      // differentiate w.r.t. the layer input and parameters only; the constants (RoPE tables,
+      // rotation, masks) get zeros (fused kernels may not use them at all)
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const k = 1 + names.length;
+        const consts = saved.slice(k);
+        const grads = nestedGrads(() => tf.grads((...ins: tf.Tensor[]) => run([...ins, ...consts]))(saved.slice(0, k), dy));
+        return [...grads, ...consts.map((t) => tf.zerosLike(t))];
+      },
     };
   });
   return f(x, ...names.map((n) => p.get(n)!), ...constants) as tf.Tensor2D;

@@ -1,7 +1,7 @@
 // Run by test/data-parallel.test.ts (and bench/sft-parallel.bench.ts) under launch(): the tiny
 // run of train-case.ts (CASE_KIND sft or dpo) on this rank.
 // Prints `RESULT {"rank", "steps": [{loss, gradNorm, microBatches, tokensPerSecond}]}`.
-import { runDpo, runSft } from '@rl2/trainers';
+import { runDpo, runSft } from '../../src/index.js';
 import { type CaseKind, caseConfig } from '../train-case.js';
 
 const { CASE_DIR, SAVE_DIR, CASE_OVERRIDES } = process.env;

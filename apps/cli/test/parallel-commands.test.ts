@@ -1,8 +1,8 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { rankCommand } from '../src/commands/launch-command.js';
-import { rl2, tmp } from './helpers.js';
+import { EXAMPLE_TOKENIZER, rl2, tmp, trainLosses, writeTinyData } from './helpers.js';
 
 // Qwen2.5-0.5B: 494,032,768 parameters (its published count), tied embeddings
 const qwen05b = { model_type: 'qwen2', vocab_size: 151936, hidden_size: 896, intermediate_size: 4864, num_hidden_layers: 24, num_attention_heads: 14, num_key_value_heads: 2, tie_word_embeddings: true };
@@ -46,9 +46,10 @@ describe('rl2 plan', () => {
   });
 });
 
+const port = () => String(20000 + Math.floor(Math.random() * 12000));
+
 describe('rl2 launch', () => {
   const node = process.execPath;
-  const port = () => String(20000 + Math.floor(Math.random() * 12000));
 
   it('runs the command once per rank with the torchrun environment, output prefixed', async () => {
     const r = await rl2(['launch', '--nproc-per-node', '2', '--master-port', port(), '--', node, '-e', 'console.log(`hello ${process.env.RANK}/${process.env.WORLD_SIZE} local ${process.env.LOCAL_RANK}`)']);
@@ -79,4 +80,43 @@ describe('rl2 launch', () => {
     expect(rankCommand(['rl2', 'sft'], { ...self, script: '/x/node_modules/vitest/vitest.mjs' })).toEqual(['rl2', 'sft']);
     expect(rankCommand(['python3', 'train.py'], self)).toEqual(['python3', 'train.py']);
   });
+});
+
+describe('rl2 launch -- rl2 sft (data parallel through the CLI)', () => {
+  it('2 ranks train with the one-process losses; only rank 0 prints progress and writes metrics', async () => {
+    const dir = tmp('launch-sft');
+    const model = join(dir, 'model');
+    const data = writeTinyData(dir);
+    expect((await rl2(['init-model', '--arch', 'qwen3', '--tokenizer', EXAMPLE_TOKENIZER, '--out', model, '--hidden-size', '16', '--layers', '1', '--heads', '2'])).code).toBe(0);
+    const sft = (saveDir: string) => [
+      'sft',
+      `actor.model_name=${model}`,
+      `data.train.path=${data.sftTrain}`,
+      `data.test.path=${data.sftTest}`,
+      'data.train.batch_size=8',
+      'trainer.max_steps=2',
+      'trainer.n_epochs=2',
+      `trainer.save_dir=${saveDir}`,
+      'trainer.progress=lines',
+      'trainer.backend=cpu',
+      'trainer.threads=1',
+      'trainer.report=false',
+      'actor.lr=1e-2',
+      'actor.warmup_ratio=0',
+      'actor.max_length_per_device=40',
+    ];
+    const one = await rl2(sft(join(dir, 'one')));
+    expect(one.code, one.stderr).toBe(0);
+    // ranks run this CLI from source: tsx, plus @rl2/* resolved to packages/*/src (as vitest does)
+    const hooks = resolve(import.meta.dirname, '../../../packages/trainers/test/ranks/register-source.mjs');
+    const self = [process.execPath, '--import', 'tsx', '--import', hooks, resolve(import.meta.dirname, '../src/cli.ts')];
+    const two = await rl2(['launch', '--nproc-per-node', '2', '--master-port', port(), '--', ...self, ...sft(join(dir, 'two'))]);
+    expect(two.code, two.stderr).toBe(0);
+    expect(two.stdout).toContain('data parallel over 2 ranks');
+    expect(two.stdout).toMatch(/\[rank 0\] step 2\/2 100% loss/);
+    expect(two.stdout).not.toMatch(/\[rank 1\] step/);
+    const [a, b] = [trainLosses(join(dir, 'one')), trainLosses(join(dir, 'two'))];
+    expect([...b.keys()]).toEqual([1, 2]);
+    for (const [step, loss] of a) expect(Math.abs((b.get(step) as number) - loss) / loss, `step ${step}`).toBeLessThan(1e-5);
+  }, 60_000);
 });

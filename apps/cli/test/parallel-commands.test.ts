@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { rankCommand } from '../src/commands/launch-command.js';
@@ -118,5 +118,17 @@ describe('rl2 launch -- rl2 sft (data parallel through the CLI)', () => {
     const [a, b] = [trainLosses(join(dir, 'one')), trainLosses(join(dir, 'two'))];
     expect([...b.keys()]).toEqual([1, 2]);
     for (const [step, loss] of a) expect(Math.abs((b.get(step) as number) - loss) / loss, `step ${step}`).toBeLessThan(1e-5);
+    // validation (test bins split over the ranks, sums all-reduced) gives the one-process test loss
+    const testLoss = (run: string) =>
+      readFileSync(join(dir, run, 'metrics.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, number>)
+        .filter((r) => r['test/loss'] !== undefined)
+        .map((r) => r['test/loss'] as number);
+    const [ta, tb] = [testLoss('one'), testLoss('two')];
+    expect(ta.length).toBeGreaterThanOrEqual(2);
+    expect(tb).toHaveLength(ta.length);
+    ta.forEach((l, i) => expect(Math.abs((tb[i] as number) - l) / l, `validation ${i}`).toBeLessThan(1e-5));
   }, 60_000);
 });

@@ -67,7 +67,10 @@ interface Reference {
   losses: number[];
   gradNorms: number[];
   weights: Map<string, Float32Array>;
+  optimizer: Map<string, Float32Array>;
 }
+
+const references = new Map<CaseKind, Promise<Reference>>();
 
 let caseDir: string;
 let initial: Map<string, Float32Array>;
@@ -86,7 +89,7 @@ async function runSingle(kind: CaseKind): Promise<Reference> {
   };
   if (kind === 'sft') await runSft(caseConfig('sft', caseDir, saveDir), io);
   else await runDpo(caseConfig('dpo', caseDir, saveDir), io);
-  return { losses, gradNorms, weights: readSafetensors(join(saveDir, 'step-2/model/model.safetensors')) };
+  return { losses, gradNorms, weights: readSafetensors(join(saveDir, 'step-2/model/model.safetensors')), optimizer: readSafetensors(join(saveDir, 'step-2/optimizer.safetensors')) };
 }
 
 beforeAll(() => {
@@ -96,10 +99,15 @@ beforeAll(() => {
 });
 
 describe('data-parallel training equals the single-process run', () => {
-  it.each(['sft', 'dpo'] as const)('%s on 2 processes: same loss and global grad norm at both steps, same updated weights (1e-5 relative)', async (kind) => {
-    const single = await runSingle(kind);
-    const saveDir = join(caseDir, `${kind}-dp2`);
-    const results = await runOnRanks(kind, 2, caseDir, saveDir);
+  it.each([
+    ['sft', 'data parallel', []],
+    ['dpo', 'data parallel', []],
+    ['sft', 'FSDP (actor.ddp_size=1)', ['actor.ddp_size=1']],
+  ] as const)('%s on 2 processes, %s: same loss and global grad norm at both steps, same weights and AdamW state (1e-5 relative)', async (kind, layout, overrides) => {
+    if (!references.has(kind)) references.set(kind, runSingle(kind));
+    const single = await (references.get(kind) as Promise<Reference>);
+    const saveDir = join(caseDir, `${kind}-dp2-${overrides.length}`);
+    const results = await runOnRanks(kind, 2, caseDir, saveDir, [...overrides]);
     expect(results.map((r) => r.rank)).toEqual([0, 1]);
     expect(single.gradNorms[0]).toBeGreaterThan(kind === 'sft' ? 0.5 : 0); // sft: clipping (max_grad_norm 0.5) is active
     for (const r of results) {
@@ -115,10 +123,12 @@ describe('data-parallel training equals the single-process run', () => {
     expect(lines).toHaveLength(2);
     const weights = readSafetensors(join(saveDir, 'step-2/model/model.safetensors'));
     expect([...weights.keys()].sort()).toEqual([...single.weights.keys()].sort());
+    const optimizer = readSafetensors(join(saveDir, 'step-2/optimizer.safetensors'));
+    expect([...optimizer.keys()].sort()).toEqual([...single.optimizer.keys()].sort());
     let moved = 0;
-    for (const [name, w] of single.weights) {
-      const got = weights.get(name) as Float32Array;
-      const init = initial.get(name) as Float32Array;
+    for (const [name, w] of [...single.weights, ...single.optimizer]) {
+      const got = (weights.get(name) ?? optimizer.get(name)) as Float32Array;
+      const init = initial.get(name) ?? new Float32Array(w.length);
       // relative error of the tensor, ||got - want|| / ||want||
       let num = 0;
       let den = 0;
@@ -127,8 +137,28 @@ describe('data-parallel training equals the single-process run', () => {
         den += (w[i] as number) ** 2;
         if (w[i] !== init[i]) moved += 1;
       }
-      expect(Math.sqrt(num / den), `${name}: ||dp - single|| / ||single||`).toBeLessThan(TOL);
+      expect(Math.sqrt(num / den), `${layout} ${name}: ||dp - single|| / ||single||`).toBeLessThan(TOL);
     }
     expect(moved).toBeGreaterThan(100); // the steps changed the weights
+  }, 60_000);
+
+  it('FSDP resume: one step, save (AdamW state gathered), resume on 2 processes (state re-sharded) = two steps on one process', async () => {
+    if (!references.has('sft')) references.set('sft', runSingle('sft'));
+    const single = await (references.get('sft') as Promise<Reference>);
+    const saveDir = join(caseDir, 'sft-fsdp-resume');
+    const first = await runOnRanks('sft', 2, caseDir, saveDir, ['actor.ddp_size=1', 'trainer.max_steps=1']);
+    expect(first[0]?.steps).toHaveLength(1);
+    const second = await runOnRanks('sft', 2, caseDir, saveDir, ['actor.ddp_size=1', 'trainer.load_ckpt_from=latest']);
+    for (const r of second) {
+      expect(r.steps).toHaveLength(1);
+      expect(rel(r.steps[0]?.loss as number, single.losses[1] as number), `rank ${r.rank} resumed step 2 loss`).toBeLessThan(TOL);
+      expect(rel(r.steps[0]?.gradNorm as number, single.gradNorms[1] as number), `rank ${r.rank} resumed step 2 grad norm`).toBeLessThan(TOL);
+    }
+    const weights = readSafetensors(join(saveDir, 'step-2/model/model.safetensors'));
+    for (const [name, w] of single.weights) {
+      const got = weights.get(name) as Float32Array;
+      const err = Math.sqrt(w.reduce((s, x, i) => s + (x - (got[i] as number)) ** 2, 0) / w.reduce((s, x) => s + x * x, 0));
+      expect(err, `resumed ${name}`).toBeLessThan(TOL);
+    }
   }, 60_000);
 });

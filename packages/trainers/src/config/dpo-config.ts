@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { pairDataSection } from './data-config.js';
 import { modelSection } from './model-config.js';
+import { parallelOptions } from './parallel-config.js';
 import { option } from './option.js';
 import { trainerSection } from './trainer-config.js';
 
@@ -12,6 +13,7 @@ export const dpoConfigSchema = z.strictObject({
   data: pairDataSection(),
   actor: z.strictObject({
     ...modelSection({ lr: 5e-7, warmupRatio: 0.1 }),
+    ...parallelOptions(),
     beta: option(z.number().positive(), 0.1, 'DPO temperature on the log-ratio rewards'),
     preference_loss: option(
       z.enum(['dpo', 'ipo', 'simpo']),

@@ -14,9 +14,10 @@ import { type Progress, createProgress } from '../metrics/progress.js';
 import { TensorBoardWriter } from '../metrics/tensorboard-writer.js';
 import { AdamW } from '../optim/adamw.js';
 import { clipGradNorm } from '../optim/clip-grad-norm.js';
+import { ShardedAdamW } from '../optim/sharded-adamw.js';
 import { type ScheduleOptions, scheduledLr } from '../optim/cosine-schedule.js';
 import { writeReport } from '../report/write-report.js';
-import { type DataParallel, openDataParallel } from './data-parallel.js';
+import { type DataParallel, fsdpGroupsOf, openDataParallel } from './data-parallel.js';
 import { accumulateGradients, evaluateBins } from './gradient-step.js';
 import type { Objective } from './objective.js';
 import { type PackedBin, packBins, stepTotals } from './pack-bins.js';
@@ -113,7 +114,13 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, dp: DataParallel): Promise<Run
   const batchesPerEpoch = Math.max(1, Math.floor(n / batchSize));
   const totalSteps = Math.min(trainer.max_steps ?? Number.POSITIVE_INFINITY, trainer.n_epochs * batchesPerEpoch);
   const schedule: ScheduleOptions = { lr: m.lr, minLr: m.min_lr, warmupRatio: m.warmup_ratio, totalSteps, kind: m.scheduler };
-  const optimizer = new AdamW(spec.params, { betas: m.betas, eps: m.eps, weightDecay: m.weight_decay });
+  const adamw = { betas: m.betas, eps: m.eps, weightDecay: m.weight_decay };
+  // FSDP layout (gradients and AdamW state sharded) when asked for and there are several ranks
+  const optimizer =
+    dp.size > 1 && m.ddp_size !== null
+      ? new ShardedAdamW(spec.params, adamw, fsdpGroupsOf(dp, m.ddp_size, `${spec.modelKey}.ddp_size`))
+      : new AdamW(spec.params, adamw);
+  const sharded = optimizer instanceof ShardedAdamW;
   // the test set is packed in chunks of data.test.batch_size items; the totals span all of it
   const testBins: PackedBin[] = [];
   for (let i = 0; i < spec.test.length; i += spec.testBatchSize) {
@@ -147,7 +154,7 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, dp: DataParallel): Promise<Run
   say(
     `rl2 ${spec.kind} [${trainer.project}/${trainer.experiment_name}]: ${n} train / ${spec.test.length} test items, ${batchesPerEpoch} steps per epoch, ${totalSteps} steps` +
       (spec.resumeFrom ? `, resuming from ${spec.resumeFrom} at step ${step}` : '') +
-      (dp.size > 1 ? `, data parallel over ${dp.size} ranks` : ''),
+      (dp.size > 1 ? `, data parallel over ${dp.size} ranks${sharded ? ` (FSDP: ${spec.modelKey}.ddp_size=${m.ddp_size})` : ''}` : ''),
   );
 
   const record = (r: Record<string, number>) => {
@@ -174,7 +181,8 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, dp: DataParallel): Promise<Run
     if (savedAt === step) return;
     savedAt = step;
     checkpoint = join(trainer.save_dir, checkpointDirName(step));
-    if (!isMain) return;
+    const optimizerState = sharded || isMain ? optimizer.state() : undefined; // sharded: a gather every rank joins
+    if (!isMain || !optimizerState) return;
     const state: TrainerState = {
       version: 1,
       trainer: spec.kind,
@@ -187,7 +195,7 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, dp: DataParallel): Promise<Run
       lr,
       savedAt: new Date().toISOString(),
     };
-    await saveCheckpoint(checkpoint, { state, optimizer: optimizer.state(), saveModel: spec.saveModel });
+    await saveCheckpoint(checkpoint, { state, optimizer: optimizerState, saveModel: spec.saveModel });
     updateLink(trainer.save_dir, 'latest', checkpointDirName(step));
     say(`saved checkpoint ${checkpoint}`);
   };
@@ -207,14 +215,26 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, dp: DataParallel): Promise<Run
     const bins = packBins(items, m.max_length_per_device, spec.objective.groupSize, budgetKey, dp);
     const began = performance.now();
     const totals = sumTotalsOverRanks(dp, stepTotals(bins));
-    // one all-reduce of gradients, loss, metrics and "was interrupted" (every rank stops together)
-    const res = sumStepOverRanks(dp, accumulateGradients(bins, totals, spec.objective, spec.params), [io.signal?.aborted ? 1 : 0], spec.params);
-    const stopRequested = () => (dp.size > 1 ? (res.flags[0] as number) > 0 : Boolean(io.signal?.aborted));
-    const { norm, grads } = clipGradNorm(res.grads ?? {}, m.max_grad_norm);
-    tf.dispose(Object.values(res.grads ?? {}));
+    const local = accumulateGradients(bins, totals, spec.objective, spec.params);
+    const flags = [io.signal?.aborted ? 1 : 0]; // every rank stops together
     lr = scheduledLr(step, schedule);
-    optimizer.step(grads, lr);
-    for (const g of Object.values(grads)) g.dispose();
+    let norm: number;
+    let res: ReturnType<typeof sumStepOverRanks>;
+    if (optimizer instanceof ShardedAdamW) {
+      // loss and metrics summed here; the optimizer reduce-scatters the gradients itself
+      res = sumStepOverRanks(dp, { loss: local.loss, metrics: local.metrics }, flags);
+      norm = optimizer.step(local.grads, lr, m.max_grad_norm);
+      tf.dispose(Object.values(local.grads));
+    } else {
+      // one all-reduce of gradients, loss, metrics and flags
+      res = sumStepOverRanks(dp, local, flags, spec.params);
+      const clipped = clipGradNorm(res.grads ?? {}, m.max_grad_norm);
+      norm = clipped.norm;
+      tf.dispose(Object.values(res.grads ?? {}));
+      optimizer.step(clipped.grads, lr);
+      tf.dispose(Object.values(clipped.grads));
+    }
+    const stopRequested = () => (dp.size > 1 ? (res.flags[0] as number) > 0 : Boolean(io.signal?.aborted));
     const seconds = (performance.now() - began) / 1000;
     step += 1;
     batchInEpoch += 1;

@@ -1,4 +1,4 @@
-// `pnpm bench models [--steps N] [--quick]`: the tiny Llama (vocab 8192, hidden 256, 4 layers,
+// `pnpm bench models [--steps N] [--batch B] [--quick] [--recompute]`: the tiny Llama (vocab 8192, hidden 256, 4 layers,
 // 4 heads, MLP 768) trained with AdamW at batch 8 x 256 tokens, and sampled with the KV-cache
 // generator (16 requests, 128 prompt + 128 new tokens), each next to the same model in
 // PyTorch 1.13 CPU (scripts/bench_torch.py) measured in the same run. Every measurement runs
@@ -22,7 +22,8 @@ const quick = args.includes('--quick');
 /** `--recompute`: per-layer activation recomputation in the rl2 training step. */
 const RECOMPUTE = args.includes('--recompute');
 const STEPS = flag('--steps', quick ? 1 : 3);
-const BATCH = 8;
+/** `--batch B`: training rows of SEQ tokens per step (default 8). */
+const BATCH = flag('--batch', 8);
 const SEQ = 256;
 const GEN = { batch: 16, prompt: 128, newTokens: quick ? 16 : 128 };
 
@@ -151,7 +152,7 @@ async function main() {
   }
   const tsx = join(ROOT, 'node_modules', '.bin', 'tsx');
   const self = join(HERE, 'models.bench.ts');
-  const pass = ['--steps', String(STEPS), ...(quick ? ['--quick'] : []), ...(RECOMPUTE ? ['--recompute'] : [])];
+  const pass = ['--steps', String(STEPS), '--batch', String(BATCH), ...(quick ? ['--quick'] : []), ...(RECOMPUTE ? ['--recompute'] : [])];
   console.log(`models bench: train ${BATCH}x${SEQ} tokens/step, AdamW${RECOMPUTE ? ', recompute' : ''}, ${STEPS} timed steps; generate ${GEN.batch} x (${GEN.prompt} prompt + ${GEN.newTokens} new)`);
   const ours = { train: runChild(tsx, [self, '--child', 'train', ...pass]), gen: runChild(tsx, [self, '--child', 'generate', ...pass]) };
   const torch = {

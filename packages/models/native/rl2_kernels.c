@@ -28,7 +28,7 @@
 #define HOT
 #endif
 /* Bumped whenever a function is added or changes; src/engine/native-addon.ts refuses others. */
-#define RL2_KERNELS_ABI 6
+#define RL2_KERNELS_ABI 7
 
 #define CHECK(call)                                                                               \
   do {                                                                                            \
@@ -1173,6 +1173,100 @@ static napi_value attention_common(napi_env env, napi_callback_info info, int ba
 static napi_value attention(napi_env env, napi_callback_info info) { return attention_common(env, info, 0); }
 static napi_value attention_grad(napi_env env, napi_callback_info info) { return attention_common(env, info, 1); }
 
+/*
+ * Log-prob head on logits z [rows, cols] (already divided by the temperature):
+ * logpStats: stats[r] = (z[r, y] - lse, lse - sum_j p_j z_j), lse[r]; p = softmax(z[r]).
+ * logpStatsGrad: dz[r, j] = -p_j (gl + ge (z_j - lse + H)) * inv, plus gl * inv at j = y,
+ * with (gl, ge) = dy[r] and H = stats[r, 1]. One pass per row each way (nothing [rows, cols]
+ * but the output is written).
+ */
+struct lp_ctx {
+  const float *z, *lse, *stats, *dy;
+  const int32_t *y;
+  float *out, *lse_out, *dz;
+  int64_t cols;
+  float inv;
+};
+
+HOT static void logp_stats_rows(void *vctx, int64_t r0, int64_t r1) {
+  const struct lp_ctx *c = (const struct lp_ctx *)vctx;
+  int64_t cols = c->cols;
+  for (int64_t r = r0; r < r1; r++) {
+    const float *zr = c->z + r * cols;
+    float m = row_max(zr, cols);
+    double s = 0, t = 0;
+    for (int64_t j = 0; j < cols; j++) {
+      float e = fast_expf(zr[j] - m);
+      s += e;
+      t += (double)e * zr[j];
+    }
+    double lse = m + log(s);
+    c->lse_out[r] = (float)lse;
+    c->out[2 * r] = (float)(zr[c->y[r]] - lse);
+    c->out[2 * r + 1] = (float)(lse - t / s);
+  }
+}
+
+HOT static void logp_grad_rows(void *vctx, int64_t r0, int64_t r1) {
+  const struct lp_ctx *c = (const struct lp_ctx *)vctx;
+  int64_t cols = c->cols;
+  for (int64_t r = r0; r < r1; r++) {
+    const float *zr = c->z + r * cols;
+    float *g = c->dz + r * cols;
+    float gl = c->dy[2 * r], ge = c->dy[2 * r + 1], lse = c->lse[r], h = c->stats[2 * r + 1], inv = c->inv;
+    float base = gl + ge * (h - lse);
+    for (int64_t j = 0; j < cols; j++) {
+      float p = fast_expf(zr[j] - lse);
+      g[j] = -p * (base + ge * zr[j]) * inv;
+    }
+    g[c->y[r]] += gl * inv;
+  }
+}
+
+/* logpStats(z, rows, cols, targets, stats [rows, 2], lse [rows]); returns -1 or the first bad row */
+static napi_value logp_stats(napi_env env, napi_callback_info info) {
+  ARGS(6);
+  float *z, *st, *lse;
+  int32_t *y;
+  size_t lz, ly, ls, ll;
+  int64_t rows = get_int(env, argv[1]), cols = get_int(env, argv[2]);
+  if (!get_f32(env, argv[0], &z, &lz) || !get_i32(env, argv[3], &y, &ly) || !get_f32(env, argv[4], &st, &ls) ||
+      !get_f32(env, argv[5], &lse, &ll))
+    FAIL("logpStats expects Float32Array z, Int32Array targets, Float32Array stats, lse");
+  if (rows < 0 || cols < 1 || (size_t)(rows * cols) > lz || (size_t)rows > ly || (size_t)(2 * rows) > ls || (size_t)rows > ll)
+    FAIL("logpStats: array too short for [rows, cols]");
+  int64_t bad = -1;
+  for (int64_t r = 0; r < rows && bad < 0; r++) if (y[r] < 0 || y[r] >= cols) bad = r;
+  if (bad < 0) {
+    struct lp_ctx c = {z, NULL, NULL, NULL, y, st, lse, NULL, cols, 1.0f};
+    parallel_for(rows, GRAIN / cols + 1, logp_stats_rows, &c);
+  }
+  napi_value out;
+  CHECK(napi_create_int64(env, bad, &out));
+  return out;
+}
+
+/* logpStatsGrad(z, rows, cols, targets, lse, stats, dy [rows, 2], inv, dz) */
+static napi_value logp_stats_grad(napi_env env, napi_callback_info info) {
+  ARGS(9);
+  float *z, *lse, *st, *dy, *dz;
+  int32_t *y;
+  size_t lz, ly, ll, ls, ld, lo;
+  int64_t rows = get_int(env, argv[1]), cols = get_int(env, argv[2]);
+  double inv = 1;
+  napi_get_value_double(env, argv[7], &inv);
+  if (!get_f32(env, argv[0], &z, &lz) || !get_i32(env, argv[3], &y, &ly) || !get_f32(env, argv[4], &lse, &ll) ||
+      !get_f32(env, argv[5], &st, &ls) || !get_f32(env, argv[6], &dy, &ld) || !get_f32(env, argv[8], &dz, &lo))
+    FAIL("logpStatsGrad expects Float32Array z, Int32Array targets, Float32Array lse, stats, dy, dz");
+  if (rows < 0 || cols < 1 || (size_t)(rows * cols) > lz || (size_t)rows > ly || (size_t)rows > ll ||
+      (size_t)(2 * rows) > ls || (size_t)(2 * rows) > ld || (size_t)(rows * cols) > lo)
+    FAIL("logpStatsGrad: array too short for [rows, cols]");
+  for (int64_t r = 0; r < rows; r++) if (y[r] < 0 || y[r] >= cols) FAIL("logpStatsGrad: target out of range");
+  struct lp_ctx c = {z, lse, st, dy, y, NULL, NULL, dz, cols, (float)inv};
+  parallel_for(rows, GRAIN / cols + 1, logp_grad_rows, &c);
+  return NULL;
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
       {"gemm", NULL, gemm, NULL, NULL, NULL, napi_default, NULL},
@@ -1196,6 +1290,8 @@ static napi_value init(napi_env env, napi_value exports) {
       {"rotary", NULL, rotary, NULL, NULL, NULL, napi_default, NULL},
       {"attention", NULL, attention, NULL, NULL, NULL, napi_default, NULL},
       {"attentionGrad", NULL, attention_grad, NULL, NULL, NULL, napi_default, NULL},
+      {"logpStats", NULL, logp_stats, NULL, NULL, NULL, napi_default, NULL},
+      {"logpStatsGrad", NULL, logp_stats_grad, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_value abi;
   if (napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props) != napi_ok ||

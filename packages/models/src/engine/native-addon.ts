@@ -17,7 +17,7 @@ export const UnaryOp = {
 export const ReduceOp = { sum: 0, max: 1, min: 2, mean: 3 } as const;
 
 /** RL2_KERNELS_ABI of the native/rl2_kernels.c this TypeScript expects. */
-export const NATIVE_ABI = 6;
+export const NATIVE_ABI = 7;
 
 /** The functions exported by rl2_kernels.node; every output array is allocated by the caller. */
 export interface NativeAddon {
@@ -69,6 +69,12 @@ export interface NativeAddon {
   attentionGrad(
     q: Float32Array, k: Float32Array, v: Float32Array, mask: Float32Array, dims: Int32Array, scale: number,
     dout: Float32Array, dq: Float32Array, dk: Float32Array, dv: Float32Array,
+  ): void;
+  /** stats [rows, 2] = (z[y] - lse, entropy) and lse [rows] of logits z [rows, cols]; returns -1 or the first row with a target outside [0, cols). */
+  logpStats(z: Float32Array, rows: number, cols: number, targets: Int32Array, stats: Float32Array, lse: Float32Array): number;
+  /** dz [rows, cols] of `logpStats` given dy [rows, 2], scaled by `inv` (1 / temperature). */
+  logpStatsGrad(
+    z: Float32Array, rows: number, cols: number, targets: Int32Array, lse: Float32Array, stats: Float32Array, dy: Float32Array, inv: number, dz: Float32Array,
   ): void;
 }
 

@@ -14,6 +14,7 @@ import { attentionKernels } from './fused/fused-attention.js';
 import { rmsNormKernels } from './fused/fused-rms-norm.js';
 import { rotaryKernels } from './fused/fused-rotary.js';
 import { swiGluKernels } from './fused/fused-swiglu.js';
+import { logprobStatsKernels } from './fused/fused-logprob-stats.js';
 
 /** Name under which the engine registers its backend with tfjs. */
 export const NATIVE_BACKEND = 'native';
@@ -44,7 +45,7 @@ export function registerNativeBackend(addon: NativeAddon | undefined, backendNam
     if (!getKernel(config.kernelName, backendName)) registerKernel({ ...config, backendName, kernelFunc });
   }
   if (addon) {
-    const fused = [softmaxCrossEntropyKernels, rmsNormKernels, swiGluKernels, rotaryKernels, attentionKernels].flatMap((k) => k(addon, backendName));
+    const fused = [softmaxCrossEntropyKernels, rmsNormKernels, swiGluKernels, rotaryKernels, attentionKernels, logprobStatsKernels].flatMap((k) => k(addon, backendName));
     for (const config of fused) {
       if (!getKernel(config.kernelName, backendName)) registerKernel(config);
     }

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { hasLogprobStats, logprobStats, logprobStatsGrad } from '../engine/fused/fused-logprob-stats.js';
 
 /**
  * Fused lm_head + log-softmax + entropy with a vocabulary-chunked custom gradient, so neither
@@ -31,6 +32,7 @@ export function chunkedLogprobsEntropy(
     const z: tf.Tensor2D = tf.matMul(h, wc, false, true);
     return inv === 1 ? z : (tf.mul(z, inv) as tf.Tensor2D);
   };
+  if (single && hasLogprobStats()) return nativeSingleChunk(hidden, weight, targets, inv, logitsOf);
   const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const [h, w, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.GradSaveFunc];
     const outs = tf.tidy(() => {
@@ -88,6 +90,38 @@ export function chunkedLogprobsEntropy(
           const dwTarget = tf.unsortedSegmentSum(tf.mul(gy, hs!), ids, v);
           const dw = tf.add(dws.length === 1 ? dws[0]! : tf.concat(dws, 0), dwTarget);
           return [dh, dw];
+        });
+      },
+    };
+  });
+  return f(hidden, weight) as tf.Tensor2D;
+}
+
+/**
+ * The one-chunk case on the `native` backend: logits z once (kept for the backward), then
+ * the fused stats kernel forward and dz kernel backward; dh = dz W, dW = dz^T h.
+ */
+function nativeSingleChunk(
+  hidden: tf.Tensor2D,
+  weight: tf.Tensor2D,
+  targets: Int32Array,
+  inv: number,
+  logitsOf: (h: tf.Tensor2D, w: tf.Tensor2D) => tf.Tensor2D,
+): tf.Tensor2D {
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const [h, w, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.GradSaveFunc];
+    const ids = tf.tensor1d(targets, 'int32');
+    const z = logitsOf(h, w);
+    const [stats, lse] = logprobStats(z, ids);
+    save([h, w, z, ids, lse, stats]);
+    tf.dispose([ids, z, lse]);
+    return {
+      value: stats,
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const [hs, ws, zs, is, ls, ss] = saved as tf.Tensor2D[];
+        return tf.tidy(() => {
+          const dz = logprobStatsGrad(zs!, is!, ls!, ss!, dy, inv);
+          return [tf.matMul(dz, ws!), tf.matMul(dz, hs!, true, false)];
         });
       },
     };

@@ -12,12 +12,13 @@ const config = loadConfig(sftConfigSchema, {
     `data.test.path=${join(root, 'examples/addition/data/sft-test.jsonl')}`,
     `actor.model_name=${join(BENCH_DIR, 'model')}`,
     `trainer.max_steps=${BENCH_STEPS}`,
-    `trainer.save_dir=${join(BENCH_DIR, `run-${process.env.WORLD_SIZE}`)}`,
+    `trainer.save_dir=${join(BENCH_DIR, `run-${process.env.WORLD_SIZE}-${process.env.BENCH_LAYOUT}`)}`,
     'trainer.val_before_train=false',
     'trainer.test_freq=null',
     'trainer.progress=none',
     'trainer.use_tensorboard=false',
     'trainer.report=false',
+    ...(JSON.parse(process.env.BENCH_OVERRIDES ?? '[]') as string[]),
   ],
 });
 const steps: { tokensPerSecond: number; loss: number }[] = [];

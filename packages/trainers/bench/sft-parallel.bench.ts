@@ -1,6 +1,7 @@
 // pnpm bench sft-parallel: tokens/s of the tiny addition SFT (examples/addition/sft.yaml on a
 // random Qwen3, hidden 64, 2 layers, as `rl2 init-model` writes it) on 1, 2 and 4 data-parallel
-// processes of one node, started with launch() as `rl2 launch --nproc-per-node N` does.
+// processes of one node (plain data parallel and FSDP), started with launch() as
+// `rl2 launch --nproc-per-node N` does.
 // tokens/s = the step's tokens over all ranks / the step's wall time (gradient all-reduce
 // included), median over steps 2..N; losses must agree across the runs (same global batch).
 import { mkdtempSync } from 'node:fs';
@@ -19,14 +20,14 @@ interface RankResult {
   steps: { tokensPerSecond: number; loss: number }[];
 }
 
-async function run(n: number, port: number): Promise<{ rank0: RankResult; wallS: number }> {
+async function run(n: number, port: number, overrides: string[]): Promise<{ rank0: RankResult; wallS: number }> {
   const results: RankResult[] = [];
   const began = performance.now();
   await launch({
     nprocPerNode: n,
     masterPort: port,
     output: 'silent',
-    env: { BENCH_DIR: dir, BENCH_STEPS: String(STEPS) },
+    env: { BENCH_DIR: dir, BENCH_STEPS: String(STEPS), BENCH_OVERRIDES: JSON.stringify(overrides), BENCH_LAYOUT: overrides.length ? 'fsdp' : 'dp' },
     command: [process.execPath, '--import', 'tsx', '--import', resolve(import.meta.dirname, '../test/ranks/register-source.mjs'), join(import.meta.dirname, 'sft-parallel-rank.ts')],
     onOutput: (_r, stream, line) => {
       if (stream === 'stdout' && line.startsWith('RESULT ')) results.push(JSON.parse(line.slice(7)) as RankResult);
@@ -39,14 +40,21 @@ async function run(n: number, port: number): Promise<{ rank0: RankResult; wallS:
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 console.log(`tiny SFT (examples/addition/sft.yaml, batch 32, ${STEPS} steps) on ${availableParallelism()} cores, Node ${process.version}, load average ${loadavg()[0]?.toFixed(1)} at start\n`);
-console.log('| processes | engine (per process) | tokens/s (median, steps 2..N) | vs 1 process | run wall time | loss at last step |');
-console.log('|---:|---|---:|---:|---:|---:|');
+console.log('| processes | layout | engine (per process) | tokens/s (median, steps 2..N) | vs 1 process | run wall time | loss at last step |');
+console.log('|---:|---|---|---:|---:|---:|---:|');
 let base = 0;
 let port = 29700 + Math.floor(Math.random() * 90);
-for (const n of [1, 2, 4]) {
-  const { rank0, wallS } = await run(n, port++);
+const runs: [number, string, string[]][] = [
+  [1, 'one process', []],
+  [2, 'data parallel', []],
+  [2, 'FSDP (actor.ddp_size=1)', ['actor.ddp_size=1']],
+  [4, 'data parallel', []],
+  [4, 'FSDP (actor.ddp_size=1)', ['actor.ddp_size=1']],
+];
+for (const [n, layout, overrides] of runs) {
+  const { rank0, wallS } = await run(n, port++, overrides);
   const tps = median(rank0.steps.slice(1).map((s) => s.tokensPerSecond));
   if (n === 1) base = tps;
-  console.log(`| ${n} | ${rank0.engine} | ${tps.toFixed(0)} | ${(tps / base).toFixed(2)}x | ${wallS.toFixed(1)} s | ${rank0.steps.at(-1)?.loss.toFixed(4)} |`);
+  console.log(`| ${n} | ${layout} | ${rank0.engine} | ${tps.toFixed(0)} | ${(tps / base).toFixed(2)}x | ${wallS.toFixed(1)} s | ${rank0.steps.at(-1)?.loss.toFixed(4)} |`);
 }
 console.log(`\nload average ${loadavg()[0]?.toFixed(1)} at the end.`);

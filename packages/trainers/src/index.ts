@@ -59,6 +59,8 @@ export { SINGLE_PROCESS, openDataParallel } from './loop/data-parallel.js';
 export type { DataParallel } from './loop/data-parallel.js';
 export { sumStepOverRanks, sumTotalsOverRanks } from './loop/sum-over-ranks.js';
 export { decoderUnitOf, fsdpObjectiveStep, shardModel } from './loop/fsdp-step.js';
+export { ShardedAdamW } from './optim/sharded-adamw.js';
+export { fsdpGroupsOf } from './loop/data-parallel.js';
 export type { FsdpObjectiveStepOptions } from './loop/fsdp-step.js';
 export { sftObjective, AVG_LEVELS } from './sft/sft-objective.js';
 export { rmObjective } from './rm/rm-objective.js';

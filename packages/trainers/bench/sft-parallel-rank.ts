@@ -23,6 +23,11 @@ const config = loadConfig(sftConfigSchema, {
 });
 const steps: { tokensPerSecond: number; loss: number }[] = [];
 let engine = '';
-const out = { write: (s: string) => ((engine ||= /rl2 engine: (.*)/.exec(s)?.[1] ?? ''), true) } as unknown as NodeJS.WriteStream;
+const out = {
+  write: (s: string) => {
+    if (!engine) engine = /rl2 engine: (.*)/.exec(s)?.[1] ?? '';
+    return true;
+  },
+} as unknown as NodeJS.WriteStream;
 await runSft(config, { stdout: out, onStep: (r) => steps.push({ tokensPerSecond: r['train/tokens_per_s'] as number, loss: r['train/loss'] as number }) });
 console.log(`RESULT ${JSON.stringify({ rank: Number(process.env.RANK), engine, steps })}`);

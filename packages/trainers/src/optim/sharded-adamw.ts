@@ -42,7 +42,9 @@ export class ShardedAdamW {
     });
     const norm = this.fsdp.clipGradNorm(maxGradNorm ?? Number.POSITIVE_INFINITY);
     const [beta1, beta2] = this.opts.betas;
-    this.fsdp.units.forEach((u, i) => adamwShardStep(u.params, u.grads, this.states[i] as AdamWShardState, { lr, beta1, beta2, eps: this.opts.eps, weightDecay: this.opts.weightDecay }));
+    this.fsdp.units.forEach((u, i) => {
+      adamwShardStep(u.params, u.grads, this.states[i] as AdamWShardState, { lr, beta1, beta2, eps: this.opts.eps, weightDecay: this.opts.weightDecay });
+    });
     const full = this.fsdp.gatherAll();
     for (const [n, t] of Object.entries(full)) (this.params[n] as tf.Variable).assign(t);
     tf.dispose(Object.values(full));

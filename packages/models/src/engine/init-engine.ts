@@ -1,6 +1,7 @@
 // Picks and starts the tfjs backend every rl2 model runs on, and says once which one it chose.
 import { availableParallelism } from 'node:os';
-import { findBackend, getBackend, registerGradient, setBackend } from '@tensorflow/tfjs-core';
+import { engine, findBackend, getBackend, registerGradient, setBackend } from '@tensorflow/tfjs-core';
+import { installEarlyTapeRelease } from './early-tape-release.js';
 import '@tensorflow/tfjs-backend-cpu';
 import { ModelsError } from '../errors.js';
 import { batchMatMulGradConfig } from './batch-mat-mul-grad.js';
@@ -90,6 +91,7 @@ function silenceNodeBanner(backend: string): void {
 async function installGradients(): Promise<void> {
   await import('@tensorflow/tfjs');
   for (const config of [batchMatMulGradConfig, ...broadcastGradConfigs, softmaxCrossEntropyGradConfig]) registerGradient(config);
+  installEarlyTapeRelease(engine() as unknown as Parameters<typeof installEarlyTapeRelease>[0]);
 }
 
 async function startWasm(): Promise<boolean> {

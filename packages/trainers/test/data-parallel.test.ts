@@ -28,12 +28,19 @@ async function freePort(): Promise<number> {
 }
 
 /** The tiny run on `n` processes (launch(), rank processes on source); RESULT lines back. */
-async function runOnRanks(kind: CaseKind, n: number, caseDir: string, saveDir: string, overrides: string[] = []): Promise<RankResult[]> {
+async function runOnRanks(
+  kind: CaseKind,
+  n: number,
+  caseDir: string,
+  saveDir: string,
+  overrides: string[] = [],
+  nodes: { nnodes: number; nodeRank: number; masterPort: number } | undefined = undefined,
+): Promise<RankResult[]> {
   const results: RankResult[] = [];
   const ranks = join(import.meta.dirname, 'ranks');
   await launch({
     nprocPerNode: n,
-    masterPort: await freePort(),
+    ...(nodes ?? { masterPort: await freePort() }),
     output: 'silent',
     killGraceMs: 2000,
     command: [process.execPath, '--import', 'tsx', '--import', join(ranks, 'register-source.mjs'), join(ranks, 'train.rank.ts')],
@@ -159,6 +166,22 @@ describe('data-parallel training equals the single-process run', () => {
       const got = weights.get(name) as Float32Array;
       const err = Math.sqrt(w.reduce((s, x, i) => s + (x - (got[i] as number)) ** 2, 0) / w.reduce((s, x) => s + x * x, 0));
       expect(err, `resumed ${name}`).toBeLessThan(TOL);
+    }
+  }, 60_000);
+
+  it('two "nodes" of one rank on loopback (TCP between them), FSDP over both: same losses as one process', async () => {
+    if (!references.has('sft')) references.set('sft', runSingle('sft'));
+    const single = await (references.get('sft') as Promise<Reference>);
+    const saveDir = join(caseDir, 'sft-two-nodes');
+    const masterPort = await freePort();
+    const node = (nodeRank: number) => runOnRanks('sft', 1, caseDir, saveDir, ['actor.ddp_size=1'], { nnodes: 2, nodeRank, masterPort });
+    const results = (await Promise.all([node(0), node(1)])).flat();
+    expect(results.map((r) => r.rank).sort()).toEqual([0, 1]);
+    for (const r of results) {
+      r.steps.forEach((s, i) => {
+        expect(rel(s.loss, single.losses[i] as number), `rank ${r.rank} step ${i + 1} loss`).toBeLessThan(TOL);
+        expect(rel(s.gradNorm, single.gradNorms[i] as number), `rank ${r.rank} step ${i + 1} grad norm`).toBeLessThan(TOL);
+      });
     }
   }, 60_000);
 });

@@ -52,4 +52,13 @@ describe('initEngine', () => {
     expect(getBackend()).toBe('native');
     expect(lines).toEqual(['rl2 engine: backend native, 1 thread (OpenBLAS sgemm + C kernels)']);
   });
+
+  it('training: auto without the addon skips wasm for cpu and says so; an explicit wasm throws', async () => {
+    const lines: string[] = [];
+    const info = await initEngine({ training: true, env: { RL2_NO_NATIVE: '1' }, logger: (l) => lines.push(l) });
+    expect(info.backend).toBe('cpu');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/native kernels unavailable: RL2_NO_NATIVE=1 is set; wasm skipped for training/);
+    await expect(initEngine({ backend: 'wasm', training: true, env: {}, logger: () => {} })).rejects.toThrow(/backend "wasm" cannot train .*UnsortedSegmentSum/);
+  });
 });

@@ -25,6 +25,13 @@ export interface EngineOptions {
   logger?: (line: string) => void;
   /** Environment to read RL2_BACKEND / RL2_THREADS / RL2_NO_NATIVE from. Default: process.env. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * The process will train (take gradients of models). Stock tfjs-backend-wasm 4.22 cannot:
+   * it has no UnsortedSegmentSum kernel (the embedding gradient) and its heap stops at 4 GiB.
+   * With `training: true`, `auto` and a `native` fallback skip wasm and go to cpu, and an
+   * explicit `wasm` throws INVALID_ARGUMENT. Default false (inference may use wasm).
+   */
+  training?: boolean;
 }
 
 export interface EngineInfo {
@@ -149,7 +156,14 @@ export async function initEngine(options: EngineOptions = {}): Promise<EngineInf
     if (await startNative(load, threads)) return done('native', threads, true);
     notices.push(`native kernels unavailable: ${load.ok ? 'the native backend failed to start' : load.reason}`);
   }
-  if (choice !== 'cpu' && (await startWasm())) return done('wasm', 1, false);
+  if (choice === 'wasm' && options.training) {
+    throw new ModelsError(
+      'INVALID_ARGUMENT',
+      'backend "wasm" cannot train (tfjs-backend-wasm 4.22 has no UnsortedSegmentSum kernel for the embedding gradient, and a 4 GiB heap); use backend auto, native or cpu',
+    );
+  }
+  if (choice !== 'cpu' && options.training) notices.push('wasm skipped for training (no UnsortedSegmentSum kernel)');
+  else if (choice !== 'cpu' && (await startWasm())) return done('wasm', 1, false);
   if (choice === 'wasm') notices.push('wasm backend failed to start');
   if (!(await setBackend('cpu'))) throw new ModelsError('BACKEND_UNAVAILABLE', `tfjs could not start the cpu backend (current: ${getBackend()})`);
   return done('cpu', 1, false);

@@ -1,3 +1,4 @@
+import { readLaunchEnv } from '@rl2/parallel';
 import { type DpoConfig, type RmConfig, type RunResult, type SftConfig, runDpo, runRm, runSft } from '@rl2/trainers';
 import type { CliIo } from '../cli-io.js';
 import type { TrainerName } from './trainer-command.js';
@@ -13,6 +14,7 @@ export async function runTrainerCommand(name: TrainerName, config: unknown, io: 
   else if (name === 'rm') result = await runRm(config as RmConfig, runIo);
   else result = await runDpo(config as DpoConfig, runIo);
   if (result.interrupted) return INTERRUPTED_EXIT_CODE;
-  io.stdout.write(`done: ${result.step} steps, checkpoint ${result.checkpoint}\n`);
+  // Under `rl2 launch` every rank runs this; only rank 0 wrote the checkpoint, so only it says so.
+  if (readLaunchEnv(process.env).rank === 0) io.stdout.write(`done: ${result.step} steps, checkpoint ${result.checkpoint}\n`);
   return 0;
 }

@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type RolloutEngine, type RolloutRunner, createRolloutRunner, loadEnvironment } from '@rl2/rollout';
+import { readLaunchEnv } from '@rl2/parallel';
 import { TrainersError } from '../errors.js';
 import { stringify } from 'yaml';
 import { updateLink } from '../checkpoint/atomic-write.js';
@@ -53,6 +54,14 @@ const prefixed = (prefix: string, m: object) => Object.fromEntries(Object.entrie
  */
 export async function runPpo(config: PpoConfig, io: RunIo = {}): Promise<PpoRunResult> {
   const { trainer, rollout: r, actor: a, critic: c } = config;
+  const world = readLaunchEnv(process.env).worldSize;
+  if (world > 1) {
+    // Each rank would run its own full PPO into the same save_dir: refuse rather than race.
+    throw new TrainersError(
+      'INVALID_ARGUMENT',
+      `rl2 ppo runs in one process for now, but the launcher started ${world} ranks (WORLD_SIZE=${world}); run it without rl2 launch/torchrun, or use rl2 sft|rm|dpo for data-parallel training`,
+    );
+  }
   const out = io.stdout ?? process.stdout;
   await startEngine(trainer, io);
   const tokenizerDir = a.tokenizer_name ?? a.model_name;

@@ -1,5 +1,5 @@
 import { basename } from 'node:path';
-import { RankFailedError, launch } from '@rl2/parallel';
+import { ParallelError, RankFailedError, launch } from '@rl2/parallel';
 import { TrainersError } from '@rl2/trainers';
 import type { CAC } from 'cac';
 import type { CliIo } from '../cli-io.js';
@@ -56,10 +56,14 @@ export function registerLaunchCommand(cli: CAC, io: CliIo): void {
           command: rankCommand(command, { execPath: process.execPath, execArgv: process.execArgv, script: process.argv[1] }),
           output: 'silent',
           onOutput: write,
-          signal: io.signal,
+          // No abort signal: launch() itself passes Ctrl-C on to the ranks, which save and exit.
         });
         return 0;
       } catch (err) {
+        if (err instanceof ParallelError && err.code === 'INTERRUPTED') {
+          io.stderr.write(`rl2 launch: ${err.message}\n`);
+          return 130;
+        }
         if (!(err instanceof RankFailedError)) throw err;
         io.stderr.write(`rl2 launch: ${err.message}\n`);
         return err.exitCode || 1;

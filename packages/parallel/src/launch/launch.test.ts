@@ -40,6 +40,41 @@ describe('launch', () => {
     await expect(run).rejects.toMatchObject({ code: 'INTERRUPTED' });
   });
 
+  it('passes Ctrl-C on to every rank so they can save and exit; a second one stops them', async () => {
+    // Each rank acknowledges SIGINT and exits 130 after a moment, as a trainer does after saving.
+    const saver = [process.execPath, '-e', 'process.on("SIGINT", () => { console.log("saving"); setTimeout(() => process.exit(130), 200); }); console.log("ready"); setTimeout(() => {}, 60000)'];
+    const seen: string[] = [];
+    let ready = 0;
+    const run = launch({
+      nprocPerNode: 2,
+      command: saver,
+      output: 'silent',
+      onOutput: (rank, _s, line) => {
+        seen.push(`${rank}:${line}`);
+        if (line === 'ready' && ++ready === 2) process.emit('SIGINT', 'SIGINT');
+      },
+    });
+    await expect(run).rejects.toMatchObject({ code: 'INTERRUPTED' });
+    expect(seen.filter((l) => l.endsWith(':saving')).sort()).toEqual(['0:saving', '1:saving']);
+
+    const stubborn = [process.execPath, '-e', 'process.on("SIGINT", () => console.log("ignoring")); console.log("ready"); setTimeout(() => {}, 60000)'];
+    let ignored = 0;
+    const started = Date.now();
+    const hard = launch({
+      nprocPerNode: 2,
+      command: stubborn,
+      output: 'silent',
+      killGraceMs: 500,
+      onOutput: (_r, _s, line) => {
+        if (line === 'ready' && ++ready === 4) process.emit('SIGINT', 'SIGINT');
+        if (line === 'ignoring' && ++ignored === 2) process.emit('SIGINT', 'SIGINT');
+      },
+    });
+    await expect(hard).rejects.toMatchObject({ code: 'INTERRUPTED' });
+    expect(ignored).toBe(2);
+    expect(Date.now() - started).toBeLessThan(30_000);
+  });
+
   it('a command that cannot start fails at once, naming it', async () => {
     await expect(launch({ nprocPerNode: 2, command: ['/nonexistent/rl2-prog'], output: 'silent' })).rejects.toThrow(/cannot start "\/nonexistent\/rl2-prog"/);
   });

@@ -29,13 +29,16 @@ export interface LaunchOptions {
   signal?: AbortSignal;
   /** Grace between SIGTERM and SIGKILL when stopping ranks (default 5000 ms). */
   killGraceMs?: number;
+  /** After a Ctrl-C is passed on to the ranks, how long they may take to save and exit before SIGTERM (default 120000 ms). */
+  interruptGraceMs?: number;
   /** After the first rank fails, how long the others may still exit on their own before SIGTERM (default 1000 ms). */
   settleMs?: number;
   /** Bytes of stderr kept per rank for the error report (default 4096). */
   stderrTailBytes?: number;
   /**
-   * While ranks run, SIGINT / SIGTERM / SIGHUP to this process stop every rank and reject with
-   * `INTERRUPTED` instead of leaving them orphaned (ranks run in their own process groups, so
+   * While ranks run, SIGINT to this process is passed on to every rank (trainers save and exit;
+   * a second SIGINT stops them at once), SIGTERM / SIGHUP stop every rank, and the launch rejects
+   * with `INTERRUPTED` instead of leaving them orphaned (ranks run in their own process groups, so
    * a terminal's Ctrl-C does not reach them directly). Default true.
    */
   forwardSignals?: boolean;
@@ -91,6 +94,7 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
   if (!program) throw new ParallelError('INVALID_ARGUMENT', 'command is empty: pass the program to run per rank, e.g. ["rl2", "ppo", ...].');
   const output = options.output ?? 'prefix';
   const grace = options.killGraceMs ?? 5000;
+  const interruptGrace = options.interruptGraceMs ?? 120_000;
   const settleMs = options.settleMs ?? 1000;
   const tailBytes = options.stderrTailBytes ?? 4096;
 
@@ -109,6 +113,7 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
     const terminate = () => {
       if (terminated) return;
       terminated = true;
+      clearTimeout(killTimer);
       for (const c of children) kill(c, 'SIGTERM');
       killTimer = setTimeout(() => {
         for (const c of children) kill(c, 'SIGKILL');
@@ -129,7 +134,19 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
       for (const c of children) kill(c, 'SIGKILL');
     };
     const onAbort = () => stopAll(new ParallelError('INTERRUPTED', `launch aborted: ${String(options.signal?.reason ?? 'signal')}; every rank was stopped.`), false);
-    const onSignal = (sig: NodeJS.Signals) => stopAll(new ParallelError('INTERRUPTED', `launch got ${sig}; every rank was stopped.`), false);
+    // Ctrl-C is passed on (ranks run in their own process groups, so the terminal's SIGINT does
+    // not reach them): trainers finish their step, save a checkpoint and exit. A second Ctrl-C, or
+    // `interruptGraceMs` without them exiting, stops them hard.
+    let interrupting = false;
+    const onSignal = (sig: NodeJS.Signals) => {
+      if (interrupting) return terminate();
+      if (sig !== 'SIGINT' || failure) return stopAll(new ParallelError('INTERRUPTED', `launch got ${sig}; every rank was stopped.`), false);
+      interrupting = true;
+      failure = new ParallelError('INTERRUPTED', 'launch got SIGINT; every rank was asked to stop (trainers save a checkpoint first).');
+      for (const c of children) kill(c, 'SIGINT');
+      killTimer = setTimeout(terminate, interruptGrace);
+      killTimer.unref();
+    };
     const signals: NodeJS.Signals[] = options.forwardSignals === false ? [] : ['SIGINT', 'SIGTERM', 'SIGHUP'];
     process.once('exit', onParentExit);
     for (const sig of signals) process.on(sig, onSignal);

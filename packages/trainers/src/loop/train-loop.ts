@@ -204,6 +204,9 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, dp: DataParallel): Promise<Run
   const trainLoss = new Map<number, number>();
   let interrupted = false;
   while (step < totalSteps) {
+    // A step is synchronous tensor work: yield to the event loop between steps so that Ctrl-C
+    // (a signal handler) and pending I/O run, and the stop flag below sees the interrupt.
+    await new Promise<void>((next) => setImmediate(next));
     if (batchInEpoch >= batchesPerEpoch) {
       validate();
       epoch += 1;

@@ -1,7 +1,6 @@
-import { resolveCheckpoint } from '../checkpoint/resolve-checkpoint.js';
 import type { DpoConfig } from '../config/dpo-config.js';
-import { loadItems } from '../dataset/load-items.js';
-import { modelSaver, openModel, openTokenizer, paramRecord, startEngine, startingWeights } from '../loop/run-setup.js';
+import { openRun } from '../loop/open-run.js';
+import { openModel } from '../loop/run-setup.js';
 import { type RunIo, type RunResult, runTrainingLoop } from '../loop/train-loop.js';
 import { dpoObjective } from './dpo-objective.js';
 
@@ -10,25 +9,11 @@ import { dpoObjective } from './dpo-objective.js';
  * `ref_actor.model_name` (default: the same starting weights). SimPO loads no reference.
  */
 export async function runDpo(config: DpoConfig, io: RunIo = {}): Promise<RunResult> {
-  await startEngine(config.trainer, io);
-  const tokenizerDir = config.actor.tokenizer_name ?? config.actor.model_name;
-  const tokenizer = await openTokenizer(tokenizerDir, config.actor.tokenizer_name ? 'actor.tokenizer_name' : 'actor.model_name');
-  const { train, test } = await loadItems('dpo', tokenizer, config.data, config.trainer.seed);
-  const resumeFrom = resolveCheckpoint(config.trainer.save_dir, config.trainer.load_ckpt_from);
-  const { model, generationConfig } = await openModel(startingWeights(config.actor.model_name, resumeFrom), 'actor.model_name');
+  const { model, spec } = await openRun('dpo', config, 'actor', config.actor, io);
   const needsRef = config.actor.preference_loss !== 'simpo';
   const ref = needsRef ? (await openModel(config.ref_actor.model_name ?? config.actor.model_name, 'ref_actor.model_name')).model : undefined;
   return runTrainingLoop({
-    kind: 'dpo',
-    trainer: config.trainer,
-    model: config.actor,
-    modelKey: 'actor',
-    batchSize: config.data.train.batch_size,
-    testBatchSize: config.data.test.batch_size,
-    shuffle: config.data.shuffle,
-    train,
-    test,
-    params: paramRecord(model),
+    ...spec,
     objective: dpoObjective(model, ref, {
       variant: config.actor.preference_loss,
       beta: config.actor.beta,
@@ -37,9 +22,5 @@ export async function runDpo(config: DpoConfig, io: RunIo = {}): Promise<RunResu
       nllCoef: config.actor.nll_coef,
       recompute: config.actor.gradient_checkpointing,
     }),
-    saveModel: modelSaver(model, generationConfig, tokenizerDir),
-    resumeFrom,
-    config,
-    io,
   });
 }

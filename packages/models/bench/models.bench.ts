@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { createGenerator, initEngine, initRandomModel, type ParamMap, tokenLogprobs } from '../src/index.js';
+import { adamWUpdate, createGenerator, initEngine, initRandomModel, type ParamMap, tokenLogprobs } from '../src/index.js';
 
 const SPEC = { family: 'llama', vocabSize: 8192, hiddenSize: 256, intermediateSize: 768, numLayers: 4, numHeads: 4, tieWordEmbeddings: false } as const;
 const HERE = import.meta.dirname;
@@ -36,24 +36,21 @@ interface Measured {
   threads?: number;
 }
 
-/** AdamW (Loshchilov & Hutter 2019, https://arxiv.org/abs/1711.05101), bench-local. */
-function adamW(params: ParamMap, lr = 1e-4, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01) {
+/** AdamW (Loshchilov & Hutter 2019, https://arxiv.org/abs/1711.05101) through the engine's `adamWUpdate` (one fused pass per parameter on native). */
+function adamW(params: ParamMap, lr = 1e-4, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01) {
   const m = new Map([...params].map(([k, v]) => [k, tf.variable(tf.zerosLike(v), false)]));
   const s = new Map([...params].map(([k, v]) => [k, tf.variable(tf.zerosLike(v), false)]));
-  let t = 0;
+  let step = 0;
   return (grads: Record<string, tf.Tensor>) => {
-    t += 1;
-    const c1 = 1 - b1 ** t;
-    const c2 = 1 - b2 ** t;
+    step += 1;
     tf.tidy(() => {
       for (const [name, p] of params) {
-        const g = grads[p.name]!;
         const mi = m.get(name)!;
         const si = s.get(name)!;
-        mi.assign(tf.add(tf.mul(mi, b1), tf.mul(g, 1 - b1)));
-        si.assign(tf.add(tf.mul(si, b2), tf.mul(tf.square(g), 1 - b2)));
-        const update = tf.div(tf.div(mi, c1), tf.add(tf.sqrt(tf.div(si, c2)), eps));
-        p.assign(tf.sub(tf.mul(p, 1 - lr * wd), tf.mul(update, lr)));
+        const next = adamWUpdate(p, grads[p.name]!, mi, si, { lr, beta1, beta2, eps, weightDecay, step });
+        mi.assign(next.m);
+        si.assign(next.v);
+        p.assign(next.param);
       }
     });
   };

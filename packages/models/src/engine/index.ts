@@ -4,4 +4,6 @@ export type { EngineBackend, EngineBackendChoice, EngineInfo, EngineOptions } fr
 export { NATIVE_BACKEND, registerNativeBackend } from './native-backend.js';
 export { loadNativeAddon } from './native-addon.js';
 export { softmaxCrossEntropy } from './softmax-cross-entropy.js';
+export { adamWUpdate } from './fused/fused-adamw.js';
+export type { AdamWStep } from './fused/fused-adamw.js';
 export type { NativeAddon, NativeLoad } from './native-addon.js';

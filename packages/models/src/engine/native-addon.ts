@@ -17,7 +17,7 @@ export const UnaryOp = {
 export const ReduceOp = { sum: 0, max: 1, min: 2, mean: 3 } as const;
 
 /** RL2_KERNELS_ABI of the native/rl2_kernels.c this TypeScript expects. */
-export const NATIVE_ABI = 7;
+export const NATIVE_ABI = 8;
 
 /** The functions exported by rl2_kernels.node; every output array is allocated by the caller. */
 export interface NativeAddon {
@@ -75,6 +75,10 @@ export interface NativeAddon {
   /** dz [rows, cols] of `logpStats` given dy [rows, 2], scaled by `inv` (1 / temperature). */
   logpStatsGrad(
     z: Float32Array, rows: number, cols: number, targets: Int32Array, lse: Float32Array, stats: Float32Array, dy: Float32Array, inv: number, dz: Float32Array,
+  ): void;
+  /** One AdamW step into pOut, mOut, vOut; hp = [lr, beta1, beta2, eps, weightDecay, 1 - beta1^t, 1 - beta2^t]. */
+  adamw(
+    p: Float32Array, g: Float32Array, m: Float32Array, v: Float32Array, hp: Float32Array, pOut: Float32Array, mOut: Float32Array, vOut: Float32Array,
   ): void;
 }
 

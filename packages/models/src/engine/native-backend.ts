@@ -15,6 +15,7 @@ import { rmsNormKernels } from './fused/fused-rms-norm.js';
 import { rotaryKernels } from './fused/fused-rotary.js';
 import { swiGluKernels } from './fused/fused-swiglu.js';
 import { logprobStatsKernels } from './fused/fused-logprob-stats.js';
+import { adamWKernels } from './fused/fused-adamw.js';
 
 /** Name under which the engine registers its backend with tfjs. */
 export const NATIVE_BACKEND = 'native';
@@ -45,7 +46,7 @@ export function registerNativeBackend(addon: NativeAddon | undefined, backendNam
     if (!getKernel(config.kernelName, backendName)) registerKernel({ ...config, backendName, kernelFunc });
   }
   if (addon) {
-    const fused = [softmaxCrossEntropyKernels, rmsNormKernels, swiGluKernels, rotaryKernels, attentionKernels, logprobStatsKernels].flatMap((k) => k(addon, backendName));
+    const fused = [softmaxCrossEntropyKernels, rmsNormKernels, swiGluKernels, rotaryKernels, attentionKernels, logprobStatsKernels, adamWKernels].flatMap((k) => k(addon, backendName));
     for (const config of fused) {
       if (!getKernel(config.kernelName, backendName)) registerKernel(config);
     }

@@ -5,7 +5,8 @@ import { rmsNorm } from '../../layers/rms-norm.js';
 import { applyRotary, rotateHalfMatrix } from '../../layers/rotary.js';
 import { initEngine } from '../init-engine.js';
 import { loadNativeAddon } from '../native-addon.js';
-import { closeness, numericGrad, randomSpec, runOn, type TensorSpec } from '../testing/backend-check.js';
+import { closeness, numericGrad, randomSpec, randomValues, runOn, type TensorSpec } from '../testing/backend-check.js';
+import { adamWUpdate } from './fused-adamw.js';
 import { fusedSwiGlu } from './fused-swiglu.js';
 
 // Each fused kernel (native) against the composite ops on the stock cpu backend, forward and
@@ -73,5 +74,22 @@ describe.skipIf(!hasNative)('fused native kernels', () => {
     const f = (q: tf.Tensor, k: tf.Tensor, v: tf.Tensor, m: tf.Tensor) =>
       groupedQueryAttention(q as tf.Tensor4D, k as tf.Tensor4D, v as tf.Tensor4D, m as tf.Tensor3D);
     await checkFused(inputs, f, [0, 1, 2], 2);
+  });
+
+  it('AdamW step matches the composite ops, and a hand-computed first step', async () => {
+    const h = { lr: 0.1, beta1: 0.9, beta2: 0.99, eps: 1e-8, weightDecay: 0.01, step: 3 };
+    const inputs = [randomSpec([3, 50], 12), randomSpec([3, 50], 13), randomSpec([3, 50], 14, 0.1), { shape: [3, 50], values: randomValues(150, 15).map(Math.abs) }];
+    const f = (p: tf.Tensor, g: tf.Tensor, m: tf.Tensor, v: tf.Tensor) => Object.values(adamWUpdate(p, g, m, v, h));
+    const native = await runOn('native', inputs, f);
+    const cpu = await runOn('cpu', inputs, f);
+    native.values.forEach((x, i) => {
+      expect(closeness(x, cpu.values[i]!, 1e-6, 1e-5)).toBeLessThanOrEqual(1);
+    });
+    // step 1 from zero moments: m' = 0.1 g, v' = 0.01 g^2, update = sign(g) (up to eps)
+    const one = await runOn('native', [{ shape: [2], values: Float32Array.of(1, -2) }, { shape: [2], values: Float32Array.of(0.5, -3) }, { shape: [2], values: new Float32Array(2) }, { shape: [2], values: new Float32Array(2) }], (p, g, m, v) =>
+      Object.values(adamWUpdate(p!, g!, m!, v!, { ...h, step: 1 })),
+    );
+    expect(one.values[0]![0]).toBeCloseTo(1 * (1 - 0.001) - 0.1, 5);
+    expect(one.values[0]![1]).toBeCloseTo(-2 * (1 - 0.001) + 0.1, 5);
   });
 });

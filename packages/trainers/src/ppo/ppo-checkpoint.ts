@@ -29,8 +29,8 @@ export async function savePpoCheckpoint(
     totalSteps: number;
     lr: number;
     stream: PromptStreamState;
-    actorOptimizer: AdamW;
-    criticOptimizer?: AdamW;
+    actorOptimizer: Pick<AdamW, 'state'>;
+    criticOptimizer?: Pick<AdamW, 'state'>;
     saveActor: (dir: string) => Promise<void>;
     saveCritic?: (dir: string) => Promise<void>;
   },

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { modelSection } from '../config/model-config.js';
 import { option } from '../config/option.js';
+import { parallelOptions } from '../config/parallel-config.js';
 import { trainerSection } from '../config/trainer-config.js';
 
 type Inherit = (key: string, value: unknown) => unknown;
@@ -71,6 +72,7 @@ export const ppoConfigSchema = z.strictObject({
   }),
   actor: z.strictObject({
     ...modelSection({ lr: 1e-6 }),
+    ...parallelOptions(),
     avg_level: option(z.enum(['token', 'sequence']), 'token', 'loss mean over all action tokens (Dr. GRPO), or over per-sequence means (GRPO)'),
     temperature: option(z.number().positive(), '${rollout.train_sampling_params.temperature}', 'logits are divided by this in the logprob passes (the sampling temperature)'),
     update_per_rollout: option(z.number().int().positive(), 1, 'optimizer steps per rollout (the batch is split in this many contiguous chunks)'),
@@ -83,6 +85,7 @@ export const ppoConfigSchema = z.strictObject({
   }),
   critic: z.strictObject({
     ...modelSection({ lr: 5e-6 }),
+    ...parallelOptions(),
     model_name: option(z.string().min(1), '${actor.model_name}', 'critic initialisation (a causal LM gets a zero value head); used only with adv.estimator=gae'),
     max_length_per_device: option(z.number().int().positive(), '${actor.max_length_per_device}', 'token budget of one packed micro-batch'),
     avg_level: option(z.enum(['token', 'sequence']), '${actor.avg_level}', 'value-loss aggregation'),

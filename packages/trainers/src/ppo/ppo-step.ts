@@ -2,14 +2,15 @@ import type { RolloutRunner } from '@rl2/rollout';
 import type { DecoderModel } from '@rl2/models';
 import { paramRecord } from '../loop/run-setup.js';
 import { stepTotals } from '../loop/pack-bins.js';
-import type { AdamW } from '../optim/adamw.js';
+import type { DataParallel } from '../loop/data-parallel.js';
+import { checkSameRollout } from './check-same-rollout.js';
 import { type PerSequence, rolloutLogps, rolloutValues } from './forward-passes.js';
 import { computePpoAdvantages } from './ppo-advantages.js';
 import type { PpoConfig } from './ppo-config.js';
 import { actorObjective } from './actor-objective.js';
 import { criticObjective } from './critic-objective.js';
 import { packRolloutBins } from './rollout-bins.js';
-import { type UpdateOutcome, updateModel } from './update-model.js';
+import { type PpoOptimizer, type UpdateOutcome, updateModel } from './update-model.js';
 
 /** The models of a PPO run: the actor, the frozen reference (kl.coef > 0) and the critic (gae). */
 export interface PpoModels {
@@ -24,13 +25,18 @@ export interface PpoStepInput {
   readonly config: PpoConfig;
   readonly models: PpoModels;
   readonly runner: RolloutRunner;
-  readonly actorOptimizer: AdamW;
-  readonly criticOptimizer?: AdamW;
+  readonly actorOptimizer: PpoOptimizer;
+  readonly criticOptimizer?: PpoOptimizer;
   /** Learning rate of the i-th optimizer step of this rollout. */
   readonly actorLr: (i: number) => number;
   readonly criticLr: (i: number) => number;
   /** Pushes the updated actor to the inference engine. */
   readonly syncWeights: () => Promise<void>;
+  /**
+   * Ranks the update is spread over (default one process). Every rank rolls out the whole step
+   * with the same seeds (checked), computes the same advantages, and trains on its slice of the bins.
+   */
+  readonly dp?: DataParallel;
 }
 
 const rate = (tokens: number, seconds: number) => tokens / Math.max(seconds, 1e-9);
@@ -50,6 +56,7 @@ export async function ppoStep(input: PpoStepInput): Promise<{ metrics: Record<st
   const { rollout_s, tokens_per_s, ...rolloutMetrics } = rm;
   const metrics: Record<string, number> = { ...prefixed('train', rolloutMetrics as unknown as Record<string, number>), 'tokens_per_s/rollout': tokens_per_s, 'time/rollout_s': rollout_s };
   const seqs = batch.sequences;
+  if (input.dp) checkSameRollout(input.dp, seqs, input.step + 1);
   if (seqs.length === 0) return { metrics }; // every group filtered or failed: nothing to learn from
 
   const forwardStart = performance.now();
@@ -96,6 +103,7 @@ export async function ppoStep(input: PpoStepInput): Promise<{ metrics: Record<st
       optimizer: input.actorOptimizer,
       maxGradNorm: a.max_grad_norm,
       lr: input.actorLr,
+      dp: input.dp,
     });
     note('actor', res, input.actorLr(a.update_per_rollout - 1));
   }
@@ -110,6 +118,7 @@ export async function ppoStep(input: PpoStepInput): Promise<{ metrics: Record<st
       optimizer: input.criticOptimizer,
       maxGradNorm: c.max_grad_norm,
       lr: input.criticLr,
+      dp: input.dp,
     });
     note('critic', res, input.criticLr(c.update_per_rollout - 1));
   }

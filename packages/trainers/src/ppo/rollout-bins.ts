@@ -14,8 +14,16 @@ export interface RolloutBin extends PackedBin {
  * at most `budget` tokens, keeping each bin's member indices so per-sequence quantities
  * (old logps, advantages, values) can be laid out alongside with `binField`.
  * `indices` picks the sequences of this update (a chunk with update_per_rollout > 1).
+ * With data parallelism (`dp`) the bin count is a multiple of `dp.size` and rank r keeps the
+ * r-th contiguous slice of the bins (heaviest first), as `packBins` does.
  */
-export function packRolloutBins(sequences: readonly TrainingSequence[], indices: readonly number[], budget: number, budgetKey: string): RolloutBin[] {
+export function packRolloutBins(
+  sequences: readonly TrainingSequence[],
+  indices: readonly number[],
+  budget: number,
+  budgetKey: string,
+  dp: { readonly rank: number; readonly size: number } = { rank: 0, size: 1 },
+): RolloutBin[] {
   for (const i of indices) {
     const len = sequences[i].states.length;
     if (len > budget) {
@@ -24,10 +32,10 @@ export function packRolloutBins(sequences: readonly TrainingSequence[], indices:
   }
   const plan = planPacking(
     indices.map((i) => sequences[i].states.length),
-    { maxTokensPerRank: budget, dpSize: 1, groupSize: 1 },
+    { maxTokensPerRank: budget, dpSize: dp.size, groupSize: 1 },
   );
   const bins: RolloutBin[] = [];
-  for (const slots of plan.bins) {
+  for (const slots of plan.bins.slice(dp.rank * plan.binsPerRank, (dp.rank + 1) * plan.binsPerRank)) {
     const members = slots.filter((s) => s < indices.length).map((s) => indices[s]);
     if (members.length === 0) continue;
     const bin = { inputIds: [] as number[], positionIds: [] as number[], segmentIds: [] as number[], targets: [] as number[], lossMask: [] as number[], numSequences: members.length, members };

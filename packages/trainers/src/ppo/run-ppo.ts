@@ -11,7 +11,10 @@ import { createProgress } from '../metrics/progress.js';
 import { TensorBoardWriter } from '../metrics/tensorboard-writer.js';
 import { modelSaver, openModel, openTokenizer, paramRecord, startEngine, startingWeights } from '../loop/run-setup.js';
 import type { RunIo } from '../loop/train-loop.js';
+import { type DataParallel, fsdpGroupsOf, openDataParallel } from '../loop/data-parallel.js';
+import type { Progress } from '../metrics/progress.js';
 import { AdamW } from '../optim/adamw.js';
+import { ShardedAdamW } from '../optim/sharded-adamw.js';
 import { type ScheduleOptions, scheduledLr } from '../optim/cosine-schedule.js';
 import { writeReport } from '../report/write-report.js';
 import { loadPpoPrompts } from './load-ppo-prompts.js';
@@ -20,6 +23,7 @@ import type { PpoConfig } from './ppo-config.js';
 import { PromptStream } from './prompt-stream.js';
 import { createPpoEngine, samplingParams } from './rollout-setup.js';
 import { type PpoModels, ppoStep } from './ppo-step.js';
+import type { PpoOptimizer } from './update-model.js';
 
 /** What a finished or interrupted `rl2 ppo` run reports. */
 export interface PpoRunResult {
@@ -44,6 +48,9 @@ async function checkEngine(engine: RolloutEngine, r: PpoConfig['rollout']): Prom
   throw new TrainersError('INVALID_ARGUMENT', `rollout.server_urls: no healthy SGLang server (${down.join('; ')}); start one (e.g. rl2 serve --model PATH) or fix the URLs`);
 }
 
+/** Progress of ranks other than 0: they train silently. */
+const SILENT: Progress = { update: () => {}, log: () => {}, stop: () => {} };
+
 const prefixed = (prefix: string, m: object) => Object.fromEntries(Object.entries(m).map(([k, v]) => [`${prefix}/${k}`, v as number]));
 
 /**
@@ -51,17 +58,33 @@ const prefixed = (prefix: string, m: object) => Object.fromEntries(Object.entrie
  * critic values, advantages, actor and critic updates, weight sync; then evaluation on the
  * test split at temperature 0 every trainer.test_freq steps (and before the first step),
  * checkpoints every save_freq steps and at the end, metrics to JSONL/TensorBoard/report.
+ *
+ * Under a launcher (`rl2 launch`, torchrun, ...) with W ranks, or with `dataParallel`: every
+ * rank rolls out the whole step with the seeds one process would use (checked equal over the
+ * ranks), computes the same advantages, and the actor/critic updates are data parallel (each
+ * rank its slice of the balanced bins, totals and gradients summed over the ranks; FSDP with
+ * sharded AdamW state when `actor.ddp_size` / `critic.ddp_size` is set). Rank 0 alone writes.
  */
-export async function runPpo(config: PpoConfig, io: RunIo = {}): Promise<PpoRunResult> {
-  const { trainer, rollout: r, actor: a, critic: c } = config;
-  const world = readLaunchEnv(process.env).worldSize;
-  if (world > 1) {
-    // Each rank would run its own full PPO into the same save_dir: refuse rather than race.
+export async function runPpo(config: PpoConfig, io: RunIo = {}, dataParallel?: DataParallel): Promise<PpoRunResult> {
+  const world = dataParallel?.size ?? readLaunchEnv(process.env).worldSize;
+  if (world > 1 && config.rollout.engine === 'sglang') {
+    // checked before joining the process group, so a misconfigured launch fails at once on every rank
     throw new TrainersError(
       'INVALID_ARGUMENT',
-      `rl2 ppo runs in one process for now, but the launcher started ${world} ranks (WORLD_SIZE=${world}); run it without rl2 launch/torchrun, or use rl2 sft|rm|dpo for data-parallel training`,
+      `rl2 ppo over ${world} ranks supports rollout.engine=embedded only (each rank samples the same seeded batch), not sglang; set rollout.engine=embedded or run rl2 ppo in one process (WORLD_SIZE=${world})`,
     );
   }
+  const dp = dataParallel ?? (await openDataParallel());
+  try {
+    return await ppoOnRanks(config, io, dp);
+  } finally {
+    if (!dataParallel) await dp.close();
+  }
+}
+
+async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promise<PpoRunResult> {
+  const { trainer, rollout: r, actor: a, critic: c } = config;
+  const isMain = dp.rank === 0;
   const out = io.stdout ?? process.stdout;
   await startEngine(trainer, io);
   const tokenizerDir = a.tokenizer_name ?? a.model_name;
@@ -89,8 +112,11 @@ export async function runPpo(config: PpoConfig, io: RunIo = {}): Promise<PpoRunR
   const actorSchedule = schedule(a, (totalSteps - a.freeze_steps) * a.update_per_rollout);
   const criticSchedule = schedule(c, totalSteps * c.update_per_rollout);
   const adamw = (m: PpoConfig['actor'] | PpoConfig['critic']) => ({ betas: m.betas, eps: m.eps, weightDecay: m.weight_decay });
-  const actorOptimizer = new AdamW(paramRecord(actor.model), adamw(a));
-  const criticOptimizer = critic ? new AdamW(paramRecord(critic), adamw(c)) : undefined;
+  // FSDP layout (gradients and AdamW state sharded) when <model>.ddp_size is set on several ranks
+  const optimizerOf = (model: PpoModels['actor'], m: PpoConfig['actor'] | PpoConfig['critic'], key: string): PpoOptimizer =>
+    dp.size > 1 && m.ddp_size !== null ? new ShardedAdamW(paramRecord(model), adamw(m), fsdpGroupsOf(dp, m.ddp_size, `${key}.ddp_size`)) : new AdamW(paramRecord(model), adamw(m));
+  const actorOptimizer = optimizerOf(actor.model, a, 'actor');
+  const criticOptimizer = critic ? optimizerOf(critic, c, 'critic') : undefined;
   if (saved) {
     actorOptimizer.loadState(saved.actor);
     criticOptimizer?.loadState(saved.critic);
@@ -121,25 +147,30 @@ export async function runPpo(config: PpoConfig, io: RunIo = {}): Promise<PpoRunR
     ...(r.groups_in_flight ? { groupsInFlight: r.groups_in_flight } : {}),
     partialRollout: r.partial_rollout,
     onSampleError: r.on_sample_error,
-    ...(r.save_rollouts ? { saveDir: join(trainer.save_dir, 'rollouts') } : {}),
-    log: (line) => out.write(`${line}\n`),
+    ...(r.save_rollouts && isMain ? { saveDir: join(trainer.save_dir, 'rollouts') } : {}),
+    log: (line) => {
+      if (isMain) out.write(`${line}\n`);
+    },
   });
   const testPrompts = r.test_prompts_per_rollout ? prompts.test.slice(0, r.test_prompts_per_rollout) : prompts.test;
 
-  mkdirSync(trainer.save_dir, { recursive: true });
-  const metrics = new MetricsLog(join(trainer.save_dir, 'metrics.jsonl'));
-  metrics.truncateAfter(saved ? step : -1);
-  writeFileSync(join(trainer.save_dir, 'config.yaml'), stringify(config));
-  const tb = trainer.use_tensorboard ? new TensorBoardWriter(join(trainer.save_dir, 'tensorboard')) : undefined;
-  const progress = createProgress({ total: totalSteps, start: step, mode: trainer.progress, logFreq: trainer.log_freq, stream: out });
+  if (isMain) {
+    mkdirSync(trainer.save_dir, { recursive: true });
+    writeFileSync(join(trainer.save_dir, 'config.yaml'), stringify(config));
+  }
+  const metrics = isMain ? new MetricsLog(join(trainer.save_dir, 'metrics.jsonl')) : undefined;
+  metrics?.truncateAfter(saved ? step : -1);
+  const tb = isMain && trainer.use_tensorboard ? new TensorBoardWriter(join(trainer.save_dir, 'tensorboard')) : undefined;
+  const progress = isMain ? createProgress({ total: totalSteps, start: step, mode: trainer.progress, logFreq: trainer.log_freq, stream: out }) : SILENT;
   const say = (line: string) => progress.log(line);
   say(
     `rl2 ppo: ${prompts.train.length} train / ${prompts.test.length} test prompts, ${r.train_prompts_per_rollout} x ${r.responses_per_prompt} responses per step, ` +
-      `${totalSteps} steps, adv.estimator=${config.adv.estimator}, engine ${r.engine}${resumeFrom ? `, resuming from ${resumeFrom} at step ${step}` : ''}`,
+      `${totalSteps} steps, adv.estimator=${config.adv.estimator}, engine ${r.engine}${resumeFrom ? `, resuming from ${resumeFrom} at step ${step}` : ''}` +
+      (dp.size > 1 ? `, data parallel over ${dp.size} ranks${actorOptimizer instanceof ShardedAdamW ? ` (FSDP: actor.ddp_size=${a.ddp_size})` : ''}` : ''),
   );
   const record = (values: Record<string, number>) => {
     const rec = { step, time: Date.now() / 1000, ...values } as MetricRecord;
-    metrics.append(rec);
+    metrics?.append(rec);
     tb?.addScalars(step, values);
     return rec;
   };
@@ -162,6 +193,12 @@ export async function runPpo(config: PpoConfig, io: RunIo = {}): Promise<PpoRunR
     if (savedAt === step) return;
     savedAt = step;
     checkpoint = join(trainer.save_dir, checkpointDirName(step));
+    if (!isMain) {
+      // sharded optimizer state is gathered by a collective every rank joins (actor, then critic, as savePpoCheckpoint reads them)
+      if (actorOptimizer instanceof ShardedAdamW) actorOptimizer.state();
+      if (criticOptimizer instanceof ShardedAdamW) criticOptimizer.state();
+      return;
+    }
     await savePpoCheckpoint(checkpoint, {
       step,
       totalSteps,
@@ -190,6 +227,7 @@ export async function runPpo(config: PpoConfig, io: RunIo = {}): Promise<PpoRunR
         criticOptimizer,
         actorLr: (i) => scheduledLr((step - a.freeze_steps) * a.update_per_rollout + i, actorSchedule),
         criticLr: (i) => scheduledLr(step * c.update_per_rollout + i, criticSchedule),
+        dp,
         syncWeights: async () => {
           if (r.engine === 'embedded') return engine.flushCache();
           await actorSaver(r.weight_sync_dir);
@@ -210,7 +248,9 @@ export async function runPpo(config: PpoConfig, io: RunIo = {}): Promise<PpoRunR
       io.onStep?.(rec);
       if (trainer.test_freq && step % trainer.test_freq === 0) await evaluate();
       if (trainer.save_freq && step % trainer.save_freq === 0) await save();
-      if (io.signal?.aborted) {
+      // every rank stops together: an interrupt on any of them stops all
+      const aborted = io.signal?.aborted ? 1 : 0;
+      if ((dp.size > 1 ? (dp.allReduceSum(Float32Array.of(aborted))[0] as number) : aborted) > 0) {
         interrupted = true;
         await save();
         say(`interrupted at step ${step}/${totalSteps}; resume with trainer.load_ckpt_from=latest`);
@@ -227,7 +267,7 @@ export async function runPpo(config: PpoConfig, io: RunIo = {}): Promise<PpoRunR
     actorOptimizer.dispose();
     criticOptimizer?.dispose();
   }
-  const report = trainer.report ? writeReport(trainer.save_dir) : undefined;
+  const report = isMain && trainer.report ? writeReport(trainer.save_dir) : undefined;
   if (report) out.write(`report: ${report}\n`);
   return { step, totalSteps, interrupted, saveDir: trainer.save_dir, checkpoint, steps, tests, report };
 }

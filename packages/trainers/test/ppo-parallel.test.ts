@@ -1,0 +1,159 @@
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { launch } from '@rl2/parallel';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config/load-config.js';
+import type { MetricRecord } from '../src/metrics/metrics-log.js';
+import { ppoConfigSchema } from '../src/ppo/ppo-config.js';
+import { runPpo } from '../src/ppo/run-ppo.js';
+import { tinyRun } from '../src/ppo/testing/tiny-run.js';
+
+async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 20000 + Math.floor(Math.random() * 12000);
+    const free = await new Promise<boolean>((resolve) => {
+      const s = createServer();
+      s.once('error', () => resolve(false));
+      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+}
+
+/** `rl2 ppo` with `overrides` on `n` processes (launch(), rank processes on source); each rank's step metrics back. */
+async function ppoOnRanks(n: number, overrides: string[]): Promise<{ rank: number; steps: Record<string, number>[] }[]> {
+  const results: { rank: number; steps: Record<string, number>[] }[] = [];
+  const errors: string[] = [];
+  const ranks = join(import.meta.dirname, 'ranks');
+  await launch({
+    nprocPerNode: n,
+    masterPort: await freePort(),
+    output: 'silent',
+    killGraceMs: 2000,
+    command: [process.execPath, '--import', 'tsx', '--import', join(ranks, 'register-source.mjs'), join(ranks, 'ppo.rank.ts')],
+    env: { PPO_OVERRIDES: JSON.stringify(overrides) },
+    onOutput: (_rank, stream, line) => {
+      if (stream === 'stdout' && line.startsWith('RESULT ')) results.push(JSON.parse(line.slice(7)));
+      else if (stream === 'stderr') errors.push(line);
+    },
+  }).catch((e: Error) => {
+    throw new Error(`${e.message}\n${errors.join('\n')}`);
+  });
+  return results.sort((a, b) => a.rank - b.rank);
+}
+
+/** F32 tensors of a safetensors file (8-byte header length, JSON header, data). */
+function readSafetensors(file: string): Map<string, Float32Array> {
+  const buf = readFileSync(file);
+  const n = Number(buf.readBigUInt64LE(0));
+  const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8')) as Record<string, { dtype: string; data_offsets: [number, number] }>;
+  const out = new Map<string, Float32Array>();
+  for (const [name, t] of Object.entries(header)) {
+    if (name === '__metadata__') continue;
+    const bytes = buf.subarray(8 + n + t.data_offsets[0], 8 + n + t.data_offsets[1]);
+    out.set(name, new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)));
+  }
+  return out;
+}
+
+/** ||a - b|| / ||b|| over one tensor. */
+function relErr(a: Float32Array, b: Float32Array): number {
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < b.length; i++) {
+    num += ((a[i] as number) - (b[i] as number)) ** 2;
+    den += (b[i] as number) ** 2;
+  }
+  return Math.sqrt(num / den);
+}
+
+const TOL = 1e-5;
+/** Relative error, with a floor of 1e-3 on the scale: a loss that is ~0 by symmetry (GRPO at ratio 1) has no meaningful relative digits. */
+const rel = (a: number, b: number) => Math.abs(a - b) / Math.max(Math.abs(b), 1e-3);
+const timing = (k: string) => k === 'step' || k === 'time' || k.startsWith('time/') || k.startsWith('tokens_per_s/');
+
+function expectSameStep(got: Record<string, number>, want: MetricRecord, label: string) {
+  const keys = Object.keys(want).filter((k) => !timing(k));
+  expect(Object.keys(got).filter((k) => !timing(k)).sort(), label).toEqual(keys.sort());
+  for (const k of keys) expect(rel(got[k] as number, want[k] as number), `${label} ${k}: ${got[k]} vs ${want[k]}`).toBeLessThan(TOL);
+}
+
+function expectSameWeights(file: string, want: string, initial: string, label: string) {
+  const got = readSafetensors(file);
+  const ref = readSafetensors(want);
+  const start = readSafetensors(initial);
+  expect([...got.keys()].sort(), label).toEqual([...ref.keys()].sort());
+  let moved = 0;
+  for (const [name, b] of ref) {
+    expect(relErr(got.get(name) as Float32Array, b), `${label} ${name}`).toBeLessThan(TOL);
+    const s = start.get(name);
+    if (s && s.length === b.length) moved = Math.max(moved, relErr(b, s));
+  }
+  expect(moved, `${label}: the step must change the weights`).toBeGreaterThan(1e-4);
+}
+
+function caseOverrides(t: ReturnType<typeof tinyRun>, saveDir: string, extra: string[]): string[] {
+  return [
+    `actor.model_name=${t.model}`,
+    `data.train.path=${t.train}`,
+    `data.test.path=${t.test}`,
+    `rollout.env_path=${t.digitsEnv}`,
+    'rollout.train_prompts_per_rollout=4',
+    'rollout.responses_per_prompt=4',
+    'rollout.train_sampling_params.max_new_tokens=4',
+    'rollout.dynamic_filtering=false',
+    'rollout.save_rollouts=false',
+    'actor.lr=1e-2',
+    'actor.warmup_ratio=0',
+    'actor.max_length_per_device=24',
+    'trainer.max_steps=1',
+    'trainer.test_freq=null',
+    `trainer.save_dir=${saveDir}`,
+    'trainer.progress=lines',
+    'trainer.threads=1',
+    'trainer.use_tensorboard=false',
+    'trainer.report=false',
+    ...extra,
+  ];
+}
+
+async function singleProcess(overrides: string[]): Promise<MetricRecord> {
+  const res = await runPpo(loadConfig(ppoConfigSchema, { overrides }), { stdout: { write: () => true } as unknown as NodeJS.WriteStream });
+  return res.steps[0] as MetricRecord;
+}
+
+describe('one PPO step on 2 processes equals the one-process step', () => {
+  it('GRPO, data parallel and FSDP(2) (actor.ddp_size=1): loss, reward metrics and updated weights within 1e-5', async () => {
+    const t = tinyRun('grpo-dp');
+    const extra = ['adv.estimator=grpo'];
+    const want = await singleProcess(caseOverrides(t, join(t.dir, 'single'), extra));
+    expect(want['actor/loss']).toBeDefined();
+    for (const [label, layout] of [
+      ['dp', []],
+      ['fsdp', ['actor.ddp_size=1']],
+    ] as const) {
+      const saveDir = join(t.dir, label);
+      const results = await ppoOnRanks(2, caseOverrides(t, saveDir, [...extra, ...layout]));
+      expect(results.map((r) => r.rank)).toEqual([0, 1]);
+      for (const r of results) {
+        expect(r.steps).toHaveLength(1);
+        expectSameStep(r.steps[0] as Record<string, number>, want, `${label} rank ${r.rank}`);
+      }
+      expectSameWeights(join(saveDir, 'step-1/model/model.safetensors'), join(t.dir, 'single/step-1/model/model.safetensors'), join(t.model, 'model.safetensors'), label);
+    }
+  }, 90_000);
+
+  it('GAE with a critic and the KL in the reward, FSDP(2) for actor and critic: the same metrics and actor/critic weights', async () => {
+    const t = tinyRun('gae-dp');
+    const extra = ['adv.estimator=gae', 'kl.type=reward', 'kl.coef=0.01', 'critic.lr=1e-2', 'critic.warmup_ratio=0'];
+    const want = await singleProcess(caseOverrides(t, join(t.dir, 'single'), extra));
+    expect(want['critic/loss']).toBeDefined();
+    const saveDir = join(t.dir, 'fsdp');
+    const results = await ppoOnRanks(2, caseOverrides(t, saveDir, [...extra, 'actor.ddp_size=1', 'critic.ddp_size=1']));
+    expect(results.map((r) => r.rank)).toEqual([0, 1]);
+    for (const r of results) expectSameStep(r.steps[0] as Record<string, number>, want, `gae rank ${r.rank}`);
+    expectSameWeights(join(saveDir, 'step-1/model/model.safetensors'), join(t.dir, 'single/step-1/model/model.safetensors'), join(t.model, 'model.safetensors'), 'gae actor');
+    expectSameWeights(join(saveDir, 'step-1/critic/model.safetensors'), join(t.dir, 'single/step-1/critic/model.safetensors'), join(t.model, 'model.safetensors'), 'gae critic');
+  }, 90_000);
+});

@@ -130,8 +130,10 @@ describe('one PPO step on 2 processes equals the one-process step', () => {
     const want = await singleProcess(caseOverrides(t, join(t.dir, 'single'), extra));
     expect(want['actor/loss']).toBeDefined();
     for (const [label, layout] of [
-      ['dp', []],
+      ['dp', ['rollout.save_rollouts=true']],
       ['fsdp', ['actor.ddp_size=1']],
+      // refill ties a step's prompts to completion order: every rank rolls out the whole step (checked equal)
+      ['replicated', ['rollout.refill=true']],
     ] as const) {
       const saveDir = join(t.dir, label);
       const results = await ppoOnRanks(2, caseOverrides(t, saveDir, [...extra, ...layout]));
@@ -141,6 +143,13 @@ describe('one PPO step on 2 processes equals the one-process step', () => {
         expectSameStep(r.steps[0] as Record<string, number>, want, `${label} rank ${r.rank}`);
       }
       expectSameWeights(join(saveDir, 'step-1/model/model.safetensors'), join(t.dir, 'single/step-1/model/model.safetensors'), join(t.model, 'model.safetensors'), label);
+      if (label === 'dp') {
+        // the rollout was sharded: each rank sampled its 2 prompts x 4 responses
+        for (const rank of [0, 1]) {
+          const lines = readFileSync(join(saveDir, 'rollouts', `rank-${rank}`, 'step-1.jsonl'), 'utf8').split('\n').filter(Boolean);
+          expect(lines, `rank ${rank} rollouts`).toHaveLength(8);
+        }
+      }
     }
   }, 90_000);
 

@@ -1,9 +1,8 @@
-import type { RolloutRunner } from '@rl2/rollout';
 import type { DecoderModel } from '@rl2/models';
 import { paramRecord } from '../loop/run-setup.js';
 import { stepTotals } from '../loop/pack-bins.js';
 import type { DataParallel } from '../loop/data-parallel.js';
-import { checkSameRollout } from './check-same-rollout.js';
+import type { RolloutShard } from './gather-rollout.js';
 import { type PerSequence, rolloutLogps, rolloutValues } from './forward-passes.js';
 import { computePpoAdvantages } from './ppo-advantages.js';
 import type { PpoConfig } from './ppo-config.js';
@@ -24,7 +23,8 @@ export interface PpoStepInput {
   readonly step: number;
   readonly config: PpoConfig;
   readonly models: PpoModels;
-  readonly runner: RolloutRunner;
+  /** The training rollout (a RolloutRunner, or the ranks' gathered shards). */
+  readonly runner: { step(step: number): Promise<RolloutShard> };
   readonly actorOptimizer: PpoOptimizer;
   readonly criticOptimizer?: PpoOptimizer;
   /** Learning rate of the i-th optimizer step of this rollout. */
@@ -33,8 +33,8 @@ export interface PpoStepInput {
   /** Pushes the updated actor to the inference engine. */
   readonly syncWeights: () => Promise<void>;
   /**
-   * Ranks the update is spread over (default one process). Every rank rolls out the whole step
-   * with the same seeds (checked), computes the same advantages, and trains on its slice of the bins.
+   * Ranks the update is spread over (default one process). Every rank holds the whole rollout
+   * (see runPpo), computes the same advantages, and trains on its slice of the bins.
    */
   readonly dp?: DataParallel;
 }
@@ -56,7 +56,6 @@ export async function ppoStep(input: PpoStepInput): Promise<{ metrics: Record<st
   const { rollout_s, tokens_per_s, ...rolloutMetrics } = rm;
   const metrics: Record<string, number> = { ...prefixed('train', rolloutMetrics as unknown as Record<string, number>), 'tokens_per_s/rollout': tokens_per_s, 'time/rollout_s': rollout_s };
   const seqs = batch.sequences;
-  if (input.dp) checkSameRollout(input.dp, seqs, input.step + 1);
   if (seqs.length === 0) return { metrics }; // every group filtered or failed: nothing to learn from
 
   const forwardStart = performance.now();

@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type RolloutEngine, type RolloutRunner, createRolloutRunner, loadEnvironment } from '@rl2/rollout';
+import { type RolloutEngine, type RolloutPrompt, type RolloutRunner, createRolloutRunner, loadEnvironment } from '@rl2/rollout';
 import { readLaunchEnv } from '@rl2/parallel';
 import { TrainersError } from '../errors.js';
 import { stringify } from 'yaml';
@@ -22,7 +22,9 @@ import { loadPpoCheckpoint, savePpoCheckpoint } from './ppo-checkpoint.js';
 import type { PpoConfig } from './ppo-config.js';
 import { PromptStream } from './prompt-stream.js';
 import { createPpoEngine, samplingParams } from './rollout-setup.js';
-import { type PpoModels, ppoStep } from './ppo-step.js';
+import { checkSameRollout } from './check-same-rollout.js';
+import { gatherRollout } from './gather-rollout.js';
+import { type PpoModels, type PpoStepInput, ppoStep } from './ppo-step.js';
 import type { PpoOptimizer } from './update-model.js';
 
 /** What a finished or interrupted `rl2 ppo` run reports. */
@@ -46,6 +48,59 @@ async function checkEngine(engine: RolloutEngine, r: PpoConfig['rollout']): Prom
   if (health.ok) return;
   const down = health.backends.filter((b) => !b.ok).map((b) => `${b.name}: ${b.error ?? 'unhealthy'}`);
   throw new TrainersError('INVALID_ARGUMENT', `rollout.server_urls: no healthy SGLang server (${down.join('; ')}); start one (e.g. rl2 serve --model PATH) or fix the URLs`);
+}
+
+/** `nextPrompts` that hands out `prompts` once, then nothing. */
+function once(prompts: RolloutPrompt[]): (n: number) => RolloutPrompt[] {
+  let left = prompts;
+  return (n) => {
+    const out = left.slice(0, n);
+    left = left.slice(n);
+    return out;
+  };
+}
+
+/**
+ * The training rollout over the ranks. Sharded (RL2): rank r rolls out its contiguous share of
+ * the step's prompts with the seeds one process would give them (prompt i of the stream samples
+ * with trainer.seed + (i * G + s) * 1000), and the shards are all-gathered so every rank holds
+ * the whole batch. Refill and oversampling (rollout.refill, groups_in_flight, partial_rollout)
+ * tie a step's prompts to completion order, so then every rank rolls out the whole step and
+ * the ranks' batches are checked equal.
+ */
+function ranksRollout(
+  dp: DataParallel,
+  r: PpoConfig['rollout'],
+  stream: PromptStream,
+  seed: number,
+  runner: RolloutRunner,
+  shardRunner: (share: RolloutPrompt[], seed: number) => RolloutRunner,
+): PpoStepInput['runner'] {
+  if (dp.size === 1) return runner;
+  const shardable = !r.refill && !r.partial_rollout && r.groups_in_flight === null && r.train_prompts_per_rollout >= dp.size;
+  if (!shardable) {
+    return {
+      step: async (k) => {
+        const res = await runner.step(k);
+        checkSameRollout(dp, res.batch.sequences, k);
+        return res;
+      },
+    };
+  }
+  return {
+    step: async (k) => {
+      const before = stream.consumed;
+      const prompts = stream.next(r.train_prompts_per_rollout);
+      const from = Math.floor((dp.rank * prompts.length) / dp.size);
+      const share = prompts.slice(from, Math.floor(((dp.rank + 1) * prompts.length) / dp.size));
+      const shard = shardRunner(share, seed + (before + from) * r.responses_per_prompt * 1000);
+      try {
+        return gatherRollout(dp, await shard.step(k), share.length);
+      } finally {
+        await shard.close();
+      }
+    },
+  };
 }
 
 /** Progress of ranks other than 0: they train silently. */
@@ -126,11 +181,11 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
 
   const engine = createPpoEngine(r, actor.model, actor.generationConfig, tokenizer);
   await checkEngine(engine, r);
-  const runner: RolloutRunner = createRolloutRunner({
+  const runnerOptions = {
     engine,
     env,
     tokenizer,
-    nextPrompts: (n) => stream.next(n),
+    nextPrompts: (n: number) => stream.next(n),
     promptsPerStep: r.train_prompts_per_rollout,
     responsesPerPrompt: r.responses_per_prompt,
     maxTurns: r.max_turns,
@@ -148,10 +203,21 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
     partialRollout: r.partial_rollout,
     onSampleError: r.on_sample_error,
     ...(r.save_rollouts && isMain ? { saveDir: join(trainer.save_dir, 'rollouts') } : {}),
-    log: (line) => {
+    log: (line: string) => {
       if (isMain) out.write(`${line}\n`);
     },
-  });
+  };
+  const runner: RolloutRunner = createRolloutRunner(runnerOptions);
+  const rollout = ranksRollout(dp, r, stream, trainer.seed, runner, (share, seed) =>
+    createRolloutRunner({
+      ...runnerOptions,
+      nextPrompts: once(share),
+      promptsPerStep: Math.max(1, share.length),
+      seed,
+      ...(r.save_rollouts ? { saveDir: join(trainer.save_dir, 'rollouts', `rank-${dp.rank}`) } : {}),
+      log: (line: string) => out.write(`${line}\n`),
+    }),
+  );
   const testPrompts = r.test_prompts_per_rollout ? prompts.test.slice(0, r.test_prompts_per_rollout) : prompts.test;
 
   if (isMain) {
@@ -222,7 +288,7 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
         step,
         config,
         models,
-        runner,
+        runner: rollout,
         actorOptimizer,
         criticOptimizer,
         actorLr: (i) => scheduledLr((step - a.freeze_steps) * a.update_per_rollout + i, actorSchedule),

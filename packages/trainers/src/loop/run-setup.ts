@@ -3,40 +3,27 @@ import { join } from 'node:path';
 import { type Tokenizer, loadTokenizer } from '@rl2/data';
 import { type DecoderModel, type EngineBackendChoice, type GenerationConfig, type LoadModelOptions, initEngine, loadModel, saveCheckpoint as saveHfModel } from '@rl2/models';
 import { readLaunchEnv } from '@rl2/parallel';
-import * as tf from '@tensorflow/tfjs-core';
 import type { TrainerSection } from '../config/sections.js';
 import { TrainersError } from '../errors.js';
 import { copyTokenizerFiles } from '../model-init/tokenizer-files.js';
 import type { RunIo } from './train-loop.js';
 
 /**
- * Starts the tensor engine named by `trainer.backend` / `trainer.threads`, logging its line to
- * the run's output.
- *
- * Adapter until @rl2/models decides it: tfjs-backend-wasm 4.22 has no UnsortedSegmentSum
- * kernel, which the gradient of the embedding lookup needs, so wasm runs models but cannot
- * train them. When `auto` lands on wasm (no tfjs-node, no native addon) training uses cpu.
+ * Starts the tensor engine named by `trainer.backend` / `trainer.threads` for training (so `auto`
+ * never lands on stock wasm, which cannot train, and `wasm` is refused with the reason),
+ * logging its line to the run's output.
  */
 export async function startEngine(trainer: TrainerSection, io: RunIo): Promise<void> {
   const out = io.stdout ?? process.stdout;
-  if (trainer.backend === 'wasm') {
-    throw new TrainersError(
-      'INVALID_ARGUMENT',
-      'trainer.backend=wasm cannot train (tfjs-backend-wasm has no UnsortedSegmentSum kernel for the embedding gradient); use trainer.backend=auto, native or cpu',
-    );
-  }
   // ranks sharing a node share its cores: all cores / LOCAL_WORLD_SIZE each unless set explicitly
   const localRanks = readLaunchEnv().localWorldSize;
   const threads = trainer.threads ?? (process.env.RL2_THREADS || localRanks === 1 ? undefined : Math.max(1, Math.floor(availableParallelism() / localRanks)));
-  const info = await initEngine({
+  await initEngine({
     backend: trainer.backend as EngineBackendChoice,
     ...(threads ? { threads } : {}),
+    training: true,
     logger: (line) => out.write(`${line}\n`),
   });
-  if (info.backend === 'wasm') {
-    if (!(await tf.setBackend('cpu'))) throw new TrainersError('MISSING_DEPENDENCY', 'the wasm backend cannot train and the cpu backend did not start');
-    out.write('rl2 trainers: wasm cannot train (no UnsortedSegmentSum kernel); using the cpu backend (build the native kernels for speed: pnpm --filter @rl2/models build)\n');
-  }
 }
 
 /** Loads the tokenizer at `dir`; a failure names the config key to fix. */

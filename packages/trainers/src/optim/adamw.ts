@@ -1,3 +1,4 @@
+import { adamWUpdate } from '@rl2/models';
 import * as tf from '@tensorflow/tfjs-core';
 import { TrainersError } from '../errors.js';
 import type { NamedGrads } from './clip-grad-norm.js';
@@ -50,22 +51,17 @@ export class AdamW {
   step(grads: NamedGrads, lr: number): void {
     this.t += 1;
     const [b1, b2] = this.opts.betas;
-    const bc1 = 1 - b1 ** this.t;
-    const bc2 = 1 - b2 ** this.t;
     for (const [name, g] of Object.entries(grads)) {
       const p = this.params[name];
       if (!p) throw new TrainersError('INVALID_ARGUMENT', `AdamW.step: gradient for unknown parameter "${name}"`);
       const m = this.moment(this.m, name);
       const v = this.moment(this.v, name);
-      tf.tidy(() => {
-        const mNew = tf.add(tf.mul(m, b1), tf.mul(g, 1 - b1));
-        const vNew = tf.add(tf.mul(v, b2), tf.mul(tf.square(g), 1 - b2));
-        const denom = tf.add(tf.div(tf.sqrt(vNew), Math.sqrt(bc2)), this.opts.eps);
-        const decayed = tf.mul(p, 1 - lr * this.opts.weightDecay);
-        m.assign(mNew);
-        v.assign(vNew);
-        p.assign(tf.sub(decayed, tf.mul(tf.div(mNew, denom), lr / bc1)));
-      });
+      // one fused pass on the native backend (~15 tfjs ops otherwise), see @rl2/models adamWUpdate
+      const next = adamWUpdate(p, g, m, v, { lr, beta1: b1, beta2: b2, eps: this.opts.eps, weightDecay: this.opts.weightDecay, step: this.t });
+      p.assign(next.param);
+      m.assign(next.m);
+      v.assign(next.v);
+      tf.dispose([next.param, next.m, next.v]);
     }
   }
 

@@ -69,8 +69,13 @@ function relErr(a: Float32Array, b: Float32Array): number {
 }
 
 const TOL = 1e-5;
-/** Relative error, with a floor of 1e-3 on the scale: a loss that is ~0 by symmetry (GRPO at ratio 1) has no meaningful relative digits. */
-const rel = (a: number, b: number) => Math.abs(a - b) / Math.max(Math.abs(b), 1e-3);
+/**
+ * Relative error with a floor of 1e-2 on the scale: metrics that are differences of O(1)
+ * float32 quantities (the GRPO loss, ~0 by symmetry at ratio 1; approxKl ~1e-3 after the first
+ * of two updates, a difference of log-probs ~-3.5) have no 1e-5 relative digits in float32,
+ * whatever the layout. The updated weights are compared at 1e-5 relative without a floor.
+ */
+const rel = (a: number, b: number) => Math.abs(a - b) / Math.max(Math.abs(b), 1e-2);
 const timing = (k: string) => k === 'step' || k === 'time' || k.startsWith('time/') || k.startsWith('tokens_per_s/');
 
 function expectSameStep(got: Record<string, number>, want: MetricRecord, label: string) {
@@ -153,9 +158,9 @@ describe('one PPO step on 2 processes equals the one-process step', () => {
     }
   }, 90_000);
 
-  it('GAE with a critic and the KL in the reward, FSDP(2) for actor and critic: the same metrics and actor/critic weights', async () => {
+  it('GAE with a critic, the KL in the reward and 2 updates per rollout, FSDP(2) for actor and critic: the same metrics and actor/critic weights', async () => {
     const t = tinyRun('gae-dp');
-    const extra = ['adv.estimator=gae', 'kl.type=reward', 'kl.coef=0.01', 'critic.lr=1e-2', 'critic.warmup_ratio=0'];
+    const extra = ['adv.estimator=gae', 'kl.type=reward', 'kl.coef=0.01', 'actor.update_per_rollout=2', 'critic.lr=1e-2', 'critic.warmup_ratio=0'];
     const want = await singleProcess(caseOverrides(t, join(t.dir, 'single'), extra));
     expect(want['critic/loss']).toBeDefined();
     const saveDir = join(t.dir, 'fsdp');

@@ -2,6 +2,7 @@ import type { TrainingSequence } from '@rl2/rollout';
 import { type DecoderModel, tokenLogprobs, tokenValues } from '@rl2/models';
 import * as tf from '@tensorflow/tfjs-core';
 import { binBatch } from '../loop/bin-tensors.js';
+import type { DataParallel } from '../loop/data-parallel.js';
 import { type RolloutBin, scatterBinField } from './rollout-bins.js';
 
 /** Per-sequence arrays `[S][T_i]` of one pass over the rollout. */
@@ -31,4 +32,22 @@ export function rolloutValues(critic: DecoderModel, bins: readonly RolloutBin[],
     values.dispose();
   }
   return out;
+}
+
+/**
+ * After a pass over this rank's bins (its entries of `perSequence` set, the others empty), every
+ * rank's entries on every rank: one all-reduce of a zero buffer over all tokens `[sum T_i]` in
+ * which each rank fills its sequences (float32 values travel exactly).
+ */
+export function gatherPerSequence(dp: DataParallel, perSequence: PerSequence, sequences: readonly TrainingSequence[]): PerSequence {
+  if (dp.size === 1) return perSequence;
+  const offsets = [0];
+  for (const s of sequences) offsets.push((offsets.at(-1) as number) + s.states.length);
+  const buf = new Float32Array(offsets.at(-1) as number);
+  sequences.forEach((_, i) => {
+    const row = perSequence[i];
+    if (row) buf.set(row, offsets[i]);
+  });
+  const sum = dp.allReduceSum(buf);
+  return sequences.map((_, i) => Array.from(sum.subarray(offsets[i], offsets[i + 1])));
 }

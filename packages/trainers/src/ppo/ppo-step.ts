@@ -1,9 +1,10 @@
 import type { DecoderModel } from '@rl2/models';
 import { paramRecord } from '../loop/run-setup.js';
 import { stepTotals } from '../loop/pack-bins.js';
-import type { DataParallel } from '../loop/data-parallel.js';
+import { type DataParallel, SINGLE_PROCESS } from '../loop/data-parallel.js';
+import { sumTotalsOverRanks } from '../loop/sum-over-ranks.js';
 import type { RolloutShard } from './gather-rollout.js';
-import { type PerSequence, rolloutLogps, rolloutValues } from './forward-passes.js';
+import { type PerSequence, gatherPerSequence, rolloutLogps, rolloutValues } from './forward-passes.js';
 import { computePpoAdvantages } from './ppo-advantages.js';
 import type { PpoConfig } from './ppo-config.js';
 import { actorObjective } from './actor-objective.js';
@@ -58,24 +59,26 @@ export async function ppoStep(input: PpoStepInput): Promise<{ metrics: Record<st
   const seqs = batch.sequences;
   if (seqs.length === 0) return { metrics }; // every group filtered or failed: nothing to learn from
 
+  // the no-gradient passes are data parallel too: each rank its slice of the bins, then gathered
+  const dp = input.dp ?? SINGLE_PROCESS;
   const forwardStart = performance.now();
   const all = seqs.map((_, i) => i);
-  const bins = packRolloutBins(seqs, all, a.max_length_per_device, 'actor.max_length_per_device');
-  const passTokens = stepTotals(bins).tokens;
+  const bins = packRolloutBins(seqs, all, a.max_length_per_device, 'actor.max_length_per_device', dp);
+  const passTokens = sumTotalsOverRanks(dp, stepTotals(bins)).tokens;
   let passes = 0;
   let refLogps: PerSequence | undefined;
   let oldLogps: PerSequence | undefined;
   let values: PerSequence | undefined;
   if (models.ref && cfg.kl.coef > 0) {
-    refLogps = rolloutLogps(models.ref, bins, seqs, a.temperature);
+    refLogps = gatherPerSequence(dp, rolloutLogps(models.ref, bins, seqs, a.temperature), seqs);
     passes += 1;
   }
   if (models.critic) {
-    values = rolloutValues(models.critic, packRolloutBins(seqs, all, c.max_length_per_device, 'critic.max_length_per_device'), seqs);
+    values = gatherPerSequence(dp, rolloutValues(models.critic, packRolloutBins(seqs, all, c.max_length_per_device, 'critic.max_length_per_device', dp), seqs), seqs);
     passes += 1;
   }
   if (cfg.kl.coef > 0 || a.update_per_rollout > 1) {
-    oldLogps = rolloutLogps(models.actor, bins, seqs, a.temperature);
+    oldLogps = gatherPerSequence(dp, rolloutLogps(models.actor, bins, seqs, a.temperature), seqs);
     passes += 1;
   }
   const forwardSeconds = (performance.now() - forwardStart) / 1000;

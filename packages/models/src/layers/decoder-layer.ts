@@ -66,9 +66,14 @@ export function decoderLayer(
   const s = n / b;
   const get = (name: string) => p.get(pre + name)!;
   const h = rmsNorm(x, get('input_layernorm.weight'), c.rmsNormEps);
-  let q = tf.reshape(linear(`${pre}self_attn.q_proj`, p).forward(h), [n, c.numHeads, c.headDim]) as tf.Tensor3D;
-  let k = tf.reshape(linear(`${pre}self_attn.k_proj`, p).forward(h), [n, c.numKvHeads, c.headDim]) as tf.Tensor3D;
-  const v = tf.reshape(linear(`${pre}self_attn.v_proj`, p).forward(h), [b, s, c.numKvHeads, c.headDim]);
+  const qOut = linear(`${pre}self_attn.q_proj`, p).forward(h);
+  const kOut = linear(`${pre}self_attn.k_proj`, p).forward(h);
+  // head counts from the projections' widths: a tensor-parallel linear holds this rank's heads only
+  const numHeads = qOut.shape[1] / c.headDim;
+  const numKvHeads = kOut.shape[1] / c.headDim;
+  let q = tf.reshape(qOut, [n, numHeads, c.headDim]) as tf.Tensor3D;
+  let k = tf.reshape(kOut, [n, numKvHeads, c.headDim]) as tf.Tensor3D;
+  const v = tf.reshape(linear(`${pre}self_attn.v_proj`, p).forward(h), [b, s, numKvHeads, c.headDim]);
   if (c.qkNorm) {
     q = rmsNorm(q, get('self_attn.q_norm.weight'), c.rmsNormEps);
     k = rmsNorm(k, get('self_attn.k_norm.weight'), c.rmsNormEps);
@@ -76,10 +81,10 @@ export function decoderLayer(
   q = applyRotary(q, ctx.cos, ctx.sin, ctx.rotate);
   k = applyRotary(k, ctx.cos, ctx.sin, ctx.rotate);
   // [B, S, nKv, d] -> [B, nKv, S, d] (a reshape when S = 1, i.e. while decoding)
-  const kvShape: [number, number, number, number] = [b, c.numKvHeads, s, c.headDim];
-  let kt = (s === 1 ? tf.reshape(k, kvShape) : tf.transpose(tf.reshape(k, [b, s, c.numKvHeads, c.headDim]), [0, 2, 1, 3])) as tf.Tensor4D;
+  const kvShape: [number, number, number, number] = [b, numKvHeads, s, c.headDim];
+  let kt = (s === 1 ? tf.reshape(k, kvShape) : tf.transpose(tf.reshape(k, [b, s, numKvHeads, c.headDim]), [0, 2, 1, 3])) as tf.Tensor4D;
   let vt = (s === 1 ? tf.reshape(v, kvShape) : tf.transpose(v, [0, 2, 1, 3])) as tf.Tensor4D;
-  const q4 = tf.reshape(q, [b, s, c.numHeads, c.headDim]) as tf.Tensor4D;
+  const q4 = tf.reshape(q, [b, s, numHeads, c.headDim]) as tf.Tensor4D;
   let attn: tf.Tensor2D;
   let kv: LayerKv;
   if (past && ctx.attention === groupedQueryAttention && ctx.mask) {

@@ -1,0 +1,139 @@
+// Run by test/parallel-decoder.test.ts under launch(): one SFT-objective training step
+// (token-mean NLL over a packed row of two sequences, gradients, AdamW) on a tiny random
+// decoder (FAMILY = qwen3 | llama), once on this process alone and once over the world as
+// TP x CP (env TP, CP; world rank = cpRank * TP + tpRank):
+// - TP: q/k/v/gate/up column-parallel, o/down row-parallel (shardForTensorParallel +
+//   tensorParallelLinearFactory, local head counts from the projections); embedding, LM head
+//   and norms replicated;
+// - CP: zigzag split of the row, K/V all-gathered in every attention
+//   (contextParallelAttentionKernel), per-token log-probs all-gathered for the loss.
+// Gradients are summed over cp; q_norm/k_norm (applied per local head) also over tp.
+// Prints `RESULT {"rank", "lossRef", "lossPar", "gradErrors": {name: rel}, "weightErrors": {name: rel}}`
+// with rel = ||parallel - ref|| / ||ref|| over this rank's shard of each tensor.
+import { createDecoderModel, type DecoderModel, initEngine, initRandomModel, type ModelSpec, type ParamMap, packSequences, tokenLogprobs, type TokenBatch } from '@rl2/models';
+import {
+  adamwShardStep,
+  allGatherContext,
+  contextParallelAttentionKernel,
+  createAdamWShardState,
+  initProcessGroup,
+  planZigzag,
+  type ProcessGroup,
+  shardForTensorParallel,
+  tensorParallelHeads,
+  tensorParallelLinearFactory,
+  tensorParallelRole,
+} from '@rl2/parallel';
+import * as tf from '@tensorflow/tfjs-core';
+
+await initEngine({ backend: 'cpu', threads: 1, logger: () => {} });
+const family = (process.env.FAMILY ?? 'qwen3') as ModelSpec['family'];
+const spec: ModelSpec = { family, vocabSize: 40, hiddenSize: 16, intermediateSize: 32, numLayers: 2, numHeads: 4, numKvHeads: 2, initializerRange: 0.2 };
+
+// two sequences (lengths multiples of 2*cp = 4); targets are the next token, the last token of
+// each sequence is not scored (mask 0)
+const seqs = [
+  [1, 5, 9, 13, 17, 21, 25, 29],
+  [2, 7, 3, 11, 19, 23, 31, 37, 4, 8, 12, 16],
+];
+const row = packSequences(seqs);
+const targets = seqs.flatMap((s) => s.map((_, i) => s[i + 1] ?? 0));
+const mask: number[] = seqs.flatMap((s) => s.map((_, i) => (i + 1 < s.length ? 1 : 0)));
+const maskSum = mask.reduce((a, b) => a + b, 0);
+const adam = { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.01 };
+
+/** Loss = -sum(mask * logp) / sum(mask) over the whole row; `logp` [T] in row order. */
+const sftLoss = (logp: tf.Tensor1D) => tf.div(tf.neg(tf.sum(tf.mul(logp, tf.tensor1d(mask)))), maskSum) as tf.Scalar;
+
+function step(model: DecoderModel, loss: () => tf.Scalar, reduce: (g: Float32Array) => void) {
+  const names = [...model.params.keys()];
+  const { value, grads } = tf.variableGrads(loss, names.map((n) => model.params.get(n)!));
+  const out = { loss: value.dataSync()[0]!, grads: {} as Record<string, Float32Array>, weights: {} as Record<string, Float32Array> };
+  for (const n of names) {
+    const v = model.params.get(n)!;
+    const g = Float32Array.from(grads[v.name]!.dataSync());
+    reduce(g);
+    const p = Float32Array.from(v.dataSync());
+    adamwShardStep(p, g, createAdamWShardState(p.length), adam);
+    out.grads[n] = g;
+    out.weights[n] = p;
+  }
+  return out;
+}
+
+// one process: the whole row through the stock decoder (default attention kernel)
+const single = initRandomModel(spec, 11);
+const ref = step(single, () => sftLoss(tokenLogprobs(single, row, targets).logprobs), () => {});
+
+// TP x CP over the world
+const world = await initProcessGroup();
+const tpSize = Number(process.env.TP ?? 1);
+const cpSize = Number(process.env.CP ?? 1);
+if (tpSize * cpSize !== world.size) throw new Error(`TP=${tpSize} x CP=${cpSize} != world size ${world.size}`);
+const tpRank = world.rank % tpSize;
+const cpRank = Math.floor(world.rank / tpSize);
+const range = (n: number, f: (i: number) => number) => Array.from({ length: n }, (_, i) => f(i));
+const tp = tpSize > 1 ? world.subgroup(range(tpSize, (i) => cpRank * tpSize + i), `tp${cpRank}`) : undefined;
+const cp = cpSize > 1 ? world.subgroup(range(cpSize, (j) => j * tpSize + tpRank), `cp${tpRank}`) : undefined;
+
+const full = initRandomModel(spec, 11);
+if (tp) tensorParallelHeads(spec.numHeads, spec.numKvHeads ?? spec.numHeads, tp.size); // kv_heads % tp checked
+const toVariables = (m: ReadonlyMap<string, tf.Tensor>): ParamMap => new Map([...m].map(([n, t]) => [n, tf.variable(t, true)]));
+/** Megatron shards of q/k/v/o and gate/up/down; embedding and LM head stay whole (replicated). */
+const shardTp = (m: ReadonlyMap<string, tf.Tensor>, g: ProcessGroup) => {
+  const s = shardForTensorParallel(m, g);
+  for (const [n, t] of m) if (tensorParallelRole(n) === 'vocab') s.set(n, t);
+  return s;
+};
+const params = tp ? toVariables(shardTp(full.params, tp)) : full.params;
+const plan = planZigzag(row.cuSeqlens, cpSize);
+const parModel = createDecoderModel(full.config, params, {
+  ...(tp ? { linear: tensorParallelLinearFactory(tp) } : {}),
+  ...(cp ? { attention: contextParallelAttentionKernel(plan, cp) } : {}),
+});
+const mine = plan.indices[cpRank]!;
+const local: TokenBatch = { inputIds: mine.map((p) => row.inputIds[p]!), positionIds: mine.map((p) => plan.positions[p]!), segmentIds: mine.map((p) => plan.segments[p]!) };
+const localTargets = mine.map((p) => targets[p]!);
+const names = [...params.keys()];
+let k = 0;
+const par = step(
+  parModel,
+  () => {
+    const logp = tokenLogprobs(parModel, local, localTargets).logprobs;
+    return sftLoss(cp ? allGatherContext(logp, plan, cp, 'own') : logp);
+  },
+  (g) => {
+    const name = names[k++]!;
+    if (cp) cp.allReduce(g, 'sum');
+    if (tp && /\.(q_norm|k_norm)\.weight$/.test(name)) tp.allReduce(g, 'sum');
+  },
+);
+
+// the reference's grads and updated weights, sharded as this rank holds them
+const shardOf = (m: Record<string, Float32Array>) => {
+  const t = new Map(names.map((n) => [n, tf.tensor(m[n]!, full.params.get(n)!.shape)]));
+  const s = tp ? shardTp(t, tp) : t;
+  return Object.fromEntries([...s].map(([n, x]) => [n, Float32Array.from(x.dataSync())]));
+};
+const refGrads = shardOf(ref.grads);
+const refWeights = shardOf(ref.weights);
+
+const rel = (a: Float32Array, b: Float32Array) => {
+  if (a.length !== b.length) return Number.POSITIVE_INFINITY;
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < b.length; i++) {
+    num += (a[i]! - b[i]!) ** 2;
+    den += b[i]! ** 2;
+  }
+  return Math.sqrt(num / den);
+};
+const gradErrors: Record<string, number> = {};
+const weightErrors: Record<string, number> = {};
+for (const n of names) {
+  gradErrors[n] = rel(par.grads[n]!, refGrads[n]!);
+  weightErrors[n] = rel(par.weights[n]!, refWeights[n]!);
+}
+const sharded = names.filter((n) => params.get(n)!.size < full.params.get(n)!.size);
+console.log(`RESULT ${JSON.stringify({ rank: world.rank, lossRef: ref.loss, lossPar: par.loss, localTokens: mine.length, sharded, gradErrors, weightErrors })}`);
+await world.close();

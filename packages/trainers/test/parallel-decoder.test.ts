@@ -27,7 +27,7 @@ async function freePort(): Promise<number> {
 
 const TOL = 1e-5;
 
-async function runRanks(family: string, tp: number, cp: number): Promise<RankResult[]> {
+async function runRanks(family: string, tp: number, cp: number, vocab: boolean): Promise<RankResult[]> {
   const results: RankResult[] = [];
   const ranks = join(import.meta.dirname, 'ranks');
   await launch({
@@ -36,7 +36,7 @@ async function runRanks(family: string, tp: number, cp: number): Promise<RankRes
     output: 'silent',
     killGraceMs: 2000,
     command: [process.execPath, '--import', 'tsx', '--import', join(ranks, 'register-source.mjs'), join(ranks, 'parallel-decoder.rank.ts')],
-    env: { FAMILY: family, TP: String(tp), CP: String(cp) },
+    env: { FAMILY: family, TP: String(tp), CP: String(cp), VOCAB: vocab ? '1' : '0' },
     onOutput: (_rank, stream, line) => {
       if (stream === 'stdout' && line.startsWith('RESULT ')) results.push(JSON.parse(line.slice(7)) as RankResult);
     },
@@ -45,22 +45,26 @@ async function runRanks(family: string, tp: number, cp: number): Promise<RankRes
 }
 
 const layouts = [
-  { family: 'qwen3', tp: 1, cp: 2 },
-  { family: 'llama', tp: 1, cp: 2 },
-  { family: 'qwen3', tp: 2, cp: 1 },
-  { family: 'llama', tp: 2, cp: 1 },
-  { family: 'qwen3', tp: 2, cp: 2 },
+  { family: 'qwen3', tp: 1, cp: 2, vocab: false },
+  { family: 'llama', tp: 1, cp: 2, vocab: false },
+  { family: 'qwen3', tp: 2, cp: 1, vocab: false },
+  { family: 'llama', tp: 2, cp: 1, vocab: false },
+  { family: 'qwen3', tp: 2, cp: 1, vocab: true }, // tied embedding = LM head, vocab-split
+  { family: 'llama', tp: 2, cp: 1, vocab: true }, // separate embedding and LM head, both vocab-split
+  { family: 'qwen3', tp: 2, cp: 2, vocab: false },
+  { family: 'llama', tp: 2, cp: 2, vocab: true },
 ];
 
 describe('TP / CP on the real decoder: one SFT step equals the one-process step', () => {
-  for (const { family, tp, cp } of layouts) {
-    it(`${family} TP(${tp}) x CP(${cp}): loss, every gradient and every AdamW-updated tensor (this rank's shard) within 1e-5 relative`, async () => {
-      const results = await runRanks(family, tp, cp);
+  for (const { family, tp, cp, vocab } of layouts) {
+    it(`${family} TP(${tp}) x CP(${cp})${vocab ? ', vocab-parallel embedding + LM head' : ''}: loss, every gradient and every AdamW-updated tensor (this rank's shard) within 1e-5 relative`, async () => {
+      const results = await runRanks(family, tp, cp, vocab);
       expect(results.map((r) => r.rank).sort()).toEqual(Array.from({ length: tp * cp }, (_, i) => i));
       for (const r of results) {
         expect(r.localTokens).toBe(20 / cp); // 20 tokens zigzag-split over cp ranks
-        // the 7 projections of each of the 2 layers are sharded under TP, nothing under CP alone
-        expect(r.sharded.length).toBe(tp > 1 ? 14 : 0);
+        // the 7 projections of each of the 2 layers are sharded under TP (plus embedding and LM
+        // head, one tensor when tied, with vocab parallelism), nothing under CP alone
+        expect(r.sharded.length).toBe(tp === 1 ? 0 : 14 + (vocab ? (family === 'qwen3' ? 1 : 2) : 0));
         expect(Math.abs(r.lossPar - r.lossRef) / Math.abs(r.lossRef), `rank ${r.rank} loss ${r.lossPar} vs ${r.lossRef}`).toBeLessThan(TOL);
         expect(Object.keys(r.gradErrors).length).toBeGreaterThan(10);
         for (const [name, e] of Object.entries(r.gradErrors)) expect(e, `rank ${r.rank} grad ${name}`).toBeLessThan(TOL);
@@ -69,7 +73,7 @@ describe('TP / CP on the real decoder: one SFT step equals the one-process step'
       const loss = Math.max(...results.map((r) => Math.abs(r.lossPar - r.lossRef) / Math.abs(r.lossRef)));
       const grad = Math.max(...results.flatMap((r) => Object.values(r.gradErrors)));
       const weight = Math.max(...results.flatMap((r) => Object.values(r.weightErrors)));
-      console.log(`${family} TP(${tp}) x CP(${cp}): loss rel ${loss}, max grad rel ${grad}, max weight rel ${weight}`);
+      console.log(`${family} TP(${tp}) x CP(${cp})${vocab ? ' vocab' : ''}: loss rel ${loss}, max grad rel ${grad}, max weight rel ${weight}`);
     }, 60_000);
   }
 });

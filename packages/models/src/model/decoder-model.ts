@@ -1,10 +1,16 @@
 import type * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config/model-config.js';
 import { type AttentionKernel, groupedQueryAttention } from '../layers/attention.js';
-import { denseLinear, type LinearFactory } from '../layers/linear.js';
+import { denseLinear, type LinearFactory, type ParamLookup } from '../layers/linear.js';
 import { ropeInverseFrequencies } from '../layers/rotary.js';
 import type { ParamMap } from './param-map.js';
 import { ModelsError } from '../errors.js';
+
+/**
+ * Token embedding: ids [N] (int32) -> [N, H] from the model's parameters. The default gathers
+ * rows of `model.embed_tokens.weight`; vocab parallelism passes a lookup in its vocabulary shard.
+ */
+export type EmbeddingFn = (ids: tf.Tensor1D, params: ParamLookup) => tf.Tensor2D;
 
 /**
  * A Llama/Qwen decoder: its config, its parameters by HF name and the replaceable pieces
@@ -16,6 +22,8 @@ export interface DecoderModel {
   readonly params: ParamMap;
   readonly linear: LinearFactory;
   readonly attention: AttentionKernel;
+  /** Replaces the embedding row gather of `forwardHidden` when set (e.g. vocab-parallel). */
+  readonly embedding?: EmbeddingFn;
   /** RoPE inverse frequencies (float64), derived from the config. */
   readonly invFreq: Float64Array;
 }
@@ -24,6 +32,7 @@ export interface DecoderModel {
 export interface DecoderModelOptions {
   linear?: LinearFactory;
   attention?: AttentionKernel;
+  embedding?: EmbeddingFn;
 }
 
 /** Wraps a config and its parameters (see `createParamMap` / `loadModel`) as a `DecoderModel`. */
@@ -34,6 +43,7 @@ export function createDecoderModel(config: ModelConfig, params: ParamMap, option
     linear: options.linear ?? denseLinear,
     attention: options.attention ?? groupedQueryAttention,
     invFreq: ropeInverseFrequencies(config),
+    ...(options.embedding ? { embedding: options.embedding } : {}),
   };
 }
 

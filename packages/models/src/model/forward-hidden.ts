@@ -37,7 +37,7 @@ export function forwardHidden(model: DecoderModel, batch: TokenBatch, options: F
     const lengths = rows === 1 && model.attention === groupedQueryAttention ? contiguousSegments(segmentIds) : undefined;
     if (lengths) ctx.segments = { lengths, masks: new Map([...new Set(lengths)].map((l) => [l, causalMask(l)])) };
     else ctx.mask = packedCausalMask(segmentIds, rows);
-    let x = tf.gather(model.params.get('model.embed_tokens.weight')!, ids) as tf.Tensor2D;
+    let x = model.embedding ? model.embedding(ids, model.params) : (tf.gather(model.params.get('model.embed_tokens.weight')!, ids) as tf.Tensor2D);
     for (let i = 0; i < c.numLayers; i++) {
       x = options.recompute ? recomputedDecoderLayer(x, i, model.params, ctx) : decoderLayer(x, i, model.params, ctx).x;
     }

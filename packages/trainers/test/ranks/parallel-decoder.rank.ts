@@ -3,18 +3,20 @@
 // decoder (FAMILY = qwen3 | llama), once on this process alone and once over the world as
 // TP x CP (env TP, CP; world rank = cpRank * TP + tpRank):
 // - TP: q/k/v/gate/up column-parallel, o/down row-parallel (shardForTensorParallel +
-//   tensorParallelLinearFactory, local head counts from the projections); embedding, LM head
-//   and norms replicated;
+//   tensorParallelLinearFactory, local head counts from the projections); norms replicated;
+//   embedding and LM head replicated, or with VOCAB=1 vocab-parallel (vocabParallelEmbedding as
+//   the model's `embedding`, vocabParallelLogprobs over this rank's logits);
 // - CP: zigzag split of the row, K/V all-gathered in every attention
 //   (contextParallelAttentionKernel), per-token log-probs all-gathered for the loss.
 // Gradients are summed over cp; q_norm/k_norm (applied per local head) also over tp.
 // Prints `RESULT {"rank", "lossRef", "lossPar", "gradErrors": {name: rel}, "weightErrors": {name: rel}}`
 // with rel = ||parallel - ref|| / ||ref|| over this rank's shard of each tensor.
-import { createDecoderModel, type DecoderModel, initEngine, initRandomModel, type ModelSpec, type ParamMap, packSequences, tokenLogprobs, type TokenBatch } from '@rl2/models';
+import { createDecoderModel, type DecoderModel, initEngine, initRandomModel, type ModelSpec, type ParamLookup, type ParamMap, forwardHidden, lmHeadWeight, packSequences, tokenLogprobs, type TokenBatch } from '@rl2/models';
 import {
   adamwShardStep,
   allGatherContext,
   contextParallelAttentionKernel,
+  copyToTensorParallel,
   createAdamWShardState,
   initProcessGroup,
   planZigzag,
@@ -23,6 +25,8 @@ import {
   tensorParallelHeads,
   tensorParallelLinearFactory,
   tensorParallelRole,
+  vocabParallelEmbedding,
+  vocabParallelLogprobs,
 } from '@rl2/parallel';
 import * as tf from '@tensorflow/tfjs-core';
 
@@ -79,10 +83,11 @@ const cp = cpSize > 1 ? world.subgroup(range(cpSize, (j) => j * tpSize + tpRank)
 const full = initRandomModel(spec, 11);
 if (tp) tensorParallelHeads(spec.numHeads, spec.numKvHeads ?? spec.numHeads, tp.size); // kv_heads % tp checked
 const toVariables = (m: ReadonlyMap<string, tf.Tensor>): ParamMap => new Map([...m].map(([n, t]) => [n, tf.variable(t, true)]));
-/** Megatron shards of q/k/v/o and gate/up/down; embedding and LM head stay whole (replicated). */
+/** Megatron shards of q/k/v/o and gate/up/down; embedding and LM head vocab-split with VOCAB=1, else whole (replicated). */
+const vocabParallel = process.env.VOCAB === '1';
 const shardTp = (m: ReadonlyMap<string, tf.Tensor>, g: ProcessGroup) => {
   const s = shardForTensorParallel(m, g);
-  for (const [n, t] of m) if (tensorParallelRole(n) === 'vocab') s.set(n, t);
+  if (!vocabParallel) for (const [n, t] of m) if (tensorParallelRole(n) === 'vocab') s.set(n, t);
   return s;
 };
 const params = tp ? toVariables(shardTp(full.params, tp)) : full.params;
@@ -90,7 +95,15 @@ const plan = planZigzag(row.cuSeqlens, cpSize);
 const parModel = createDecoderModel(full.config, params, {
   ...(tp ? { linear: tensorParallelLinearFactory(tp) } : {}),
   ...(cp ? { attention: contextParallelAttentionKernel(plan, cp) } : {}),
+  ...(tp && vocabParallel ? { embedding: (ids: tf.Tensor1D, p: ParamLookup) => vocabParallelEmbedding(ids, p.get('model.embed_tokens.weight') as tf.Tensor2D, spec.vocabSize, tp) } : {}),
 });
+/** Per-token log-probs [Tl]: the stock head, or (VOCAB=1) logits of this rank's vocabulary shard and a cross-shard logsumexp. */
+const localLogprobs = (): tf.Tensor1D => {
+  if (!(tp && vocabParallel)) return tokenLogprobs(parModel, local, localTargets).logprobs;
+  const hidden = copyToTensorParallel(forwardHidden(parModel, local), tp); // f: the head's input gradient is summed over tp
+  const logits: tf.Tensor2D = tf.matMul(hidden, lmHeadWeight(parModel), false, true); // [Tl, V/tp]
+  return vocabParallelLogprobs(logits, tf.tensor1d(localTargets, 'int32'), spec.vocabSize, tp).logprobs;
+};
 const mine = plan.indices[cpRank]!;
 const local: TokenBatch = { inputIds: mine.map((p) => row.inputIds[p]!), positionIds: mine.map((p) => plan.positions[p]!), segmentIds: mine.map((p) => plan.segments[p]!) };
 const localTargets = mine.map((p) => targets[p]!);
@@ -99,7 +112,7 @@ let k = 0;
 const par = step(
   parModel,
   () => {
-    const logp = tokenLogprobs(parModel, local, localTargets).logprobs;
+    const logp = localLogprobs();
     return sftLoss(cp ? allGatherContext(logp, plan, cp, 'own') : logp);
   },
   (g) => {

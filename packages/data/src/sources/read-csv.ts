@@ -33,6 +33,27 @@ export async function* readCsv(file: string, stats: LoadStats, onBadRow: BadRowP
     if (!(fields.length === 1 && fields[0] === '')) records.push([fields, recordLine]);
     fields = [];
   };
+  /** Turns the finished records into rows (the first is the header); bad ones error or are skipped. */
+  const takeRows = (): RowWithOrigin[] => {
+    const batch: RowWithOrigin[] = [];
+    for (const [values, at] of records.splice(0)) {
+      if (!header) {
+        header = values;
+        continue;
+      }
+      const row = toRow(header, values);
+      if (row === undefined) {
+        const reason = `${values.length} fields where the header has ${header.length}`;
+        if (onBadRow === 'skip') {
+          recordSkip(stats, { file, row: at, reason });
+          continue;
+        }
+        throw new DataError('MALFORMED_ROW', `${file} line ${at}: ${reason} (${header.join(',')}). Quote fields that contain commas or newlines, or load with onBadRow: 'skip'.`);
+      }
+      batch.push({ row, origin: { file, row: at } });
+    }
+    return batch;
+  };
   try {
     for await (const chunk of stream as AsyncIterable<string>) {
       let text = chunk;
@@ -84,23 +105,7 @@ export async function* readCsv(file: string, stats: LoadStats, onBadRow: BadRowP
       }
       if (inQuotes && !quoteSeen) field += text.slice(runStart);
       else if (!inQuotes) field += text.slice(runStart);
-      const batch: RowWithOrigin[] = [];
-      for (const [values, at] of records.splice(0)) {
-        if (!header) {
-          header = values;
-          continue;
-        }
-        const row = toRow(header, values);
-        if (row === undefined) {
-          const reason = `${values.length} fields where the header has ${header.length}`;
-          if (onBadRow === 'skip') {
-            recordSkip(stats, { file, row: at, reason });
-            continue;
-          }
-          throw new DataError('MALFORMED_ROW', `${file} line ${at}: ${reason} (${header.join(',')}). Quote fields that contain commas or newlines, or load with onBadRow: 'skip'.`);
-        }
-        batch.push({ row, origin: { file, row: at } });
-      }
+      const batch = takeRows();
       if (batch.length > 0) yield batch;
     }
   } catch (e) {
@@ -111,22 +116,8 @@ export async function* readCsv(file: string, stats: LoadStats, onBadRow: BadRowP
   if (inQuotes && !quoteSeen) throw new DataError('MALFORMED_ROW', `${file} line ${recordLine}: a quoted field is never closed before the end of the file.`);
   if (field !== '' || fields.length > 0) {
     endRecord();
-    for (const [values, at] of records.splice(0)) {
-      if (!header) {
-        header = values;
-        continue;
-      }
-      const row = toRow(header, values);
-      if (row === undefined) {
-        const reason = `${values.length} fields where the header has ${header.length}`;
-        if (onBadRow === 'skip') {
-          recordSkip(stats, { file, row: at, reason });
-          continue;
-        }
-        throw new DataError('MALFORMED_ROW', `${file} line ${at}: ${reason}.`);
-      }
-      yield [{ row, origin: { file, row: at } }];
-    }
+    const rest = takeRows();
+    if (rest.length > 0) yield rest;
   }
   if (!header) throw new DataError('EMPTY_DATASET', `${file} is empty: a CSV file needs a header row naming the columns.`);
 }

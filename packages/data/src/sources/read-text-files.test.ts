@@ -95,6 +95,18 @@ describe('readCsv', () => {
     expect(e.code).toBe('MALFORMED_ROW');
     expect(e.message).toContain('b.csv line 3');
   });
+  it('treats a last record without a newline like any other (row kept, or a bad one named / skipped)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rl2-csv-'));
+    writeFileSync(join(dir, 'ok.csv'), 'a,b\n1,2\n3,4');
+    expect((await all(readCsv(join(dir, 'ok.csv'), emptyStats()))).map((r) => r.row)).toEqual([{ a: '1', b: '2' }, { a: '3', b: '4' }]);
+    writeFileSync(join(dir, 'bad.csv'), 'a,b\n1,2\n3');
+    const e = (await all(readCsv(join(dir, 'bad.csv'), emptyStats())).catch((x) => x)) as DataError;
+    expect(e.message).toMatch(/bad\.csv line 3: 1 fields where the header has 2/);
+    const stats = emptyStats();
+    expect((await all(readCsv(join(dir, 'bad.csv'), stats, 'skip'))).map((r) => r.row)).toEqual([{ a: '1', b: '2' }]);
+    expect(stats.rowsSkipped).toBe(1);
+    expect(stats.skipped[0]).toMatchObject({ row: 3 });
+  });
   it('reports an empty file as EMPTY_DATASET', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rl2-csv-'));
     writeFileSync(join(dir, 'e.csv'), '');

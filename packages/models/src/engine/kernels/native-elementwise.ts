@@ -20,7 +20,11 @@ export function broadcastStrides(shape: readonly number[], outShape: readonly nu
   return strides;
 }
 
-function binaryOverride(kernelName: string, op: number): NativeKernelOverride {
+/**
+ * A broadcasting binary kernel over two float32 inputs: `bool` output for comparisons
+ * (addon.compare), float32 otherwise (addon.binary).
+ */
+function broadcastOverride(kernelName: string, op: number, out: 'float32' | 'bool'): NativeKernelOverride {
   return {
     kernelName,
     make: (addon, stock) =>
@@ -31,36 +35,21 @@ function binaryOverride(kernelName: string, op: number): NativeKernelOverride {
         if (!a || !b || !av || !bv) return stock(args as never) as TensorInfo;
         const outShape = broadcast_util.assertAndGetBroadcastShape(a.shape, b.shape);
         if (outShape.length > MAX_RANK) return stock(args as never) as TensorInfo;
-        const out = uninitF32(sizeOf(outShape));
-        if (out.length > 0) {
+        const size = sizeOf(outShape);
+        const values = out === 'bool' ? new Uint8Array(size) : uninitF32(size);
+        if (size > 0) {
           const shape = outShape.length === 0 ? [1] : outShape;
-          addon.binary(op, av, broadcastStrides(a.shape, shape), bv, broadcastStrides(b.shape, shape), out, Int32Array.from(shape));
+          const [sa, sb, dims] = [broadcastStrides(a.shape, shape), broadcastStrides(b.shape, shape), Int32Array.from(shape)];
+          if (values instanceof Uint8Array) addon.compare(op, av, sa, bv, sb, values, dims);
+          else addon.binary(op, av, sa, bv, sb, values, dims);
         }
-        return args.backend.makeTensorInfo(outShape, 'float32', out);
+        return args.backend.makeTensorInfo(outShape, out, values);
       }),
   };
 }
 
-function compareOverride(kernelName: string, op: number): NativeKernelOverride {
-  return {
-    kernelName,
-    make: (addon, stock) =>
-      asKernelFunc((args) => {
-        const { a, b } = args.inputs;
-        const av = f32Values(args.backend, a);
-        const bv = f32Values(args.backend, b);
-        if (!a || !b || !av || !bv) return stock(args as never) as TensorInfo;
-        const outShape = broadcast_util.assertAndGetBroadcastShape(a.shape, b.shape);
-        if (outShape.length > MAX_RANK) return stock(args as never) as TensorInfo;
-        const out = new Uint8Array(sizeOf(outShape));
-        if (out.length > 0) {
-          const shape = outShape.length === 0 ? [1] : outShape;
-          addon.compare(op, av, broadcastStrides(a.shape, shape), bv, broadcastStrides(b.shape, shape), out, Int32Array.from(shape));
-        }
-        return args.backend.makeTensorInfo(outShape, 'bool', out);
-      }),
-  };
-}
+const binaryOverride = (kernelName: string, op: number) => broadcastOverride(kernelName, op, 'float32');
+const compareOverride = (kernelName: string, op: number) => broadcastOverride(kernelName, op, 'bool');
 
 function unaryOverride(kernelName: string, op: number): NativeKernelOverride {
   return {

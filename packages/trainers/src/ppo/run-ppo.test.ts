@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/load-config.js';
 import { ppoConfigSchema } from './ppo-config.js';
 import { runPpo } from './run-ppo.js';
-import { tinyRun } from './testing/tiny-run.js';
+import { QUIET_TRAINER, tinyRun } from './testing/tiny-run.js';
 import { Writable } from 'node:stream';
 import * as tf from '@tensorflow/tfjs-core';
 
@@ -88,10 +88,7 @@ describe('runPpo with a critic (OpenAI PPO recipe)', () => {
       'trainer.n_epochs=6',
       'trainer.save_freq=6',
       `trainer.save_dir=${saveDir}`,
-      'trainer.progress=none',
-      'trainer.threads=1',
-      'trainer.use_tensorboard=false',
-      'trainer.report=false',
+      ...QUIET_TRAINER,
       ...extra,
     ];
     const res = await runPpo(loadConfig(ppoConfigSchema, { overrides: overrides() }), { stdout: quiet().stream });
@@ -135,10 +132,7 @@ describe('runPpo on a multi-turn env', () => {
         'actor.warmup_ratio=0',
         'trainer.n_epochs=6',
         `trainer.save_dir=${saveDir}`,
-        'trainer.progress=none',
-        'trainer.threads=1',
-        'trainer.use_tensorboard=false',
-        'trainer.report=false',
+        ...QUIET_TRAINER,
       ],
     });
     const res = await runPpo(config, { stdout: quiet().stream });
@@ -181,10 +175,7 @@ describe('runPpo resume', () => {
       'actor.warmup_ratio=0.25',
       'trainer.n_epochs=2',
       `trainer.save_dir=${saveDir}`,
-      'trainer.progress=none',
-      'trainer.threads=1',
-      'trainer.use_tensorboard=false',
-      'trainer.report=false',
+      ...QUIET_TRAINER,
       ...extra,
     ];
     const full = await runPpo(loadConfig(ppoConfigSchema, { overrides: overrides(join(t.dir, 'full')) }), { stdout: quiet().stream });
@@ -236,10 +227,7 @@ describe('runPpo with the DeepSeek GRPO recipe, TIS and an entropy bonus', () =>
         'actor.lr=1e-2',
         'trainer.max_steps=2',
         `trainer.save_dir=${join(t.dir, 'run')}`,
-        'trainer.progress=none',
-        'trainer.threads=1',
-        'trainer.use_tensorboard=false',
-        'trainer.report=false',
+        ...QUIET_TRAINER,
       ],
     });
     const res = await runPpo(config, { stdout: quiet().stream });
@@ -273,10 +261,7 @@ describe('runPpo with oversampling, refill and partial rollout', () => {
         'actor.lr=1e-2',
         'trainer.max_steps=3',
         `trainer.save_dir=${join(t.dir, 'run')}`,
-        'trainer.progress=none',
-        'trainer.threads=1',
-        'trainer.use_tensorboard=false',
-        'trainer.report=false',
+        ...QUIET_TRAINER,
       ],
     });
     const res = await runPpo(config, { stdout: quiet().stream });

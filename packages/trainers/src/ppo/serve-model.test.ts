@@ -7,7 +7,7 @@ import { loadConfig } from '../config/load-config.js';
 import { ppoConfigSchema } from './ppo-config.js';
 import { runPpo } from './run-ppo.js';
 import { serveModel } from './serve-model.js';
-import { tinyRun } from './testing/tiny-run.js';
+import { QUIET_TRAINER, tinyRun } from './testing/tiny-run.js';
 
 const quiet = () => new Writable({ write: (_c, _e, cb) => cb() }) as unknown as NodeJS.WriteStream;
 
@@ -40,10 +40,7 @@ describe('serveModel + runPpo over SGLang', () => {
           'actor.lr=5e-2',
           'trainer.max_steps=2',
           `trainer.save_dir=${saveDir}`,
-          'trainer.progress=none',
-          'trainer.threads=1',
-          'trainer.use_tensorboard=false',
-          'trainer.report=false',
+          ...QUIET_TRAINER,
         ],
       });
       const res = await runPpo(config, { stdout: quiet() });

@@ -3,6 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeRandomCheckpoint } from '../../model-init/random-checkpoint.js';
 
+/** Overrides that keep a test run quiet and small: no progress bar, one thread, no TensorBoard or report. */
+export const QUIET_TRAINER = ['trainer.progress=none', 'trainer.threads=1', 'trainer.use_tensorboard=false', 'trainer.report=false'];
+
 /**
  * Test fixtures of the PPO trainer: a 31-id character tokenizer (no chat template), a tiny
  * random Qwen3 checkpoint over it, prompt files and env modules, all in a fresh temp folder.

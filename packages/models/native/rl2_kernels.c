@@ -330,6 +330,23 @@ static void broadcast_run(int op, int cmp, const float *a, const int64_t *as, co
  * binary(op, a, aStrides, b, bStrides, out, outShape): out[idx] = a[idx·aStrides] op b[idx·bStrides]
  * over the broadcast output shape; a stride of 0 broadcasts that dimension.
  */
+/* Elements of a broadcast result of `shape`, and the last element index each input reads
+ * (amax, bmax) under its strides: the bounds every broadcasting kernel checks first. */
+static int64_t broadcast_extent(const int64_t *shape, const int64_t *as, const int64_t *bs, int r,
+                                int64_t *amax, int64_t *bmax) {
+  int64_t total = 1;
+  *amax = 0;
+  *bmax = 0;
+  for (int d = 0; d < r; d++) {
+    total *= shape[d];
+    if (shape[d] > 0) {
+      *amax += as[d] * (shape[d] - 1);
+      *bmax += bs[d] * (shape[d] - 1);
+    }
+  }
+  return total;
+}
+
 static napi_value binary(napi_env env, napi_callback_info info) {
   ARGS(7);
   int op = (int)get_int(env, argv[0]);
@@ -342,14 +359,8 @@ static napi_value binary(napi_env env, napi_callback_info info) {
   int r = get_dims(env, argv[6], shape);
   if (r < 1 || get_dims(env, argv[2], as) != r || get_dims(env, argv[4], bs) != r)
     FAIL("binary: strides and shape must be Int32Array of the same rank (1..8)");
-  int64_t total = 1, amax = 0, bmax = 0;
-  for (int d = 0; d < r; d++) {
-    total *= shape[d];
-    if (shape[d] > 0) {
-      amax += as[d] * (shape[d] - 1);
-      bmax += bs[d] * (shape[d] - 1);
-    }
-  }
+  int64_t amax, bmax;
+  int64_t total = broadcast_extent(shape, as, bs, r, &amax, &bmax);
   if ((size_t)total > lo || (total > 0 && ((size_t)amax >= la || (size_t)bmax >= lb)))
     FAIL("binary: array too short for the given shape");
   if (total == 0) return NULL;
@@ -437,14 +448,8 @@ static napi_value compare(napi_env env, napi_callback_info info) {
   int r = get_dims(env, argv[6], shape);
   if (r < 1 || get_dims(env, argv[2], as) != r || get_dims(env, argv[4], bs) != r)
     FAIL("compare: strides and shape must be Int32Array of the same rank (1..8)");
-  int64_t total = 1, amax = 0, bmax = 0;
-  for (int d = 0; d < r; d++) {
-    total *= shape[d];
-    if (shape[d] > 0) {
-      amax += as[d] * (shape[d] - 1);
-      bmax += bs[d] * (shape[d] - 1);
-    }
-  }
+  int64_t amax, bmax;
+  int64_t total = broadcast_extent(shape, as, bs, r, &amax, &bmax);
   if ((size_t)total > lo || (total > 0 && ((size_t)amax >= la || (size_t)bmax >= lb)))
     FAIL("compare: array too short for the given shape");
   if (total == 0) return NULL;

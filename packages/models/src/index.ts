@@ -27,7 +27,7 @@ export { groupedQueryAttention, packedCausalMask } from './layers/attention.js';
 export type { AttentionKernel } from './layers/attention.js';
 
 export { createDecoderModel, lmHeadWeight } from './model/decoder-model.js';
-export type { DecoderModel, DecoderModelOptions, EmbeddingFn } from './model/decoder-model.js';
+export type { DecoderModel, DecoderModelOptions, EmbeddingFn, LogprobHeadFn, RowShard, RowSplitFn } from './model/decoder-model.js';
 export { createParamMap, disposeParams, paramsToHost, updateParams } from './model/param-map.js';
 export type { ParamMap } from './model/param-map.js';
 export { paramShapes } from './model/param-shapes.js';

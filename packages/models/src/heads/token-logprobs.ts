@@ -34,11 +34,20 @@ export function tokenLogprobs(
   const v = model.config.vocabSize;
   const bad = tgt.findIndex((t) => t < 0 || t >= v);
   if (bad >= 0) throw new ModelsError('INVALID_ARGUMENT', `tokenLogprobs: targets[${bad}] = ${tgt[bad]} is outside the vocabulary [0, ${v})`);
+  // context parallelism: this rank's tokens of the row, gathered back into row order at the end
+  const shard = model.splitRow?.(batch, tgt);
+  const run = shard ? { ...model, attention: shard.attention } : model;
+  const localTargets = shard ? Int32Array.from(shard.targets ?? []) : tgt;
   const both = tf.tidy(() => {
-    const hidden = forwardHidden(model, batch, options);
-    return chunkedLogprobsEntropy(hidden, lmHeadWeight(model), tgt, temperature, options.vocabChunk ?? 8192);
+    const hidden = forwardHidden(run, shard?.batch ?? batch, options);
+    if (!model.logprobHead) return chunkedLogprobsEntropy(hidden, lmHeadWeight(model), localTargets, temperature, options.vocabChunk ?? 8192);
+    const head = model.logprobHead(hidden, lmHeadWeight(model), localTargets, temperature);
+    return tf.stack([head.logprobs, head.entropy], 1) as tf.Tensor2D;
   });
-  const [logprobs, entropy] = tf.tidy(() => tf.unstack(both, 1) as [tf.Tensor1D, tf.Tensor1D]);
+  const [logprobs, entropy] = tf.tidy(() => {
+    const [lp, ent] = tf.unstack(both, 1) as [tf.Tensor1D, tf.Tensor1D];
+    return shard ? [shard.gather(lp), shard.gather(ent)] : [lp, ent];
+  });
   both.dispose();
   return { logprobs, entropy };
 }

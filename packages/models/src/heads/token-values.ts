@@ -17,8 +17,12 @@ export function tokenValues(model: DecoderModel, batch: TokenBatch, options: For
     );
   }
   const b = model.params.get('score.bias');
+  // context parallelism: this rank's tokens of the row, gathered back into row order
+  const shard = model.splitRow?.(batch);
   return tf.tidy(() => {
-    const v = tf.matMul(forwardHidden(model, batch, options), w as tf.Tensor2D, false, true);
-    return tf.reshape(b ? tf.add(v, b) : v, [-1]) as tf.Tensor1D;
+    const hidden = shard ? forwardHidden({ ...model, attention: shard.attention }, shard.batch, options) : forwardHidden(model, batch, options);
+    const v = tf.matMul(hidden, w as tf.Tensor2D, false, true);
+    const values = tf.reshape(b ? tf.add(v, b) : v, [-1]) as tf.Tensor1D;
+    return shard ? shard.gather(values) : values;
   });
 }

@@ -4,6 +4,7 @@ import { type AttentionKernel, groupedQueryAttention } from '../layers/attention
 import { denseLinear, type LinearFactory, type ParamLookup } from '../layers/linear.js';
 import { ropeInverseFrequencies } from '../layers/rotary.js';
 import type { ParamMap } from './param-map.js';
+import type { TokenBatch } from './token-batch.js';
 import { ModelsError } from '../errors.js';
 
 /**
@@ -11,6 +12,30 @@ import { ModelsError } from '../errors.js';
  * rows of `model.embed_tokens.weight`; vocab parallelism passes a lookup in its vocabulary shard.
  */
 export type EmbeddingFn = (ids: tf.Tensor1D, params: ParamLookup) => tf.Tensor2D;
+
+/**
+ * This rank's share of a packed row under context parallelism: its tokens (and their targets),
+ * the attention kernel that lets them see the rest of the row, and how per-token outputs come
+ * back into row order.
+ */
+export interface RowShard {
+  readonly batch: TokenBatch;
+  /** Targets of this rank's tokens, when targets were given to the split. */
+  readonly targets?: number[];
+  readonly attention: AttentionKernel;
+  /** This rank's per-token outputs [Nl] -> the whole row [N] in batch order, differentiable. */
+  gather(local: tf.Tensor1D): tf.Tensor1D;
+}
+
+/** Splits a batch for context parallelism (see {@link RowShard}). */
+export type RowSplitFn = (batch: TokenBatch, targets?: ArrayLike<number>) => RowShard;
+
+/**
+ * Log-probabilities of `targets` and entropies from final hidden states [N, H] and the head
+ * weight this rank holds (e.g. a vocabulary shard under tensor parallelism), logits divided by
+ * `temperature`.
+ */
+export type LogprobHeadFn = (hidden: tf.Tensor2D, headWeight: tf.Tensor2D, targets: Int32Array, temperature: number) => { logprobs: tf.Tensor1D; entropy: tf.Tensor1D };
 
 /**
  * A Llama/Qwen decoder: its config, its parameters by HF name and the replaceable pieces
@@ -24,6 +49,10 @@ export interface DecoderModel {
   readonly attention: AttentionKernel;
   /** Replaces the embedding row gather of `forwardHidden` when set (e.g. vocab-parallel). */
   readonly embedding?: EmbeddingFn;
+  /** Replaces the chunked log-prob head of `tokenLogprobs` when set (e.g. vocab-parallel). */
+  readonly logprobHead?: LogprobHeadFn;
+  /** When set, `tokenLogprobs` / `tokenValues` run this rank's share of each row (context parallelism). */
+  readonly splitRow?: RowSplitFn;
   /** RoPE inverse frequencies (float64), derived from the config. */
   readonly invFreq: Float64Array;
 }
@@ -33,6 +62,8 @@ export interface DecoderModelOptions {
   linear?: LinearFactory;
   attention?: AttentionKernel;
   embedding?: EmbeddingFn;
+  logprobHead?: LogprobHeadFn;
+  splitRow?: RowSplitFn;
 }
 
 /** Wraps a config and its parameters (see `createParamMap` / `loadModel`) as a `DecoderModel`. */
@@ -44,6 +75,8 @@ export function createDecoderModel(config: ModelConfig, params: ParamMap, option
     attention: options.attention ?? groupedQueryAttention,
     invFreq: ropeInverseFrequencies(config),
     ...(options.embedding ? { embedding: options.embedding } : {}),
+    ...(options.logprobHead ? { logprobHead: options.logprobHead } : {}),
+    ...(options.splitRow ? { splitRow: options.splitRow } : {}),
   };
 }
 

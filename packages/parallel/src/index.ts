@@ -31,7 +31,7 @@ export { allGatherContext, contextParallelAttention, zigzagMerge, zigzagSplit } 
 export { flattenParams, planFlatParams, shardOf, unflattenParams } from './layout/flat-params.js';
 export type { FlatParamLayout } from './layout/flat-params.js';
 export { FullyShardedParams } from './layout/fsdp.js';
-export type { FsdpGroups, FsdpUnit } from './layout/fsdp.js';
+export type { FsdpGroups, FsdpNormOptions, FsdpUnit } from './layout/fsdp.js';
 export { adamwShardStep, createAdamWShardState } from './layout/adamw-shard.js';
 export type { AdamWConfig, AdamWShardState } from './layout/adamw-shard.js';
 export { countParameters } from './plan/count-parameters.js';
@@ -39,7 +39,7 @@ export type { DecoderConfig, ParameterCount } from './plan/count-parameters.js';
 export { planMemory } from './plan/plan-memory.js';
 export type { MemoryPlan, PlanMemoryOptions } from './plan/plan-memory.js';
 export { formatMemoryPlan } from './plan/format-memory-plan.js';
-export { shardForTensorParallel, tensorParallelLinearFactory, tensorParallelRole } from './layout/tensor-parallel-model.js';
+export { gatherTensorParallel, shardForTensorParallel, tensorParallelAxis, tensorParallelLinearFactory, tensorParallelRole } from './layout/tensor-parallel-model.js';
 export type { TensorParallelRole } from './layout/tensor-parallel-model.js';
 export { contextParallelAttentionKernel } from './layout/context-parallel.js';
 export { fsdpTrainStep } from './layout/fsdp-train-step.js';

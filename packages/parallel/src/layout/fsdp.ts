@@ -9,6 +9,14 @@ export interface FsdpGroups {
   ddp?: ProcessGroup;
 }
 
+/** How {@link FullyShardedParams.gradNorm} adds up the norm when the units hold tensor-parallel shards. */
+export interface FsdpNormOptions {
+  /** Weight of each parameter's squared norm (default 1). */
+  weightOf?: (name: string) => number;
+  /** A further group whose sums are added (the tp group). */
+  across?: ProcessGroup;
+}
+
 /** One FSDP unit (typically a decoder layer, or the embedding): its layout and this rank's shards. */
 export interface FsdpUnit {
   name: string;
@@ -103,16 +111,36 @@ export class FullyShardedParams {
    * The L2 norm of the whole model's gradient: each rank sums squares over its shards (the
    * padding is zero), one all-reduce over fsdp adds the shards up. ddp replicas hold the same
    * shards, so they are not added again. This is the true global norm, not a per-rank norm.
+   * Under tensor parallelism the units hold tp shards: `across` (the tp group) adds the tp
+   * ranks' sums, and `weightOf(name)` = 1/tp for tensors every tp rank holds whole counts them once.
    */
-  gradNorm(): number {
+  gradNorm(options: FsdpNormOptions = {}): number {
+    const { weightOf, across } = options;
     let sq = 0;
-    for (const u of this.units) for (let i = 0; i < u.grads.length; i++) sq += u.grads[i]! * u.grads[i]!;
-    return Math.sqrt(this.groups.fsdp.allReduce(Float32Array.of(sq), 'sum')[0]!);
+    for (const u of this.units) {
+      if (!weightOf) {
+        for (let i = 0; i < u.grads.length; i++) sq += u.grads[i]! * u.grads[i]!;
+        continue;
+      }
+      // the parameters overlapping this rank's slice [start, start + shardSize) of the flat buffer
+      const start = this.groups.fsdp.rank * u.layout.shardSize;
+      u.layout.names.forEach((name, k) => {
+        const at = u.layout.offsets[k]!;
+        const size = u.layout.shapes[k]!.reduce((a, b) => a * b, 1);
+        const a = Math.max(at, start) - start;
+        const b = Math.min(at + size, start + u.layout.shardSize) - start;
+        let part = 0;
+        for (let i = a; i < b; i++) part += u.grads[i]! * u.grads[i]!;
+        sq += weightOf(name) * part;
+      });
+    }
+    const total = this.groups.fsdp.allReduce(Float32Array.of(sq), 'sum')[0]!;
+    return Math.sqrt(across && across.size > 1 ? across.allReduce(Float32Array.of(total), 'sum')[0]! : total);
   }
 
   /** Scale every gradient shard by min(1, maxNorm / (norm + 1e-6)), as torch's clip_grad_norm_; returns the norm before clipping. */
-  clipGradNorm(maxNorm: number): number {
-    const norm = this.gradNorm();
+  clipGradNorm(maxNorm: number, options: FsdpNormOptions = {}): number {
+    const norm = this.gradNorm(options);
     const scale = maxNorm / (norm + 1e-6);
     if (scale < 1) for (const u of this.units) for (let i = 0; i < u.grads.length; i++) u.grads[i]! *= scale;
     return norm;

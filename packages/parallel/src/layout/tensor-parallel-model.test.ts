@@ -1,7 +1,8 @@
 import '@tensorflow/tfjs-backend-cpu';
 import * as tf from '@tensorflow/tfjs-core';
 import { describe, expect, it } from 'vitest';
-import { shardForTensorParallel, tensorParallelRole } from './tensor-parallel-model.js';
+import type { ProcessGroup } from '../comm/collective.js';
+import { gatherTensorParallel, shardForTensorParallel, tensorParallelRole } from './tensor-parallel-model.js';
 
 describe('tensor-parallel roles of HF parameters', () => {
   it.each([
@@ -32,5 +33,29 @@ describe('tensor-parallel roles of HF parameters', () => {
     expect(v('model.layers.0.self_attn.o_proj.weight')).toEqual([2, 3, 6, 7]); // input columns 2..3
     expect(v('model.embed_tokens.weight')).toEqual([4, 5, 6, 7]); // vocab rows 2..3
     expect(v('model.norm.weight')).toEqual([1, 2]);
+  });
+
+  it('gatherTensorParallel undoes the shard of every role for tp = 3 (the gathered rank-major shards come back full)', () => {
+    tf.setBackend('cpu');
+    const iota = (shape: number[]) => tf.tensor(Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => i * 0.5 - 3), shape);
+    const full = new Map<string, tf.Tensor>([
+      ['model.layers.0.mlp.up_proj.weight', iota([6, 4])],
+      ['model.layers.0.self_attn.q_proj.bias', iota([6])],
+      ['model.layers.0.mlp.down_proj.weight', iota([4, 6])],
+      ['model.layers.0.self_attn.o_proj.bias', iota([4])],
+      ['lm_head.weight', iota([9, 4])],
+      ['model.layers.0.input_layernorm.weight', iota([4])],
+    ]);
+    const shards = [0, 1, 2].map((rank) => shardForTensorParallel(full, { rank, size: 3 }));
+    for (const [name, want] of full) {
+      const all = Float32Array.from(shards.flatMap((s) => [...s.get(name)!.dataSync()]));
+      for (let rank = 0; rank < 3; rank++) {
+        const local = shards[rank]!.get(name)!;
+        const tp = { rank, size: 3, allGather: () => all } as unknown as ProcessGroup;
+        const got = gatherTensorParallel(name, Float32Array.from(local.dataSync()), local.shape, tp);
+        expect(got.shape, name).toEqual(want.shape);
+        expect([...got.data], `${name} on rank ${rank}`).toEqual([...want.dataSync()]);
+      }
+    }
   });
 });

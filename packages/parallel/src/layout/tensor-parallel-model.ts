@@ -1,8 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ProcessGroup } from '../comm/collective.js';
 import { ParallelError } from '../errors.js';
-import { columnParallelLinear, rowParallelLinear, shardLinear, shardRange } from './tensor-parallel.js';
-import { vocabRange } from './vocab-parallel.js';
+import { columnParallelLinear, rowParallelLinear, shardRange } from './tensor-parallel.js';
 
 /** How tensor parallelism treats one HF parameter. */
 export type TensorParallelRole = 'column' | 'row' | 'vocab' | 'replicated';
@@ -21,6 +20,21 @@ export function tensorParallelRole(name: string): TensorParallelRole {
 }
 
 /**
+ * The axis tensor parallelism splits a parameter on: 0 for column weights and biases (output
+ * rows) and for the embedding / LM head (vocabulary rows), 1 for row weights (input columns);
+ * undefined when every tp rank holds it whole (row biases, norms, value head).
+ */
+export function tensorParallelAxis(name: string): 0 | 1 | undefined {
+  const role = tensorParallelRole(name);
+  if (role === 'column' || role === 'vocab') return 0;
+  if (role === 'row' && !name.endsWith('.bias')) return 1;
+  return undefined;
+}
+
+const splitWhat = (name: string, axis: 0 | 1) =>
+  tensorParallelRole(name) === 'vocab' ? `vocabulary rows of ${name} (pad the embedding to a multiple of tp)` : `${axis === 0 ? 'output' : 'input'} features of ${name}`;
+
+/**
  * This tp rank's shard of every parameter (full tensors in, e.g. from a checkpoint): column
  * weights and biases split on the output rows, row weights on the input columns (their bias
  * stays whole), embedding and LM head on vocabulary rows, norms copied. Keys are unchanged.
@@ -28,21 +42,38 @@ export function tensorParallelRole(name: string): TensorParallelRole {
 export function shardForTensorParallel(params: ReadonlyMap<string, tf.Tensor>, tp: Pick<ProcessGroup, 'rank' | 'size'>): Map<string, tf.Tensor> {
   const out = new Map<string, tf.Tensor>();
   for (const [name, t] of params) {
-    const role = tensorParallelRole(name);
-    const isBias = name.endsWith('.bias');
-    if (role === 'column' && isBias) {
-      const [a, b] = shardRange(t.shape[0]!, tp.rank, tp.size, `output features of ${name}`);
-      out.set(name, tf.slice(t, [a], [b - a]));
-    } else if (role === 'column' || (role === 'row' && !isBias)) {
-      out.set(name, shardLinear(t as tf.Tensor2D, role, tp).weight);
-    } else if (role === 'vocab') {
-      const [a, b] = vocabRange(t.shape[0]!, tp);
-      out.set(name, tf.slice(t, [a, ...t.shape.slice(1).map(() => 0)], [b - a, ...t.shape.slice(1)]));
-    } else {
+    const axis = tensorParallelAxis(name);
+    if (axis === undefined) {
       out.set(name, t);
+      continue;
     }
+    const [a, b] = shardRange(t.shape[axis]!, tp.rank, tp.size, splitWhat(name, axis));
+    const begin = t.shape.map((_, i) => (i === axis ? a : 0));
+    const size = t.shape.map((d, i) => (i === axis ? b - a : d));
+    out.set(name, tf.slice(t, begin, size));
   }
   return out;
+}
+
+/**
+ * Inverse of {@link shardForTensorParallel} for one tensor held as host floats (a parameter
+ * or an optimizer moment): the full tensor from every tp rank's shard, by an all-gather over
+ * `tp`. A collective: every tp rank calls it for the same names in the same order. Tensors
+ * held whole come back as they are, without communication.
+ */
+export function gatherTensorParallel(name: string, local: Float32Array, localShape: readonly number[], tp: ProcessGroup): { shape: number[]; data: Float32Array } {
+  const axis = tensorParallelAxis(name);
+  if (axis === undefined || tp.size === 1) return { shape: [...localShape], data: local };
+  const gathered = tp.allGather(local); // rank-major: [tp, ...localShape]
+  const shape = localShape.map((d, i) => (i === axis ? d * tp.size : d));
+  if (axis === 0) return { shape, data: gathered };
+  // axis 1 of [out, in/tp]: interleave the ranks' column blocks row by row
+  const [rows, cols] = localShape as [number, number];
+  const data = new Float32Array(gathered.length);
+  for (let r = 0; r < tp.size; r++) {
+    for (let o = 0; o < rows; o++) data.set(gathered.subarray((r * rows + o) * cols, (r * rows + o + 1) * cols), o * cols * tp.size + r * cols);
+  }
+  return { shape, data };
 }
 
 /**

@@ -47,6 +47,7 @@ export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.
     .option('--kv-heads <n>', 'key/value heads (default heads / 2)')
     .option('--head-dim <n>', 'per-head size (default hidden / heads)')
     .option('--max-position <n>', 'max_position_embeddings', { default: 2048 })
+    .option('--vocab-size <n>', 'embedding rows (default the tokenizer size; pad to a multiple of tp_size for tensor parallelism)')
     .option('--no-tie-word-embeddings', 'separate lm_head weights')
     .option('--seed <n>', 'initialisation seed', { default: 0 })
     .example('rl2 init-model --arch qwen3 --tokenizer examples/addition/tokenizer --out models/tiny')
@@ -65,6 +66,7 @@ export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.
         numKvHeads: num('kvHeads'),
         headDim: num('headDim'),
         maxPositionEmbeddings: num('maxPosition'),
+        vocabSize: num('vocabSize'),
         tieWordEmbeddings: flags.tieWordEmbeddings !== false,
         seed: num('seed'),
       });

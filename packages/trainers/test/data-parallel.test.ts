@@ -1,73 +1,13 @@
-import { readFileSync } from 'node:fs';
-import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launch } from '@rl2/parallel';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runDpo } from '../src/dpo/run-dpo.js';
 import type { MetricRecord } from '../src/metrics/metrics-log.js';
 import { runSft } from '../src/sft/run-sft.js';
+import { freePort, readSafetensors, rel, runOnRanks } from './rank-runs.js';
 import { type CaseKind, caseConfig, writeTrainCase } from './train-case.js';
 
-interface RankResult {
-  rank: number;
-  steps: { loss: number; gradNorm: number; microBatches: number }[];
-}
-
-async function freePort(): Promise<number> {
-  for (;;) {
-    const port = 20000 + Math.floor(Math.random() * 12000);
-    const free = await new Promise<boolean>((resolve) => {
-      const s = createServer();
-      s.once('error', () => resolve(false));
-      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
-}
-
-/** The tiny run on `n` processes (launch(), rank processes on source); RESULT lines back. */
-async function runOnRanks(
-  kind: CaseKind,
-  n: number,
-  caseDir: string,
-  saveDir: string,
-  overrides: string[] = [],
-  nodes: { nnodes: number; nodeRank: number; masterPort: number } | undefined = undefined,
-): Promise<RankResult[]> {
-  const results: RankResult[] = [];
-  const ranks = join(import.meta.dirname, 'ranks');
-  await launch({
-    nprocPerNode: n,
-    ...(nodes ?? { masterPort: await freePort() }),
-    output: 'silent',
-    killGraceMs: 2000,
-    command: [process.execPath, '--import', 'tsx', '--import', join(ranks, 'register-source.mjs'), join(ranks, 'train.rank.ts')],
-    env: { CASE_KIND: kind, CASE_DIR: caseDir, SAVE_DIR: saveDir, CASE_OVERRIDES: JSON.stringify(overrides) },
-    onOutput: (_rank, stream, line) => {
-      if (stream === 'stdout' && line.startsWith('RESULT ')) results.push(JSON.parse(line.slice(7)) as RankResult);
-    },
-  });
-  return results.sort((a, b) => a.rank - b.rank);
-}
-
-/** F32 tensors of a safetensors file (8-byte header length, JSON header, data). */
-function readSafetensors(file: string): Map<string, Float32Array> {
-  const buf = readFileSync(file);
-  const n = Number(buf.readBigUInt64LE(0));
-  const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8')) as Record<string, { dtype: string; data_offsets: [number, number] }>;
-  const out = new Map<string, Float32Array>();
-  for (const [name, t] of Object.entries(header)) {
-    if (name === '__metadata__') continue;
-    expect(t.dtype).toBe('F32');
-    const bytes = buf.subarray(8 + n + t.data_offsets[0], 8 + n + t.data_offsets[1]);
-    out.set(name, new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)));
-  }
-  return out;
-}
-
-const rel = (a: number, b: number) => Math.abs(a - b) / Math.max(Math.abs(b), 1e-12);
 const TOL = 1e-5;
 
 interface Reference {

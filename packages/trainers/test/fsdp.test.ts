@@ -1,5 +1,4 @@
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { launch } from '@rl2/parallel';
@@ -7,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { MetricRecord } from '../src/metrics/metrics-log.js';
 import { runSft } from '../src/sft/run-sft.js';
 import { caseConfig, writeTrainCase } from './train-case.js';
+import { freePort } from './rank-runs.js';
 
 interface RankResult {
   rank: number;
@@ -15,18 +15,6 @@ interface RankResult {
   errors: Record<string, number>;
   stateFloats: number;
   totalFloats: number;
-}
-
-async function freePort(): Promise<number> {
-  for (;;) {
-    const port = 20000 + Math.floor(Math.random() * 12000);
-    const free = await new Promise<boolean>((resolve) => {
-      const s = createServer();
-      s.once('error', () => resolve(false));
-      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
 }
 
 const rel = (a: number, b: number) => Math.abs(a - b) / Math.max(Math.abs(b), 1e-12);

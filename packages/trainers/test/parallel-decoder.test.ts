@@ -1,7 +1,7 @@
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { launch } from '@rl2/parallel';
 import { describe, expect, it } from 'vitest';
+import { freePort } from './rank-runs.js';
 
 interface RankResult {
   rank: number;
@@ -11,18 +11,6 @@ interface RankResult {
   localTokens: number;
   gradErrors: Record<string, number>;
   weightErrors: Record<string, number>;
-}
-
-async function freePort(): Promise<number> {
-  for (;;) {
-    const port = 20000 + Math.floor(Math.random() * 12000);
-    const free = await new Promise<boolean>((resolve) => {
-      const s = createServer();
-      s.once('error', () => resolve(false));
-      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
 }
 
 const TOL = 1e-5;

@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { launch } from '@rl2/parallel';
 import { describe, expect, it } from 'vitest';
@@ -8,18 +7,7 @@ import type { MetricRecord } from '../src/metrics/metrics-log.js';
 import { ppoConfigSchema } from '../src/ppo/ppo-config.js';
 import { runPpo } from '../src/ppo/run-ppo.js';
 import { tinyRun } from '../src/ppo/testing/tiny-run.js';
-
-async function freePort(): Promise<number> {
-  for (;;) {
-    const port = 20000 + Math.floor(Math.random() * 12000);
-    const free = await new Promise<boolean>((resolve) => {
-      const s = createServer();
-      s.once('error', () => resolve(false));
-      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
-}
+import { freePort } from './rank-runs.js';
 
 /** `rl2 ppo` with `overrides` on `n` processes (launch(), rank processes on source); each rank's step metrics back. */
 async function ppoOnRanks(n: number, overrides: string[]): Promise<{ rank: number; steps: Record<string, number>[] }[]> {

@@ -9,10 +9,31 @@ import { writeRandomCheckpoint } from '../src/model-init/random-checkpoint.js';
 
 export const CHAR_TOKENIZER = resolve(import.meta.dirname, 'fixtures/char-tokenizer');
 
+/** The model of a train case: a 1-layer, 2-head Qwen3 of hidden size 16 unless told. */
+export interface CaseModel {
+  arch?: 'llama' | 'qwen2' | 'qwen3';
+  hiddenSize?: number;
+  layers?: number;
+  heads?: number;
+  kvHeads?: number;
+  vocabSize?: number;
+}
+
 /** Writes model/, train.jsonl and pairs.jsonl under `dir`. */
-export function writeTrainCase(dir: string, opts: { rows?: number; hiddenSize?: number; layers?: number } = {}): void {
+export function writeTrainCase(dir: string, opts: { rows?: number } & CaseModel = {}): void {
   mkdirSync(dir, { recursive: true });
-  writeRandomCheckpoint({ arch: 'qwen3', tokenizerDir: CHAR_TOKENIZER, outDir: join(dir, 'model'), hiddenSize: opts.hiddenSize ?? 16, numLayers: opts.layers ?? 1, numHeads: 2, seed: 5 });
+  writeRandomCheckpoint({
+    arch: opts.arch ?? 'qwen3',
+    tokenizerDir: CHAR_TOKENIZER,
+    outDir: join(dir, 'model'),
+    hiddenSize: opts.hiddenSize ?? 16,
+    numLayers: opts.layers ?? 1,
+    numHeads: opts.heads ?? 2,
+    ...(opts.kvHeads ? { numKvHeads: opts.kvHeads } : {}),
+    ...(opts.vocabSize ? { vocabSize: opts.vocabSize } : {}),
+    tieWordEmbeddings: (opts.arch ?? 'qwen3') !== 'llama',
+    seed: 5,
+  });
   const rows = Array.from({ length: opts.rows ?? 16 }, (_, i) => {
     const a = (i * 7919) % 10 ** (1 + (i % 4));
     const b = (i * 104729) % 10 ** (1 + ((i * 3) % 5));

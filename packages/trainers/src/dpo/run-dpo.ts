@@ -1,6 +1,7 @@
 import type { DpoConfig } from '../config/dpo-config.js';
 import { openRun } from '../loop/open-run.js';
 import { openModel } from '../loop/run-setup.js';
+import { parallelDecoder } from '../parallel-model/tensor-parallel-model.js';
 import { type RunIo, type RunResult, runTrainingLoop } from '../loop/train-loop.js';
 import { dpoObjective } from './dpo-objective.js';
 
@@ -11,7 +12,8 @@ import { dpoObjective } from './dpo-objective.js';
 export async function runDpo(config: DpoConfig, io: RunIo = {}): Promise<RunResult> {
   const { model, spec } = await openRun('dpo', config, 'actor', config.actor, io);
   const needsRef = config.actor.preference_loss !== 'simpo';
-  const ref = needsRef ? (await openModel(config.ref_actor.model_name ?? config.actor.model_name, 'ref_actor.model_name')).model : undefined;
+  // the reference is laid out as the actor (same tp shards and cp split), so its pass runs in step
+  const ref = needsRef && spec.layout ? parallelDecoder((await openModel(config.ref_actor.model_name ?? config.actor.model_name, 'ref_actor.model_name')).model, spec.layout, 'actor') : undefined;
   return runTrainingLoop({
     ...spec,
     objective: dpoObjective(model, ref, {

@@ -2,6 +2,9 @@ import type { DecoderModel, LoadModelOptions } from '@rl2/models';
 import { resolveCheckpoint } from '../checkpoint/resolve-checkpoint.js';
 import type { ModelSection, TrainerSection } from '../config/sections.js';
 import { type ItemKind, type SplitConfig, loadItems } from '../dataset/load-items.js';
+import { planRankLayout } from '../parallel-model/rank-layout.js';
+import { parallelDecoder } from '../parallel-model/tensor-parallel-model.js';
+import { openDataParallel } from './data-parallel.js';
 import { modelSaver, openModel, openTokenizer, paramRecord, startEngine, startingWeights } from './run-setup.js';
 import type { LoopSpec, RunIo } from './train-loop.js';
 
@@ -13,6 +16,7 @@ export interface RunConfig {
 
 /** What {@link openRun} opened: the model to build the objective on and the rest of the loop's spec. */
 export interface OpenedRun {
+  /** This rank's model: tp shards and cp split when the section asks for them (see `parallelDecoder`). */
   readonly model: DecoderModel;
   /** Sequences dropped while tokenizing (no trained token left), for the run's first line. */
   readonly dropped: number;
@@ -21,8 +25,9 @@ export interface OpenedRun {
 
 /**
  * The steps SFT, RM and DPO share before their objective: start the engine, load the tokenizer,
- * tokenize the data, find the checkpoint to resume from, and load the model (`key` names the
- * config section, `actor` or `critic`, in errors).
+ * tokenize the data, find the checkpoint to resume from, load the model (`key` names the
+ * config section, `actor` or `critic`, in errors), join the launcher's world and lay the model
+ * out on it (`tp_size`, `cp_size`, `ddp_size`). The loop closes the world when it ends.
  */
 export async function openRun(
   kind: ItemKind,
@@ -38,25 +43,35 @@ export async function openRun(
   const tokenizer = await openTokenizer(tokenizerDir, section.tokenizer_name ? `${key}.tokenizer_name` : `${key}.model_name`);
   const { train, test, dropped } = await loadItems(kind, tokenizer, data, trainer.seed);
   const resumeFrom = resolveCheckpoint(trainer.save_dir, trainer.load_ckpt_from);
-  const { model, generationConfig } = await openModel(startingWeights(section.model_name, resumeFrom), `${key}.model_name`, modelOptions);
-  return {
-    model,
-    dropped,
-    spec: {
-      kind,
-      trainer,
-      model: section,
-      modelKey: key,
-      batchSize: data.train.batch_size,
-      testBatchSize: data.test.batch_size,
-      shuffle: data.shuffle,
-      train,
-      test,
-      params: paramRecord(model),
-      saveModel: modelSaver(model, generationConfig, tokenizerDir),
-      resumeFrom,
-      config,
-      io,
-    },
-  };
+  const { model: full, generationConfig } = await openModel(startingWeights(section.model_name, resumeFrom), `${key}.model_name`, modelOptions);
+  const world = await openDataParallel();
+  try {
+    const layout = planRankLayout(world, section, key);
+    const model = parallelDecoder(full, layout, key);
+    return {
+      model,
+      dropped,
+      spec: {
+        kind,
+        trainer,
+        model: section,
+        modelKey: key,
+        batchSize: data.train.batch_size,
+        testBatchSize: data.test.batch_size,
+        shuffle: data.shuffle,
+        train,
+        test,
+        params: paramRecord(model),
+        saveModel: modelSaver(model, generationConfig, tokenizerDir),
+        resumeFrom,
+        config,
+        io,
+        layout,
+        ownsWorld: true,
+      },
+    };
+  } catch (err) {
+    await world.close();
+    throw err;
+  }
 }

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { type Tokenizer, loadTokenizer } from '@rl2/data';
-import { type DecoderModel, type EngineBackendChoice, type GenerationConfig, type LoadModelOptions, initEngine, loadModel, saveCheckpoint as saveHfModel } from '@rl2/models';
+import { type DecoderModel, type EngineBackendChoice, type GenerationConfig, type LoadModelOptions, type ParamMap, createDecoderModel, initEngine, loadModel, saveCheckpoint as saveHfModel } from '@rl2/models';
 import { readLaunchEnv } from '@rl2/parallel';
 import type { TrainerSection } from '../config/sections.js';
 import { TrainersError } from '../errors.js';
@@ -49,10 +49,13 @@ export function startingWeights(modelName: string, resumeFrom: string | undefine
   return resumeFrom ? join(resumeFrom, 'model') : modelName;
 }
 
-/** Writes the HF model files and the tokenizer next to them (what `from_pretrained` needs). */
+/**
+ * Writes the HF model files and the tokenizer next to them (what `from_pretrained` needs);
+ * `params` replaces the model's own (the full tensors gathered from tensor-parallel shards).
+ */
 export function modelSaver(model: DecoderModel, generationConfig: GenerationConfig | undefined, tokenizerDir: string) {
-  return async (dir: string) => {
-    await saveHfModel(dir, model, generationConfig ? { generationConfig } : {});
+  return async (dir: string, params?: ParamMap) => {
+    await saveHfModel(dir, params ? createDecoderModel(model.config, params) : model, generationConfig ? { generationConfig } : {});
     copyTokenizerFiles(tokenizerDir, dir);
   };
 }

@@ -17,7 +17,10 @@ import { clipGradNorm } from '../optim/clip-grad-norm.js';
 import { ShardedAdamW } from '../optim/sharded-adamw.js';
 import { type ScheduleOptions, scheduledLr } from '../optim/cosine-schedule.js';
 import { writeReport } from '../report/write-report.js';
-import { type DataParallel, fsdpGroupsOf, openDataParallel } from './data-parallel.js';
+import type { ParamMap } from '@rl2/models';
+import { type RankLayout, planRankLayout } from '../parallel-model/rank-layout.js';
+import { fullOptimizerState, fullParams, localOptimizerState, reduceTensorParallelPartials, tensorParallelNorm } from '../parallel-model/tensor-parallel-model.js';
+import { openDataParallel } from './data-parallel.js';
 import { accumulateGradients, evaluateBins } from './gradient-step.js';
 import type { Objective } from './objective.js';
 import { type PackedBin, packBins, stepTotals } from './pack-bins.js';
@@ -63,21 +66,27 @@ export interface LoopSpec<P> {
   readonly test: readonly TrainingItem[];
   readonly params: Readonly<Record<string, tf.Variable>>;
   readonly objective: Objective<P>;
-  readonly saveModel: (dir: string) => Promise<void>;
+  /** Writes the HF model to `dir`; `params` are the full tensors when the model is tp-sharded. */
+  readonly saveModel: (dir: string, params?: ParamMap) => Promise<void>;
   /** Checkpoint directory to resume from (already resolved). */
   readonly resumeFrom?: string;
   /** The resolved config, written to save_dir/config.yaml. */
   readonly config: unknown;
   readonly io: RunIo;
   /**
-   * Ranks this run is spread over (default: the launcher's world, see `openDataParallel`; one
-   * process when none). Each rank trains on its slice of the step's bins; only rank 0 writes.
+   * Ranks this run is spread over and the model's place on them (see `planRankLayout`; default:
+   * the launcher's world laid out by the model section, one process when none). Each data-parallel
+   * rank trains on its slice of the step's bins; only world rank 0 writes.
    */
-  readonly dataParallel?: DataParallel;
+  readonly layout?: RankLayout;
+  /** Close `layout.world` when the loop ends (set by `openRun`, which opened it). */
+  readonly ownsWorld?: boolean;
 }
 
 /** Progress of ranks other than 0: they train silently. */
 const SILENT: Progress = { update: () => {}, log: () => {}, stop: () => {} };
+
+const zeroed = (m: Record<string, number>) => Object.fromEntries(Object.keys(m).map((k) => [k, 0]));
 
 const prefixed = (prefix: string, m: Record<string, number>) => Object.fromEntries(Object.entries(m).map(([k, v]) => [`${prefix}/${k}`, v]));
 
@@ -95,20 +104,23 @@ const prefixed = (prefix: string, m: Record<string, number>) => Object.fromEntri
  * checkpoints, metrics and progress.
  */
 export async function runTrainingLoop<P>(spec: LoopSpec<P>): Promise<RunResult> {
-  if (spec.dataParallel) return trainOnRanks(spec, spec.dataParallel);
-  const dp = await openDataParallel();
+  const world = spec.layout?.world ?? (await openDataParallel());
   try {
-    return await trainOnRanks(spec, dp);
+    return await trainOnRanks(spec, spec.layout ?? planRankLayout(world, spec.model, spec.modelKey));
   } finally {
-    await dp.close();
+    if (!spec.layout || spec.ownsWorld) await world.close();
   }
 }
 
-async function trainOnRanks<P>(spec: LoopSpec<P>, dp: DataParallel): Promise<RunResult> {
+async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<RunResult> {
   const { trainer, model: m, io } = spec;
-  const isMain = dp.rank === 0;
+  const { data: dp, tp } = layout;
+  const isMain = layout.world.rank === 0;
   const out = io.stdout ?? process.stdout;
-  const budgetKey = `${spec.modelKey}.max_length_per_device`;
+  // RL2's max_length_per_dp: a micro-batch is split over the cp ranks and its activations over tp
+  const split = m.cp_size * m.tp_size;
+  const budget = split * m.max_length_per_device;
+  const budgetKey = split > 1 ? `${spec.modelKey}.cp_size*tp_size*max_length_per_device` : `${spec.modelKey}.max_length_per_device`;
   const n = spec.train.length;
   const batchSize = Math.min(spec.batchSize, n);
   const batchesPerEpoch = Math.max(1, Math.floor(n / batchSize));
@@ -116,15 +128,13 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, dp: DataParallel): Promise<Run
   const schedule: ScheduleOptions = { lr: m.lr, minLr: m.min_lr, warmupRatio: m.warmup_ratio, totalSteps, kind: m.scheduler };
   const adamw = { betas: m.betas, eps: m.eps, weightDecay: m.weight_decay };
   // FSDP layout (gradients and AdamW state sharded) when asked for and there are several ranks
-  const optimizer =
-    dp.size > 1 && m.ddp_size !== null
-      ? new ShardedAdamW(spec.params, adamw, fsdpGroupsOf(dp, m.ddp_size, `${spec.modelKey}.ddp_size`))
-      : new AdamW(spec.params, adamw);
+  const norm = tensorParallelNorm(tp);
+  const optimizer = layout.fsdp ? new ShardedAdamW(spec.params, adamw, layout.fsdp, norm) : new AdamW(spec.params, adamw);
   const sharded = optimizer instanceof ShardedAdamW;
   // the test set is packed in chunks of data.test.batch_size items; the totals span all of it
   const testBins: PackedBin[] = [];
   for (let i = 0; i < spec.test.length; i += spec.testBatchSize) {
-    testBins.push(...packBins(spec.test.slice(i, i + spec.testBatchSize), m.max_length_per_device, spec.objective.groupSize, budgetKey, dp));
+    testBins.push(...packBins(spec.test.slice(i, i + spec.testBatchSize), budget, spec.objective.groupSize, budgetKey, dp));
   }
   const testTotals = sumTotalsOverRanks(dp, stepTotals(testBins));
 
@@ -142,7 +152,7 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, dp: DataParallel): Promise<Run
     }
     ({ step, epoch, batchInEpoch, order, lr } = saved.state);
     rng = new Rng(saved.state.rng);
-    optimizer.loadState(saved.optimizer);
+    optimizer.loadState(localOptimizerState(saved.optimizer, tp));
   }
 
   const metrics = isMain ? new MetricsLog(join(trainer.save_dir, 'metrics.jsonl')) : undefined;
@@ -154,7 +164,7 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, dp: DataParallel): Promise<Run
   say(
     `rl2 ${spec.kind} [${trainer.project}/${trainer.experiment_name}]: ${n} train / ${spec.test.length} test items, ${batchesPerEpoch} steps per epoch, ${totalSteps} steps` +
       (spec.resumeFrom ? `, resuming from ${spec.resumeFrom} at step ${step}` : '') +
-      (dp.size > 1 ? `, data parallel over ${dp.size} ranks${sharded ? ` (FSDP: ${spec.modelKey}.ddp_size=${m.ddp_size})` : ''}` : ''),
+      (layout.summary ? `, ${layout.summary}` : ''),
   );
 
   const record = (r: Record<string, number>) => {
@@ -181,8 +191,14 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, dp: DataParallel): Promise<Run
     if (savedAt === step) return;
     savedAt = step;
     checkpoint = join(trainer.save_dir, checkpointDirName(step));
-    const optimizerState = sharded || isMain ? optimizer.state() : undefined; // sharded: a gather every rank joins
-    if (!isMain || !optimizerState) return;
+    // sharded optimizer state and tp shards are gathered: collectives every rank joins
+    const gathers = sharded || tp !== undefined;
+    const optimizerState = gathers || isMain ? fullOptimizerState(optimizer.state(), tp) : undefined;
+    const model = fullParams(spec.params, tp);
+    if (!isMain || !optimizerState) {
+      model.dispose();
+      return;
+    }
     const state: TrainerState = {
       version: 1,
       trainer: spec.kind,
@@ -195,7 +211,11 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, dp: DataParallel): Promise<Run
       lr,
       savedAt: new Date().toISOString(),
     };
-    await saveCheckpoint(checkpoint, { state, optimizer: optimizerState, saveModel: spec.saveModel });
+    try {
+      await saveCheckpoint(checkpoint, { state, optimizer: optimizerState, saveModel: (dir) => spec.saveModel(dir, tp ? model.params : undefined) });
+    } finally {
+      model.dispose();
+    }
     updateLink(trainer.save_dir, 'latest', checkpointDirName(step));
     say(`saved checkpoint ${checkpoint}`);
   };
@@ -215,29 +235,33 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, dp: DataParallel): Promise<Run
       continue;
     }
     const items = order.slice(batchInEpoch * batchSize, (batchInEpoch + 1) * batchSize).map((i) => spec.train[i]);
-    const bins = packBins(items, m.max_length_per_device, spec.objective.groupSize, budgetKey, dp);
+    const bins = packBins(items, budget, spec.objective.groupSize, budgetKey, dp);
     const began = performance.now();
     const totals = sumTotalsOverRanks(dp, stepTotals(bins));
     const local = accumulateGradients(bins, totals, spec.objective, spec.params);
-    const flags = [io.signal?.aborted ? 1 : 0]; // every rank stops together
+    reduceTensorParallelPartials(local.grads, tp);
+    // every rank stops together: with tp or cp the flag goes round the whole world
+    const aborted = io.signal?.aborted ? 1 : 0;
+    const flags = [layout.world.size > Math.min(layout.replicas.size, dp.size) ? (layout.world.allReduceSum(Float32Array.of(aborted))[0] as number) : aborted];
     lr = scheduledLr(step, schedule);
-    let norm: number;
+    let gradNorm: number;
     let res: ReturnType<typeof sumStepOverRanks>;
     if (optimizer instanceof ShardedAdamW) {
       // loss and metrics summed here; the optimizer reduce-scatters the gradients itself
       res = sumStepOverRanks(dp, { loss: local.loss, metrics: local.metrics }, flags);
-      norm = optimizer.step(local.grads, lr, m.max_grad_norm);
+      gradNorm = optimizer.step(local.grads, lr, m.max_grad_norm);
       tf.dispose(Object.values(local.grads));
     } else {
-      // one all-reduce of gradients, loss, metrics and flags
-      res = sumStepOverRanks(dp, local, flags, spec.params);
-      const clipped = clipGradNorm(res.grads ?? {}, m.max_grad_norm);
-      norm = clipped.norm;
+      // one all-reduce of gradients, loss, metrics and flags over the ranks holding the same
+      // shards; of a data slot's cp ranks only the first adds its (identical) loss and metrics
+      res = sumStepOverRanks(layout.replicas, layout.countsLoss ? local : { ...local, loss: 0, metrics: zeroed(local.metrics) }, flags, spec.params);
+      const clipped = clipGradNorm(res.grads ?? {}, m.max_grad_norm, norm);
+      gradNorm = clipped.norm;
       tf.dispose(Object.values(res.grads ?? {}));
       optimizer.step(clipped.grads, lr);
       tf.dispose(Object.values(clipped.grads));
     }
-    const stopRequested = () => (dp.size > 1 ? (res.flags[0] as number) > 0 : Boolean(io.signal?.aborted));
+    const stopRequested = () => (layout.world.size > 1 ? (res.flags[0] as number) > 0 : Boolean(io.signal?.aborted));
     const seconds = (performance.now() - began) / 1000;
     step += 1;
     batchInEpoch += 1;
@@ -245,7 +269,7 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, dp: DataParallel): Promise<Run
     const tokensPerSecond = totals.tokens / Math.max(seconds, 1e-9);
     const rec = record({
       'train/loss': res.loss,
-      'train/grad_norm': norm,
+      'train/grad_norm': gradNorm,
       'train/lr': lr,
       'train/tokens_per_s': tokensPerSecond,
       'train/micro_batches': bins.length,

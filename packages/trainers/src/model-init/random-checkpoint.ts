@@ -25,6 +25,8 @@ export interface RandomModelOptions {
   readonly ropeTheta?: number;
   readonly initializerRange?: number;
   readonly seed?: number;
+  /** Embedding rows (config vocab_size), at least the tokenizer's; e.g. a multiple of tp_size. Default: the tokenizer's. */
+  readonly vocabSize?: number;
 }
 
 const ARCH = {
@@ -60,6 +62,8 @@ export function writeRandomCheckpoint(opts: RandomModelOptions): Record<string, 
   check(Number.isInteger(headDim) && headDim > 0, `--hidden-size ${hidden} must be divisible by --heads ${heads} (or pass --head-dim)`);
   check(heads % kvHeads === 0, `--heads ${heads} must be a multiple of --kv-heads ${kvHeads}`);
   check(tok.vocabSize > 0, `${opts.tokenizerDir}/tokenizer.json has an empty vocabulary`);
+  const vocab = opts.vocabSize ?? tok.vocabSize;
+  check(Number.isInteger(vocab) && vocab >= tok.vocabSize, `--vocab-size ${vocab} must be an integer of at least the tokenizer's ${tok.vocabSize} tokens`);
 
   const rng = new Rng(opts.seed ?? 0);
   const arrays: NamedArrays = {};
@@ -71,7 +75,7 @@ export function writeRandomCheckpoint(opts: RandomModelOptions): Record<string, 
   const fill = (name: string, shape: number[], value: number) => {
     arrays[name] = { shape, data: new Float32Array(shape.reduce((x, y) => x * y, 1)).fill(value) };
   };
-  normal('model.embed_tokens.weight', [tok.vocabSize, hidden]);
+  normal('model.embed_tokens.weight', [vocab, hidden]);
   for (let l = 0; l < layers; l++) {
     const p = `model.layers.${l}`;
     normal(`${p}.self_attn.q_proj.weight`, [heads * headDim, hidden]);
@@ -94,12 +98,12 @@ export function writeRandomCheckpoint(opts: RandomModelOptions): Record<string, 
     fill(`${p}.post_attention_layernorm.weight`, [hidden], 1);
   }
   fill('model.norm.weight', [hidden], 1);
-  if (!tie) normal('lm_head.weight', [tok.vocabSize, hidden]);
+  if (!tie) normal('lm_head.weight', [vocab, hidden]);
 
   const config: Record<string, unknown> = {
     architectures: a.architectures,
     model_type: a.model_type,
-    vocab_size: tok.vocabSize,
+    vocab_size: vocab,
     hidden_size: hidden,
     intermediate_size: inter,
     num_hidden_layers: layers,

@@ -1,4 +1,4 @@
-import { type AdamWShardState, type FsdpGroups, FullyShardedParams, adamwShardStep, createAdamWShardState, shardOf } from '@rl2/parallel';
+import { type AdamWShardState, type FsdpGroups, type FsdpNormOptions, FullyShardedParams, adamwShardStep, createAdamWShardState, shardOf } from '@rl2/parallel';
 import * as tf from '@tensorflow/tfjs-core';
 import { decoderUnitOf } from '../loop/fsdp-step.js';
 import type { AdamWOptions, AdamWState } from './adamw.js';
@@ -20,6 +20,8 @@ export class ShardedAdamW {
     private readonly params: Readonly<Record<string, tf.Variable>>,
     private readonly opts: AdamWOptions,
     groups: FsdpGroups,
+    /** Under tensor parallelism: how the global norm adds up over tp (see `tensorParallelNorm`). */
+    private readonly norm: FsdpNormOptions = {},
   ) {
     this.fsdp = FullyShardedParams.fromFull(params, groups, decoderUnitOf);
     this.states = this.fsdp.units.map((u) => createAdamWShardState(u.params.length));
@@ -40,7 +42,7 @@ export class ShardedAdamW {
       this.fsdp.reduceGrads(i, grads, 'sum');
       for (const n of u.layout.names) if (!localGrads[n]) grads[n]?.dispose();
     });
-    const norm = this.fsdp.clipGradNorm(maxGradNorm ?? Number.POSITIVE_INFINITY);
+    const norm = this.fsdp.clipGradNorm(maxGradNorm ?? Number.POSITIVE_INFINITY, this.norm);
     const [beta1, beta2] = this.opts.betas;
     this.fsdp.units.forEach((u, i) => {
       adamwShardStep(u.params, u.grads, this.states[i] as AdamWShardState, { lr, beta1, beta2, eps: this.opts.eps, weightDecay: this.opts.weightDecay });

@@ -1,0 +1,131 @@
+import { type DecoderModel, type ModelConfig, type ParamLookup, type ParamMap, createDecoderModel } from '@rl2/models';
+import {
+  type FsdpNormOptions,
+  type ProcessGroup,
+  copyToTensorParallel,
+  gatherTensorParallel,
+  shardForTensorParallel,
+  tensorParallelAxis,
+  tensorParallelHeads,
+  tensorParallelLinearFactory,
+  vocabParallelEmbedding,
+  vocabParallelLogprobs,
+} from '@rl2/parallel';
+import * as tf from '@tensorflow/tfjs-core';
+import { TrainersError } from '../errors.js';
+import type { AdamWState } from '../optim/adamw.js';
+import type { NamedGrads } from '../optim/clip-grad-norm.js';
+import { contextParallelSplit } from './context-split.js';
+import type { RankLayout } from './rank-layout.js';
+
+/** Sizes tensor parallelism splits, each checked against tp with the HF config key to fix. */
+export function checkTensorParallel(config: ModelConfig, tp: number, key: string): void {
+  try {
+    tensorParallelHeads(config.numHeads, config.numKvHeads, tp); // kv_heads % tp
+  } catch (err) {
+    throw new TrainersError('INVALID_ARGUMENT', `${key}.tp_size=${tp}: ${(err as Error).message}`);
+  }
+  for (const [name, size] of [
+    ['intermediate_size', config.intermediateSize],
+    ['vocab_size', config.vocabSize],
+  ] as const) {
+    if (size % tp !== 0) throw new TrainersError('INVALID_ARGUMENT', `${key}.tp_size=${tp}: the model's ${name}=${size} is not divisible by ${tp}${name === 'vocab_size' ? ' (pad the embedding to a multiple of tp)' : ''}; choose a tp_size that divides it`);
+  }
+}
+
+/**
+ * The model this rank computes with under `layout` (the full model when there is no tp or cp):
+ * - TP: its Megatron shard of every projection (column q/k/v/gate/up, row o/down), the
+ *   embedding and LM head split by vocabulary (lookup summed over tp; log-probs and entropy
+ *   from a cross-shard logsumexp), norms and the value head whole. The full model's parameters
+ *   are disposed and replaced by new variables.
+ * - CP: each packed row split zigzag over the cp ranks (see `contextParallelSplit`).
+ */
+export function parallelDecoder(model: DecoderModel, layout: RankLayout, key: string): DecoderModel {
+  const { tp, cp } = layout;
+  if (!tp && !cp) return model;
+  let params: ParamMap = model.params;
+  if (tp) {
+    checkTensorParallel(model.config, tp.size, key);
+    const shards = shardForTensorParallel(model.params, tp);
+    params = new Map([...shards].map(([n, t]) => [n, tf.variable(t, (model.params.get(n) as tf.Variable).trainable)]));
+    tf.dispose([...shards.values(), ...model.params.values()]);
+  }
+  const vocab = model.config.vocabSize;
+  return createDecoderModel(model.config, params, {
+    ...(tp
+      ? {
+          linear: tensorParallelLinearFactory(tp),
+          embedding: (ids: tf.Tensor1D, p: ParamLookup) => vocabParallelEmbedding(ids, p.get('model.embed_tokens.weight') as tf.Tensor2D, vocab, tp),
+          logprobHead: (hidden: tf.Tensor2D, weight: tf.Tensor2D, targets: Int32Array, temperature: number) => {
+            // f: every rank's vocabulary shard adds to the hidden states' gradient
+            const logits = tf.matMul(copyToTensorParallel(hidden, tp), weight, false, true) as tf.Tensor2D;
+            return vocabParallelLogprobs(temperature === 1 ? logits : (tf.div(logits, temperature) as tf.Tensor2D), tf.tensor1d(targets, 'int32'), vocab, tp);
+          },
+        }
+      : {}),
+    ...(cp ? { splitRow: contextParallelSplit(cp) } : {}),
+  });
+}
+
+/**
+ * Full parameters from this rank's tp shards (a collective over tp: every tp rank calls it),
+ * for saving HF checkpoints and for generation. Without tp, the parameters themselves.
+ * `dispose` frees what was gathered.
+ */
+export function fullParams(params: Readonly<Record<string, tf.Tensor>>, tp: ProcessGroup | undefined): { params: ParamMap; dispose(): void } {
+  if (!tp) return { params: new Map(Object.entries(params)) as ParamMap, dispose: () => {} };
+  const gathered = new Map<string, tf.Tensor>();
+  for (const [name, t] of Object.entries(params)) {
+    const full = gatherTensorParallel(name, t.dataSync() as Float32Array, t.shape, tp);
+    gathered.set(name, tf.tensor(full.data, full.shape));
+  }
+  return { params: gathered as ParamMap, dispose: () => tf.dispose([...gathered.values()]) };
+}
+
+/** AdamW moments of this rank's shards -> moments of the full tensors (collective over tp), for checkpoints. */
+export function fullOptimizerState(state: AdamWState, tp: ProcessGroup | undefined): AdamWState {
+  if (!tp) return state;
+  const moments: AdamWState['moments'] = {};
+  for (const [name, s] of Object.entries(state.moments).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const m = gatherTensorParallel(name, s.m, s.shape, tp);
+    moments[name] = { shape: m.shape, m: m.data, v: gatherTensorParallel(name, s.v, s.shape, tp).data };
+  }
+  return { step: state.step, moments };
+}
+
+/** A checkpoint's full AdamW moments -> this rank's shards (no communication). */
+export function localOptimizerState(state: AdamWState, tp: ProcessGroup | undefined): AdamWState {
+  if (!tp) return state;
+  const moments: AdamWState['moments'] = {};
+  for (const [name, s] of Object.entries(state.moments)) {
+    const shard = (data: Float32Array) => tf.tidy(() => shardForTensorParallel(new Map([[name, tf.tensor(data, s.shape)]]), tp).get(name) as tf.Tensor);
+    const m = shard(s.m);
+    const v = shard(s.v);
+    moments[name] = { shape: m.shape, m: m.dataSync() as Float32Array, v: v.dataSync() as Float32Array };
+    tf.dispose([m, v]);
+  }
+  return { step: state.step, moments };
+}
+
+/** Parameters whose gradient each tp rank only holds a part of: Qwen3's q/k norms, applied per local head. */
+export const isTensorParallelPartial = (name: string) => /\.(q_norm|k_norm)\.weight$/.test(name);
+
+/** Sums the partial gradients (see {@link isTensorParallelPartial}) over tp, in place of the inputs. */
+export function reduceTensorParallelPartials(grads: NamedGrads, tp: ProcessGroup | undefined): void {
+  if (!tp) return;
+  for (const name of Object.keys(grads).filter(isTensorParallelPartial).sort()) {
+    const g = grads[name] as tf.Tensor;
+    grads[name] = tf.tensor(tp.allReduce(Float32Array.from(g.dataSync()), 'sum'), g.shape);
+    g.dispose();
+  }
+}
+
+/**
+ * How the global gradient norm adds up under tp: squares of tp-sharded tensors summed over the
+ * tp ranks, tensors every tp rank holds whole counted once (weight 1/tp). Empty without tp.
+ */
+export function tensorParallelNorm(tp: ProcessGroup | undefined): FsdpNormOptions {
+  if (!tp) return {};
+  return { weightOf: (name) => (tensorParallelAxis(name) === undefined ? 1 / tp.size : 1), across: tp };
+}

@@ -1,0 +1,96 @@
+// Helpers of the multi-process tests: a free port, the tiny train-case run on N launched ranks,
+// safetensors read back, relative errors.
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { launch } from '@rl2/parallel';
+import type { CaseKind } from './train-case.js';
+
+/** A TCP port that was free a moment ago (below Linux's ephemeral range). */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 20000 + Math.floor(Math.random() * 12000);
+    const free = await new Promise<boolean>((resolve) => {
+      const s = createServer();
+      s.once('error', () => resolve(false));
+      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+}
+
+/** The command that runs a script of test/ranks on source (tsx + the @rl2/* source hooks). */
+export function rankCommand(script: string): string[] {
+  const ranks = join(import.meta.dirname, 'ranks');
+  return [process.execPath, '--import', 'tsx', '--import', join(ranks, 'register-source.mjs'), join(ranks, script)];
+}
+
+export interface StepResult {
+  loss: number;
+  gradNorm: number;
+  microBatches: number;
+  tokensPerSecond: number;
+}
+
+export interface RankResult {
+  rank: number;
+  steps: StepResult[];
+}
+
+/** The tiny run of train-case.ts on `n` processes (launch(), train.rank.ts); RESULT lines back, by rank. */
+export async function runOnRanks(
+  kind: CaseKind,
+  n: number,
+  caseDir: string,
+  saveDir: string,
+  overrides: string[] = [],
+  nodes: { nnodes: number; nodeRank: number; masterPort: number } | undefined = undefined,
+): Promise<RankResult[]> {
+  const results: RankResult[] = [];
+  const errors: string[] = [];
+  await launch({
+    nprocPerNode: n,
+    ...(nodes ?? { masterPort: await freePort() }),
+    output: 'silent',
+    killGraceMs: 2000,
+    command: rankCommand('train.rank.ts'),
+    env: { CASE_KIND: kind, CASE_DIR: caseDir, SAVE_DIR: saveDir, CASE_OVERRIDES: JSON.stringify(overrides) },
+    onOutput: (_rank, stream, line) => {
+      if (stream === 'stdout' && line.startsWith('RESULT ')) results.push(JSON.parse(line.slice(7)) as RankResult);
+      else if (stream === 'stderr') errors.push(line);
+    },
+  }).catch((err: Error) => {
+    throw new Error(`${err.message}\n${errors.slice(-20).join('\n')}`);
+  });
+  return results.sort((a, b) => a.rank - b.rank);
+}
+
+/** F32 tensors of a safetensors file (8-byte header length, JSON header, data). */
+export function readSafetensors(file: string): Map<string, Float32Array> {
+  const buf = readFileSync(file);
+  const n = Number(buf.readBigUInt64LE(0));
+  const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8')) as Record<string, { dtype: string; data_offsets: [number, number] }>;
+  const out = new Map<string, Float32Array>();
+  for (const [name, t] of Object.entries(header)) {
+    if (name === '__metadata__') continue;
+    if (t.dtype !== 'F32') throw new Error(`${file}: ${name} is ${t.dtype}, expected F32`);
+    const bytes = buf.subarray(8 + n + t.data_offsets[0], 8 + n + t.data_offsets[1]);
+    out.set(name, new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)));
+  }
+  return out;
+}
+
+/** |a - b| / |b|. */
+export const rel = (a: number, b: number) => Math.abs(a - b) / Math.max(Math.abs(b), 1e-12);
+
+/** ||got - want|| / ||want|| over a tensor (infinite when the lengths differ). */
+export function relTensor(got: Float32Array | undefined, want: Float32Array): number {
+  if (!got || got.length !== want.length) return Number.POSITIVE_INFINITY;
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < want.length; i++) {
+    num += ((got[i] as number) - (want[i] as number)) ** 2;
+    den += (want[i] as number) ** 2;
+  }
+  return Math.sqrt(num / Math.max(den, 1e-30));
+}

@@ -158,4 +158,29 @@ describe('one PPO step on 2 processes equals the one-process step', () => {
     expectSameWeights(join(saveDir, 'step-1/model/model.safetensors'), join(t.dir, 'single/step-1/model/model.safetensors'), join(t.model, 'model.safetensors'), 'gae actor');
     expectSameWeights(join(saveDir, 'step-1/critic/model.safetensors'), join(t.dir, 'single/step-1/critic/model.safetensors'), join(t.model, 'model.safetensors'), 'gae critic');
   }, 90_000);
+
+  it('GAE with the KL in the reward and 2 updates per rollout, actor and critic under TP / CP / FSDP (the engine generates with the gathered full actor), two steps: the same metrics and weights', async () => {
+    // 4 query / 2 kv heads and 34 embedding rows, so tp = 2 divides them
+    const t = tinyRun('gae-tp', { heads: 4, kvHeads: 2, vocabSize: 34 });
+    // AdamW eps 1e-6: entries with |g| near eps (1e-8 by default) turn float32 rounding of the
+    // gradient into update differences of up to lr * noise / eps (see model-parallel.test.ts)
+    const extra = ['adv.estimator=gae', 'kl.type=reward', 'kl.coef=0.01', 'actor.update_per_rollout=2', 'critic.lr=1e-2', 'critic.warmup_ratio=0', 'trainer.max_steps=2', 'actor.eps=1e-6', 'critic.eps=1e-6'];
+    const single = await runPpo(loadConfig(ppoConfigSchema, { overrides: caseOverrides(t, join(t.dir, 'single'), extra) }), { stdout: { write: () => true } as unknown as NodeJS.WriteStream });
+    expect(single.steps).toHaveLength(2);
+    for (const [label, n, layout] of [
+      ['actor TP(2), critic CP(2)', 2, ['actor.tp_size=2', 'critic.cp_size=2']],
+      ['actor TP(2) x CP(2), critic TP(2) x FSDP(2)', 4, ['actor.tp_size=2', 'actor.cp_size=2', 'critic.tp_size=2', 'critic.ddp_size=1']],
+    ] as const) {
+      const saveDir = join(t.dir, label.replace(/\W+/g, '-'));
+      const results = await ppoOnRanks(n, caseOverrides(t, saveDir, [...extra, ...layout]));
+      expect(results.map((r) => r.rank)).toEqual(Array.from({ length: n }, (_, i) => i));
+      for (const r of results) {
+        expect(r.steps).toHaveLength(2);
+        // step 2's rollout samples from the actor updated (as shards) in step 1
+        r.steps.forEach((s, i) => expectSameStep(s, single.steps[i] as MetricRecord, `${label} rank ${r.rank} step ${i + 1}`));
+      }
+      expectSameWeights(join(saveDir, 'step-2/model/model.safetensors'), join(t.dir, 'single/step-2/model/model.safetensors'), join(t.model, 'model.safetensors'), `${label}: actor`);
+      expectSameWeights(join(saveDir, 'step-2/critic/model.safetensors'), join(t.dir, 'single/step-2/critic/model.safetensors'), join(t.model, 'model.safetensors'), `${label}: critic`);
+    }
+  }, 120_000);
 });

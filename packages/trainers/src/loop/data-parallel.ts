@@ -1,5 +1,4 @@
-import { type FsdpGroups, type ProcessGroup, createMeshGroups, initProcessGroup, planDeviceMesh, readLaunchEnv } from '@rl2/parallel';
-import { TrainersError } from '../errors.js';
+import { type ProcessGroup, initProcessGroup, readLaunchEnv } from '@rl2/parallel';
 
 /**
  * What the training loop needs from data parallelism: its place among the ranks and a blocking
@@ -40,15 +39,4 @@ export async function openDataParallel(env: Record<string, string | undefined> =
     close: () => world.close(),
     group: world,
   };
-}
-
-/**
- * RL2's model mesh for `ddpSize` replicas: FSDP groups of world/ddpSize ranks. `key` names the
- * config key in errors (e.g. `actor.ddp_size`).
- */
-export function fsdpGroupsOf(dp: DataParallel, ddpSize: number, key: string): FsdpGroups {
-  if (!dp.group) throw new TrainersError('INVALID_ARGUMENT', `${key}=${ddpSize} needs a process group; this DataParallel has none (pass one with group)`);
-  if (dp.size % ddpSize !== 0) throw new TrainersError('INVALID_ARGUMENT', `${key}=${ddpSize} does not divide the ${dp.size} processes; choose a divisor of ${dp.size} (1 shards over all of them)`);
-  const groups = createMeshGroups(dp.group, planDeviceMesh(dp.size, dp.rank, { ddp: ddpSize }));
-  return { fsdp: groups.fsdp, ddp: groups.ddp };
 }

@@ -12,16 +12,15 @@ import { TrainersError } from '../errors.js';
 import { type MetricRecord, MetricsLog } from '../metrics/metrics-log.js';
 import { type Progress, createProgress } from '../metrics/progress.js';
 import { TensorBoardWriter } from '../metrics/tensorboard-writer.js';
-import { AdamW } from '../optim/adamw.js';
-import { clipGradNorm } from '../optim/clip-grad-norm.js';
 import { ShardedAdamW } from '../optim/sharded-adamw.js';
 import { type ScheduleOptions, scheduledLr } from '../optim/cosine-schedule.js';
 import { writeReport } from '../report/write-report.js';
 import type { ParamMap } from '@rl2/models';
-import { type RankLayout, planRankLayout } from '../parallel-model/rank-layout.js';
-import { fullOptimizerState, fullParams, localOptimizerState, reduceTensorParallelPartials, tensorParallelNorm } from '../parallel-model/tensor-parallel-model.js';
+import { type RankLayout, microBatchBudget, planRankLayout } from '../parallel-model/rank-layout.js';
+import { fullOptimizerState, fullParams, localOptimizerState } from '../parallel-model/tensor-parallel-model.js';
+import { layoutStep, optimizerFor } from './layout-step.js';
 import { openDataParallel } from './data-parallel.js';
-import { accumulateGradients, evaluateBins } from './gradient-step.js';
+import { evaluateBins } from './gradient-step.js';
 import type { Objective } from './objective.js';
 import { type PackedBin, packBins, stepTotals } from './pack-bins.js';
 import { sumStepOverRanks, sumTotalsOverRanks } from './sum-over-ranks.js';
@@ -86,8 +85,6 @@ export interface LoopSpec<P> {
 /** Progress of ranks other than 0: they train silently. */
 const SILENT: Progress = { update: () => {}, log: () => {}, stop: () => {} };
 
-const zeroed = (m: Record<string, number>) => Object.fromEntries(Object.keys(m).map((k) => [k, 0]));
-
 const prefixed = (prefix: string, m: Record<string, number>) => Object.fromEntries(Object.entries(m).map(([k, v]) => [`${prefix}/${k}`, v]));
 
 /**
@@ -117,10 +114,7 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
   const { data: dp, tp } = layout;
   const isMain = layout.world.rank === 0;
   const out = io.stdout ?? process.stdout;
-  // RL2's max_length_per_dp: a micro-batch is split over the cp ranks and its activations over tp
-  const split = m.cp_size * m.tp_size;
-  const budget = split * m.max_length_per_device;
-  const budgetKey = split > 1 ? `${spec.modelKey}.cp_size*tp_size*max_length_per_device` : `${spec.modelKey}.max_length_per_device`;
+  const { budget, budgetKey } = microBatchBudget(m, spec.modelKey);
   const n = spec.train.length;
   const batchSize = Math.min(spec.batchSize, n);
   const batchesPerEpoch = Math.max(1, Math.floor(n / batchSize));
@@ -128,8 +122,7 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
   const schedule: ScheduleOptions = { lr: m.lr, minLr: m.min_lr, warmupRatio: m.warmup_ratio, totalSteps, kind: m.scheduler };
   const adamw = { betas: m.betas, eps: m.eps, weightDecay: m.weight_decay };
   // FSDP layout (gradients and AdamW state sharded) when asked for and there are several ranks
-  const norm = tensorParallelNorm(tp);
-  const optimizer = layout.fsdp ? new ShardedAdamW(spec.params, adamw, layout.fsdp, norm) : new AdamW(spec.params, adamw);
+  const optimizer = optimizerFor(spec.params, adamw, layout);
   const sharded = optimizer instanceof ShardedAdamW;
   // the test set is packed in chunks of data.test.batch_size items; the totals span all of it
   const testBins: PackedBin[] = [];
@@ -238,29 +231,8 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
     const bins = packBins(items, budget, spec.objective.groupSize, budgetKey, dp);
     const began = performance.now();
     const totals = sumTotalsOverRanks(dp, stepTotals(bins));
-    const local = accumulateGradients(bins, totals, spec.objective, spec.params);
-    reduceTensorParallelPartials(local.grads, tp);
-    // every rank stops together: with tp or cp the flag goes round the whole world
-    const aborted = io.signal?.aborted ? 1 : 0;
-    const flags = [layout.world.size > Math.min(layout.replicas.size, dp.size) ? (layout.world.allReduceSum(Float32Array.of(aborted))[0] as number) : aborted];
     lr = scheduledLr(step, schedule);
-    let gradNorm: number;
-    let res: ReturnType<typeof sumStepOverRanks>;
-    if (optimizer instanceof ShardedAdamW) {
-      // loss and metrics summed here; the optimizer reduce-scatters the gradients itself
-      res = sumStepOverRanks(dp, { loss: local.loss, metrics: local.metrics }, flags);
-      gradNorm = optimizer.step(local.grads, lr, m.max_grad_norm);
-      tf.dispose(Object.values(local.grads));
-    } else {
-      // one all-reduce of gradients, loss, metrics and flags over the ranks holding the same
-      // shards; of a data slot's cp ranks only the first adds its (identical) loss and metrics
-      res = sumStepOverRanks(layout.replicas, layout.countsLoss ? local : { ...local, loss: 0, metrics: zeroed(local.metrics) }, flags, spec.params);
-      const clipped = clipGradNorm(res.grads ?? {}, m.max_grad_norm, norm);
-      gradNorm = clipped.norm;
-      tf.dispose(Object.values(res.grads ?? {}));
-      optimizer.step(clipped.grads, lr);
-      tf.dispose(Object.values(clipped.grads));
-    }
+    const res = layoutStep({ layout, bins, totals, objective: spec.objective, params: spec.params, optimizer, lr, maxGradNorm: m.max_grad_norm, flags: [io.signal?.aborted ? 1 : 0] });
     const stopRequested = () => (layout.world.size > 1 ? (res.flags[0] as number) > 0 : Boolean(io.signal?.aborted));
     const seconds = (performance.now() - began) / 1000;
     step += 1;
@@ -269,7 +241,7 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
     const tokensPerSecond = totals.tokens / Math.max(seconds, 1e-9);
     const rec = record({
       'train/loss': res.loss,
-      'train/grad_norm': gradNorm,
+      'train/grad_norm': res.gradNorm,
       'train/lr': lr,
       'train/tokens_per_s': tokensPerSecond,
       'train/micro_batches': bins.length,

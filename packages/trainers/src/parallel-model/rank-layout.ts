@@ -1,6 +1,6 @@
 import { type FsdpGroups, type ProcessGroup, createMeshGroups, planDeviceMesh } from '@rl2/parallel';
 import { TrainersError } from '../errors.js';
-import type { DataParallel } from '../loop/data-parallel.js';
+import { type DataParallel, SINGLE_PROCESS } from '../loop/data-parallel.js';
 
 /** The parallel sizes of a model section (`actor.*`, `critic.*`). */
 export interface ParallelSizes {
@@ -33,6 +33,22 @@ export interface RankLayout {
   /** One line for the run's header, e.g. `TP(2) x CP(2) x DP(1)`; empty on one process. */
   readonly summary: string;
 }
+
+/**
+ * Token budget of one packed micro-batch, RL2's max_length_per_dp: the micro-batch is split over
+ * the cp ranks and its activations over tp, so it holds cp_size * tp_size * max_length_per_device
+ * tokens. `key` names the section in the error of a sequence that does not fit.
+ */
+export function microBatchBudget(section: ParallelSizes & { readonly max_length_per_device: number }, key: string): { budget: number; budgetKey: string } {
+  const split = section.cp_size * section.tp_size;
+  return {
+    budget: split * section.max_length_per_device,
+    budgetKey: split > 1 ? `${key}.cp_size*tp_size*max_length_per_device` : `${key}.max_length_per_device`,
+  };
+}
+
+/** One process: every axis is the process itself. */
+export const ONE_PROCESS: RankLayout = Object.freeze({ world: SINGLE_PROCESS, data: SINGLE_PROCESS, replicas: SINGLE_PROCESS, countsLoss: true, summary: '' });
 
 /** A process group as the loop's DataParallel (closing is left to the world). */
 export function groupParallel(group: ProcessGroup): DataParallel {

@@ -37,11 +37,11 @@ export function checkTensorParallel(config: ModelConfig, tp: number, key: string
  * The model this rank computes with under `layout` (the full model when there is no tp or cp):
  * - TP: its Megatron shard of every projection (column q/k/v/gate/up, row o/down), the
  *   embedding and LM head split by vocabulary (lookup summed over tp; log-probs and entropy
- *   from a cross-shard logsumexp), norms and the value head whole. The full model's parameters
- *   are disposed and replaced by new variables.
+ *   from a cross-shard logsumexp), norms and the value head whole, in new variables. The full
+ *   model's parameters are disposed unless `keepFull` (PPO generates with the full model).
  * - CP: each packed row split zigzag over the cp ranks (see `contextParallelSplit`).
  */
-export function parallelDecoder(model: DecoderModel, layout: RankLayout, key: string): DecoderModel {
+export function parallelDecoder(model: DecoderModel, layout: RankLayout, key: string, options: { keepFull?: boolean } = {}): DecoderModel {
   const { tp, cp } = layout;
   if (!tp && !cp) return model;
   let params: ParamMap = model.params;
@@ -49,7 +49,9 @@ export function parallelDecoder(model: DecoderModel, layout: RankLayout, key: st
     checkTensorParallel(model.config, tp.size, key);
     const shards = shardForTensorParallel(model.params, tp);
     params = new Map([...shards].map(([n, t]) => [n, tf.variable(t, (model.params.get(n) as tf.Variable).trainable)]));
-    tf.dispose([...shards.values(), ...model.params.values()]);
+    const originals = new Set<tf.Tensor>(model.params.values()); // tensors kept whole are the originals
+    tf.dispose([...shards.values()].filter((t) => !originals.has(t)));
+    if (!options.keepFull) tf.dispose([...originals]);
   }
   const vocab = model.config.vocabSize;
   return createDecoderModel(model.config, params, {

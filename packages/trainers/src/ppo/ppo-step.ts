@@ -1,7 +1,7 @@
 import type { DecoderModel } from '@rl2/models';
 import { paramRecord } from '../loop/run-setup.js';
 import { stepTotals } from '../loop/pack-bins.js';
-import { type DataParallel, SINGLE_PROCESS } from '../loop/data-parallel.js';
+import { ONE_PROCESS, type RankLayout, microBatchBudget } from '../parallel-model/rank-layout.js';
 import { sumTotalsOverRanks } from '../loop/sum-over-ranks.js';
 import type { RolloutShard } from './gather-rollout.js';
 import { type PerSequence, gatherPerSequence, rolloutLogps, rolloutValues } from './forward-passes.js';
@@ -34,10 +34,11 @@ export interface PpoStepInput {
   /** Pushes the updated actor to the inference engine. */
   readonly syncWeights: () => Promise<void>;
   /**
-   * Ranks the update is spread over (default one process). Every rank holds the whole rollout
-   * (see runPpo), computes the same advantages, and trains on its slice of the bins.
+   * How the actor (and its reference) and the critic lie on the ranks (default one process).
+   * Every rank holds the whole rollout (see runPpo), computes the same advantages, and each
+   * data-parallel rank passes and trains on its slice of the bins (tp / cp ranks together).
    */
-  readonly dp?: DataParallel;
+  readonly layouts?: { readonly actor: RankLayout; readonly critic: RankLayout };
 }
 
 const rate = (tokens: number, seconds: number) => tokens / Math.max(seconds, 1e-9);
@@ -60,10 +61,14 @@ export async function ppoStep(input: PpoStepInput): Promise<{ metrics: Record<st
   if (seqs.length === 0) return { metrics }; // every group filtered or failed: nothing to learn from
 
   // the no-gradient passes are data parallel too: each rank its slice of the bins, then gathered
-  const dp = input.dp ?? SINGLE_PROCESS;
+  const actorLayout = input.layouts?.actor ?? ONE_PROCESS;
+  const criticLayout = input.layouts?.critic ?? ONE_PROCESS;
+  const dp = actorLayout.data;
+  const actorBudget = microBatchBudget(a, 'actor');
+  const criticBudget = microBatchBudget(c, 'critic');
   const forwardStart = performance.now();
   const all = seqs.map((_, i) => i);
-  const bins = packRolloutBins(seqs, all, a.max_length_per_device, 'actor.max_length_per_device', dp);
+  const bins = packRolloutBins(seqs, all, actorBudget.budget, actorBudget.budgetKey, dp);
   const passTokens = sumTotalsOverRanks(dp, stepTotals(bins)).tokens;
   let passes = 0;
   let refLogps: PerSequence | undefined;
@@ -74,7 +79,8 @@ export async function ppoStep(input: PpoStepInput): Promise<{ metrics: Record<st
     passes += 1;
   }
   if (models.critic) {
-    values = gatherPerSequence(dp, rolloutValues(models.critic, packRolloutBins(seqs, all, c.max_length_per_device, 'critic.max_length_per_device', dp), seqs), seqs);
+    const criticBins = packRolloutBins(seqs, all, criticBudget.budget, criticBudget.budgetKey, criticLayout.data);
+    values = gatherPerSequence(criticLayout.data, rolloutValues(models.critic, criticBins, seqs), seqs);
     passes += 1;
   }
   if (cfg.kl.coef > 0 || a.update_per_rollout > 1) {
@@ -98,14 +104,13 @@ export async function ppoStep(input: PpoStepInput): Promise<{ metrics: Record<st
     const res = updateModel({
       sequences: seqs,
       updatePerRollout: a.update_per_rollout,
-      budget: a.max_length_per_device,
-      budgetKey: 'actor.max_length_per_device',
+      ...actorBudget,
       objective: actorObjective(models.actor, { sequences: seqs, advantages: adv.advantages, oldLogps, refLogps }, cfg),
       params: paramRecord(models.actor),
       optimizer: input.actorOptimizer,
       maxGradNorm: a.max_grad_norm,
       lr: input.actorLr,
-      dp: input.dp,
+      layout: actorLayout,
     });
     note('actor', res, input.actorLr(a.update_per_rollout - 1));
   }
@@ -113,14 +118,13 @@ export async function ppoStep(input: PpoStepInput): Promise<{ metrics: Record<st
     const res = updateModel({
       sequences: seqs,
       updatePerRollout: c.update_per_rollout,
-      budget: c.max_length_per_device,
-      budgetKey: 'critic.max_length_per_device',
+      ...criticBudget,
       objective: criticObjective(models.critic, { oldValues: values, returns: adv.returns }, cfg),
       params: paramRecord(models.critic),
       optimizer: input.criticOptimizer,
       maxGradNorm: c.max_grad_norm,
       lr: input.criticLr,
-      dp: input.dp,
+      layout: criticLayout,
     });
     note('critic', res, input.criticLr(c.update_per_rollout - 1));
   }

@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type RolloutEngine, type RolloutPrompt, type RolloutRunner, createRolloutRunner, loadEnvironment } from '@rl2/rollout';
 import { readLaunchEnv } from '@rl2/parallel';
+import type * as tf from '@tensorflow/tfjs-core';
 import { TrainersError } from '../errors.js';
 import { stringify } from 'yaml';
 import { updateLink } from '../checkpoint/atomic-write.js';
@@ -11,10 +12,12 @@ import { createProgress } from '../metrics/progress.js';
 import { TensorBoardWriter } from '../metrics/tensorboard-writer.js';
 import { modelSaver, openModel, openTokenizer, paramRecord, startEngine, startingWeights } from '../loop/run-setup.js';
 import type { RunIo } from '../loop/train-loop.js';
-import { type DataParallel, fsdpGroupsOf, openDataParallel } from '../loop/data-parallel.js';
+import { type DataParallel, openDataParallel } from '../loop/data-parallel.js';
+import { optimizerFor } from '../loop/layout-step.js';
 import type { Progress } from '../metrics/progress.js';
-import { AdamW } from '../optim/adamw.js';
 import { ShardedAdamW } from '../optim/sharded-adamw.js';
+import { ONE_PROCESS, planRankLayout } from '../parallel-model/rank-layout.js';
+import { fullOptimizerState, fullParams, localOptimizerState, parallelDecoder } from '../parallel-model/tensor-parallel-model.js';
 import { type ScheduleOptions, scheduledLr } from '../optim/cosine-schedule.js';
 import { writeReport } from '../report/write-report.js';
 import { loadPpoPrompts } from './load-ppo-prompts.js';
@@ -149,11 +152,16 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
   const resumeFrom = resolveCheckpoint(trainer.save_dir, trainer.load_ckpt_from);
   const saved = resumeFrom ? loadPpoCheckpoint(resumeFrom) : undefined;
 
-  const actor = await openModel(startingWeights(a.model_name, resumeFrom), 'actor.model_name');
-  const ref = config.kl.coef > 0 ? (await openModel(config.ref_actor.model_name, 'ref_actor.model_name')).model : undefined;
+  // the actor and its reference lie on the ranks by actor.{tp,cp,ddp}_size, the critic by critic.*;
+  // under tp the full actor stays alongside its shards: the embedded engine generates with it
   const useCritic = config.adv.estimator === 'gae';
-  const critic = useCritic ? (await openModel(resumeFrom ? join(resumeFrom, 'critic') : c.model_name, 'critic.model_name', { head: 'value' })).model : undefined;
-  const models: PpoModels = { actor: actor.model, ref, critic };
+  const actorLayout = planRankLayout(dp, a, 'actor');
+  const criticLayout = useCritic ? planRankLayout(dp, c, 'critic') : ONE_PROCESS;
+  const actor = await openModel(startingWeights(a.model_name, resumeFrom), 'actor.model_name');
+  const trainedActor = parallelDecoder(actor.model, actorLayout, 'actor', { keepFull: true });
+  const ref = config.kl.coef > 0 ? parallelDecoder((await openModel(config.ref_actor.model_name, 'ref_actor.model_name')).model, actorLayout, 'actor') : undefined;
+  const critic = useCritic ? parallelDecoder((await openModel(resumeFrom ? join(resumeFrom, 'critic') : c.model_name, 'critic.model_name', { head: 'value' })).model, criticLayout, 'critic') : undefined;
+  const models: PpoModels = { actor: trainedActor, ref, critic };
 
   const stepsPerEpoch = Math.max(1, Math.floor(prompts.train.length / r.train_prompts_per_rollout));
   const totalSteps = Math.min(trainer.max_steps ?? Number.POSITIVE_INFINITY, trainer.n_epochs * stepsPerEpoch);
@@ -168,14 +176,19 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
   const criticSchedule = schedule(c, totalSteps * c.update_per_rollout);
   const adamw = (m: PpoConfig['actor'] | PpoConfig['critic']) => ({ betas: m.betas, eps: m.eps, weightDecay: m.weight_decay });
   // FSDP layout (gradients and AdamW state sharded) when <model>.ddp_size is set on several ranks
-  const optimizerOf = (model: PpoModels['actor'], m: PpoConfig['actor'] | PpoConfig['critic'], key: string): PpoOptimizer =>
-    dp.size > 1 && m.ddp_size !== null ? new ShardedAdamW(paramRecord(model), adamw(m), fsdpGroupsOf(dp, m.ddp_size, `${key}.ddp_size`)) : new AdamW(paramRecord(model), adamw(m));
-  const actorOptimizer = optimizerOf(actor.model, a, 'actor');
-  const criticOptimizer = critic ? optimizerOf(critic, c, 'critic') : undefined;
+  const actorOptimizer: PpoOptimizer = optimizerFor(paramRecord(trainedActor), adamw(a), actorLayout);
+  const criticOptimizer: PpoOptimizer | undefined = critic ? optimizerFor(paramRecord(critic), adamw(c), criticLayout) : undefined;
   if (saved) {
-    actorOptimizer.loadState(saved.actor);
-    criticOptimizer?.loadState(saved.critic);
+    actorOptimizer.loadState(localOptimizerState(saved.actor, actorLayout.tp));
+    criticOptimizer?.loadState(localOptimizerState(saved.critic, criticLayout.tp));
   }
+  /** After an actor update under tp: the full weights the engine generates with, gathered from the shards. */
+  const refreshFullActor = () => {
+    if (!actorLayout.tp) return;
+    const full = fullParams(paramRecord(trainedActor), actorLayout.tp);
+    for (const [name, t] of full.params) (actor.model.params.get(name) as tf.Variable).assign(t);
+    full.dispose();
+  };
   const stream = new PromptStream(prompts.train, config.data.shuffle, trainer.seed, saved?.stream);
   let step = saved?.state.step ?? 0;
 
@@ -232,7 +245,8 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
   say(
     `rl2 ppo: ${prompts.train.length} train / ${prompts.test.length} test prompts, ${r.train_prompts_per_rollout} x ${r.responses_per_prompt} responses per step, ` +
       `${totalSteps} steps, adv.estimator=${config.adv.estimator}, engine ${r.engine}${resumeFrom ? `, resuming from ${resumeFrom} at step ${step}` : ''}` +
-      (dp.size > 1 ? `, data parallel over ${dp.size} ranks${actorOptimizer instanceof ShardedAdamW ? ` (FSDP: actor.ddp_size=${a.ddp_size})` : ''}` : ''),
+      (actorLayout.summary ? `, actor: ${actorLayout.summary}` : '') +
+      (critic && criticLayout.summary ? `, critic: ${criticLayout.summary}` : ''),
   );
   const record = (values: Record<string, number>) => {
     const rec = { step, time: Date.now() / 1000, ...values } as MetricRecord;
@@ -254,27 +268,32 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
   let checkpoint = resumeFrom ?? '';
   let savedAt = resumeFrom ? step : -1;
   let lr = saved?.state.lr ?? 0;
+  // the full actor (kept in step with the shards, see refreshFullActor) is what is saved
   const actorSaver = modelSaver(actor.model, actor.generationConfig, tokenizerDir);
+  /** Optimizer state as saved: sharded state and tp shards are gathered by collectives every rank joins. */
+  const optimizerState = (o: PpoOptimizer, layout: typeof actorLayout) => (o instanceof ShardedAdamW || layout.tp || isMain ? fullOptimizerState(o.state(), layout.tp) : undefined);
   const save = async () => {
     if (savedAt === step) return;
     savedAt = step;
     checkpoint = join(trainer.save_dir, checkpointDirName(step));
-    if (!isMain) {
-      // sharded optimizer state is gathered by a collective every rank joins (actor, then critic, as savePpoCheckpoint reads them)
-      if (actorOptimizer instanceof ShardedAdamW) actorOptimizer.state();
-      if (criticOptimizer instanceof ShardedAdamW) criticOptimizer.state();
-      return;
+    const actorState = optimizerState(actorOptimizer, actorLayout);
+    const criticState = criticOptimizer ? optimizerState(criticOptimizer, criticLayout) : undefined;
+    const criticFull = critic ? fullParams(paramRecord(critic), criticLayout.tp) : undefined;
+    try {
+      if (!isMain || !actorState) return;
+      await savePpoCheckpoint(checkpoint, {
+        step,
+        totalSteps,
+        lr,
+        stream: stream.state(),
+        actorOptimizer: { state: () => actorState },
+        ...(criticState ? { criticOptimizer: { state: () => criticState } } : {}),
+        saveActor: actorSaver,
+        ...(critic && criticFull ? { saveCritic: (dir: string) => modelSaver(critic, undefined, tokenizerDir)(dir, criticLayout.tp ? criticFull.params : undefined) } : {}),
+      });
+    } finally {
+      criticFull?.dispose();
     }
-    await savePpoCheckpoint(checkpoint, {
-      step,
-      totalSteps,
-      lr,
-      stream: stream.state(),
-      actorOptimizer,
-      criticOptimizer,
-      saveActor: actorSaver,
-      ...(critic ? { saveCritic: modelSaver(critic, undefined, tokenizerDir) } : {}),
-    });
     updateLink(trainer.save_dir, 'latest', checkpointDirName(step));
     say(`saved checkpoint ${checkpoint}`);
   };
@@ -293,8 +312,9 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
         criticOptimizer,
         actorLr: (i) => scheduledLr((step - a.freeze_steps) * a.update_per_rollout + i, actorSchedule),
         criticLr: (i) => scheduledLr(step * c.update_per_rollout + i, criticSchedule),
-        dp,
+        layouts: { actor: actorLayout, critic: criticLayout },
         syncWeights: async () => {
+          refreshFullActor();
           if (r.engine === 'embedded') return engine.flushCache();
           await actorSaver(r.weight_sync_dir);
           await engine.updateWeights(r.weight_sync_dir);

@@ -1,17 +1,14 @@
 import type { TrainingSequence } from '@rl2/rollout';
-import * as tf from '@tensorflow/tfjs-core';
-import { type DataParallel, SINGLE_PROCESS } from '../loop/data-parallel.js';
-import { accumulateGradients } from '../loop/gradient-step.js';
+import type * as tf from '@tensorflow/tfjs-core';
+import { type LayoutOptimizer, layoutStep } from '../loop/layout-step.js';
 import type { Objective } from '../loop/objective.js';
 import { stepTotals } from '../loop/pack-bins.js';
-import { sumStepOverRanks, sumTotalsOverRanks } from '../loop/sum-over-ranks.js';
-import type { AdamW } from '../optim/adamw.js';
-import { clipGradNorm } from '../optim/clip-grad-norm.js';
-import { ShardedAdamW } from '../optim/sharded-adamw.js';
+import { sumTotalsOverRanks } from '../loop/sum-over-ranks.js';
+import { ONE_PROCESS, type RankLayout } from '../parallel-model/rank-layout.js';
 import { packRolloutBins } from './rollout-bins.js';
 
 /** A PPO model's optimizer: AdamW, or its FSDP form when `<model>.ddp_size` is set on several ranks. */
-export type PpoOptimizer = AdamW | ShardedAdamW;
+export type PpoOptimizer = LayoutOptimizer;
 
 /** One model's update on a rollout: what it did, averaged over its optimizer steps. */
 export interface UpdateOutcome {
@@ -36,9 +33,9 @@ export function contiguousChunks(n: number, k: number): number[][] {
  * `updatePerRollout` optimizer steps on contiguous chunks of the rollout, each as the SFT loop
  * does one step: balanced packing into micro-batches, gradient accumulation with the loss
  * divided by the chunk's global totals, clipping by the global norm, AdamW at `lr(i)`.
- * With data parallelism every rank holds the whole rollout and trains on its slice of the
- * chunk's bins; totals, loss, metrics and gradients are summed over the ranks (the SFT loop's
- * scheme), so every rank takes the same step. A `ShardedAdamW` reduce-scatters the gradients itself.
+ * With several ranks every rank holds the whole rollout and its data-parallel rank trains on its
+ * slice of the chunk's bins (tp / cp ranks of one slot together); each step is `layoutStep`,
+ * the SFT loop's, so every rank takes the same step.
  */
 export function updateModel(opts: {
   sequences: readonly TrainingSequence[];
@@ -50,9 +47,9 @@ export function updateModel(opts: {
   optimizer: PpoOptimizer;
   maxGradNorm: number | null;
   lr: (update: number) => number;
-  dp?: DataParallel;
+  layout?: RankLayout;
 }): UpdateOutcome {
-  const dp = opts.dp ?? SINGLE_PROCESS;
+  const layout = opts.layout ?? ONE_PROCESS;
   const began = performance.now();
   const chunks = contiguousChunks(opts.sequences.length, opts.updatePerRollout);
   const metrics: Record<string, number> = {};
@@ -60,28 +57,12 @@ export function updateModel(opts: {
   let gradNorm = 0;
   let tokens = 0;
   chunks.forEach((chunk, c) => {
-    const bins = packRolloutBins(opts.sequences, chunk, opts.budget, opts.budgetKey, dp);
-    const totals = sumTotalsOverRanks(dp, stepTotals(bins));
+    const bins = packRolloutBins(opts.sequences, chunk, opts.budget, opts.budgetKey, layout.data);
+    const totals = sumTotalsOverRanks(layout.data, stepTotals(bins));
     tokens += totals.tokens;
-    const local = accumulateGradients(bins, totals, opts.objective, opts.params);
-    let res: { loss: number; metrics: Record<string, number> };
-    let norm: number;
-    if (opts.optimizer instanceof ShardedAdamW) {
-      res = sumStepOverRanks(dp, { loss: local.loss, metrics: local.metrics });
-      norm = opts.optimizer.step(local.grads, opts.lr(c), opts.maxGradNorm);
-      tf.dispose(Object.values(local.grads));
-    } else {
-      const summed = sumStepOverRanks(dp, local, [], dp.size > 1 ? opts.params : undefined);
-      res = summed;
-      const grads = summed.grads ?? local.grads;
-      const clipped = clipGradNorm(grads, opts.maxGradNorm);
-      norm = clipped.norm;
-      tf.dispose(Object.values(grads));
-      opts.optimizer.step(clipped.grads, opts.lr(c));
-      tf.dispose(Object.values(clipped.grads));
-    }
+    const res = layoutStep({ layout, bins, totals, objective: opts.objective, params: opts.params, optimizer: opts.optimizer, lr: opts.lr(c), maxGradNorm: opts.maxGradNorm });
     loss += res.loss / chunks.length;
-    gradNorm += norm / chunks.length;
+    gradNorm += res.gradNorm / chunks.length;
     for (const [k, v] of Object.entries(res.metrics)) metrics[k] = (metrics[k] ?? 0) + v / chunks.length;
   });
   return { loss, gradNorm, metrics, tokens, seconds: (performance.now() - began) / 1000 };

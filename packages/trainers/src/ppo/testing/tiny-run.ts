@@ -10,7 +10,7 @@ export const QUIET_TRAINER = ['trainer.progress=none', 'trainer.threads=1', 'tra
  * Test fixtures of the PPO trainer: a 31-id character tokenizer (no chat template), a tiny
  * random Qwen3 checkpoint over it, prompt files and env modules, all in a fresh temp folder.
  */
-export function tinyRun(name: string, opts: { hiddenSize?: number; seed?: number } = {}) {
+export function tinyRun(name: string, opts: { hiddenSize?: number; seed?: number; heads?: number; kvHeads?: number; vocabSize?: number } = {}) {
   const dir = mkdtempSync(join(tmpdir(), `rl2-ppo-${name}-`));
   const specials = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'];
   const chars = [...'0123456789abcdefghijklmn+=< >/'];
@@ -41,7 +41,17 @@ export function tinyRun(name: string, opts: { hiddenSize?: number; seed?: number
     }),
   );
   const model = join(dir, 'model');
-  writeRandomCheckpoint({ arch: 'qwen3', tokenizerDir: tokDir, outDir: model, hiddenSize: opts.hiddenSize ?? 16, numLayers: 1, numHeads: 2, numKvHeads: 1, seed: opts.seed ?? 0 });
+  writeRandomCheckpoint({
+    arch: 'qwen3',
+    tokenizerDir: tokDir,
+    outDir: model,
+    hiddenSize: opts.hiddenSize ?? 16,
+    numLayers: 1,
+    numHeads: opts.heads ?? 2,
+    numKvHeads: opts.kvHeads ?? 1,
+    ...(opts.vocabSize ? { vocabSize: opts.vocabSize } : {}),
+    seed: opts.seed ?? 0,
+  });
   const rows = (words: string[]) => `${words.map((w) => JSON.stringify({ prompt: w, answer: 7 })).join('\n')}\n`;
   const train = join(dir, 'train.jsonl');
   const test = join(dir, 'test.jsonl');

@@ -39,14 +39,14 @@ interface Reference {
 const caseDirs = new Map<string, string>();
 const references = new Map<string, Promise<Reference>>();
 
-/** The run on this one process, once per (model, kind). */
-function reference(arch: keyof typeof MODELS, kind: CaseKind): Promise<Reference> {
-  const key = `${arch}-${kind}`;
+/** The run on this one process, once per (model, kind, engine backend). */
+function reference(arch: keyof typeof MODELS, kind: CaseKind, backend = 'cpu'): Promise<Reference> {
+  const key = `${arch}-${kind}-${backend}`;
   let ref = references.get(key);
   if (!ref) {
     ref = (async () => {
       const dir = caseDirs.get(arch) as string;
-      const saveDir = join(dir, `${kind}-single`);
+      const saveDir = join(dir, `${kind}-single-${backend}`);
       const losses: number[] = [];
       const gradNorms: number[] = [];
       const io = {
@@ -56,8 +56,9 @@ function reference(arch: keyof typeof MODELS, kind: CaseKind): Promise<Reference
           gradNorms.push(r['train/grad_norm'] as number);
         },
       };
-      if (kind === 'sft') await runSft(caseConfig('sft', dir, saveDir, [EPS]), io);
-      else await runDpo(caseConfig('dpo', dir, saveDir, [EPS]), io);
+      const overrides = [EPS, `trainer.backend=${backend}`];
+      if (kind === 'sft') await runSft(caseConfig('sft', dir, saveDir, overrides), io);
+      else await runDpo(caseConfig('dpo', dir, saveDir, overrides), io);
       return { losses, gradNorms, weights: readSafetensors(join(saveDir, 'step-2/model/model.safetensors')), optimizer: readSafetensors(join(saveDir, 'step-2/optimizer.safetensors')) };
     })();
     references.set(key, ref);
@@ -109,13 +110,16 @@ const layouts = [
   { arch: 'qwen3', kind: 'sft', n: 4, label: 'ddp(2) x FSDP(2)', overrides: ['actor.ddp_size=2'] },
   { arch: 'qwen3', kind: 'sft', n: 4, label: 'TP(2) x FSDP(2)', overrides: ['actor.tp_size=2', 'actor.ddp_size=1'] },
   { arch: 'llama', kind: 'sft', n: 4, label: 'TP(2) x DP(2), untied LM head', overrides: ['actor.tp_size=2'] },
+  // the native engine (OpenBLAS + fused C kernels) under TP x CP, against the native one-process run
+  { arch: 'qwen3', kind: 'sft', n: 4, label: 'TP(2) x CP(2), native engine', overrides: ['actor.tp_size=2', 'actor.cp_size=2', 'trainer.backend=native'] },
   { arch: 'qwen3', kind: 'dpo', n: 4, label: 'TP(2) x CP(2), reference model laid out alike', overrides: ['actor.tp_size=2', 'actor.cp_size=2'] },
 ] as const;
 
 describe('tensor / context / FSDP parallel training through the loop equals the one-process run', () => {
   for (const { arch, kind, n, label, overrides } of layouts) {
     it(`${arch} ${kind} on ${n} processes, ${label}: losses, grad norms, saved weights and AdamW state within 1e-5`, async () => {
-      const want = await reference(arch, kind);
+      const backend = overrides.find((o) => o.startsWith('trainer.backend='))?.split('=')[1];
+      const want = await reference(arch, kind, backend);
       const dir = caseDirs.get(arch) as string;
       const saveDir = join(dir, `${kind}-${label.replace(/\W+/g, '-')}`);
       const results = await runOnRanks(kind, n, dir, saveDir, [EPS, ...overrides]);

@@ -1,7 +1,8 @@
 // pnpm bench sft-parallel: tokens/s of the tiny addition SFT (examples/addition/sft.yaml on a
 // random Qwen3, hidden 64, 2 layers, as `rl2 init-model` writes it) on 1, 2 and 4 data-parallel
-// processes of one node (plain data parallel and FSDP), started with launch() as
-// `rl2 launch --nproc-per-node N` does.
+// processes of one node (plain data parallel, FSDP, tensor and context parallel), started with
+// launch() as `rl2 launch --nproc-per-node N` does. The embedding is padded to 100 rows so
+// that tp = 2 divides the vocabulary.
 // tokens/s = the step's tokens over all ranks / the step's wall time (gradient all-reduce
 // included), median over steps 2..N; losses must agree across the runs (same global batch).
 import { mkdtempSync } from 'node:fs';
@@ -12,7 +13,7 @@ import { writeRandomCheckpoint } from '../src/model-init/random-checkpoint.js';
 
 const STEPS = Number(process.argv[2] ?? 8);
 const dir = mkdtempSync(join(tmpdir(), 'rl2-bench-dp-'));
-writeRandomCheckpoint({ arch: 'qwen3', tokenizerDir: resolve(import.meta.dirname, '../../../examples/addition/tokenizer'), outDir: join(dir, 'model') });
+writeRandomCheckpoint({ arch: 'qwen3', tokenizerDir: resolve(import.meta.dirname, '../../../examples/addition/tokenizer'), outDir: join(dir, 'model'), vocabSize: 100 });
 
 interface RankResult {
   rank: number;
@@ -20,14 +21,14 @@ interface RankResult {
   steps: { tokensPerSecond: number; loss: number }[];
 }
 
-async function run(n: number, port: number, overrides: string[]): Promise<{ rank0: RankResult; wallS: number }> {
+async function run(n: number, port: number, label: string, overrides: string[]): Promise<{ rank0: RankResult; wallS: number }> {
   const results: RankResult[] = [];
   const began = performance.now();
   await launch({
     nprocPerNode: n,
     masterPort: port,
     output: 'silent',
-    env: { BENCH_DIR: dir, BENCH_STEPS: String(STEPS), BENCH_OVERRIDES: JSON.stringify(overrides), BENCH_LAYOUT: overrides.length ? 'fsdp' : 'dp' },
+    env: { BENCH_DIR: dir, BENCH_STEPS: String(STEPS), BENCH_OVERRIDES: JSON.stringify(overrides), BENCH_LAYOUT: label.replace(/\W+/g, '-') },
     command: [process.execPath, '--import', 'tsx', '--import', resolve(import.meta.dirname, '../test/ranks/register-source.mjs'), join(import.meta.dirname, 'sft-parallel-rank.ts')],
     onOutput: (_r, stream, line) => {
       if (stream === 'stdout' && line.startsWith('RESULT ')) results.push(JSON.parse(line.slice(7)) as RankResult);
@@ -50,9 +51,13 @@ const runs: [number, string, string[]][] = [
   [2, 'FSDP (actor.ddp_size=1)', ['actor.ddp_size=1']],
   [4, 'data parallel', []],
   [4, 'FSDP (actor.ddp_size=1)', ['actor.ddp_size=1']],
+  [2, 'TP(2) (actor.tp_size=2)', ['actor.tp_size=2']],
+  [2, 'CP(2) (actor.cp_size=2)', ['actor.cp_size=2']],
+  [4, 'TP(2) x CP(2)', ['actor.tp_size=2', 'actor.cp_size=2']],
+  [4, 'TP(2) x DP(2)', ['actor.tp_size=2']],
 ];
 for (const [n, layout, overrides] of runs) {
-  const { rank0, wallS } = await run(n, port++, overrides);
+  const { rank0, wallS } = await run(n, port++, layout, overrides);
   const tps = median(rank0.steps.slice(1).map((s) => s.tokensPerSecond));
   if (n === 1) base = tps;
   console.log(`| ${n} | ${layout} | ${rank0.engine} | ${tps.toFixed(0)} | ${(tps / base).toFixed(2)}x | ${wallS.toFixed(1)} s | ${rank0.steps.at(-1)?.loss.toFixed(4)} |`);

@@ -2,42 +2,17 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { runDpo } from '../src/dpo/run-dpo.js';
-import type { MetricRecord } from '../src/metrics/metrics-log.js';
-import { runSft } from '../src/sft/run-sft.js';
-import { freePort, readSafetensors, rel, runOnRanks } from './rank-runs.js';
-import { type CaseKind, caseConfig, writeTrainCase } from './train-case.js';
+import { type Reference, freePort, readSafetensors, rel, runOnRanks, runSingle } from './rank-runs.js';
+import { type CaseKind, writeTrainCase } from './train-case.js';
 
 const TOL = 1e-5;
-
-interface Reference {
-  losses: number[];
-  gradNorms: number[];
-  weights: Map<string, Float32Array>;
-  optimizer: Map<string, Float32Array>;
-}
 
 const references = new Map<CaseKind, Promise<Reference>>();
 
 let caseDir: string;
 let initial: Map<string, Float32Array>;
 
-/** The same run on this one process (no launcher environment: SINGLE_PROCESS). */
-async function runSingle(kind: CaseKind): Promise<Reference> {
-  const saveDir = join(caseDir, `${kind}-single`);
-  const losses: number[] = [];
-  const gradNorms: number[] = [];
-  const io = {
-    stdout: { write: () => true } as unknown as NodeJS.WriteStream,
-    onStep: (r: MetricRecord) => {
-      losses.push(r['train/loss'] as number);
-      gradNorms.push(r['train/grad_norm'] as number);
-    },
-  };
-  if (kind === 'sft') await runSft(caseConfig('sft', caseDir, saveDir), io);
-  else await runDpo(caseConfig('dpo', caseDir, saveDir), io);
-  return { losses, gradNorms, weights: readSafetensors(join(saveDir, 'step-2/model/model.safetensors')), optimizer: readSafetensors(join(saveDir, 'step-2/optimizer.safetensors')) };
-}
+const runSingleCase = (kind: CaseKind) => runSingle(kind, caseDir, join(caseDir, `${kind}-single`));
 
 beforeAll(() => {
   caseDir = mkdtempSync(join(tmpdir(), 'rl2-dp-'));
@@ -51,7 +26,7 @@ describe('data-parallel training equals the single-process run', () => {
     ['dpo', 'data parallel', []],
     ['sft', 'FSDP (actor.ddp_size=1)', ['actor.ddp_size=1']],
   ] as const)('%s on 2 processes, %s: same loss and global grad norm at both steps, same weights and AdamW state (1e-5 relative)', async (kind, layout, overrides) => {
-    if (!references.has(kind)) references.set(kind, runSingle(kind));
+    if (!references.has(kind)) references.set(kind, runSingleCase(kind));
     const single = await (references.get(kind) as Promise<Reference>);
     const saveDir = join(caseDir, `${kind}-dp2-${overrides.length}`);
     const results = await runOnRanks(kind, 2, caseDir, saveDir, [...overrides]);
@@ -90,7 +65,7 @@ describe('data-parallel training equals the single-process run', () => {
   }, 60_000);
 
   it('FSDP resume: one step, save (AdamW state gathered), resume on 2 processes (state re-sharded) = two steps on one process', async () => {
-    if (!references.has('sft')) references.set('sft', runSingle('sft'));
+    if (!references.has('sft')) references.set('sft', runSingleCase('sft'));
     const single = await (references.get('sft') as Promise<Reference>);
     const saveDir = join(caseDir, 'sft-fsdp-resume');
     const first = await runOnRanks('sft', 2, caseDir, saveDir, ['actor.ddp_size=1', 'trainer.max_steps=1']);
@@ -110,7 +85,7 @@ describe('data-parallel training equals the single-process run', () => {
   }, 60_000);
 
   it('two "nodes" of one rank on loopback (TCP between them), FSDP over both: same losses as one process', async () => {
-    if (!references.has('sft')) references.set('sft', runSingle('sft'));
+    if (!references.has('sft')) references.set('sft', runSingleCase('sft'));
     const single = await (references.get('sft') as Promise<Reference>);
     const saveDir = join(caseDir, 'sft-two-nodes');
     const masterPort = await freePort();

@@ -6,11 +6,8 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { runDpo } from '../src/dpo/run-dpo.js';
-import type { MetricRecord } from '../src/metrics/metrics-log.js';
-import { runSft } from '../src/sft/run-sft.js';
-import { type RankResult, readSafetensors, rel, relTensor, runOnRanks } from './rank-runs.js';
-import { type CaseKind, type CaseModel, caseConfig, writeTrainCase } from './train-case.js';
+import { type RankResult, type Reference, readSafetensors, rel, relTensor, runOnRanks, runSingle } from './rank-runs.js';
+import { type CaseKind, type CaseModel, writeTrainCase } from './train-case.js';
 
 const TOL = 1e-5;
 
@@ -29,13 +26,6 @@ const MODELS: Record<'qwen3' | 'llama', CaseModel> = {
   llama: { arch: 'llama', layers: 2, heads: 4, kvHeads: 2, vocabSize: 100 },
 };
 
-interface Reference {
-  losses: number[];
-  gradNorms: number[];
-  weights: Map<string, Float32Array>;
-  optimizer: Map<string, Float32Array>;
-}
-
 const caseDirs = new Map<string, string>();
 const references = new Map<string, Promise<Reference>>();
 
@@ -44,23 +34,8 @@ function reference(arch: keyof typeof MODELS, kind: CaseKind, backend = 'cpu'): 
   const key = `${arch}-${kind}-${backend}`;
   let ref = references.get(key);
   if (!ref) {
-    ref = (async () => {
-      const dir = caseDirs.get(arch) as string;
-      const saveDir = join(dir, `${kind}-single-${backend}`);
-      const losses: number[] = [];
-      const gradNorms: number[] = [];
-      const io = {
-        stdout: { write: () => true } as unknown as NodeJS.WriteStream,
-        onStep: (r: MetricRecord) => {
-          losses.push(r['train/loss'] as number);
-          gradNorms.push(r['train/grad_norm'] as number);
-        },
-      };
-      const overrides = [EPS, `trainer.backend=${backend}`];
-      if (kind === 'sft') await runSft(caseConfig('sft', dir, saveDir, overrides), io);
-      else await runDpo(caseConfig('dpo', dir, saveDir, overrides), io);
-      return { losses, gradNorms, weights: readSafetensors(join(saveDir, 'step-2/model/model.safetensors')), optimizer: readSafetensors(join(saveDir, 'step-2/optimizer.safetensors')) };
-    })();
+    const dir = caseDirs.get(arch) as string;
+    ref = runSingle(kind, dir, join(dir, `${kind}-single-${backend}`), [EPS, `trainer.backend=${backend}`]);
     references.set(key, ref);
   }
   return ref;

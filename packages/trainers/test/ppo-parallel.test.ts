@@ -7,7 +7,7 @@ import type { MetricRecord } from '../src/metrics/metrics-log.js';
 import { ppoConfigSchema } from '../src/ppo/ppo-config.js';
 import { runPpo } from '../src/ppo/run-ppo.js';
 import { tinyRun } from '../src/ppo/testing/tiny-run.js';
-import { freePort } from './rank-runs.js';
+import { freePort, readSafetensors, relTensor } from './rank-runs.js';
 
 /** `rl2 ppo` with `overrides` on `n` processes (launch(), rank processes on source); each rank's step metrics back. */
 async function ppoOnRanks(n: number, overrides: string[]): Promise<{ rank: number; steps: Record<string, number>[] }[]> {
@@ -29,31 +29,6 @@ async function ppoOnRanks(n: number, overrides: string[]): Promise<{ rank: numbe
     throw new Error(`${e.message}\n${errors.join('\n')}`);
   });
   return results.sort((a, b) => a.rank - b.rank);
-}
-
-/** F32 tensors of a safetensors file (8-byte header length, JSON header, data). */
-function readSafetensors(file: string): Map<string, Float32Array> {
-  const buf = readFileSync(file);
-  const n = Number(buf.readBigUInt64LE(0));
-  const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8')) as Record<string, { dtype: string; data_offsets: [number, number] }>;
-  const out = new Map<string, Float32Array>();
-  for (const [name, t] of Object.entries(header)) {
-    if (name === '__metadata__') continue;
-    const bytes = buf.subarray(8 + n + t.data_offsets[0], 8 + n + t.data_offsets[1]);
-    out.set(name, new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)));
-  }
-  return out;
-}
-
-/** ||a - b|| / ||b|| over one tensor. */
-function relErr(a: Float32Array, b: Float32Array): number {
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < b.length; i++) {
-    num += ((a[i] as number) - (b[i] as number)) ** 2;
-    den += (b[i] as number) ** 2;
-  }
-  return Math.sqrt(num / den);
 }
 
 const TOL = 1e-5;
@@ -79,9 +54,9 @@ function expectSameWeights(file: string, want: string, initial: string, label: s
   expect([...got.keys()].sort(), label).toEqual([...ref.keys()].sort());
   let moved = 0;
   for (const [name, b] of ref) {
-    expect(relErr(got.get(name) as Float32Array, b), `${label} ${name}`).toBeLessThan(TOL);
+    expect(relTensor(got.get(name) as Float32Array, b), `${label} ${name}`).toBeLessThan(TOL);
     const s = start.get(name);
-    if (s && s.length === b.length) moved = Math.max(moved, relErr(b, s));
+    if (s && s.length === b.length) moved = Math.max(moved, relTensor(b, s));
   }
   expect(moved, `${label}: the step must change the weights`).toBeGreaterThan(1e-4);
 }

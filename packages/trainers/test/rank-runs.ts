@@ -4,7 +4,10 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { launch } from '@rl2/parallel';
-import type { CaseKind } from './train-case.js';
+import { runDpo } from '../src/dpo/run-dpo.js';
+import type { MetricRecord } from '../src/metrics/metrics-log.js';
+import { runSft } from '../src/sft/run-sft.js';
+import { type CaseKind, caseConfig } from './train-case.js';
 
 /** A TCP port that was free a moment ago (below Linux's ephemeral range). */
 export async function freePort(): Promise<number> {
@@ -63,6 +66,30 @@ export async function runOnRanks(
     throw new Error(`${err.message}\n${errors.slice(-20).join('\n')}`);
   });
   return results.sort((a, b) => a.rank - b.rank);
+}
+
+/** What the one-process run of a train case did: per-step loss and grad norm, and its step-2 checkpoint. */
+export interface Reference {
+  losses: number[];
+  gradNorms: number[];
+  weights: Map<string, Float32Array>;
+  optimizer: Map<string, Float32Array>;
+}
+
+/** The train case run on this one process (no launcher environment: one rank), saved under `saveDir`. */
+export async function runSingle(kind: CaseKind, caseDir: string, saveDir: string, overrides: string[] = []): Promise<Reference> {
+  const losses: number[] = [];
+  const gradNorms: number[] = [];
+  const io = {
+    stdout: { write: () => true } as unknown as NodeJS.WriteStream,
+    onStep: (r: MetricRecord) => {
+      losses.push(r['train/loss'] as number);
+      gradNorms.push(r['train/grad_norm'] as number);
+    },
+  };
+  if (kind === 'sft') await runSft(caseConfig('sft', caseDir, saveDir, overrides), io);
+  else await runDpo(caseConfig('dpo', caseDir, saveDir, overrides), io);
+  return { losses, gradNorms, weights: readSafetensors(join(saveDir, 'step-2/model/model.safetensors')), optimizer: readSafetensors(join(saveDir, 'step-2/optimizer.safetensors')) };
 }
 
 /** F32 tensors of a safetensors file (8-byte header length, JSON header, data). */

@@ -4,6 +4,7 @@ export { readLaunchEnv, DEFAULT_MASTER_PORT } from './launch/read-launch-env.js'
 export type { LaunchEnv, LaunchSource } from './launch/read-launch-env.js';
 export { firstSlurmHost } from './launch/first-slurm-host.js';
 export { launch, rankEnv } from './launch/launch.js';
+export { freePort } from './launch/free-port.js';
 export type { LaunchOptions, LaunchResult } from './launch/launch.js';
 export type { Collective, GroupSpec, PendingOp, ProcessGroup, ReduceOp } from './comm/collective.js';
 export { createSocketWorld } from './comm/socket-world.js';

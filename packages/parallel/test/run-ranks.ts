@@ -1,23 +1,8 @@
 // Test helper: start a rank script under `launch` (node --import tsx) and collect its RESULT lines.
-import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { type LaunchOptions, launch } from '../src/index.js';
+import { type LaunchOptions, freePort, launch } from '../src/index.js';
 
-/**
- * A TCP port that was free a moment ago, drawn below Linux's ephemeral range (32768+) so that
- * the ranks' own listeners (port 0) and other tests' connections cannot take it in between.
- */
-export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = 20000 + Math.floor(Math.random() * 12000);
-    const free = await new Promise<boolean>((resolve) => {
-      const s = createServer();
-      s.once('error', () => resolve(false));
-      s.listen(port, '0.0.0.0', () => s.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
-}
+export { freePort };
 
 export interface RankResults<T> {
   results: T[];

@@ -1,26 +1,15 @@
 // Helpers of the multi-process tests: a free port, the tiny train-case run on N launched ranks,
 // safetensors read back, relative errors.
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { launch } from '@rl2/parallel';
+import { freePort, launch } from '@rl2/parallel';
 import { runDpo } from '../src/dpo/run-dpo.js';
 import type { MetricRecord } from '../src/metrics/metrics-log.js';
 import { runSft } from '../src/sft/run-sft.js';
 import { type CaseKind, caseConfig } from './train-case.js';
 
-/** A TCP port that was free a moment ago (below Linux's ephemeral range). */
-export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = 20000 + Math.floor(Math.random() * 12000);
-    const free = await new Promise<boolean>((resolve) => {
-      const s = createServer();
-      s.once('error', () => resolve(false));
-      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
-}
+export { freePort };
+
 
 /** The command that runs a script of test/ranks on source (tsx + the @rl2/* source hooks). */
 export function rankCommand(script: string): string[] {

@@ -47,3 +47,6 @@ export { fsdpTrainStep } from './layout/fsdp-train-step.js';
 export type { FsdpTrainStepOptions } from './layout/fsdp-train-step.js';
 export { gatherSequence, reduceScatterSequence, splitSequence } from './layout/sequence-parallel.js';
 export type { ParallelLinearOptions } from './layout/tensor-parallel.js';
+export { Zero3Params } from './layout/zero3-params.js';
+export type { Zero3Options, Zero3Unit } from './layout/zero3-params.js';
+export { planUnits, shardSquares } from './layout/flat-params.js';

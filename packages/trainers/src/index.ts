@@ -21,7 +21,7 @@ export { AdamW } from './optim/adamw.js';
 export type { AdamWOptions, AdamWState } from './optim/adamw.js';
 export { scheduledLr, warmupSteps } from './optim/cosine-schedule.js';
 export type { ScheduleOptions } from './optim/cosine-schedule.js';
-export { clipGradNorm } from './optim/clip-grad-norm.js';
+export { clipGradNorm, gradNorm } from './optim/clip-grad-norm.js';
 export type { NamedGrads } from './optim/clip-grad-norm.js';
 
 // Seeing progress: metrics JSONL, TensorBoard events, progress display, HTML report.
@@ -58,15 +58,13 @@ export type { PackedBin, StepTotals } from './loop/pack-bins.js';
 export { SINGLE_PROCESS, openDataParallel } from './loop/data-parallel.js';
 export type { DataParallel } from './loop/data-parallel.js';
 export { sumStepOverRanks, sumTotalsOverRanks } from './loop/sum-over-ranks.js';
-export { layoutStep, optimizerFor } from './loop/layout-step.js';
-export type { LayoutOptimizer } from './loop/layout-step.js';
+export { layoutStep } from './loop/layout-step.js';
 export { ONE_PROCESS, microBatchBudget, planRankLayout } from './parallel-model/rank-layout.js';
 export type { ParallelSizes, RankLayout } from './parallel-model/rank-layout.js';
 export { fullOptimizerState, fullParams, localOptimizerState, parallelDecoder } from './parallel-model/tensor-parallel-model.js';
+export { decoderUnitOf, trainModel } from './parallel-model/trained-model.js';
+export type { TrainedModel } from './parallel-model/trained-model.js';
 export { contextParallelSplit } from './parallel-model/context-split.js';
-export { decoderUnitOf, fsdpObjectiveStep, shardModel } from './loop/fsdp-step.js';
-export { ShardedAdamW } from './optim/sharded-adamw.js';
-export type { FsdpObjectiveStepOptions } from './loop/fsdp-step.js';
 export { sftObjective, AVG_LEVELS } from './sft/sft-objective.js';
 export { rmObjective } from './rm/rm-objective.js';
 export { dpoObjective } from './dpo/dpo-objective.js';

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type Reference, freePort, readSafetensors, rel, runOnRanks, runSingle } from './rank-runs.js';
+import { type Reference, freePort, readSafetensors, rel, relTensor, runOnRanks, runSingle } from './rank-runs.js';
 import { type CaseKind, writeTrainCase } from './train-case.js';
 
 const TOL = 1e-5;
@@ -98,5 +98,22 @@ describe('data-parallel training equals the single-process run', () => {
         expect(rel(s.gradNorm, single.gradNorms[i] as number), `rank ${r.rank} step ${i + 1} grad norm`).toBeLessThan(TOL);
       });
     }
+  }, 60_000);
+
+  it('ZeRO-3 with one sequence per step: the rank without a bin runs idle passes in step (no hang), same losses and weights as one process', async () => {
+    const overrides = ['data.train.batch_size=1', 'actor.ddp_size=1'];
+    const single = await runSingle('sft', caseDir, join(caseDir, 'sft-single-batch1'), overrides);
+    const saveDir = join(caseDir, 'sft-zero3-batch1');
+    const results = await runOnRanks('sft', 2, caseDir, saveDir, overrides);
+    for (const r of results) {
+      r.steps.forEach((s, i) => {
+        expect(rel(s.loss, single.losses[i] as number), `rank ${r.rank} step ${i + 1} loss`).toBeLessThan(TOL);
+        expect(rel(s.gradNorm, single.gradNorms[i] as number), `rank ${r.rank} step ${i + 1} grad norm`).toBeLessThan(TOL);
+      });
+    }
+    // rank 0 packs the only sequence, rank 1 an idle copy of it
+    expect(results.map((r) => r.steps[0]?.microBatches)).toEqual([1, 1]);
+    const weights = readSafetensors(join(saveDir, 'step-2/model/model.safetensors'));
+    for (const [name, w] of single.weights) expect(relTensor(weights.get(name), w), `ZeRO-3 batch 1 ${name}`).toBeLessThan(TOL);
   }, 60_000);
 });

@@ -19,11 +19,12 @@ export interface LogprobOptions extends ForwardOptions {
  * `model.params`. `targets` [N] aligned with `batch.inputIds` (token t scores targets[t]).
  */
 export function tokenLogprobs(
-  model: DecoderModel,
+  passModel: DecoderModel,
   batch: TokenBatch,
   targets: ArrayLike<number>,
   options: LogprobOptions = {},
 ): { logprobs: tf.Tensor1D; entropy: tf.Tensor1D } {
+  const model = passModel.forPass?.() ?? passModel;
   const n = batch.inputIds.length;
   if (targets.length !== n) {
     throw new ModelsError('SHAPE_MISMATCH', `tokenLogprobs: ${targets.length} targets for ${n} input ids`);

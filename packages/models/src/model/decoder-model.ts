@@ -53,6 +53,11 @@ export interface DecoderModel {
   readonly logprobHead?: LogprobHeadFn;
   /** When set, `tokenLogprobs` / `tokenValues` run this rank's share of each row (context parallelism). */
   readonly splitRow?: RowSplitFn;
+  /**
+   * When set, `tokenLogprobs` / `tokenValues` run each pass (forward and its backward) on the
+   * model it returns: parameters fetched per pass, e.g. gathered from ZeRO-3 shards.
+   */
+  readonly forPass?: () => DecoderModel;
   /** RoPE inverse frequencies (float64), derived from the config. */
   readonly invFreq: Float64Array;
 }
@@ -64,6 +69,7 @@ export interface DecoderModelOptions {
   embedding?: EmbeddingFn;
   logprobHead?: LogprobHeadFn;
   splitRow?: RowSplitFn;
+  forPass?: () => DecoderModel;
 }
 
 /** Wraps a config and its parameters (see `createParamMap` / `loadModel`) as a `DecoderModel`. */
@@ -77,6 +83,7 @@ export function createDecoderModel(config: ModelConfig, params: ParamMap, option
     ...(options.embedding ? { embedding: options.embedding } : {}),
     ...(options.logprobHead ? { logprobHead: options.logprobHead } : {}),
     ...(options.splitRow ? { splitRow: options.splitRow } : {}),
+    ...(options.forPass ? { forPass: options.forPass } : {}),
   };
 }
 

@@ -35,6 +35,21 @@ export function planFlatParams(shapes: Record<string, readonly number[]>, fsdpSi
   return { names, shapes: names.map((n) => [...shapes[n]!]), offsets, numel, paddedNumel: shardSize * fsdpSize, shardSize, fsdpSize };
 }
 
+/**
+ * FSDP units of named tensors: `unitOf(name)` groups them (e.g. one unit per decoder layer),
+ * units in the order their first tensor appears, each laid out flat for `fsdpSize` ranks.
+ */
+export function planUnits(tensors: Record<string, { shape: readonly number[] }>, unitOf: (name: string) => string, fsdpSize: number): { name: string; layout: FlatParamLayout }[] {
+  const byUnit = new Map<string, Record<string, readonly number[]>>();
+  for (const [name, t] of Object.entries(tensors)) {
+    const u = unitOf(name);
+    const shapes = byUnit.get(u) ?? {};
+    shapes[name] = t.shape;
+    byUnit.set(u, shapes);
+  }
+  return [...byUnit].map(([name, shapes]) => ({ name, layout: planFlatParams(shapes, fsdpSize) }));
+}
+
 /** Copy tensors into a padded flat buffer; a missing or misshapen tensor names the parameter. */
 export function flattenParams(tensors: Record<string, tf.Tensor>, layout: FlatParamLayout): Float32Array {
   const flat = new Float32Array(layout.paddedNumel);
@@ -63,4 +78,23 @@ export function unflattenParams(flat: Float32Array, layout: FlatParamLayout): Re
 export function shardOf(flat: Float32Array, layout: FlatParamLayout, fsdpRank: number): Float32Array {
   if (fsdpRank < 0 || fsdpRank >= layout.fsdpSize) throw new ParallelError('INVALID_ARGUMENT', `fsdp rank ${fsdpRank} is outside the group of ${layout.fsdpSize}.`);
   return flat.slice(fsdpRank * layout.shardSize, (fsdpRank + 1) * layout.shardSize);
+}
+
+/**
+ * Sum of squares of this fsdp rank's shard of a flat buffer (e.g. its gradient shard), each
+ * parameter's part weighted by `weightOf(name)` (the padding is not counted).
+ */
+export function shardSquares(shard: ArrayLike<number>, layout: FlatParamLayout, fsdpRank: number, weightOf: (name: string) => number = () => 1): number {
+  const start = fsdpRank * layout.shardSize;
+  let sq = 0;
+  layout.names.forEach((name, k) => {
+    const at = layout.offsets[k]!;
+    const size = layout.shapes[k]!.reduce((a, b) => a * b, 1);
+    const a = Math.max(at, start) - start;
+    const b = Math.min(at + size, start + layout.shardSize) - start;
+    let part = 0;
+    for (let i = a; i < b; i++) part += shard[i]! * shard[i]!;
+    sq += weightOf(name) * part;
+  });
+  return sq;
 }

@@ -1,7 +1,7 @@
 import type * as tf from '@tensorflow/tfjs-core';
 import type { PendingOp, ProcessGroup } from '../comm/collective.js';
 import { ParallelError } from '../errors.js';
-import { type FlatParamLayout, flattenParams, planFlatParams, shardOf, unflattenParams } from './flat-params.js';
+import { type FlatParamLayout, flattenParams, planUnits, shardOf, shardSquares, unflattenParams } from './flat-params.js';
 
 /** The groups FSDP works over: shard over `fsdp`, replicate over `ddp` (size 1 = ZeRO-3). */
 export interface FsdpGroups {
@@ -57,15 +57,7 @@ export class FullyShardedParams {
     unitOf: (name: string) => string = () => 'all',
   ): FullyShardedParams {
     const params: Record<string, tf.Tensor> = full instanceof Map ? Object.fromEntries(full) : (full as Record<string, tf.Tensor>);
-    const byUnit = new Map<string, Record<string, readonly number[]>>();
-    for (const [name, t] of Object.entries(params)) {
-      const u = unitOf(name);
-      const shapes = byUnit.get(u) ?? {};
-      shapes[name] = t.shape;
-      byUnit.set(u, shapes);
-    }
-    const units = [...byUnit].map(([name, shapes]) => {
-      const layout = planFlatParams(shapes, groups.fsdp.size);
+    const units = planUnits(params, unitOf, groups.fsdp.size).map(({ name, layout }) => {
       const subset = Object.fromEntries(layout.names.map((n) => [n, params[n]!]));
       return { name, layout, params: shardOf(flattenParams(subset, layout), layout, groups.fsdp.rank), grads: new Float32Array(layout.shardSize) };
     });
@@ -117,23 +109,7 @@ export class FullyShardedParams {
   gradNorm(options: FsdpNormOptions = {}): number {
     const { weightOf, across } = options;
     let sq = 0;
-    for (const u of this.units) {
-      if (!weightOf) {
-        for (let i = 0; i < u.grads.length; i++) sq += u.grads[i]! * u.grads[i]!;
-        continue;
-      }
-      // the parameters overlapping this rank's slice [start, start + shardSize) of the flat buffer
-      const start = this.groups.fsdp.rank * u.layout.shardSize;
-      u.layout.names.forEach((name, k) => {
-        const at = u.layout.offsets[k]!;
-        const size = u.layout.shapes[k]!.reduce((a, b) => a * b, 1);
-        const a = Math.max(at, start) - start;
-        const b = Math.min(at + size, start + u.layout.shardSize) - start;
-        let part = 0;
-        for (let i = a; i < b; i++) part += u.grads[i]! * u.grads[i]!;
-        sq += weightOf(name) * part;
-      });
-    }
+    for (const u of this.units) sq += shardSquares(u.grads, u.layout, this.groups.fsdp.rank, weightOf);
     const total = this.groups.fsdp.allReduce(Float32Array.of(sq), 'sum')[0]!;
     return Math.sqrt(across && across.size > 1 ? across.allReduce(Float32Array.of(total), 'sum')[0]! : total);
   }

@@ -1,7 +1,7 @@
 import type { DpoConfig } from '../config/dpo-config.js';
 import { openRun } from '../loop/open-run.js';
 import { openModel } from '../loop/run-setup.js';
-import { parallelDecoder } from '../parallel-model/tensor-parallel-model.js';
+import { trainModel } from '../parallel-model/trained-model.js';
 import { type RunIo, type RunResult, runTrainingLoop } from '../loop/train-loop.js';
 import { dpoObjective } from './dpo-objective.js';
 
@@ -12,8 +12,8 @@ import { dpoObjective } from './dpo-objective.js';
 export async function runDpo(config: DpoConfig, io: RunIo = {}): Promise<RunResult> {
   const { model, spec } = await openRun('dpo', config, 'actor', config.actor, io);
   const needsRef = config.actor.preference_loss !== 'simpo';
-  // the reference is laid out as the actor (same tp shards and cp split), so its pass runs in step
-  const ref = needsRef && spec.layout ? parallelDecoder((await openModel(config.ref_actor.model_name ?? config.actor.model_name, 'ref_actor.model_name')).model, spec.layout, 'actor') : undefined;
+  // the reference is laid out as the actor (tp shards, cp split, ZeRO-3 shards), so its passes run in step
+  const ref = needsRef ? trainModel((await openModel(config.ref_actor.model_name ?? config.actor.model_name, 'ref_actor.model_name')).model, spec.layout, 'actor').model : undefined;
   return runTrainingLoop({
     ...spec,
     objective: dpoObjective(model, ref, {

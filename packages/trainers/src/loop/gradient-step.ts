@@ -35,12 +35,12 @@ export function accumulateGradients<P>(
     const { value, grads: g } = tf.variableGrads(() => {
       const out = objective.loss(bin, totals, prepared);
       binMetrics = out.metrics;
-      return out.loss;
+      return bin.idle ? tf.mul(out.loss, 0) : out.loss; // an idle pass only keeps the ranks in step
     }, varList);
     if (prepared !== undefined) objective.release?.(prepared);
     loss += value.dataSync()[0];
     value.dispose();
-    addMetrics(metrics, binMetrics);
+    if (!bin.idle) addMetrics(metrics, binMetrics);
     for (const [varName, grad] of Object.entries(g)) {
       const name = byVar.get(varName) as string;
       const prev = grads[name];
@@ -62,9 +62,11 @@ export function evaluateBins<P>(bins: readonly PackedBin[], totals: StepTotals, 
     const prepared = objective.prepare?.(bin);
     const out = objective.loss(bin, totals, prepared);
     if (prepared !== undefined) objective.release?.(prepared);
-    loss += out.loss.dataSync()[0];
+    if (!bin.idle) {
+      loss += out.loss.dataSync()[0];
+      addMetrics(metrics, out.metrics);
+    }
     out.loss.dispose();
-    addMetrics(metrics, out.metrics);
   }
   return { loss, metrics };
 }

@@ -3,7 +3,7 @@ import { resolveCheckpoint } from '../checkpoint/resolve-checkpoint.js';
 import type { ModelSection, TrainerSection } from '../config/sections.js';
 import { type ItemKind, type SplitConfig, loadItems } from '../dataset/load-items.js';
 import { planRankLayout } from '../parallel-model/rank-layout.js';
-import { parallelDecoder } from '../parallel-model/tensor-parallel-model.js';
+import { trainModel } from '../parallel-model/trained-model.js';
 import { openDataParallel } from './data-parallel.js';
 import { modelSaver, openModel, openTokenizer, paramRecord, startEngine, startingWeights } from './run-setup.js';
 import type { LoopSpec, RunIo } from './train-loop.js';
@@ -16,7 +16,7 @@ export interface RunConfig {
 
 /** What {@link openRun} opened: the model to build the objective on and the rest of the loop's spec. */
 export interface OpenedRun {
-  /** This rank's model: tp shards and cp split when the section asks for them (see `parallelDecoder`). */
+  /** This rank's model: tp shards, cp split and ZeRO-3 shards when the section asks for them (see `trainModel`). */
   readonly model: DecoderModel;
   /** Sequences dropped while tokenizing (no trained token left), for the run's first line. */
   readonly dropped: number;
@@ -47,7 +47,8 @@ export async function openRun(
   const world = await openDataParallel();
   try {
     const layout = planRankLayout(world, section, key);
-    const model = parallelDecoder(full, layout, key);
+    const trained = trainModel(full, layout, key);
+    const model = trained.model;
     return {
       model,
       dropped,
@@ -61,7 +62,7 @@ export async function openRun(
         shuffle: data.shuffle,
         train,
         test,
-        params: paramRecord(model),
+        trained,
         saveModel: modelSaver(model, generationConfig, tokenizerDir),
         resumeFrom,
         config,

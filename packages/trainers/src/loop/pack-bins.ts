@@ -13,6 +13,11 @@ export interface PackedBin {
   readonly targets: number[];
   readonly lossMask: number[];
   readonly numSequences: number;
+  /**
+   * A stand-in pass (a copy of the step's heaviest bin) for a rank with fewer bins than the
+   * others under ZeRO-3, whose passes are collectives: run, multiplied by 0, not counted.
+   */
+  readonly idle?: boolean;
 }
 
 /**
@@ -21,6 +26,8 @@ export interface PackedBin {
  * With `groupSize` 2 each item's (chosen, rejected) pair shares a bin. Empty bins are dropped.
  * With data parallelism the bin count is a multiple of `dp.size` and rank r gets the r-th
  * contiguous slice of the bins (heaviest first, so rank 0 always holds a non-empty bin).
+ * `lockstep` (ZeRO-3) keeps every rank at the same number of bins: a slot left empty becomes an
+ * `idle` copy of the heaviest bin.
  */
 export function packBins(
   items: readonly TrainingItem[],
@@ -28,6 +35,7 @@ export function packBins(
   groupSize: 1 | 2,
   budgetKey: string,
   dp: { readonly rank: number; readonly size: number } = { rank: 0, size: 1 },
+  lockstep = false,
 ): PackedBin[] {
   const sequences = items.flatMap((it) => it.sequences);
   for (const it of items) {
@@ -44,11 +52,10 @@ export function packBins(
     sequences.map((s) => s.inputIds.length),
     { maxTokensPerRank: budget, dpSize: dp.size, groupSize },
   );
-  const bins: PackedBin[] = [];
-  for (const members of plan.bins.slice(dp.rank * plan.binsPerRank, (dp.rank + 1) * plan.binsPerRank)) {
+  const binOf = (members: readonly number[]): PackedBin | undefined => {
     const real = members.filter((i) => i < sequences.length);
-    if (real.length === 0) continue;
-    const bin: PackedBin = { inputIds: [], positionIds: [], segmentIds: [], targets: [], lossMask: [], numSequences: real.length };
+    if (real.length === 0) return undefined;
+    const bin = { inputIds: [] as number[], positionIds: [] as number[], segmentIds: [] as number[], targets: [] as number[], lossMask: [] as number[], numSequences: real.length };
     real.forEach((idx, s) => {
       const q = sequences[idx];
       bin.inputIds.push(...q.inputIds);
@@ -57,7 +64,13 @@ export function packBins(
       bin.lossMask.push(...q.lossMask);
       for (let t = 0; t < q.inputIds.length; t++) bin.segmentIds.push(s);
     });
-    bins.push(bin);
+    return bin;
+  };
+  const bins: PackedBin[] = [];
+  for (const members of plan.bins.slice(dp.rank * plan.binsPerRank, (dp.rank + 1) * plan.binsPerRank)) {
+    const bin = binOf(members);
+    if (bin) bins.push(bin);
+    else if (lockstep && sequences.length > 0) bins.push({ ...(binOf(plan.bins[0] as number[]) as PackedBin), idle: true });
   }
   return bins;
 }
@@ -81,6 +94,7 @@ export function stepTotals(bins: readonly PackedBin[]): StepTotals {
   let tokens = 0;
   let pairsTimesTwo = 0;
   for (const b of bins) {
+    if (b.idle) continue;
     tokens += b.inputIds.length;
     pairsTimesTwo += b.numSequences;
     const seen = new Set<number>();

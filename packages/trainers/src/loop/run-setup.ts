@@ -54,8 +54,8 @@ export function startingWeights(modelName: string, resumeFrom: string | undefine
  * `params` replaces the model's own (the full tensors gathered from tensor-parallel shards).
  */
 export function modelSaver(model: DecoderModel, generationConfig: GenerationConfig | undefined, tokenizerDir: string) {
-  return async (dir: string, params?: ParamMap) => {
-    await saveHfModel(dir, params ? createDecoderModel(model.config, params) : model, generationConfig ? { generationConfig } : {});
+  return async (dir: string, params: ParamMap = model.params) => {
+    await saveHfModel(dir, createDecoderModel(model.config, params), generationConfig ? { generationConfig } : {});
     copyTokenizerFiles(tokenizerDir, dir);
   };
 }

@@ -12,14 +12,13 @@ import { TrainersError } from '../errors.js';
 import { type MetricRecord, MetricsLog } from '../metrics/metrics-log.js';
 import { type Progress, createProgress } from '../metrics/progress.js';
 import { TensorBoardWriter } from '../metrics/tensorboard-writer.js';
-import { ShardedAdamW } from '../optim/sharded-adamw.js';
+import { AdamW } from '../optim/adamw.js';
 import { type ScheduleOptions, scheduledLr } from '../optim/cosine-schedule.js';
 import { writeReport } from '../report/write-report.js';
 import type { ParamMap } from '@rl2/models';
-import { type RankLayout, microBatchBudget, planRankLayout } from '../parallel-model/rank-layout.js';
-import { fullOptimizerState, fullParams, localOptimizerState } from '../parallel-model/tensor-parallel-model.js';
-import { layoutStep, optimizerFor } from './layout-step.js';
-import { openDataParallel } from './data-parallel.js';
+import { type RankLayout, microBatchBudget } from '../parallel-model/rank-layout.js';
+import type { TrainedModel } from '../parallel-model/trained-model.js';
+import { layoutStep } from './layout-step.js';
 import { evaluateBins } from './gradient-step.js';
 import type { Objective } from './objective.js';
 import { type PackedBin, packBins, stepTotals } from './pack-bins.js';
@@ -63,21 +62,22 @@ export interface LoopSpec<P> {
   readonly shuffle: boolean;
   readonly train: readonly TrainingItem[];
   readonly test: readonly TrainingItem[];
-  readonly params: Readonly<Record<string, tf.Variable>>;
+  /** The model as this rank trains it (its parameters, full tensors and optimizer state back). */
+  readonly trained: TrainedModel;
   readonly objective: Objective<P>;
-  /** Writes the HF model to `dir`; `params` are the full tensors when the model is tp-sharded. */
-  readonly saveModel: (dir: string, params?: ParamMap) => Promise<void>;
+  /** Writes the HF model with these full parameters to `dir`. */
+  readonly saveModel: (dir: string, params: ParamMap) => Promise<void>;
   /** Checkpoint directory to resume from (already resolved). */
   readonly resumeFrom?: string;
   /** The resolved config, written to save_dir/config.yaml. */
   readonly config: unknown;
   readonly io: RunIo;
   /**
-   * Ranks this run is spread over and the model's place on them (see `planRankLayout`; default:
-   * the launcher's world laid out by the model section, one process when none). Each data-parallel
-   * rank trains on its slice of the step's bins; only world rank 0 writes.
+   * Ranks this run is spread over and the model's place on them (see `planRankLayout`), as
+   * `trained` was laid out. Each data-parallel rank trains on its slice of the step's bins; only
+   * world rank 0 writes.
    */
-  readonly layout?: RankLayout;
+  readonly layout: RankLayout;
   /** Close `layout.world` when the loop ends (set by `openRun`, which opened it). */
   readonly ownsWorld?: boolean;
 }
@@ -101,11 +101,10 @@ const prefixed = (prefix: string, m: Record<string, number>) => Object.fromEntri
  * checkpoints, metrics and progress.
  */
 export async function runTrainingLoop<P>(spec: LoopSpec<P>): Promise<RunResult> {
-  const world = spec.layout?.world ?? (await openDataParallel());
   try {
-    return await trainOnRanks(spec, spec.layout ?? planRankLayout(world, spec.model, spec.modelKey));
+    return await trainOnRanks(spec, spec.layout);
   } finally {
-    if (!spec.layout || spec.ownsWorld) await world.close();
+    if (spec.ownsWorld) await spec.layout.world.close();
   }
 }
 
@@ -121,13 +120,13 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
   const totalSteps = Math.min(trainer.max_steps ?? Number.POSITIVE_INFINITY, trainer.n_epochs * batchesPerEpoch);
   const schedule: ScheduleOptions = { lr: m.lr, minLr: m.min_lr, warmupRatio: m.warmup_ratio, totalSteps, kind: m.scheduler };
   const adamw = { betas: m.betas, eps: m.eps, weightDecay: m.weight_decay };
-  // FSDP layout (gradients and AdamW state sharded) when asked for and there are several ranks
-  const optimizer = optimizerFor(spec.params, adamw, layout);
-  const sharded = optimizer instanceof ShardedAdamW;
+  const { trained } = spec;
+  const optimizer = new AdamW(trained.params, adamw);
+  const lockstep = trained.sharded; // ZeRO-3: every data-parallel rank runs as many passes
   // the test set is packed in chunks of data.test.batch_size items; the totals span all of it
   const testBins: PackedBin[] = [];
   for (let i = 0; i < spec.test.length; i += spec.testBatchSize) {
-    testBins.push(...packBins(spec.test.slice(i, i + spec.testBatchSize), budget, spec.objective.groupSize, budgetKey, dp));
+    testBins.push(...packBins(spec.test.slice(i, i + spec.testBatchSize), budget, spec.objective.groupSize, budgetKey, dp, lockstep));
   }
   const testTotals = sumTotalsOverRanks(dp, stepTotals(testBins));
 
@@ -145,7 +144,7 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
     }
     ({ step, epoch, batchInEpoch, order, lr } = saved.state);
     rng = new Rng(saved.state.rng);
-    optimizer.loadState(localOptimizerState(saved.optimizer, tp));
+    optimizer.loadState(trained.localOptimizerState(saved.optimizer));
   }
 
   const metrics = isMain ? new MetricsLog(join(trainer.save_dir, 'metrics.jsonl')) : undefined;
@@ -184,10 +183,9 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
     if (savedAt === step) return;
     savedAt = step;
     checkpoint = join(trainer.save_dir, checkpointDirName(step));
-    // sharded optimizer state and tp shards are gathered: collectives every rank joins
-    const gathers = sharded || tp !== undefined;
-    const optimizerState = gathers || isMain ? fullOptimizerState(optimizer.state(), tp) : undefined;
-    const model = fullParams(spec.params, tp);
+    // sharded optimizer state and parameters are gathered: collectives every rank joins
+    const optimizerState = trained.sharded || tp || isMain ? trained.fullOptimizerState(optimizer.state()) : undefined;
+    const model = trained.fullParams();
     if (!isMain || !optimizerState) {
       model.dispose();
       return;
@@ -205,7 +203,7 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
       savedAt: new Date().toISOString(),
     };
     try {
-      await saveCheckpoint(checkpoint, { state, optimizer: optimizerState, saveModel: (dir) => spec.saveModel(dir, tp ? model.params : undefined) });
+      await saveCheckpoint(checkpoint, { state, optimizer: optimizerState, saveModel: (dir) => spec.saveModel(dir, model.params) });
     } finally {
       model.dispose();
     }
@@ -228,11 +226,11 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
       continue;
     }
     const items = order.slice(batchInEpoch * batchSize, (batchInEpoch + 1) * batchSize).map((i) => spec.train[i]);
-    const bins = packBins(items, budget, spec.objective.groupSize, budgetKey, dp);
+    const bins = packBins(items, budget, spec.objective.groupSize, budgetKey, dp, lockstep);
     const began = performance.now();
     const totals = sumTotalsOverRanks(dp, stepTotals(bins));
     lr = scheduledLr(step, schedule);
-    const res = layoutStep({ layout, bins, totals, objective: spec.objective, params: spec.params, optimizer, lr, maxGradNorm: m.max_grad_norm, flags: [io.signal?.aborted ? 1 : 0] });
+    const res = layoutStep({ layout, bins, totals, objective: spec.objective, trained, optimizer, lr, maxGradNorm: m.max_grad_norm, flags: [io.signal?.aborted ? 1 : 0] });
     const stopRequested = () => (layout.world.size > 1 ? (res.flags[0] as number) > 0 : Boolean(io.signal?.aborted));
     const seconds = (performance.now() - began) / 1000;
     step += 1;

@@ -5,23 +5,30 @@ import * as tf from '@tensorflow/tfjs-core';
 export type NamedGrads = Record<string, tf.Tensor>;
 
 /**
- * Clips by the global L2 norm over all gradients, like torch.nn.utils.clip_grad_norm_:
- *   norm = sqrt(sum_i ||g_i||^2);  g_i *= min(1, maxNorm / (norm + 1e-6)).
- * Returns the pre-clip norm and new gradient tensors (inputs are not disposed).
- * With data parallelism `norm` must be computed over the full gradient, not a shard: under
- * tensor parallelism `options` weighs each tensor's squares and adds them over the tp group.
+ * The global L2 norm sqrt(sum_i ||g_i||^2) of gradients every rank holds whole. Under tensor
+ * parallelism `options` weighs each tensor's squares and adds them over the tp group.
  */
-export function clipGradNorm(grads: NamedGrads, maxNorm: number | null, options: FsdpNormOptions = {}): { norm: number; grads: NamedGrads } {
-  const names = Object.keys(grads);
+export function gradNorm(grads: NamedGrads, options: FsdpNormOptions = {}): number {
   const { weightOf, across } = options;
   let sq = tf.tidy(() => {
-    const squares = names.map((n) => tf.mul(tf.sum(tf.square(grads[n])), weightOf ? weightOf(n) : 1));
+    const squares = Object.keys(grads).map((n) => tf.mul(tf.sum(tf.square(grads[n])), weightOf ? weightOf(n) : 1));
     return squares.length === 0 ? 0 : tf.addN(squares).dataSync()[0];
   });
   if (across && across.size > 1) sq = across.allReduce(Float32Array.of(sq), 'sum')[0] as number;
-  const norm = Math.sqrt(sq);
+  return Math.sqrt(sq);
+}
+
+/**
+ * Clips by the global L2 norm over all gradients, like torch.nn.utils.clip_grad_norm_:
+ *   norm = sqrt(sum_i ||g_i||^2);  g_i *= min(1, maxNorm / (norm + 1e-6)).
+ * Returns the pre-clip norm and new gradient tensors (inputs are not disposed).
+ * With data parallelism the norm must be that of the full gradient, not of a shard: `normOf`
+ * computes it for sharded layouts (tp shards, ZeRO-3 flat shards).
+ */
+export function clipGradNorm(grads: NamedGrads, maxNorm: number | null, normOf: (grads: NamedGrads) => number = gradNorm): { norm: number; grads: NamedGrads } {
+  const norm = normOf(grads);
   const coef = maxNorm === null ? 1 : Math.min(1, maxNorm / (norm + 1e-6));
   const out: NamedGrads = {};
-  for (const n of names) out[n] = tf.tidy(() => tf.mul(grads[n], coef));
+  for (const n of Object.keys(grads)) out[n] = tf.tidy(() => tf.mul(grads[n], coef));
   return { norm, grads: out };
 }

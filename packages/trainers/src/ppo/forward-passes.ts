@@ -17,7 +17,7 @@ export function rolloutLogps(model: DecoderModel, bins: readonly RolloutBin[], s
   const out: PerSequence = new Array(sequences.length);
   for (const bin of bins) {
     const { logprobs, entropy } = tokenLogprobs(model, binBatch(bin), bin.targets, { temperature, recompute: false });
-    scatterBinField(bin, logprobs.dataSync(), out, sequences);
+    if (!bin.idle) scatterBinField(bin, logprobs.dataSync(), out, sequences);
     tf.dispose([logprobs, entropy]);
   }
   return out;
@@ -28,7 +28,7 @@ export function rolloutValues(critic: DecoderModel, bins: readonly RolloutBin[],
   const out: PerSequence = new Array(sequences.length);
   for (const bin of bins) {
     const values = tokenValues(critic, binBatch(bin), { recompute: false });
-    scatterBinField(bin, values.dataSync(), out, sequences);
+    if (!bin.idle) scatterBinField(bin, values.dataSync(), out, sequences);
     values.dispose();
   }
   return out;

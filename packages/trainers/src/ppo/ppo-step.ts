@@ -1,5 +1,4 @@
-import type { DecoderModel } from '@rl2/models';
-import { paramRecord } from '../loop/run-setup.js';
+import type { TrainedModel } from '../parallel-model/trained-model.js';
 import { stepTotals } from '../loop/pack-bins.js';
 import { ONE_PROCESS, type RankLayout, microBatchBudget } from '../parallel-model/rank-layout.js';
 import { sumTotalsOverRanks } from '../loop/sum-over-ranks.js';
@@ -12,11 +11,11 @@ import { criticObjective } from './critic-objective.js';
 import { packRolloutBins } from './rollout-bins.js';
 import { type PpoOptimizer, type UpdateOutcome, updateModel } from './update-model.js';
 
-/** The models of a PPO run: the actor, the frozen reference (kl.coef > 0) and the critic (gae). */
+/** The models of a PPO run as this rank holds them: the actor, the frozen reference (kl.coef > 0) and the critic (gae). */
 export interface PpoModels {
-  readonly actor: DecoderModel;
-  readonly ref?: DecoderModel;
-  readonly critic?: DecoderModel;
+  readonly actor: TrainedModel;
+  readonly ref?: TrainedModel;
+  readonly critic?: TrainedModel;
 }
 
 /** Everything one step needs; `step` is the number of steps done before it. */
@@ -68,23 +67,25 @@ export async function ppoStep(input: PpoStepInput): Promise<{ metrics: Record<st
   const criticBudget = microBatchBudget(c, 'critic');
   const forwardStart = performance.now();
   const all = seqs.map((_, i) => i);
-  const bins = packRolloutBins(seqs, all, actorBudget.budget, actorBudget.budgetKey, dp);
+  // ZeRO-3 passes are collectives: every data-parallel rank runs as many (idle ones included)
+  const lockstep = models.actor.sharded || Boolean(models.ref?.sharded);
+  const bins = packRolloutBins(seqs, all, actorBudget.budget, actorBudget.budgetKey, dp, lockstep);
   const passTokens = sumTotalsOverRanks(dp, stepTotals(bins)).tokens;
   let passes = 0;
   let refLogps: PerSequence | undefined;
   let oldLogps: PerSequence | undefined;
   let values: PerSequence | undefined;
   if (models.ref && cfg.kl.coef > 0) {
-    refLogps = gatherPerSequence(dp, rolloutLogps(models.ref, bins, seqs, a.temperature), seqs);
+    refLogps = gatherPerSequence(dp, rolloutLogps(models.ref.model, bins, seqs, a.temperature), seqs);
     passes += 1;
   }
   if (models.critic) {
-    const criticBins = packRolloutBins(seqs, all, criticBudget.budget, criticBudget.budgetKey, criticLayout.data);
-    values = gatherPerSequence(criticLayout.data, rolloutValues(models.critic, criticBins, seqs), seqs);
+    const criticBins = packRolloutBins(seqs, all, criticBudget.budget, criticBudget.budgetKey, criticLayout.data, models.critic.sharded);
+    values = gatherPerSequence(criticLayout.data, rolloutValues(models.critic.model, criticBins, seqs), seqs);
     passes += 1;
   }
   if (cfg.kl.coef > 0 || a.update_per_rollout > 1) {
-    oldLogps = gatherPerSequence(dp, rolloutLogps(models.actor, bins, seqs, a.temperature), seqs);
+    oldLogps = gatherPerSequence(dp, rolloutLogps(models.actor.model, bins, seqs, a.temperature), seqs);
     passes += 1;
   }
   const forwardSeconds = (performance.now() - forwardStart) / 1000;
@@ -105,8 +106,8 @@ export async function ppoStep(input: PpoStepInput): Promise<{ metrics: Record<st
       sequences: seqs,
       updatePerRollout: a.update_per_rollout,
       ...actorBudget,
-      objective: actorObjective(models.actor, { sequences: seqs, advantages: adv.advantages, oldLogps, refLogps }, cfg),
-      params: paramRecord(models.actor),
+      objective: actorObjective(models.actor.model, { sequences: seqs, advantages: adv.advantages, oldLogps, refLogps }, cfg),
+      trained: models.actor,
       optimizer: input.actorOptimizer,
       maxGradNorm: a.max_grad_norm,
       lr: input.actorLr,
@@ -119,8 +120,8 @@ export async function ppoStep(input: PpoStepInput): Promise<{ metrics: Record<st
       sequences: seqs,
       updatePerRollout: c.update_per_rollout,
       ...criticBudget,
-      objective: criticObjective(models.critic, { oldValues: values, returns: adv.returns }, cfg),
-      params: paramRecord(models.critic),
+      objective: criticObjective(models.critic.model, { oldValues: values, returns: adv.returns }, cfg),
+      trained: models.critic,
       optimizer: input.criticOptimizer,
       maxGradNorm: c.max_grad_norm,
       lr: input.criticLr,

@@ -15,7 +15,8 @@ export interface RolloutBin extends PackedBin {
  * (old logps, advantages, values) can be laid out alongside with `binField`.
  * `indices` picks the sequences of this update (a chunk with update_per_rollout > 1).
  * With data parallelism (`dp`) the bin count is a multiple of `dp.size` and rank r keeps the
- * r-th contiguous slice of the bins (heaviest first), as `packBins` does.
+ * r-th contiguous slice of the bins (heaviest first), as `packBins` does, and `lockstep`
+ * (ZeRO-3) fills empty slots with `idle` copies of the heaviest bin.
  */
 export function packRolloutBins(
   sequences: readonly TrainingSequence[],
@@ -23,6 +24,7 @@ export function packRolloutBins(
   budget: number,
   budgetKey: string,
   dp: { readonly rank: number; readonly size: number } = { rank: 0, size: 1 },
+  lockstep = false,
 ): RolloutBin[] {
   for (const i of indices) {
     const len = sequences[i].states.length;
@@ -34,10 +36,9 @@ export function packRolloutBins(
     indices.map((i) => sequences[i].states.length),
     { maxTokensPerRank: budget, dpSize: dp.size, groupSize: 1 },
   );
-  const bins: RolloutBin[] = [];
-  for (const slots of plan.bins.slice(dp.rank * plan.binsPerRank, (dp.rank + 1) * plan.binsPerRank)) {
+  const binOf = (slots: readonly number[]): RolloutBin | undefined => {
     const members = slots.filter((s) => s < indices.length).map((s) => indices[s]);
-    if (members.length === 0) continue;
+    if (members.length === 0) return undefined;
     const bin = { inputIds: [] as number[], positionIds: [] as number[], segmentIds: [] as number[], targets: [] as number[], lossMask: [] as number[], numSequences: members.length, members };
     members.forEach((idx, s) => {
       const q = sequences[idx];
@@ -49,7 +50,13 @@ export function packRolloutBins(
         bin.segmentIds.push(s);
       }
     });
-    bins.push(bin);
+    return bin;
+  };
+  const bins: RolloutBin[] = [];
+  for (const slots of plan.bins.slice(dp.rank * plan.binsPerRank, (dp.rank + 1) * plan.binsPerRank)) {
+    const bin = binOf(slots);
+    if (bin) bins.push(bin);
+    else if (lockstep && indices.length > 0) bins.push({ ...(binOf(plan.bins[0] as number[]) as RolloutBin), idle: true });
   }
   return bins;
 }

@@ -13,11 +13,10 @@ import { TensorBoardWriter } from '../metrics/tensorboard-writer.js';
 import { modelSaver, openModel, openTokenizer, paramRecord, startEngine, startingWeights } from '../loop/run-setup.js';
 import type { RunIo } from '../loop/train-loop.js';
 import { type DataParallel, openDataParallel } from '../loop/data-parallel.js';
-import { optimizerFor } from '../loop/layout-step.js';
 import type { Progress } from '../metrics/progress.js';
-import { ShardedAdamW } from '../optim/sharded-adamw.js';
+import { AdamW } from '../optim/adamw.js';
 import { ONE_PROCESS, planRankLayout } from '../parallel-model/rank-layout.js';
-import { fullOptimizerState, fullParams, localOptimizerState, parallelDecoder } from '../parallel-model/tensor-parallel-model.js';
+import { type TrainedModel, trainModel } from '../parallel-model/trained-model.js';
 import { type ScheduleOptions, scheduledLr } from '../optim/cosine-schedule.js';
 import { writeReport } from '../report/write-report.js';
 import { loadPpoPrompts } from './load-ppo-prompts.js';
@@ -153,14 +152,14 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
   const saved = resumeFrom ? loadPpoCheckpoint(resumeFrom) : undefined;
 
   // the actor and its reference lie on the ranks by actor.{tp,cp,ddp}_size, the critic by critic.*;
-  // under tp the full actor stays alongside its shards: the embedded engine generates with it
+  // under tp or FSDP the full actor stays alongside the shards: the engine generates with it
   const useCritic = config.adv.estimator === 'gae';
   const actorLayout = planRankLayout(dp, a, 'actor');
   const criticLayout = useCritic ? planRankLayout(dp, c, 'critic') : ONE_PROCESS;
   const actor = await openModel(startingWeights(a.model_name, resumeFrom), 'actor.model_name');
-  const trainedActor = parallelDecoder(actor.model, actorLayout, 'actor', { keepFull: true });
-  const ref = config.kl.coef > 0 ? parallelDecoder((await openModel(config.ref_actor.model_name, 'ref_actor.model_name')).model, actorLayout, 'actor') : undefined;
-  const critic = useCritic ? parallelDecoder((await openModel(resumeFrom ? join(resumeFrom, 'critic') : c.model_name, 'critic.model_name', { head: 'value' })).model, criticLayout, 'critic') : undefined;
+  const trainedActor = trainModel(actor.model, actorLayout, 'actor', { keepFull: true });
+  const ref = config.kl.coef > 0 ? trainModel((await openModel(config.ref_actor.model_name, 'ref_actor.model_name')).model, actorLayout, 'actor') : undefined;
+  const critic = useCritic ? trainModel((await openModel(resumeFrom ? join(resumeFrom, 'critic') : c.model_name, 'critic.model_name', { head: 'value' })).model, criticLayout, 'critic') : undefined;
   const models: PpoModels = { actor: trainedActor, ref, critic };
 
   const stepsPerEpoch = Math.max(1, Math.floor(prompts.train.length / r.train_prompts_per_rollout));
@@ -175,17 +174,16 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
   const actorSchedule = schedule(a, (totalSteps - a.freeze_steps) * a.update_per_rollout);
   const criticSchedule = schedule(c, totalSteps * c.update_per_rollout);
   const adamw = (m: PpoConfig['actor'] | PpoConfig['critic']) => ({ betas: m.betas, eps: m.eps, weightDecay: m.weight_decay });
-  // FSDP layout (gradients and AdamW state sharded) when <model>.ddp_size is set on several ranks
-  const actorOptimizer: PpoOptimizer = optimizerFor(paramRecord(trainedActor), adamw(a), actorLayout);
-  const criticOptimizer: PpoOptimizer | undefined = critic ? optimizerFor(paramRecord(critic), adamw(c), criticLayout) : undefined;
+  const actorOptimizer: PpoOptimizer = new AdamW(trainedActor.params, adamw(a));
+  const criticOptimizer: PpoOptimizer | undefined = critic ? new AdamW(critic.params, adamw(c)) : undefined;
   if (saved) {
-    actorOptimizer.loadState(localOptimizerState(saved.actor, actorLayout.tp));
-    criticOptimizer?.loadState(localOptimizerState(saved.critic, criticLayout.tp));
+    actorOptimizer.loadState(trainedActor.localOptimizerState(saved.actor));
+    if (critic) criticOptimizer?.loadState(critic.localOptimizerState(saved.critic));
   }
-  /** After an actor update under tp: the full weights the engine generates with, gathered from the shards. */
+  /** After an actor update under tp or FSDP: the full weights the engine generates with, gathered from the shards. */
   const refreshFullActor = () => {
-    if (!actorLayout.tp) return;
-    const full = fullParams(paramRecord(trainedActor), actorLayout.tp);
+    if (!actorLayout.tp && !trainedActor.sharded) return;
+    const full = trainedActor.fullParams();
     for (const [name, t] of full.params) (actor.model.params.get(name) as tf.Variable).assign(t);
     full.dispose();
   };
@@ -271,14 +269,14 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
   // the full actor (kept in step with the shards, see refreshFullActor) is what is saved
   const actorSaver = modelSaver(actor.model, actor.generationConfig, tokenizerDir);
   /** Optimizer state as saved: sharded state and tp shards are gathered by collectives every rank joins. */
-  const optimizerState = (o: PpoOptimizer, layout: typeof actorLayout) => (o instanceof ShardedAdamW || layout.tp || isMain ? fullOptimizerState(o.state(), layout.tp) : undefined);
+  const optimizerState = (o: PpoOptimizer, t: TrainedModel, layout: typeof actorLayout) => (t.sharded || layout.tp || isMain ? t.fullOptimizerState(o.state()) : undefined);
   const save = async () => {
     if (savedAt === step) return;
     savedAt = step;
     checkpoint = join(trainer.save_dir, checkpointDirName(step));
-    const actorState = optimizerState(actorOptimizer, actorLayout);
-    const criticState = criticOptimizer ? optimizerState(criticOptimizer, criticLayout) : undefined;
-    const criticFull = critic ? fullParams(paramRecord(critic), criticLayout.tp) : undefined;
+    const actorState = optimizerState(actorOptimizer, trainedActor, actorLayout);
+    const criticState = criticOptimizer && critic ? optimizerState(criticOptimizer, critic, criticLayout) : undefined;
+    const criticFull = critic?.fullParams();
     try {
       if (!isMain || !actorState) return;
       await savePpoCheckpoint(checkpoint, {
@@ -289,7 +287,7 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
         actorOptimizer: { state: () => actorState },
         ...(criticState ? { criticOptimizer: { state: () => criticState } } : {}),
         saveActor: actorSaver,
-        ...(critic && criticFull ? { saveCritic: (dir: string) => modelSaver(critic, undefined, tokenizerDir)(dir, criticLayout.tp ? criticFull.params : undefined) } : {}),
+        ...(critic && criticFull ? { saveCritic: (dir: string) => modelSaver(critic.model, undefined, tokenizerDir)(dir, criticFull.params) } : {}),
       });
     } finally {
       criticFull?.dispose();

@@ -1,14 +1,15 @@
 import type { TrainingSequence } from '@rl2/rollout';
-import type * as tf from '@tensorflow/tfjs-core';
-import { type LayoutOptimizer, layoutStep } from '../loop/layout-step.js';
+import { layoutStep } from '../loop/layout-step.js';
 import type { Objective } from '../loop/objective.js';
 import { stepTotals } from '../loop/pack-bins.js';
 import { sumTotalsOverRanks } from '../loop/sum-over-ranks.js';
+import type { AdamW } from '../optim/adamw.js';
 import { ONE_PROCESS, type RankLayout } from '../parallel-model/rank-layout.js';
+import type { TrainedModel } from '../parallel-model/trained-model.js';
 import { packRolloutBins } from './rollout-bins.js';
 
-/** A PPO model's optimizer: AdamW, or its FSDP form when `<model>.ddp_size` is set on several ranks. */
-export type PpoOptimizer = LayoutOptimizer;
+/** A PPO model's optimizer (over `TrainedModel.params`: full tensors, tp shards or ZeRO-3 shards). */
+export type PpoOptimizer = AdamW;
 
 /** One model's update on a rollout: what it did, averaged over its optimizer steps. */
 export interface UpdateOutcome {
@@ -43,7 +44,7 @@ export function updateModel(opts: {
   budget: number;
   budgetKey: string;
   objective: Objective;
-  params: Readonly<Record<string, tf.Variable>>;
+  trained: TrainedModel;
   optimizer: PpoOptimizer;
   maxGradNorm: number | null;
   lr: (update: number) => number;
@@ -57,10 +58,10 @@ export function updateModel(opts: {
   let gradNorm = 0;
   let tokens = 0;
   chunks.forEach((chunk, c) => {
-    const bins = packRolloutBins(opts.sequences, chunk, opts.budget, opts.budgetKey, layout.data);
+    const bins = packRolloutBins(opts.sequences, chunk, opts.budget, opts.budgetKey, layout.data, opts.trained.sharded);
     const totals = sumTotalsOverRanks(layout.data, stepTotals(bins));
     tokens += totals.tokens;
-    const res = layoutStep({ layout, bins, totals, objective: opts.objective, params: opts.params, optimizer: opts.optimizer, lr: opts.lr(c), maxGradNorm: opts.maxGradNorm });
+    const res = layoutStep({ layout, bins, totals, objective: opts.objective, trained: opts.trained, optimizer: opts.optimizer, lr: opts.lr(c), maxGradNorm: opts.maxGradNorm });
     loss += res.loss / chunks.length;
     gradNorm += res.gradNorm / chunks.length;
     for (const [k, v] of Object.entries(res.metrics)) metrics[k] = (metrics[k] ?? 0) + v / chunks.length;

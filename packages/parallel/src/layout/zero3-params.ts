@@ -1,0 +1,222 @@
+import * as tf from '@tensorflow/tfjs-core';
+import type { PendingOp } from '../comm/collective.js';
+import { ParallelError } from '../errors.js';
+import { unaryCustomGrad, valuesOf } from './custom-grad.js';
+import { type FlatParamLayout, flattenParams, planUnits, shardOf, shardSquares } from './flat-params.js';
+import type { FsdpGroups, FsdpNormOptions } from './fsdp.js';
+
+/** A ZeRO-3 unit: its flat layout and this rank's shard, the variable an optimizer updates. */
+export interface Zero3Unit {
+  name: string;
+  layout: FlatParamLayout;
+  shard: tf.Variable;
+}
+
+/** Options of {@link Zero3Params.fromFull}. */
+export interface Zero3Options {
+  /**
+   * Called with a unit's full flat gradient (this rank's share) before it is reduce-scattered,
+   * e.g. to sum over tp the slices of tensors each tp rank only holds part of the gradient of.
+   */
+  beforeReduce?: (flatGrad: Float32Array, layout: FlatParamLayout) => void;
+}
+
+/**
+ * ZeRO stage 3 over tfjs autodiff (FSDP with the parameters sharded too,
+ * https://arxiv.org/abs/1910.02054): every unit (e.g. a decoder layer) lives as one flat shard
+ * variable per rank, 1/fsdp of its elements. A pass (one forward, and its backward) reads the
+ * parameters from `passLookup()`: `get(name)` all-gathers the unit the first time the pass
+ * reads one of its tensors (and starts gathering the next unit, so it overlaps compute) through
+ * a differentiable op whose gradient reduce-scatters the unit's full gradient over fsdp
+ * (all-reduced over ddp): `tf.variableGrads` over the shards then yields each rank's shard of
+ * the globally summed gradient. Every rank of the groups must run the same passes in the same
+ * order (pad with idle passes). Call `invalidate()` after the shards change.
+ */
+export class Zero3Params {
+  readonly units: Zero3Unit[];
+  private readonly unitIndex = new Map<string, number>();
+  private readonly prefetched = new Map<number, { op: PendingOp<Float32Array>; generation: number }>();
+  private generation = 0;
+
+  private constructor(
+    units: Zero3Unit[],
+    readonly groups: FsdpGroups,
+    private readonly options: Zero3Options,
+  ) {
+    this.units = units;
+    units.forEach((u, i) => {
+      for (const n of u.layout.names) this.unitIndex.set(n, i);
+    });
+  }
+
+  /** The parameters of one pass by HF name, each unit gathered on first read (and held for the pass). */
+  passLookup(): ReadonlyMap<string, tf.Tensor> {
+    return new GatheringMap(this);
+  }
+
+  /** Shards full tensors (identical on every rank, e.g. a loaded checkpoint) into units; the inputs are left alone. */
+  static fromFull(full: ReadonlyMap<string, tf.Tensor>, groups: FsdpGroups, unitOf: (name: string) => string, options: Zero3Options = {}): Zero3Params {
+    const params = Object.fromEntries(full);
+    const units = planUnits(params, unitOf, groups.fsdp.size).map(({ name, layout }) => {
+      const flat = flattenParams(Object.fromEntries(layout.names.map((n) => [n, params[n]!])), layout);
+      return { name, layout, shard: tf.variable(tf.tensor1d(shardOf(flat, layout, groups.fsdp.rank)), true) };
+    });
+    return new Zero3Params(units, groups, options);
+  }
+
+  /** The shard variables by unit name, as an optimizer takes them. */
+  get shards(): Record<string, tf.Variable> {
+    return Object.fromEntries(this.units.map((u) => [u.name, u.shard]));
+  }
+
+  /** Names of every parameter, in unit order. */
+  names(): string[] {
+    return this.units.flatMap((u) => u.layout.names);
+  }
+
+  /** The shards changed (an optimizer step, a loaded checkpoint): gathered copies and prefetches are stale. */
+  invalidate(): void {
+    this.generation += 1;
+  }
+
+  /** Index of the unit holding `name`. */
+  unitOf(name: string): number | undefined {
+    return this.unitIndex.get(name);
+  }
+
+  private flatOf(i: number): Float32Array {
+    const pending = this.prefetched.get(i);
+    this.prefetched.delete(i);
+    const unit = this.units[i]!;
+    if (pending) {
+      const data = pending.op.wait(); // every rank started it at the same point: always waited for
+      if (pending.generation === this.generation) return data;
+    }
+    return this.groups.fsdp.allGather(valuesOf(unit.shard));
+  }
+
+  /** Starts gathering unit `i` (unless it is already on its way); `gatherUnit(i)` picks it up. */
+  prefetch(i: number): void {
+    if (i >= this.units.length || this.prefetched.has(i)) return;
+    this.prefetched.set(i, { op: this.groups.fsdp.iallGather(valuesOf(this.units[i]!.shard)), generation: this.generation });
+  }
+
+  /** Unit `i`'s tensors for a pass, differentiable w.r.t. its shard (see the class). */
+  gatherUnit(i: number): Map<string, tf.Tensor> {
+    const { layout } = this.units[i]!;
+    const { fsdp, ddp } = this.groups;
+    const op = unaryCustomGrad(() => ({
+      value: tf.tensor1d(this.flatOf(i)),
+      gradFunc: (dy) => {
+        const g = valuesOf(dy);
+        this.options.beforeReduce?.(g, layout);
+        const shard = fsdp.reduceScatter(g, 'sum');
+        if (ddp && ddp.size > 1) ddp.allReduce(shard, 'sum');
+        return tf.tensor1d(shard);
+      },
+    }));
+    const flat = op(this.units[i]!.shard);
+    return new Map(
+      layout.names.map((n, k) => {
+        const shape = layout.shapes[k]!;
+        return [n, tf.reshape(tf.slice(flat, [layout.offsets[k]!], [shape.reduce((a, b) => a * b, 1)]), shape)];
+      }),
+    );
+  }
+
+  /** Full tensors of every parameter (not differentiable), e.g. to save or to generate with. A collective. */
+  gatherAll(): Map<string, tf.Tensor> {
+    const out = new Map<string, tf.Tensor>();
+    this.units.forEach((u, i) => {
+      const flat = this.flatOf(i);
+      u.layout.names.forEach((n, k) => {
+        const shape = u.layout.shapes[k]!;
+        const at = u.layout.offsets[k]!;
+        out.set(n, tf.tensor(flat.slice(at, at + shape.reduce((a, b) => a * b, 1)), shape));
+      });
+    });
+    return out;
+  }
+
+  /** Per-parameter full values of shard-shaped buffers by unit name (optimizer moments). A collective. */
+  gatherShardValues(byUnit: Readonly<Record<string, Float32Array>>): Record<string, { shape: number[]; data: Float32Array }> {
+    const out: Record<string, { shape: number[]; data: Float32Array }> = {};
+    for (const u of this.units) {
+      const shard = byUnit[u.name];
+      if (!shard) throw new ParallelError('INVALID_ARGUMENT', `no shard values for unit "${u.name}".`);
+      const flat = this.groups.fsdp.allGather(shard);
+      u.layout.names.forEach((n, k) => {
+        const shape = u.layout.shapes[k]!;
+        const at = u.layout.offsets[k]!;
+        out[n] = { shape: [...shape], data: flat.slice(at, at + shape.reduce((a, b) => a * b, 1)) };
+      });
+    }
+    return out;
+  }
+
+  /** This rank's shard of each unit from per-parameter full values (missing ones are zeros). No communication. */
+  shardValues(full: Readonly<Record<string, Float32Array | undefined>>): Record<string, Float32Array> {
+    return Object.fromEntries(
+      this.units.map((u) => {
+        const flat = new Float32Array(u.layout.paddedNumel);
+        u.layout.names.forEach((n, k) => {
+          const v = full[n];
+          if (v) flat.set(v, u.layout.offsets[k]!);
+        });
+        return [u.name, shardOf(flat, u.layout, this.groups.fsdp.rank)];
+      }),
+    );
+  }
+
+  /**
+   * The global L2 norm of gradients held as shards (by unit name): squares summed over this
+   * rank's shards, all-reduced over fsdp (ddp replicas hold the same shards), weighted and
+   * summed over tp as {@link FsdpNormOptions} says. A collective.
+   */
+  gradNorm(grads: Readonly<Record<string, tf.Tensor>>, options: FsdpNormOptions = {}): number {
+    let sq = 0;
+    for (const u of this.units) {
+      const g = grads[u.name];
+      if (g) sq += shardSquares(g.dataSync(), u.layout, this.groups.fsdp.rank, options.weightOf);
+    }
+    const total = this.groups.fsdp.allReduce(Float32Array.of(sq), 'sum')[0]!;
+    return Math.sqrt(options.across && options.across.size > 1 ? options.across.allReduce(Float32Array.of(total), 'sum')[0]! : total);
+  }
+}
+
+/**
+ * One pass's parameters: `get(name)` gathers the unit on first read and holds it for the pass
+ * (again if a scope disposed it), starting to gather the next unit not held yet; `has`, `size`
+ * and `keys` answer by name without communication.
+ */
+class GatheringMap extends Map<string, tf.Tensor> {
+  private readonly held = new Map<number, Map<string, tf.Tensor>>();
+
+  constructor(private readonly owner: Zero3Params) {
+    super();
+  }
+  private alive(i: number): Map<string, tf.Tensor> | undefined {
+    const h = this.held.get(i);
+    return h && ![...h.values()].some((t) => t.isDisposed) ? h : undefined;
+  }
+  override get(name: string): tf.Tensor | undefined {
+    const i = this.owner.unitOf(name);
+    if (i === undefined) return undefined;
+    let h = this.alive(i);
+    if (!h) {
+      h = this.owner.gatherUnit(i);
+      this.held.set(i, h);
+      if (!this.alive(i + 1)) this.owner.prefetch(i + 1);
+    }
+    return h.get(name);
+  }
+  override has(name: string): boolean {
+    return this.owner.names().includes(name);
+  }
+  override get size(): number {
+    return this.owner.names().length;
+  }
+  override keys(): MapIterator<string> {
+    return this.owner.names()[Symbol.iterator]() as MapIterator<string>;
+  }
+}

@@ -1,0 +1,117 @@
+import { type DecoderModel, type ParamMap, createDecoderModel } from '@rl2/models';
+import { type FlatParamLayout, type ProcessGroup, Zero3Params } from '@rl2/parallel';
+import * as tf from '@tensorflow/tfjs-core';
+import type { AdamWState } from '../optim/adamw.js';
+import { type NamedGrads, gradNorm } from '../optim/clip-grad-norm.js';
+import type { RankLayout } from './rank-layout.js';
+import {
+  fullOptimizerState,
+  fullParams,
+  isTensorParallelPartial,
+  localOptimizerState,
+  parallelDecoder,
+  tensorParallelNorm,
+} from './tensor-parallel-model.js';
+
+/**
+ * A model as one rank trains it under a {@link RankLayout}: what the objectives compute with,
+ * what the optimizer updates, and how to get full HF tensors and optimizer state back.
+ */
+export interface TrainedModel {
+  /** What objectives run: tp shards and cp split (see `parallelDecoder`); under FSDP parameters gathered per pass. */
+  readonly model: DecoderModel;
+  /** What AdamW updates: the model's variables (full or tp shards), or ZeRO-3 flat shards by unit. */
+  readonly params: Readonly<Record<string, tf.Variable>>;
+  /**
+   * ZeRO-3 (`ddp_size` set): gradients come out of the backward already summed over the ranks
+   * holding the same shards, and every data-parallel rank must run the same passes (idle ones
+   * included) in the same order.
+   */
+  readonly sharded: boolean;
+  /** Full HF tensors (a collective over tp and fsdp); `dispose` frees what was gathered. */
+  fullParams(): { params: ParamMap; dispose(): void };
+  /** AdamW state of `params` -> per-tensor full moments, as checkpoints hold them (a collective). */
+  fullOptimizerState(state: AdamWState): AdamWState;
+  /** A checkpoint's per-tensor full moments -> the state of `params` (no communication). */
+  localOptimizerState(state: AdamWState): AdamWState;
+  /** The global L2 norm of gradients of `params` after the step's reductions (a collective). */
+  gradNorm(grads: NamedGrads): number;
+  /** The parameters changed (after an optimizer step). */
+  afterStep(): void;
+}
+
+/** FSDP unit of an HF parameter name: one per decoder layer, the rest by top-level module. */
+export function decoderUnitOf(name: string): string {
+  return /^model\.layers\.\d+/.exec(name)?.[0] ?? name.split('.').slice(0, 2).join('.');
+}
+
+/** ZeRO-3's hook before a unit's gradient is reduce-scattered: tp-partial tensors summed over tp. */
+function sumPartialsOverTp(tp: ProcessGroup | undefined) {
+  if (!tp) return undefined;
+  return (flat: Float32Array, layout: FlatParamLayout) => {
+    layout.names.forEach((name, k) => {
+      if (!isTensorParallelPartial(name)) return;
+      const at = layout.offsets[k] as number;
+      const size = (layout.shapes[k] as number[]).reduce((a, b) => a * b, 1);
+      flat.set(tp.allReduce(flat.slice(at, at + size), 'sum'), at);
+    });
+  };
+}
+
+/**
+ * Lays a loaded model out on this rank: tensor and context parallelism (`parallelDecoder`),
+ * then, when the layout has FSDP groups, ZeRO-3 (@rl2/parallel `Zero3Params`, one unit per
+ * decoder layer): the model keeps only its flat shards and gathers each unit when a pass reads
+ * it. The loaded parameters are disposed unless `keepFull` (PPO generates with them).
+ */
+export function trainModel(loaded: DecoderModel, layout: RankLayout, key: string, options: { keepFull?: boolean } = {}): TrainedModel {
+  const { tp } = layout;
+  const model = parallelDecoder(loaded, layout, key, options);
+  const norm = tensorParallelNorm(tp);
+  if (!layout.fsdp) {
+    const params = Object.fromEntries(model.params);
+    return {
+      model,
+      params,
+      sharded: false,
+      fullParams: () => fullParams(params, tp),
+      fullOptimizerState: (s) => fullOptimizerState(s, tp),
+      localOptimizerState: (s) => localOptimizerState(s, tp),
+      gradNorm: (grads) => gradNorm(grads, norm),
+      afterStep: () => {},
+    };
+  }
+  const zero3 = Zero3Params.fromFull(model.params, layout.fsdp, decoderUnitOf, { beforeReduce: sumPartialsOverTp(tp) });
+  // the tp shards were made for this; the loaded full tensors stay only when asked to
+  if (tp || !options.keepFull) for (const v of model.params.values()) v.dispose();
+  const hooks = { linear: model.linear, attention: model.attention, ...(model.embedding ? { embedding: model.embedding } : {}), ...(model.logprobHead ? { logprobHead: model.logprobHead } : {}), ...(model.splitRow ? { splitRow: model.splitRow } : {}) };
+  const passModel = () => createDecoderModel(model.config, zero3.passLookup() as ParamMap, hooks);
+  return {
+    model: createDecoderModel(model.config, zero3.passLookup() as ParamMap, { ...hooks, forPass: passModel }),
+    params: zero3.shards,
+    sharded: true,
+    fullParams: () => {
+      const gathered = zero3.gatherAll();
+      if (!tp) return { params: gathered as ParamMap, dispose: () => tf.dispose([...gathered.values()]) };
+      const full = fullParams(Object.fromEntries(gathered), tp);
+      tf.dispose([...gathered.values()]);
+      return full;
+    },
+    fullOptimizerState: (s) => {
+      const moment = (key: 'm' | 'v') => zero3.gatherShardValues(Object.fromEntries(Object.entries(s.moments).map(([unit, x]) => [unit, x[key]])));
+      const m = moment('m');
+      const v = moment('v');
+      const moments = Object.fromEntries(Object.entries(m).map(([name, x]) => [name, { shape: x.shape, m: x.data, v: (v[name] as { data: Float32Array }).data }]));
+      return fullOptimizerState({ step: s.step, moments }, tp);
+    },
+    localOptimizerState: (s) => {
+      const local = localOptimizerState(s, tp);
+      const pick = (key: 'm' | 'v') => zero3.shardValues(Object.fromEntries(Object.entries(local.moments).map(([name, x]) => [name, x[key]])));
+      const m = pick('m');
+      const v = pick('v');
+      return { step: s.step, moments: Object.fromEntries(Object.entries(m).map(([unit, x]) => [unit, { shape: [x.length], m: x, v: v[unit] as Float32Array }])) };
+    },
+    gradNorm: (grads) => zero3.gradNorm(grads, norm),
+    afterStep: () => zero3.invalidate(),
+  };
+}

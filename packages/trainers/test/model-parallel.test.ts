@@ -84,6 +84,8 @@ const layouts = [
   { arch: 'qwen3', kind: 'sft', n: 4, label: 'TP(2) x CP(2)', overrides: ['actor.tp_size=2', 'actor.cp_size=2'] },
   { arch: 'qwen3', kind: 'sft', n: 4, label: 'ddp(2) x FSDP(2)', overrides: ['actor.ddp_size=2'] },
   { arch: 'qwen3', kind: 'sft', n: 4, label: 'TP(2) x FSDP(2)', overrides: ['actor.tp_size=2', 'actor.ddp_size=1'] },
+  // recomputed layers gather their shard in the forward and again in the backward
+  { arch: 'qwen3', kind: 'sft', n: 4, label: 'FSDP(4), gradient checkpointing', overrides: ['actor.ddp_size=1', 'actor.gradient_checkpointing=true'] },
   { arch: 'llama', kind: 'sft', n: 4, label: 'TP(2) x DP(2), untied LM head', overrides: ['actor.tp_size=2'] },
   // the native engine (OpenBLAS + fused C kernels) under TP x CP, against the native one-process run
   { arch: 'qwen3', kind: 'sft', n: 4, label: 'TP(2) x CP(2), native engine', overrides: ['actor.tp_size=2', 'actor.cp_size=2', 'trainer.backend=native'] },

@@ -3,20 +3,37 @@ import { decoderLayer, type LayerContext, layerParamNames } from './decoder-laye
 import type { ParamLookup } from './linear.js';
 
 /**
+ * How a recomputed layer can hold its parameters as something smaller than the tensors
+ * themselves between its forward and its backward, e.g. a ZeRO-3 shard: `inputs` stand for
+ * them (kept until the backward), `open(inputs)` gives the tensors for one run of the layer
+ * (gathered in the forward, freed with its intermediates, gathered again in the backward).
+ */
+export interface LayerParamSource {
+  inputs: tf.Tensor[];
+  open(inputs: tf.Tensor[]): ParamLookup;
+}
+
+/** A parameter lookup that may hand recomputed layers a {@link LayerParamSource} for their parameters. */
+export type SourcedParamLookup = ParamLookup & { layerSource?(names: string[]): LayerParamSource | undefined };
+
+/**
  * Decoder layer with activation recomputation (gradient checkpointing, Chen et al. 2016,
  * https://arxiv.org/abs/1604.06174): the forward keeps only its inputs; the backward runs the
  * layer again under a tape and differentiates it. Memory per layer drops from all activations
  * to the layer input, for about one extra forward of compute.
  * Parameters, RoPE tables, the rotation matrix and the masks are passed as customGrad inputs so that they are kept
- * alive until the backward pass (closure tensors would be disposed after the forward).
+ * alive until the backward pass (closure tensors would be disposed after the forward). When
+ * the lookup offers a {@link LayerParamSource}, its inputs are passed instead of the parameters.
  */
-export function recomputedDecoderLayer(x: tf.Tensor2D, layer: number, p: ParamLookup, ctx: LayerContext): tf.Tensor2D {
+export function recomputedDecoderLayer(x: tf.Tensor2D, layer: number, p: SourcedParamLookup, ctx: LayerContext): tf.Tensor2D {
   const names = layerParamNames(ctx.config, layer);
+  const source = p.layerSource?.(names);
+  const paramInputs = source ? source.inputs : names.map((n) => p.get(n)!);
   const maskLengths = ctx.segments ? [...ctx.segments.masks.keys()] : [];
   const constants: tf.Tensor[] = [ctx.cos, ctx.sin, ctx.rotate, ...(ctx.mask ? [ctx.mask] : []), ...(ctx.segments?.masks.values() ?? [])];
   const run = (inputs: tf.Tensor[]): tf.Tensor2D => {
-    const local = new Map<string, tf.Tensor>(names.map((n, i) => [n, inputs[1 + i]!]));
-    const k = 1 + names.length;
+    const k = 1 + paramInputs.length;
+    const local = source ? source.open(inputs.slice(1, k)) : new Map<string, tf.Tensor>(names.map((n, i) => [n, inputs[1 + i]!]));
     const c: LayerContext = {
       ...ctx,
       cos: inputs[k] as tf.Tensor3D,
@@ -35,18 +52,19 @@ export function recomputedDecoderLayer(x: tf.Tensor2D, layer: number, p: ParamLo
     const inputs = args as tf.Tensor[];
     save(inputs);
     return {
-      value: run(inputs),
+      // tidy: the layer's intermediates (and gathered parameters) go as soon as its output exists
+      value: tf.tidy(() => run(inputs)),
       // differentiate w.r.t. the layer input and parameters only; the constants (RoPE tables,
       // rotation, masks) get zeros (fused kernels may not use them at all)
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-        const k = 1 + names.length;
+        const k = 1 + paramInputs.length;
         const consts = saved.slice(k);
         const grads = nestedGrads(() => tf.grads((...ins: tf.Tensor[]) => run([...ins, ...consts]))(saved.slice(0, k), dy));
         return [...grads, ...consts.map((t) => tf.zerosLike(t))];
       },
     };
   });
-  return f(x, ...names.map((n) => p.get(n)!), ...constants) as tf.Tensor2D;
+  return f(x, ...paramInputs, ...constants) as tf.Tensor2D;
 }
 
 /**

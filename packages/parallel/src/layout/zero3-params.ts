@@ -84,15 +84,14 @@ export class Zero3Params {
     return this.unitIndex.get(name);
   }
 
-  private flatOf(i: number): Float32Array {
+  private flatOf(i: number, shard: tf.Tensor = this.units[i]!.shard): Float32Array {
     const pending = this.prefetched.get(i);
     this.prefetched.delete(i);
-    const unit = this.units[i]!;
     if (pending) {
       const data = pending.op.wait(); // every rank started it at the same point: always waited for
       if (pending.generation === this.generation) return data;
     }
-    return this.groups.fsdp.allGather(valuesOf(unit.shard));
+    return this.groups.fsdp.allGather(valuesOf(shard));
   }
 
   /** Starts gathering unit `i` (unless it is already on its way); `gatherUnit(i)` picks it up. */
@@ -101,12 +100,15 @@ export class Zero3Params {
     this.prefetched.set(i, { op: this.groups.fsdp.iallGather(valuesOf(this.units[i]!.shard)), generation: this.generation });
   }
 
-  /** Unit `i`'s tensors for a pass, differentiable w.r.t. its shard (see the class). */
-  gatherUnit(i: number): Map<string, tf.Tensor> {
+  /**
+   * Unit `i`'s tensors for a pass, differentiable w.r.t. its shard (see the class); `shard` is
+   * the shard variable or the copy a recomputed layer saved of it.
+   */
+  gatherUnit(i: number, shard: tf.Tensor = this.units[i]!.shard): Map<string, tf.Tensor> {
     const { layout } = this.units[i]!;
     const { fsdp, ddp } = this.groups;
     const op = unaryCustomGrad(() => ({
-      value: tf.tensor1d(this.flatOf(i)),
+      value: tf.tensor1d(this.flatOf(i, shard)),
       gradFunc: (dy) => {
         const g = valuesOf(dy);
         this.options.beforeReduce?.(g, layout);
@@ -115,7 +117,7 @@ export class Zero3Params {
         return tf.tensor1d(shard);
       },
     }));
-    const flat = op(this.units[i]!.shard);
+    const flat = op(shard);
     return new Map(
       layout.names.map((n, k) => {
         const shape = layout.shapes[k]!;
@@ -191,6 +193,30 @@ export class Zero3Params {
  */
 class GatheringMap extends Map<string, tf.Tensor> {
   private readonly held = new Map<number, Map<string, tf.Tensor>>();
+  /** Units handed to recomputed layers in this pass (their backward gathers them again). */
+  private readonly sourced = new Set<number>();
+
+  /**
+   * For a recomputed layer (@rl2/models `LayerParamSource`): the shard stands for the unit
+   * between forward and backward; each run of the layer gathers it (the forward prefetching
+   * the next unit, the backward the previous recomputed one) and frees it with the layer's
+   * intermediates, so only one layer is held in full at a time.
+   */
+  layerSource(names: string[]): { inputs: tf.Tensor[]; open(inputs: tf.Tensor[]): ReadonlyMap<string, tf.Tensor> } | undefined {
+    const i = this.owner.unitOf(names[0] ?? '');
+    if (i === undefined || names.some((n) => this.owner.unitOf(n) !== i)) return undefined;
+    this.sourced.add(i);
+    let runs = 0;
+    return {
+      inputs: [this.owner.units[i]!.shard],
+      open: (inputs) => {
+        const gathered = this.owner.gatherUnit(i, inputs[0]);
+        if (runs++ === 0) this.owner.prefetch(i + 1);
+        else if (this.sourced.has(i - 1)) this.owner.prefetch(i - 1);
+        return gathered;
+      },
+    };
+  }
 
   constructor(private readonly owner: Zero3Params) {
     super();

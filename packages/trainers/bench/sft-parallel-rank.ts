@@ -1,7 +1,8 @@
 // One rank of bench/sft-parallel.bench.ts: the examples/addition SFT config on the bench's tiny
-// model for BENCH_STEPS steps. Prints `RESULT {"rank", "steps": [{tokensPerSecond, loss}]}` and the engine line.
+// model for BENCH_STEPS steps. Prints `RESULT {"rank", "engine", "steps": [{tokensPerSecond, loss}], "tensorBytes"}`.
 import { join, resolve } from 'node:path';
 import { loadConfig, runSft, sftConfigSchema } from '@rl2/trainers';
+import * as tf from '@tensorflow/tfjs-core';
 
 const root = resolve(import.meta.dirname, '../../..');
 const { BENCH_DIR, BENCH_STEPS } = process.env as Record<string, string>;
@@ -30,4 +31,5 @@ const out = {
   },
 } as unknown as NodeJS.WriteStream;
 await runSft(config, { stdout: out, onStep: (r) => steps.push({ tokensPerSecond: r['train/tokens_per_s'] as number, loss: r['train/loss'] as number }) });
-console.log(`RESULT ${JSON.stringify({ rank: Number(process.env.RANK), engine, steps })}`);
+// tensor bytes still held after the run: the model's parameters as this rank keeps them
+console.log(`RESULT ${JSON.stringify({ rank: Number(process.env.RANK), engine, steps, tensorBytes: tf.memory().numBytes })}`);

@@ -19,6 +19,7 @@ interface RankResult {
   rank: number;
   engine: string;
   steps: { tokensPerSecond: number; loss: number }[];
+  tensorBytes: number;
 }
 
 async function run(n: number, port: number, label: string, overrides: string[]): Promise<{ rank0: RankResult; wallS: number }> {
@@ -41,8 +42,8 @@ async function run(n: number, port: number, label: string, overrides: string[]):
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 console.log(`tiny SFT (examples/addition/sft.yaml, batch 32, ${STEPS} steps) on ${availableParallelism()} cores, Node ${process.version}, load average ${loadavg()[0]?.toFixed(1)} at start\n`);
-console.log('| processes | layout | engine (per process) | tokens/s (median, steps 2..N) | vs 1 process | run wall time | loss at last step |');
-console.log('|---:|---|---|---:|---:|---:|---:|');
+console.log('| processes | layout | engine (per process) | tokens/s (median, steps 2..N) | vs 1 process | run wall time | loss at last step | tensor KiB held by rank 0 after the run |');
+console.log('|---:|---|---|---:|---:|---:|---:|---:|');
 let base = 0;
 let port = 29700 + Math.floor(Math.random() * 90);
 const runs: [number, string, string[]][] = [
@@ -60,6 +61,6 @@ for (const [n, layout, overrides] of runs) {
   const { rank0, wallS } = await run(n, port++, layout, overrides);
   const tps = median(rank0.steps.slice(1).map((s) => s.tokensPerSecond));
   if (n === 1) base = tps;
-  console.log(`| ${n} | ${layout} | ${rank0.engine} | ${tps.toFixed(0)} | ${(tps / base).toFixed(2)}x | ${wallS.toFixed(1)} s | ${rank0.steps.at(-1)?.loss.toFixed(4)} |`);
+  console.log(`| ${n} | ${layout} | ${rank0.engine} | ${tps.toFixed(0)} | ${(tps / base).toFixed(2)}x | ${wallS.toFixed(1)} s | ${rank0.steps.at(-1)?.loss.toFixed(4)} | ${(rank0.tensorBytes / 1024).toFixed(0)} |`);
 }
 console.log(`\nload average ${loadavg()[0]?.toFixed(1)} at the end.`);

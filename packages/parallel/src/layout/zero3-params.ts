@@ -59,7 +59,7 @@ export class Zero3Params {
     const params = Object.fromEntries(full);
     const units = planUnits(params, unitOf, groups.fsdp.size).map(({ name, layout }) => {
       const flat = flattenParams(Object.fromEntries(layout.names.map((n) => [n, params[n]!])), layout);
-      return { name, layout, shard: tf.variable(tf.tensor1d(shardOf(flat, layout, groups.fsdp.rank)), true) };
+      return { name, layout, shard: tf.tidy(() => tf.variable(tf.tensor1d(shardOf(flat, layout, groups.fsdp.rank)), true)) };
     });
     return new Zero3Params(units, groups, options);
   }

@@ -60,13 +60,14 @@ export function evaluateBins<P>(bins: readonly PackedBin[], totals: StepTotals, 
   let loss = 0;
   for (const bin of bins) {
     const prepared = objective.prepare?.(bin);
-    const out = objective.loss(bin, totals, prepared);
+    // tidy: the objective's intermediates (layouts, log-probs) go with the bin
+    const value = tf.tidy(() => {
+      const out = objective.loss(bin, totals, prepared);
+      if (!bin.idle) addMetrics(metrics, out.metrics);
+      return out.loss.dataSync()[0];
+    });
     if (prepared !== undefined) objective.release?.(prepared);
-    if (!bin.idle) {
-      loss += out.loss.dataSync()[0];
-      addMetrics(metrics, out.metrics);
-    }
-    out.loss.dispose();
+    if (!bin.idle) loss += value;
   }
   return { loss, metrics };
 }

@@ -68,7 +68,7 @@ export async function openRun(
         config,
         io,
         layout,
-        ownsWorld: true,
+        owned: true,
       },
     };
   } catch (err) {

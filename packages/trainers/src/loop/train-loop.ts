@@ -78,8 +78,8 @@ export interface LoopSpec<P> {
    * world rank 0 writes.
    */
   readonly layout: RankLayout;
-  /** Close `layout.world` when the loop ends (set by `openRun`, which opened it). */
-  readonly ownsWorld?: boolean;
+  /** Opened by `openRun`: the loop frees `trained` and closes `layout.world` when it ends. */
+  readonly owned?: boolean;
 }
 
 /** Progress of ranks other than 0: they train silently. */
@@ -104,7 +104,10 @@ export async function runTrainingLoop<P>(spec: LoopSpec<P>): Promise<RunResult> 
   try {
     return await trainOnRanks(spec, spec.layout);
   } finally {
-    if (spec.ownsWorld) await spec.layout.world.close();
+    if (spec.owned) {
+      spec.trained.dispose();
+      await spec.layout.world.close();
+    }
   }
 }
 

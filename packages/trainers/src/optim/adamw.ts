@@ -41,7 +41,8 @@ export class AdamW {
   private moment(store: Map<string, tf.Variable>, name: string): tf.Variable {
     let slot = store.get(name);
     if (!slot) {
-      slot = tf.variable(tf.zerosLike(this.params[name]), false);
+      const p = this.params[name];
+      slot = tf.tidy(() => tf.variable(tf.zerosLike(p), false)); // the zeros go, the variable stays
       store.set(name, slot);
     }
     return slot;
@@ -86,8 +87,10 @@ export class AdamW {
           `optimizer state for "${name}" (shape [${s.shape}]) does not match the model (${p ? `shape [${p.shape}]` : 'no such parameter'}); resume with the same model`,
         );
       }
-      this.moment(this.m, name).assign(tf.tensor(s.m, s.shape));
-      this.moment(this.v, name).assign(tf.tensor(s.v, s.shape));
+      tf.tidy(() => {
+        this.moment(this.m, name).assign(tf.tensor(s.m, s.shape));
+        this.moment(this.v, name).assign(tf.tensor(s.v, s.shape));
+      });
     }
   }
 

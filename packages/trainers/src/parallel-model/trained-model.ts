@@ -38,6 +38,8 @@ export interface TrainedModel {
   gradNorm(grads: NamedGrads): number;
   /** The parameters changed (after an optimizer step). */
   afterStep(): void;
+  /** Frees the parameters this rank holds (not the loaded ones kept with `keepFull`). */
+  dispose(): void;
 }
 
 /** FSDP unit of an HF parameter name: one per decoder layer, the rest by top-level module. */
@@ -79,6 +81,8 @@ export function trainModel(loaded: DecoderModel, layout: RankLayout, key: string
       localOptimizerState: (s) => localOptimizerState(s, tp),
       gradNorm: (grads) => gradNorm(grads, norm),
       afterStep: () => {},
+      // with keepFull and no tp the model's variables are the loaded ones, kept for the caller
+      dispose: () => (options.keepFull && !tp ? undefined : tf.dispose(Object.values(params))),
     };
   }
   const zero3 = Zero3Params.fromFull(model.params, layout.fsdp, decoderUnitOf, { beforeReduce: sumPartialsOverTp(tp) });
@@ -113,5 +117,6 @@ export function trainModel(loaded: DecoderModel, layout: RankLayout, key: string
     },
     gradNorm: (grads) => zero3.gradNorm(grads, norm),
     afterStep: () => zero3.invalidate(),
+    dispose: () => tf.dispose(Object.values(zero3.shards)),
   };
 }

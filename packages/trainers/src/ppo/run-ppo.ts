@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type RolloutEngine, type RolloutPrompt, type RolloutRunner, createRolloutRunner, loadEnvironment } from '@rl2/rollout';
 import { readLaunchEnv } from '@rl2/parallel';
-import type * as tf from '@tensorflow/tfjs-core';
+import * as tf from '@tensorflow/tfjs-core';
 import { TrainersError } from '../errors.js';
 import { stringify } from 'yaml';
 import { updateLink } from '../checkpoint/atomic-write.js';
@@ -350,6 +350,8 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
     progress.stop();
     actorOptimizer.dispose();
     criticOptimizer?.dispose();
+    for (const m of [trainedActor, ref, critic]) m?.dispose();
+    tf.dispose([...actor.model.params.values()]); // the full actor the engine generated with
   }
   const report = isMain && trainer.report ? writeReport(trainer.save_dir) : undefined;
   if (report) out.write(`report: ${report}\n`);

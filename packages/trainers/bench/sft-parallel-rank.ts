@@ -30,6 +30,13 @@ const out = {
     return true;
   },
 } as unknown as NodeJS.WriteStream;
-await runSft(config, { stdout: out, onStep: (r) => steps.push({ tokensPerSecond: r['train/tokens_per_s'] as number, loss: r['train/loss'] as number }) });
-// tensor bytes still held after the run: the model's parameters as this rank keeps them
-console.log(`RESULT ${JSON.stringify({ rank: Number(process.env.RANK), engine, steps, tensorBytes: tf.memory().numBytes })}`);
+// tensor bytes held between steps: the parameters and AdamW moments as this rank keeps them
+let tensorBytes = 0;
+await runSft(config, {
+  stdout: out,
+  onStep: (r) => {
+    steps.push({ tokensPerSecond: r['train/tokens_per_s'] as number, loss: r['train/loss'] as number });
+    tensorBytes = tf.memory().numBytes;
+  },
+});
+console.log(`RESULT ${JSON.stringify({ rank: Number(process.env.RANK), engine, steps, tensorBytes })}`);

@@ -42,7 +42,7 @@ async function run(n: number, port: number, label: string, overrides: string[]):
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 console.log(`tiny SFT (examples/addition/sft.yaml, batch 32, ${STEPS} steps) on ${availableParallelism()} cores, Node ${process.version}, load average ${loadavg()[0]?.toFixed(1)} at start\n`);
-console.log('| processes | layout | engine (per process) | tokens/s (median, steps 2..N) | vs 1 process | run wall time | loss at last step | tensor KiB held by rank 0 after the run |');
+console.log('| processes | layout | engine (per process) | tokens/s (median, steps 2..N) | vs 1 process | run wall time | loss at last step | tensor KiB rank 0 holds between steps |');
 console.log('|---:|---|---|---:|---:|---:|---:|---:|');
 let base = 0;
 let port = 29700 + Math.floor(Math.random() * 90);

@@ -66,11 +66,28 @@ export function packBins(
     });
     return bin;
   };
-  const bins: PackedBin[] = [];
-  for (const members of plan.bins.slice(dp.rank * plan.binsPerRank, (dp.rank + 1) * plan.binsPerRank)) {
+  return rankBins(plan, dp.rank, binOf, lockstep);
+}
+
+/**
+ * Rank `rank`'s contiguous slice of a packing plan's bins, each built by `binOf` (undefined
+ * for an empty bin): empty ones are dropped, or under `lockstep` replaced by `idle` copies of
+ * the heaviest bin (the plan's first), so that every rank runs as many passes.
+ */
+export function rankBins<B extends PackedBin>(
+  plan: { readonly bins: readonly (readonly number[])[]; readonly binsPerRank: number },
+  rank: number,
+  binOf: (members: readonly number[]) => B | undefined,
+  lockstep: boolean,
+): B[] {
+  const bins: B[] = [];
+  for (const members of plan.bins.slice(rank * plan.binsPerRank, (rank + 1) * plan.binsPerRank)) {
     const bin = binOf(members);
     if (bin) bins.push(bin);
-    else if (lockstep && sequences.length > 0) bins.push({ ...(binOf(plan.bins[0] as number[]) as PackedBin), idle: true });
+    else if (lockstep && plan.bins[0]) {
+      const heaviest = binOf(plan.bins[0]);
+      if (heaviest) bins.push({ ...heaviest, idle: true });
+    }
   }
   return bins;
 }

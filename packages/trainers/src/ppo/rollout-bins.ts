@@ -1,7 +1,7 @@
 import { planPacking } from '@rl2/packing';
 import type { TrainingSequence } from '@rl2/rollout';
 import { TrainersError } from '../errors.js';
-import type { PackedBin } from '../loop/pack-bins.js';
+import { type PackedBin, rankBins } from '../loop/pack-bins.js';
 
 /** A packed micro-batch of rollout sequences that remembers which sequences it holds. */
 export interface RolloutBin extends PackedBin {
@@ -52,13 +52,7 @@ export function packRolloutBins(
     });
     return bin;
   };
-  const bins: RolloutBin[] = [];
-  for (const slots of plan.bins.slice(dp.rank * plan.binsPerRank, (dp.rank + 1) * plan.binsPerRank)) {
-    const bin = binOf(slots);
-    if (bin) bins.push(bin);
-    else if (lockstep && indices.length > 0) bins.push({ ...(binOf(plan.bins[0] as number[]) as RolloutBin), idle: true });
-  }
-  return bins;
+  return rankBins(plan, dp.rank, binOf, lockstep);
 }
 
 /** A per-sequence quantity (`perSequence[i]` is `[T_i]`) laid out as the bin's row `[T]`. */

@@ -61,7 +61,9 @@ describe('recomputed layers with a LayerParamSource', () => {
       const v = model.params.get(name) as tf.Variable;
       const a = got.grads[v.name]!.dataSync();
       const b = want.grads[v.name]!.dataSync();
-      b.forEach((x, i) => expect(a[i]).toBeCloseTo(x, 5));
+      b.forEach((x, i) => {
+        expect(a[i]).toBeCloseTo(x, 5);
+      });
     }
   });
 });

@@ -5,7 +5,7 @@
 import '@tensorflow/tfjs-backend-cpu';
 import '@tensorflow/tfjs'; // registers tfjs's gradient functions (tfjs-core's Node build has none)
 import * as tf from '@tensorflow/tfjs-core';
-import { Zero3Params, createMeshGroups, initProcessGroup, planDeviceMesh } from '../../src/index.js';
+import { createMeshGroups, initProcessGroup, planDeviceMesh, Zero3Params } from '../../src/index.js';
 import { relErr } from '../fixture.js';
 
 await tf.setBackend('cpu');
@@ -14,7 +14,11 @@ const ddp = Number(process.env.DDP ?? 1);
 const groups = createMeshGroups(world, planDeviceMesh(world.size, world.rank, { ddp }));
 
 let seed = 7;
-const rand = (shape: number[]) => tf.tensor(Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31 - 0.5)), shape);
+const next = () => {
+  seed = (seed * 1103515245 + 12345) % 2 ** 31;
+  return seed / 2 ** 31 - 0.5;
+};
+const rand = (shape: number[]) => tf.tensor(Array.from({ length: shape.reduce((a, b) => a * b, 1) }, next), shape);
 const full = new Map<string, tf.Tensor>([
   ['a.w', rand([5, 3])],
   ['a.b', rand([5])],

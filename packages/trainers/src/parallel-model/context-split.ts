@@ -1,5 +1,5 @@
 import type { RowSplitFn, TokenBatch } from '@rl2/models';
-import { type ProcessGroup, allGatherContext, contextParallelAttentionKernel, planZigzag } from '@rl2/parallel';
+import { allGatherContext, contextParallelAttentionKernel, type ProcessGroup, planZigzag } from '@rl2/parallel';
 import * as tf from '@tensorflow/tfjs-core';
 import { TrainersError } from '../errors.js';
 

@@ -57,7 +57,12 @@ describe('context split of a packed row (one cp rank: padding and gathering only
     const want = tokenLogprobs(model, row, targets);
     const got = tokenLogprobs(split, row, targets);
     expect(got.logprobs.shape).toEqual([10]);
-    const close = (a: tf.Tensor, b: tf.Tensor) => [...a.dataSync()].forEach((x, i) => expect(x).toBeCloseTo(b.dataSync()[i] as number, 5));
+    const close = (a: tf.Tensor, b: tf.Tensor) => {
+      const want = b.dataSync();
+      a.dataSync().forEach((x, i) => {
+        expect(x).toBeCloseTo(want[i] as number, 5);
+      });
+    };
     close(got.logprobs, want.logprobs);
     close(got.entropy, want.entropy);
     const valueModel = initRandomModel({ ...spec, head: 'value' as const }, 4);

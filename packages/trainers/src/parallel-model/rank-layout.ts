@@ -1,4 +1,4 @@
-import { type FsdpGroups, type ProcessGroup, createMeshGroups, planDeviceMesh } from '@rl2/parallel';
+import { createMeshGroups, type FsdpGroups, type ProcessGroup, planDeviceMesh } from '@rl2/parallel';
 import { TrainersError } from '../errors.js';
 import { type DataParallel, SINGLE_PROCESS } from '../loop/data-parallel.js';
 

@@ -1,9 +1,9 @@
-import { type DecoderModel, type ModelConfig, type ParamLookup, type ParamMap, createDecoderModel } from '@rl2/models';
+import { createDecoderModel, type DecoderModel, type ModelConfig, type ParamLookup, type ParamMap } from '@rl2/models';
 import {
-  type FsdpNormOptions,
-  type ProcessGroup,
   copyToTensorParallel,
+  type FsdpNormOptions,
   gatherTensorParallel,
+  type ProcessGroup,
   shardForTensorParallel,
   tensorParallelAxis,
   tensorParallelHeads,

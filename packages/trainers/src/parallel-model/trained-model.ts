@@ -1,8 +1,8 @@
-import { type DecoderModel, type ParamMap, createDecoderModel } from '@rl2/models';
+import { createDecoderModel, type DecoderModel, type ParamMap } from '@rl2/models';
 import { type FlatParamLayout, type ProcessGroup, Zero3Params } from '@rl2/parallel';
 import * as tf from '@tensorflow/tfjs-core';
 import type { AdamWState } from '../optim/adamw.js';
-import { type NamedGrads, gradNorm } from '../optim/clip-grad-norm.js';
+import { gradNorm, type NamedGrads } from '../optim/clip-grad-norm.js';
 import type { RankLayout } from './rank-layout.js';
 import {
   fullOptimizerState,

@@ -158,4 +158,13 @@ describe('one PPO step on 2 processes equals the one-process step', () => {
       expectSameWeights(join(saveDir, 'step-2/critic/model.safetensors'), join(t.dir, 'single/step-2/critic/model.safetensors'), join(t.model, 'model.safetensors'), `${label}: critic`);
     }
   }, 120_000);
+
+  it('ZeRO-3 actor frozen for the only step (no optimizer moments yet): the checkpoint is written with the starting weights', async () => {
+    const t = tinyRun('zero3-frozen');
+    const saveDir = join(t.dir, 'frozen');
+    const results = await ppoOnRanks(2, caseOverrides(t, saveDir, ['adv.estimator=grpo', 'actor.ddp_size=1', 'actor.freeze_steps=1']));
+    expect(results.map((r) => r.rank)).toEqual([0, 1]);
+    const saved = readSafetensors(join(saveDir, 'step-1/model/model.safetensors'));
+    for (const [name, w] of readSafetensors(join(t.model, 'model.safetensors'))) expect(relTensor(saved.get(name), w), name).toBe(0);
+  }, 60_000);
 });

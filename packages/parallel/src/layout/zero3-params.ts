@@ -140,12 +140,17 @@ export class Zero3Params {
     return out;
   }
 
-  /** Per-parameter full values of shard-shaped buffers by unit name (optimizer moments). A collective. */
+  /**
+   * Per-parameter full values of shard-shaped buffers by unit name (optimizer moments). A
+   * collective over the units `byUnit` holds, which must be the same on every rank (an
+   * optimizer has moments for the units that had gradients, everywhere alike).
+   */
   gatherShardValues(byUnit: Readonly<Record<string, Float32Array>>): Record<string, { shape: number[]; data: Float32Array }> {
     const out: Record<string, { shape: number[]; data: Float32Array }> = {};
     for (const u of this.units) {
       const shard = byUnit[u.name];
-      if (!shard) throw new ParallelError('INVALID_ARGUMENT', `no shard values for unit "${u.name}".`);
+      if (!shard) continue;
+      if (shard.length !== u.layout.shardSize) throw new ParallelError('INVALID_ARGUMENT', `unit "${u.name}": ${shard.length} shard values, its shards hold ${u.layout.shardSize}.`);
       const flat = this.groups.fsdp.allGather(shard);
       u.layout.names.forEach((n, k) => {
         const shape = u.layout.shapes[k]!;

@@ -36,7 +36,9 @@ export function allGatherContext<T extends tf.Tensor>(local: T, plan: ZigzagPlan
 /**
  * Causal attention of this cp rank's queries over the whole packed row ("Llama context
  * parallelism", https://arxiv.org/abs/2407.21783 §3.3.2: K/V all-gathered, each rank attends
- * for its own queries). Tokens attend within their own sequence to positions <= their own.
+ * for its own queries). Tokens attend within their own sequence to positions <= their own, so
+ * each sequence is computed on its own (its local queries against its keys): the work is the
+ * sum of the sequences' squares, not the square of the packed row.
  * `q [Tl, Hq, D]`, `k`/`v [Tl, Hkv, D]` on this rank's zigzag tokens; GQA when Hq > Hkv.
  * Returns `[Tl, Hq, D]`; gradients to K/V flow back to their owners by reduce-scatter.
  */
@@ -46,23 +48,31 @@ export function contextParallelAttention(q: tf.Tensor3D, k: tf.Tensor3D, v: tf.T
   if (hq % hkv !== 0) throw new ParallelError('LAYOUT', `query heads ${hq} are not a multiple of kv heads ${hkv}.`);
   const mine = plan.indices[cp.rank]!;
   if (mine.length !== tl) throw new ParallelError('LAYOUT', `cp rank ${cp.rank} holds ${mine.length} tokens in the plan but q has ${tl}.`);
-  // additive mask [Tl, T]: 0 where key j is in the query's sequence and not after it
-  const t = plan.length;
-  const mask = new Float32Array(tl * t).fill(-1e30);
-  for (let i = 0; i < tl; i++) {
-    const p = mine[i]!;
-    for (let j = p - plan.positions[p]!; j <= p; j++) mask[i * t + j] = 0;
-  }
-  const kAll = allGatherContext(k, plan, cp, 'sum'); // [T, Hkv, D]
+  const kAll = allGatherContext(k, plan, cp, 'sum'); // [T, Hkv, D] in row order
   const vAll = allGatherContext(v, plan, cp, 'sum');
   const rep = hq / hkv;
-  const expand = (x: tf.Tensor) => (rep === 1 ? x : tf.reshape(tf.tile(tf.expandDims(x, 2), [1, 1, rep, 1]), [t, hq, d])); // repeat_interleave on heads
-  const qh = tf.transpose(q, [1, 0, 2]); // [Hq, Tl, D]
-  const kh = tf.transpose(expand(kAll), [1, 0, 2]); // [Hq, T, D]
-  const vh = tf.transpose(expand(vAll), [1, 0, 2]);
-  const scores = tf.add(tf.div(tf.matMul(qh, kh, false, true), Math.sqrt(d)), tf.tensor2d(mask, [tl, t]));
-  const out = tf.matMul(tf.softmax(scores), vh); // [Hq, Tl, D]
-  return tf.transpose(out, [1, 0, 2]) as tf.Tensor3D;
+  const outs: tf.Tensor3D[] = [];
+  // a rank's tokens of one sequence are consecutive in its local order (both zigzag chunks)
+  for (let i = 0; i < tl; ) {
+    const seg = plan.segments[mine[i]!]!;
+    let j = i;
+    while (j < tl && plan.segments[mine[j]!] === seg) j++;
+    const start = mine[i]! - plan.positions[mine[i]!]!;
+    let len = 0;
+    while (start + len < plan.length && plan.segments[start + len] === seg) len++;
+    // additive mask [ls, L]: 0 for keys at or before the query's position in the sequence
+    const ls = j - i;
+    const mask = new Float32Array(ls * len).fill(-1e30);
+    for (let a = 0; a < ls; a++) mask.fill(0, a * len, a * len + plan.positions[mine[i + a]!]! + 1);
+    const expand = (x: tf.Tensor) => (rep === 1 ? x : tf.reshape(tf.tile(tf.expandDims(x, 2), [1, 1, rep, 1]), [len, hq, d])); // repeat_interleave on heads
+    const qh = tf.transpose(tf.slice(q, [i, 0, 0], [ls, hq, d]), [1, 0, 2]); // [Hq, ls, D]
+    const kh = tf.transpose(expand(tf.slice(kAll, [start, 0, 0], [len, hkv, d])), [1, 0, 2]); // [Hq, L, D]
+    const vh = tf.transpose(expand(tf.slice(vAll, [start, 0, 0], [len, hkv, d])), [1, 0, 2]);
+    const scores = tf.add(tf.div(tf.matMul(qh, kh, false, true), Math.sqrt(d)), tf.tensor2d(mask, [ls, len]));
+    outs.push(tf.transpose(tf.matMul(tf.softmax(scores), vh), [1, 0, 2]) as tf.Tensor3D); // [ls, Hq, D]
+    i = j;
+  }
+  return (outs.length === 1 ? outs[0]! : tf.concat(outs, 0)) as tf.Tensor3D;
 }
 
 /**

@@ -7,6 +7,7 @@ import { ModelsError } from '../errors.js';
 import { batchMatMulGradConfig } from './batch-mat-mul-grad.js';
 import { broadcastGradConfigs } from './broadcast-grads.js';
 import { loadNativeAddon, type NativeLoad } from './native-addon.js';
+import { useJsSegmentSum } from './kernels/js-segment-sum.js';
 import { NATIVE_BACKEND, registerNativeBackend } from './native-backend.js';
 import { softmaxCrossEntropyGradConfig } from './softmax-cross-entropy.js';
 
@@ -165,6 +166,7 @@ export async function initEngine(options: EngineOptions = {}): Promise<EngineInf
   if (choice !== 'cpu' && options.training) notices.push('wasm skipped for training (no UnsortedSegmentSum kernel)');
   else if (choice !== 'cpu' && (await startWasm())) return done('wasm', 1, false);
   if (choice === 'wasm') notices.push('wasm backend failed to start');
+  useJsSegmentSum('cpu'); // the stock one is O(segments x rows)
   if (!(await setBackend('cpu'))) throw new ModelsError('BACKEND_UNAVAILABLE', `tfjs could not start the cpu backend (current: ${getBackend()})`);
   return done('cpu', 1, false);
 }

@@ -16,6 +16,7 @@ import { rotaryKernels } from './fused/fused-rotary.js';
 import { swiGluKernels } from './fused/fused-swiglu.js';
 import { logprobStatsKernels } from './fused/fused-logprob-stats.js';
 import { adamWKernels } from './fused/fused-adamw.js';
+import { useJsSegmentSum } from './kernels/js-segment-sum.js';
 
 /** Name under which the engine registers its backend with tfjs. */
 export const NATIVE_BACKEND = 'native';
@@ -45,6 +46,7 @@ export function registerNativeBackend(addon: NativeAddon | undefined, backendNam
     const kernelFunc = override && addon ? override.make(addon, config.kernelFunc) : config.kernelFunc;
     if (!getKernel(config.kernelName, backendName)) registerKernel({ ...config, backendName, kernelFunc });
   }
+  if (!addon) useJsSegmentSum(backendName); // without the addon: still not the O(segments x rows) stock one
   if (addon) {
     const fused = [softmaxCrossEntropyKernels, rmsNormKernels, swiGluKernels, rotaryKernels, attentionKernels, logprobStatsKernels, adamWKernels].flatMap((k) => k(addon, backendName));
     for (const config of fused) {

@@ -33,12 +33,50 @@ export function allGatherContext<T extends tf.Tensor>(local: T, plan: ZigzagPlan
   return zigzagMerge(op(local), plan) as T;
 }
 
+/** One sequence of the packed row as a cp rank sees it. */
+interface LocalSequence {
+  /** Row position of its first token and its length in the row. */
+  start: number;
+  len: number;
+  /** Its tokens on this rank: local positions [from, to) (both zigzag chunks are consecutive). */
+  from: number;
+  to: number;
+}
+
+/**
+ * Groups sequences (longest first) into buckets that are computed as one padded batch, closing
+ * a bucket when padding it would more than double its attention work.
+ */
+function bucketSequences(seqs: LocalSequence[]): LocalSequence[][] {
+  const sorted = [...seqs].sort((a, b) => b.len - a.len);
+  const buckets: LocalSequence[][] = [];
+  let bucket: LocalSequence[] = [];
+  let work = 0;
+  let maxLocal = 0;
+  for (const s of sorted) {
+    const local = s.to - s.from;
+    const padded = (bucket.length + 1) * (bucket[0]?.len ?? s.len) * Math.max(maxLocal, local);
+    if (bucket.length > 0 && padded > 2 * (work + local * s.len)) {
+      buckets.push(bucket);
+      bucket = [];
+      work = 0;
+      maxLocal = 0;
+    }
+    bucket.push(s);
+    work += local * s.len;
+    maxLocal = Math.max(maxLocal, local);
+  }
+  if (bucket.length > 0) buckets.push(bucket);
+  return buckets;
+}
+
 /**
  * Causal attention of this cp rank's queries over the whole packed row ("Llama context
  * parallelism", https://arxiv.org/abs/2407.21783 §3.3.2: K/V all-gathered, each rank attends
- * for its own queries). Tokens attend within their own sequence to positions <= their own, so
- * each sequence is computed on its own (its local queries against its keys): the work is the
- * sum of the sequences' squares, not the square of the packed row.
+ * for its own queries). Tokens attend within their own sequence to positions <= their own:
+ * sequences are bucketed by length and each bucket runs as one padded batch (its local queries
+ * against its gathered keys), so the work is about the sum of the sequences' squares, not the
+ * square of the packed row, in a handful of ops per layer.
  * `q [Tl, Hq, D]`, `k`/`v [Tl, Hkv, D]` on this rank's zigzag tokens; GQA when Hq > Hkv.
  * Returns `[Tl, Hq, D]`; gradients to K/V flow back to their owners by reduce-scatter.
  */
@@ -48,31 +86,60 @@ export function contextParallelAttention(q: tf.Tensor3D, k: tf.Tensor3D, v: tf.T
   if (hq % hkv !== 0) throw new ParallelError('LAYOUT', `query heads ${hq} are not a multiple of kv heads ${hkv}.`);
   const mine = plan.indices[cp.rank]!;
   if (mine.length !== tl) throw new ParallelError('LAYOUT', `cp rank ${cp.rank} holds ${mine.length} tokens in the plan but q has ${tl}.`);
-  const kAll = allGatherContext(k, plan, cp, 'sum'); // [T, Hkv, D] in row order
-  const vAll = allGatherContext(v, plan, cp, 'sum');
-  const rep = hq / hkv;
-  const outs: tf.Tensor3D[] = [];
-  // a rank's tokens of one sequence are consecutive in its local order (both zigzag chunks)
+  const t = plan.length;
+  const seqs: LocalSequence[] = [];
   for (let i = 0; i < tl; ) {
     const seg = plan.segments[mine[i]!]!;
     let j = i;
     while (j < tl && plan.segments[mine[j]!] === seg) j++;
     const start = mine[i]! - plan.positions[mine[i]!]!;
     let len = 0;
-    while (start + len < plan.length && plan.segments[start + len] === seg) len++;
-    // additive mask [ls, L]: 0 for keys at or before the query's position in the sequence
-    const ls = j - i;
-    const mask = new Float32Array(ls * len).fill(-1e30);
-    for (let a = 0; a < ls; a++) mask.fill(0, a * len, a * len + plan.positions[mine[i + a]!]! + 1);
-    const expand = (x: tf.Tensor) => (rep === 1 ? x : tf.reshape(tf.tile(tf.expandDims(x, 2), [1, 1, rep, 1]), [len, hq, d])); // repeat_interleave on heads
-    const qh = tf.transpose(tf.slice(q, [i, 0, 0], [ls, hq, d]), [1, 0, 2]); // [Hq, ls, D]
-    const kh = tf.transpose(expand(tf.slice(kAll, [start, 0, 0], [len, hkv, d])), [1, 0, 2]); // [Hq, L, D]
-    const vh = tf.transpose(expand(tf.slice(vAll, [start, 0, 0], [len, hkv, d])), [1, 0, 2]);
-    const scores = tf.add(tf.div(tf.matMul(qh, kh, false, true), Math.sqrt(d)), tf.tensor2d(mask, [ls, len]));
-    outs.push(tf.transpose(tf.matMul(tf.softmax(scores), vh), [1, 0, 2]) as tf.Tensor3D); // [ls, Hq, D]
+    while (start + len < t && plan.segments[start + len] === seg) len++;
+    seqs.push({ start, len, from: i, to: j });
     i = j;
   }
-  return (outs.length === 1 ? outs[0]! : tf.concat(outs, 0)) as tf.Tensor3D;
+  // K/V all-gathered in row order, one zero row appended for padding
+  const rep = hq / hkv;
+  const expand = (x: tf.Tensor) => (rep === 1 ? x : tf.reshape(tf.tile(tf.expandDims(x, 2), [1, 1, rep, 1]), [t + 1, hq, d])); // repeat_interleave on heads
+  const zerosKv = tf.zeros([1, hkv, d]);
+  const kAll = expand(tf.concat([allGatherContext(k, plan, cp, 'sum'), zerosKv])); // [T + 1, Hq, D]
+  const vAll = expand(tf.concat([allGatherContext(v, plan, cp, 'sum'), zerosKv]));
+  const qPadded = tf.concat([q, tf.zeros([1, hq, d])]); // [Tl + 1, Hq, D]
+  const outs: tf.Tensor[] = [];
+  const back = new Int32Array(tl); // local token -> its row in the concatenated bucket outputs
+  let done = 0;
+  for (const bucket of bucketSequences(seqs)) {
+    const n = bucket.length;
+    const kLen = Math.max(...bucket.map((s) => s.len));
+    const qLen = Math.max(...bucket.map((s) => s.to - s.from));
+    const kIdx = new Int32Array(n * kLen).fill(t);
+    const qIdx = new Int32Array(n * qLen).fill(tl);
+    // additive mask [n, 1, qLen, kLen]: 0 for keys at or before the query's position in its sequence
+    const mask = new Float32Array(n * qLen * kLen).fill(-1e30);
+    bucket.forEach((s, b) => {
+      for (let c = 0; c < s.len; c++) kIdx[b * kLen + c] = s.start + c;
+      for (let a = 0; a < qLen; a++) {
+        const row = (b * qLen + a) * kLen;
+        if (a < s.to - s.from) {
+          qIdx[b * qLen + a] = s.from + a;
+          back[s.from + a] = done + b * qLen + a;
+          mask.fill(0, row, row + plan.positions[mine[s.from + a]!]! + 1);
+        } else {
+          mask[row] = 0; // a padding query attends to one key so its softmax stays finite; it is dropped
+        }
+      }
+    });
+    const heads = (x: tf.Tensor, len: number) => tf.transpose(tf.reshape(x, [n, len, hq, d]), [0, 2, 1, 3]); // [n, Hq, len, D]
+    const qh = heads(tf.gather(qPadded, qIdx), qLen);
+    const kh = heads(tf.gather(kAll, kIdx), kLen);
+    const vh = heads(tf.gather(vAll, kIdx), kLen);
+    const scores = tf.add(tf.div(tf.matMul(qh, kh, false, true), Math.sqrt(d)), tf.tensor4d(mask, [n, 1, qLen, kLen]));
+    const out = tf.matMul(tf.softmax(scores), vh); // [n, Hq, qLen, D]
+    outs.push(tf.reshape(tf.transpose(out, [0, 2, 1, 3]), [n * qLen, hq, d]));
+    done += n * qLen;
+  }
+  const all = outs.length === 1 ? outs[0]! : tf.concat(outs, 0);
+  return tf.gather(all, back) as tf.Tensor3D;
 }
 
 /**

@@ -63,10 +63,7 @@ function expectSameWeights(file: string, want: string, initial: string, label: s
 
 function caseOverrides(t: ReturnType<typeof tinyRun>, saveDir: string, extra: string[]): string[] {
   return [
-    `actor.model_name=${t.model}`,
-    `data.train.path=${t.train}`,
-    `data.test.path=${t.test}`,
-    `rollout.env_path=${t.digitsEnv}`,
+    ...t.overrides(),
     'rollout.train_prompts_per_rollout=4',
     'rollout.responses_per_prompt=4',
     'rollout.train_sampling_params.max_new_tokens=4',

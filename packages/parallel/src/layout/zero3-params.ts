@@ -242,7 +242,7 @@ class GatheringMap extends Map<string, tf.Tensor> {
     return h.get(name);
   }
   override has(name: string): boolean {
-    return this.owner.names().includes(name);
+    return this.owner.unitOf(name) !== undefined;
   }
   override get size(): number {
     return this.owner.names().length;

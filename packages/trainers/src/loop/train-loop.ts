@@ -17,7 +17,7 @@ import { type ScheduleOptions, scheduledLr } from '../optim/cosine-schedule.js';
 import { writeReport } from '../report/write-report.js';
 import type { ParamMap } from '@rl2/models';
 import { type RankLayout, microBatchBudget } from '../parallel-model/rank-layout.js';
-import type { TrainedModel } from '../parallel-model/trained-model.js';
+import { type TrainedModel, checkpointOptimizerState } from '../parallel-model/trained-model.js';
 import { layoutStep } from './layout-step.js';
 import { evaluateBins } from './gradient-step.js';
 import type { Objective } from './objective.js';
@@ -113,7 +113,7 @@ export async function runTrainingLoop<P>(spec: LoopSpec<P>): Promise<RunResult> 
 
 async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<RunResult> {
   const { trainer, model: m, io } = spec;
-  const { data: dp, tp } = layout;
+  const { data: dp } = layout;
   const isMain = layout.world.rank === 0;
   const out = io.stdout ?? process.stdout;
   const { budget, budgetKey } = microBatchBudget(m, spec.modelKey);
@@ -187,7 +187,7 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
     savedAt = step;
     checkpoint = join(trainer.save_dir, checkpointDirName(step));
     // sharded optimizer state and parameters are gathered: collectives every rank joins
-    const optimizerState = trained.sharded || tp || isMain ? trained.fullOptimizerState(optimizer.state()) : undefined;
+    const optimizerState = checkpointOptimizerState(trained, optimizer, layout, isMain);
     const model = trained.fullParams();
     if (!isMain || !optimizerState) {
       model.dispose();

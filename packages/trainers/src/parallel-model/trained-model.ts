@@ -1,7 +1,7 @@
 import { createDecoderModel, type DecoderModel, type ParamMap } from '@rl2/models';
 import { type FlatParamLayout, type ProcessGroup, Zero3Params } from '@rl2/parallel';
 import * as tf from '@tensorflow/tfjs-core';
-import type { AdamWState } from '../optim/adamw.js';
+import type { AdamW, AdamWState } from '../optim/adamw.js';
 import { gradNorm, type NamedGrads } from '../optim/clip-grad-norm.js';
 import type { RankLayout } from './rank-layout.js';
 import {
@@ -40,6 +40,16 @@ export interface TrainedModel {
   afterStep(): void;
   /** Frees the parameters this rank holds (not the loaded ones kept with `keepFull`). */
   dispose(): void;
+}
+
+/**
+ * The optimizer state as a checkpoint holds it, on world rank 0 (`isMain`). Under tp or ZeRO-3
+ * every rank joins the gathers and the others get undefined; otherwise only rank 0 copies it out.
+ */
+export function checkpointOptimizerState(trained: TrainedModel, optimizer: Pick<AdamW, 'state'>, layout: RankLayout, isMain: boolean): AdamWState | undefined {
+  if (!trained.sharded && !layout.tp && !isMain) return undefined;
+  const state = trained.fullOptimizerState(optimizer.state());
+  return isMain ? state : undefined;
 }
 
 /** FSDP unit of an HF parameter name: one per decoder layer, the rest by top-level module. */

@@ -7,7 +7,7 @@ import type { Objective } from '../loop/objective.js';
 import { AVG_LEVELS } from '../sft/sft-objective.js';
 import type { PerSequence } from './forward-passes.js';
 import type { PpoConfig } from './ppo-config.js';
-import { type RolloutBin, binField } from './rollout-bins.js';
+import { type RolloutBin, binRow } from './rollout-bins.js';
 
 /** The rollout-side tensors an actor update reads, per sequence. */
 export interface ActorTargets {
@@ -16,9 +16,6 @@ export interface ActorTargets {
   readonly oldLogps?: PerSequence;
   readonly refLogps?: PerSequence;
 }
-
-/** A packed row [1, T] of a per-token field. */
-const row = (values: number[]) => tf.tensor2d(values, [1, values.length], 'float32');
 
 /**
  * The actor's share of the loss per packed micro-batch (algos `actorPpoLoss`): clipped
@@ -42,10 +39,10 @@ export function actorObjective(model: DecoderModel, targets: ActorTargets, cfg: 
           ...layout,
           logps: tf.reshape(logprobs, [1, t]),
           entropy: tf.reshape(entropy, [1, t]),
-          advantages: row(binField(bin, targets.advantages)),
-          engineLogps: row(binField(bin, seqs.map((s) => s.llmLogps))),
-          ...(targets.oldLogps ? { oldLogps: row(binField(bin, targets.oldLogps)) } : {}),
-          ...(klInLoss && targets.refLogps ? { refLogps: row(binField(bin, targets.refLogps)) } : {}),
+          advantages: binRow(bin, targets.advantages),
+          engineLogps: binRow(bin, seqs.map((s) => s.llmLogps)),
+          ...(targets.oldLogps ? { oldLogps: binRow(bin, targets.oldLogps) } : {}),
+          ...(klInLoss && targets.refLogps ? { refLogps: binRow(bin, targets.refLogps) } : {}),
         },
         {
           clip: cfg.actor.clip,

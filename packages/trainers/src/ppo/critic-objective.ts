@@ -6,10 +6,7 @@ import type { Objective } from '../loop/objective.js';
 import { AVG_LEVELS } from '../sft/sft-objective.js';
 import type { PerSequence } from './forward-passes.js';
 import type { PpoConfig } from './ppo-config.js';
-import { type RolloutBin, binField } from './rollout-bins.js';
-
-/** A packed row [1, T] of a per-token field. */
-const row = (values: number[]) => tf.tensor2d(values, [1, values.length], 'float32');
+import { type RolloutBin, binRow } from './rollout-bins.js';
 
 /** The rollout-side tensors a critic update reads, per sequence. */
 export interface CriticTargets {
@@ -30,8 +27,8 @@ export function criticObjective(critic: DecoderModel, targets: CriticTargets, cf
         {
           ...binLayout(bin),
           values: tf.reshape(values, [1, t]),
-          oldValues: row(binField(bin, targets.oldValues)),
-          returns: row(binField(bin, targets.returns)),
+          oldValues: binRow(bin, targets.oldValues),
+          returns: binRow(bin, targets.returns),
         },
         { clip: cfg.critic.clip, aggregation: { mode: AVG_LEVELS[cfg.critic.avg_level], totals: { actionTokens: totals.actionTokens, sequences: totals.sequences } } },
       );

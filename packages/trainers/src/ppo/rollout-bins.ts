@@ -1,4 +1,5 @@
 import { planPacking } from '@rl2/packing';
+import * as tf from '@tensorflow/tfjs-core';
 import type { TrainingSequence } from '@rl2/rollout';
 import { TrainersError } from '../errors.js';
 import { type PackedBin, rankBins } from '../loop/pack-bins.js';
@@ -58,6 +59,12 @@ export function packRolloutBins(
 /** A per-sequence quantity (`perSequence[i]` is `[T_i]`) laid out as the bin's row `[T]`. */
 export function binField(bin: RolloutBin, perSequence: readonly (readonly number[])[]): number[] {
   return bin.members.flatMap((i) => perSequence[i]);
+}
+
+/** A per-sequence quantity as the bin's packed row tensor `[1, T]` (float32), as the losses take it. */
+export function binRow(bin: RolloutBin, perSequence: readonly (readonly number[])[]): tf.Tensor2D {
+  const values = binField(bin, perSequence);
+  return tf.tensor2d(values, [1, values.length], 'float32');
 }
 
 /** Writes a bin's row `[T]` back to per-sequence arrays. */

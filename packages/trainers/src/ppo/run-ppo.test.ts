@@ -20,10 +20,7 @@ describe('runPpo on a tiny model', () => {
     const t = tinyRun('learns');
     const config = loadConfig(ppoConfigSchema, {
       overrides: [
-        `actor.model_name=${t.model}`,
-        `data.train.path=${t.train}`,
-        `data.test.path=${t.test}`,
-        `rollout.env_path=${t.digitsEnv}`,
+        ...t.overrides(),
         'rollout.train_prompts_per_rollout=4',
         'rollout.responses_per_prompt=8',
         'rollout.train_sampling_params.max_new_tokens=4',
@@ -67,10 +64,7 @@ describe('runPpo with a critic (OpenAI PPO recipe)', () => {
     const t = tinyRun('gae');
     const saveDir = join(t.dir, 'run');
     const overrides = (extra: string[] = []) => [
-      `actor.model_name=${t.model}`,
-      `data.train.path=${t.train}`,
-      `data.test.path=${t.test}`,
-      `rollout.env_path=${t.digitsEnv}`,
+      ...t.overrides(),
       'rollout.train_prompts_per_rollout=4',
       'rollout.responses_per_prompt=4',
       'rollout.train_sampling_params.max_new_tokens=4',
@@ -118,10 +112,7 @@ describe('runPpo on a multi-turn env', () => {
     const saveDir = join(t.dir, 'run');
     const config = loadConfig(ppoConfigSchema, {
       overrides: [
-        `actor.model_name=${t.model}`,
-        `data.train.path=${t.train}`,
-        `data.test.path=${t.test}`,
-        `rollout.env_path=${t.toolEnv}`,
+        ...t.overrides(t.toolEnv),
         'rollout.max_turns=3',
         'rollout.train_prompts_per_rollout=4',
         'rollout.responses_per_prompt=8',
@@ -164,10 +155,7 @@ describe('runPpo resume', () => {
   it('an interrupted and resumed run samples and trains exactly as an uninterrupted one', async () => {
     const t = tinyRun('resume');
     const overrides = (saveDir: string, extra: string[] = []) => [
-      `actor.model_name=${t.model}`,
-      `data.train.path=${t.train}`,
-      `data.test.path=${t.test}`,
-      `rollout.env_path=${t.digitsEnv}`,
+      ...t.overrides(),
       'rollout.train_prompts_per_rollout=4',
       'rollout.responses_per_prompt=4',
       'rollout.train_sampling_params.max_new_tokens=4',
@@ -208,10 +196,7 @@ describe('runPpo with the DeepSeek GRPO recipe, TIS and an entropy bonus', () =>
     const t = tinyRun('recipe');
     const config = loadConfig(ppoConfigSchema, {
       overrides: [
-        `actor.model_name=${t.model}`,
-        `data.train.path=${t.train}`,
-        `data.test.path=${t.test}`,
-        `rollout.env_path=${t.digitsEnv}`,
+        ...t.overrides(),
         'rollout.train_prompts_per_rollout=4',
         'rollout.responses_per_prompt=4',
         'rollout.train_sampling_params.max_new_tokens=4',
@@ -248,10 +233,7 @@ describe('runPpo with oversampling, refill and partial rollout', () => {
     const t = tinyRun('partial');
     const config = loadConfig(ppoConfigSchema, {
       overrides: [
-        `actor.model_name=${t.model}`,
-        `data.train.path=${t.train}`,
-        `data.test.path=${t.test}`,
-        `rollout.env_path=${t.digitsEnv}`,
+        ...t.overrides(),
         'rollout.train_prompts_per_rollout=2',
         'rollout.groups_in_flight=4',
         'rollout.refill=true',

@@ -17,7 +17,7 @@ import { TensorBoardWriter } from '../metrics/tensorboard-writer.js';
 import { AdamW } from '../optim/adamw.js';
 import { type ScheduleOptions, scheduledLr } from '../optim/cosine-schedule.js';
 import { ONE_PROCESS, planRankLayout } from '../parallel-model/rank-layout.js';
-import { type TrainedModel, trainModel } from '../parallel-model/trained-model.js';
+import { checkpointOptimizerState, trainModel } from '../parallel-model/trained-model.js';
 import { writeReport } from '../report/write-report.js';
 import { checkSameRollout } from './check-same-rollout.js';
 import { gatherRollout } from './gather-rollout.js';
@@ -268,14 +268,12 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
   let lr = saved?.state.lr ?? 0;
   // the full actor (kept in step with the shards, see refreshFullActor) is what is saved
   const actorSaver = modelSaver(actor.model, actor.generationConfig, tokenizerDir);
-  /** Optimizer state as saved: sharded state and tp shards are gathered by collectives every rank joins. */
-  const optimizerState = (o: PpoOptimizer, t: TrainedModel, layout: typeof actorLayout) => (t.sharded || layout.tp || isMain ? t.fullOptimizerState(o.state()) : undefined);
   const save = async () => {
     if (savedAt === step) return;
     savedAt = step;
     checkpoint = join(trainer.save_dir, checkpointDirName(step));
-    const actorState = optimizerState(actorOptimizer, trainedActor, actorLayout);
-    const criticState = criticOptimizer && critic ? optimizerState(criticOptimizer, critic, criticLayout) : undefined;
+    const actorState = checkpointOptimizerState(trainedActor, actorOptimizer, actorLayout, isMain);
+    const criticState = criticOptimizer && critic ? checkpointOptimizerState(critic, criticOptimizer, criticLayout, isMain) : undefined;
     const criticFull = critic?.fullParams();
     try {
       if (!isMain || !actorState) return;

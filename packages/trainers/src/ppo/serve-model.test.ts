@@ -28,10 +28,7 @@ describe('serveModel + runPpo over SGLang', () => {
       const saveDir = join(t.dir, 'run');
       const config = loadConfig(ppoConfigSchema, {
         overrides: [
-          `actor.model_name=${t.model}`,
-          `data.train.path=${t.train}`,
-          `data.test.path=${t.test}`,
-          `rollout.env_path=${t.digitsEnv}`,
+          ...t.overrides(),
           'rollout.engine=sglang',
           `rollout.server_urls=["${server.url}"]`,
           'rollout.train_prompts_per_rollout=4',

@@ -29,6 +29,7 @@ import {
   vocabParallelLogprobs,
 } from '@rl2/parallel';
 import * as tf from '@tensorflow/tfjs-core';
+import { relTensor } from '../rank-runs.js';
 
 await initEngine({ backend: 'cpu', threads: 1, logger: () => {} });
 const family = (process.env.FAMILY ?? 'qwen3') as ModelSpec['family'];
@@ -131,21 +132,11 @@ const shardOf = (m: Record<string, Float32Array>) => {
 const refGrads = shardOf(ref.grads);
 const refWeights = shardOf(ref.weights);
 
-const rel = (a: Float32Array, b: Float32Array) => {
-  if (a.length !== b.length) return Number.POSITIVE_INFINITY;
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < b.length; i++) {
-    num += (a[i]! - b[i]!) ** 2;
-    den += b[i]! ** 2;
-  }
-  return Math.sqrt(num / den);
-};
 const gradErrors: Record<string, number> = {};
 const weightErrors: Record<string, number> = {};
 for (const n of names) {
-  gradErrors[n] = rel(par.grads[n]!, refGrads[n]!);
-  weightErrors[n] = rel(par.weights[n]!, refWeights[n]!);
+  gradErrors[n] = relTensor(par.grads[n], refGrads[n]!);
+  weightErrors[n] = relTensor(par.weights[n], refWeights[n]!);
 }
 const sharded = names.filter((n) => params.get(n)!.size < full.params.get(n)!.size);
 console.log(`RESULT ${JSON.stringify({ rank: world.rank, lossRef: ref.loss, lossPar: par.loss, localTokens: mine.length, sharded, gradErrors, weightErrors })}`);

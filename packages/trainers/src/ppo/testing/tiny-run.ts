@@ -83,5 +83,7 @@ export function tinyRun(name: string, opts: { hiddenSize?: number; seed?: number
 }
 `,
   );
-  return { dir, model, tokenizer: tokDir, train, test, digitsEnv, toolEnv };
+  /** The config keys pointing a run at this case: model, train/test prompts, and `env` (default the digits env). */
+  const overrides = (env: string = digitsEnv) => [`actor.model_name=${model}`, `data.train.path=${train}`, `data.test.path=${test}`, `rollout.env_path=${env}`];
+  return { dir, model, tokenizer: tokDir, train, test, digitsEnv, toolEnv, overrides };
 }

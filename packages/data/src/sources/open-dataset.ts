@@ -15,6 +15,11 @@ export interface OpenDatasetOptions {
   split?: string;
   /** A row that does not parse: fail (default) or count it in stats and skip. */
   onBadRow?: BadRowPolicy;
+  /**
+   * Added to the error of a row that does not parse: how the caller turns skipping on.
+   * Default "Or load with onBadRow: 'skip' to count and skip such rows." (a CLI names its own key).
+   */
+  badRowHint?: string;
   /** Hub endpoint, token and cache (defaults from HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE/HF_HOME). */
   hub?: HubOptions;
 }
@@ -49,12 +54,18 @@ export async function openDataset(spec: string, options: OpenDatasetOptions = {}
   const stats = emptyStats();
   stats.files = files;
   const onBadRow = options.onBadRow ?? 'error';
+  const hint = options.badRowHint ?? "Or load with onBadRow: 'skip' to count and skip such rows.";
   async function* batches(): AsyncGenerator<RowWithOrigin[]> {
-    for (const file of files) {
-      for await (const batch of readDataFileBatches(file, stats, onBadRow)) {
-        stats.rowsRead += batch.length;
-        yield batch;
+    try {
+      for (const file of files) {
+        for await (const batch of readDataFileBatches(file, stats, onBadRow)) {
+          stats.rowsRead += batch.length;
+          yield batch;
+        }
       }
+    } catch (e) {
+      if (e instanceof DataError && e.skippable) throw new DataError(e.code, `${e.message} ${hint}`, { cause: e });
+      throw e;
     }
   }
   async function* rows(): AsyncGenerator<RowWithOrigin> {

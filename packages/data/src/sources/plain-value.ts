@@ -1,9 +1,12 @@
 import { Vector } from 'apache-arrow';
+import { DataError } from '../errors.js';
+import { InvalidUtf8Value } from './columnar-utf8.js';
 
 /**
  * Converts a value decoded by the Parquet or Arrow readers to plain JS: bigint -> number
  * (when it fits in 2^53, else kept as a decimal string), Arrow Vectors -> arrays, Arrow
- * struct rows and maps -> objects, typed arrays -> arrays, Dates kept.
+ * struct rows and maps -> objects, typed arrays -> arrays, Dates kept. A Parquet string that is
+ * not UTF-8 ({@link InvalidUtf8Value}) throws INVALID_UTF8 (the reader adds the row and column).
  */
 export function plainValue(value: unknown): unknown {
   switch (typeof value) {
@@ -18,6 +21,7 @@ export function plainValue(value: unknown): unknown {
       break;
   }
   if (value === null || value instanceof Date) return value;
+  if (value instanceof InvalidUtf8Value) throw new DataError('INVALID_UTF8', 'a string value is not valid UTF-8');
   if (value instanceof Vector) return Array.from(value as Iterable<unknown>, plainValue);
   if (Array.isArray(value)) {
     let out: unknown[] | undefined;

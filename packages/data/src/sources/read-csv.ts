@@ -1,6 +1,6 @@
-import { createReadStream } from 'node:fs';
 import { DataError } from '../errors.js';
 import { fileError } from './file-error.js';
+import { readUtf8 } from './read-utf8.js';
 import type { BadRowPolicy, LoadStats } from './row.js';
 import { recordSkip } from './row.js';
 import type { RowWithOrigin } from './row-with-origin.js';
@@ -17,7 +17,7 @@ const CR = 13;
  * or counted and skipped with `onBadRow: 'skip'`.
  */
 export async function* readCsv(file: string, stats: LoadStats, onBadRow: BadRowPolicy = 'error'): AsyncGenerator<RowWithOrigin[]> {
-  const stream = createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 20 });
+  const chunks = readUtf8(file);
   let header: string[] | undefined;
   let fields: string[] = [];
   let field = '';
@@ -48,14 +48,14 @@ export async function* readCsv(file: string, stats: LoadStats, onBadRow: BadRowP
           recordSkip(stats, { file, row: at, reason });
           continue;
         }
-        throw new DataError('MALFORMED_ROW', `${file} line ${at}: ${reason} (${header.join(',')}). Quote fields that contain commas or newlines, or load with onBadRow: 'skip'.`);
+        throw new DataError('MALFORMED_ROW', `${file} line ${at}: ${reason} (${header.join(',')}). Quote fields that contain commas or newlines.`, { skippable: true });
       }
       batch.push({ row, origin: { file, row: at } });
     }
     return batch;
   };
   try {
-    for await (const chunk of stream as AsyncIterable<string>) {
+    for await (const chunk of chunks) {
       let text = chunk;
       if (first) {
         if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
@@ -110,8 +110,6 @@ export async function* readCsv(file: string, stats: LoadStats, onBadRow: BadRowP
     }
   } catch (e) {
     throw fileError(file, e);
-  } finally {
-    stream.destroy();
   }
   if (inQuotes && !quoteSeen) throw new DataError('MALFORMED_ROW', `${file} line ${recordLine}: a quoted field is never closed before the end of the file.`);
   if (field !== '' || fields.length > 0) {

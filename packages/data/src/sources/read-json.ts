@@ -1,6 +1,6 @@
-import { createReadStream } from 'node:fs';
 import { DataError } from '../errors.js';
 import { fileError } from './file-error.js';
+import { readUtf8 } from './read-utf8.js';
 import { readJsonl } from './read-jsonl.js';
 import type { BadRowPolicy, LoadStats } from './row.js';
 import { recordSkip } from './row.js';
@@ -25,7 +25,7 @@ export async function* readJson(file: string, stats: LoadStats, onBadRow: BadRow
     yield* readJsonl(file, stats, onBadRow);
     return;
   }
-  const stream = createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 20 });
+  const chunks = readUtf8(file);
   let started = false;
   let ended = false;
   let buf = '';
@@ -37,7 +37,7 @@ export async function* readJson(file: string, stats: LoadStats, onBadRow: BadRow
   let elemLine = 1;
   let index = 0;
   try {
-    for await (const chunk of stream as AsyncIterable<string>) {
+    for await (const chunk of chunks) {
       const base = buf.length;
       buf += chunk;
       let nextBackslash = -1; // index of the next backslash at or after i (Infinity: none in buf)
@@ -107,7 +107,7 @@ export async function* readJson(file: string, stats: LoadStats, onBadRow: BadRow
             recordSkip(stats, { file, row: index, reason: parsed });
             continue;
           }
-          throw new DataError('MALFORMED_ROW', `${file} element ${index} (line ${at}) is not a valid JSON object (${parsed}). Fix it, or load with onBadRow: 'skip' to count and skip it.`);
+          throw new DataError('MALFORMED_ROW', `${file} element ${index} (line ${at}) is not a valid JSON object (${parsed}). Fix or remove it.`, { skippable: true });
         }
         batch.push({ row: parsed, origin: { file, row: index } });
       }
@@ -120,8 +120,6 @@ export async function* readJson(file: string, stats: LoadStats, onBadRow: BadRow
     }
   } catch (e) {
     throw fileError(file, e);
-  } finally {
-    stream.destroy();
   }
   if (!started) throw new DataError('EMPTY_DATASET', `${file} is empty: expected a JSON array of objects or JSON Lines.`);
   if (!ended) throw new DataError('MALFORMED_ROW', `${file} ends before the closing ] of its top-level array (line ${line}): the file is truncated or malformed.`);
@@ -138,9 +136,9 @@ function parseElement(text: string): Record<string, unknown> | string {
 }
 
 async function firstSignificantChar(file: string): Promise<number | undefined> {
-  const stream = createReadStream(file, { encoding: 'utf8', highWaterMark: 4096 });
+  const chunks = readUtf8(file, 4096);
   try {
-    for await (const chunk of stream as AsyncIterable<string>) {
+    for await (const chunk of chunks) {
       for (let i = 0; i < chunk.length; i++) {
         const c = chunk.charCodeAt(i);
         if (c > 32 && c !== 0xfeff) return c;
@@ -148,8 +146,6 @@ async function firstSignificantChar(file: string): Promise<number | undefined> {
     }
   } catch (e) {
     throw fileError(file, e);
-  } finally {
-    stream.destroy();
   }
   return undefined;
 }

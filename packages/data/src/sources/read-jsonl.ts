@@ -1,6 +1,6 @@
-import { createReadStream } from 'node:fs';
 import { DataError } from '../errors.js';
 import { fileError } from './file-error.js';
+import { readUtf8 } from './read-utf8.js';
 import type { BadRowPolicy, LoadStats } from './row.js';
 import { recordSkip } from './row.js';
 import type { RowWithOrigin } from './row-with-origin.js';
@@ -11,7 +11,7 @@ import type { RowWithOrigin } from './row-with-origin.js';
  * MALFORMED_ROW naming file and line, or is counted in `stats` and skipped when `onBadRow` is 'skip'.
  */
 export async function* readJsonl(file: string, stats: LoadStats, onBadRow: BadRowPolicy = 'error'): AsyncGenerator<RowWithOrigin[]> {
-  const stream = createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 20 });
+  const chunks = readUtf8(file);
   let line = 0;
   const parse = (text: string, batch: RowWithOrigin[]) => {
     line += 1;
@@ -29,13 +29,13 @@ export async function* readJsonl(file: string, stats: LoadStats, onBadRow: BadRo
       return;
     }
     if (onBadRow !== 'skip') {
-      throw new DataError('MALFORMED_ROW', `${file} line ${line} is not valid JSON Lines (${reason}). Fix or remove that line, or load with onBadRow: 'skip' to count and skip it.`);
+      throw new DataError('MALFORMED_ROW', `${file} line ${line} is not valid JSON Lines (${reason}). Fix or remove that line.`, { skippable: true });
     }
     recordSkip(stats, { file, row: line, reason });
   };
   try {
     let rest = '';
-    for await (const chunk of stream as AsyncIterable<string>) {
+    for await (const chunk of chunks) {
       const text = rest + chunk;
       const batch: RowWithOrigin[] = [];
       let start = 0;
@@ -55,7 +55,5 @@ export async function* readJsonl(file: string, stats: LoadStats, onBadRow: BadRo
     }
   } catch (e) {
     throw fileError(file, e);
-  } finally {
-    stream.destroy();
   }
 }

@@ -1,6 +1,7 @@
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import type { FileMetaData } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
+import { columnarUtf8Error, strictStringFromBytes } from './columnar-utf8.js';
 import { DataError } from '../errors.js';
 import { fileError } from './file-error.js';
 import { plainValue } from './plain-value.js';
@@ -28,7 +29,7 @@ export async function* readParquet(file: string): AsyncGenerator<RowWithOrigin[]
     const rowEnd = rowStart + Number(group.num_rows);
     let rows: Record<string, unknown>[];
     try {
-      rows = await parquetReadObjects({ file: buffer, metadata, rowStart, rowEnd, compressors, rowFormat: 'object' });
+      rows = await parquetReadObjects({ file: buffer, metadata, rowStart, rowEnd, compressors, rowFormat: 'object', utf8: false, parsers: { stringFromBytes: strictStringFromBytes } });
     } catch (e) {
       throw new DataError('UNREADABLE_FILE', `${file}: cannot decode rows ${rowStart}-${rowEnd - 1} (${(e as Error).message}).`, { cause: e });
     }
@@ -38,7 +39,13 @@ export async function* readParquet(file: string): AsyncGenerator<RowWithOrigin[]
         const row = rows[i] as Record<string, unknown>;
         for (const key in row) {
           const v = row[key];
-          if (typeof v === 'object' || typeof v === 'bigint') row[key] = plainValue(v);
+          if (typeof v !== 'object' && typeof v !== 'bigint') continue;
+          try {
+            row[key] = plainValue(v);
+          } catch (e) {
+            if (e instanceof DataError && e.code === 'INVALID_UTF8') throw columnarUtf8Error(file, rowStart + i + 1, key);
+            throw e;
+          }
         }
         batch.push({ row, origin: { file, row: rowStart + i + 1 } });
       }

@@ -5,10 +5,11 @@
  * - ENGINE_HTTP: a server answered with an HTTP error or a malformed body.
  * - ENGINE_TIMEOUT: a request to the named URL took longer than `timeoutMs`.
  * - ENGINE_ABORTED: the caller aborted the request (AbortSignal).
+ * - ENGINE_FAILED: an in-process engine (generator) threw while generating.
  * - ENV_LOAD: an environment module could not be loaded or lacks `step`.
  * - ENV_STEP: an environment's `step`/`reset` threw or returned a malformed value.
- * - ENV_TIMEOUT: an environment's `step`/`reset` did not settle within `envTimeoutMs`.
- * - ROLLOUT_FAILED: the rollout stopped because samples failed and `onSampleError` is 'stop'.
+ * - ENV_TIMEOUT: an environment's `step`/`reset` did not settle within `timeoutMs` (rollout.env_timeout_s).
+ * - ROLLOUT_FAILED: the rollout stopped because samples failed and `onSampleError` is 'stop' (rollout.on_sample_error).
  */
 export type RolloutErrorCode =
   | 'INVALID_ARGUMENT'
@@ -16,6 +17,7 @@ export type RolloutErrorCode =
   | 'ENGINE_HTTP'
   | 'ENGINE_TIMEOUT'
   | 'ENGINE_ABORTED'
+  | 'ENGINE_FAILED'
   | 'ENV_LOAD'
   | 'ENV_STEP'
   | 'ENV_TIMEOUT'

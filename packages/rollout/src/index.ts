@@ -37,6 +37,7 @@ export type { SGLangServer, SGLangServerOptions } from './server/sglang-server.j
 export { loadEnvironment } from './env/load-environment.js';
 export { createEnvironment } from './env/create-environment.js';
 export type { EnvironmentOptions } from './env/create-environment.js';
+export type { LoadEnvironmentOptions } from './env/load-environment.js';
 export type { EnvModule, EnvResetOutput, EnvStep, EnvStepOutput, Environment, RolloutPrompt } from './env/environment.js';
 
 // Trajectories: multi-turn assembly and the training layout.

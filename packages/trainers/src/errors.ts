@@ -1,4 +1,4 @@
-/** Machine-readable reasons an @rl2/trainers call can fail. */
+/** Machine-readable reasons an @rl2/trainers call can fail (ROLLOUT_FAILED: PPO steps without a usable sample, past rollout.max_failed_steps). */
 export type TrainersErrorCode =
   | 'INVALID_ARGUMENT'
   | 'CONFIG_UNKNOWN_KEY'
@@ -8,7 +8,8 @@ export type TrainersErrorCode =
   | 'BAD_DATA'
   | 'CHECKPOINT'
   | 'TENSORBOARD'
-  | 'MISSING_DEPENDENCY';
+  | 'MISSING_DEPENDENCY'
+  | 'ROLLOUT_FAILED';
 
 /** Base error of @rl2/trainers: every message names the offending value and how to fix it. */
 export class TrainersError extends Error {

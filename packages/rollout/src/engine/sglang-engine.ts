@@ -110,7 +110,7 @@ export function createSGLangEngine(options: SGLangEngineOptions): RolloutEngine 
     throw new RolloutError(
       allUnreachable ? 'ENGINE_UNREACHABLE' : failures[failures.length - 1].error.code,
       `${path} failed after ${failures.length} attempt(s) on ${[...new Set(failures.map((f) => f.url))].join(', ')}:\n${detail}\n` +
-        'Check that the SGLang server (or `rl2 serve`) is running at that URL, or fix rollout.engine.urls.',
+        'Check that the SGLang server (or `rl2 serve`) is running at that URL, or fix rollout.server_urls.',
       { cause: failures[failures.length - 1].error },
     );
   }

@@ -41,4 +41,6 @@ export interface Environment {
   step(state: string, action: string, answer: unknown): Promise<EnvStep>;
   /** The first state and answer of a prompt (the prompt itself when the module has no reset). */
   reset(prompt: RolloutPrompt): Promise<{ state: string; answer: unknown }>;
+  /** Stops what runs the env (the worker threads of `loadEnvironment`); absent for in-thread envs. */
+  close?(): Promise<void>;
 }

@@ -1,17 +1,27 @@
 import { existsSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { RolloutError } from '../errors.js';
-import { type EnvironmentOptions, createEnvironment } from './create-environment.js';
-import type { EnvModule, Environment } from './environment.js';
+import { createEnvironment } from './create-environment.js';
+import { EnvWorkerPool } from './env-worker-pool.js';
+import type { EnvModule, Environment, RolloutPrompt } from './environment.js';
 
 const loadable = ['.ts', '.mts', '.cts', '.js', '.mjs', '.cjs'];
 
+export interface LoadEnvironmentOptions {
+  /** Limit on one `step` or `reset` call, ms (rollout.env_timeout_s). Default 60000; 0 disables it. */
+  timeoutMs?: number;
+  /** Worker threads the env runs in (rollout.env_workers). Default 1. */
+  workers?: number;
+}
+
 /**
  * Loads `rollout.env_path`: a .ts (run through tsx, no build step), .js or .mjs module that
- * exports `step` (and optionally `reset`), named or on the default export.
+ * exports `step` (and optionally `reset`), named or on the default export. The module runs in
+ * worker threads (see EnvWorkerPool): a call past the time limit fails with ENV_TIMEOUT even
+ * when it blocks its thread, and the main thread stays free. Module state lives in each worker;
+ * arguments and results are copied between threads (plain data). `close()` stops the workers.
  */
-export async function loadEnvironment(path: string, options: Omit<EnvironmentOptions, 'source'> = {}): Promise<Environment> {
+export async function loadEnvironment(path: string, options: LoadEnvironmentOptions = {}): Promise<Environment> {
   const file = resolve(path);
   const ext = extname(file);
   if (!loadable.includes(ext)) {
@@ -20,18 +30,27 @@ export async function loadEnvironment(path: string, options: Omit<EnvironmentOpt
   if (!existsSync(file)) {
     throw new RolloutError('ENV_LOAD', `rollout.env_path "${path}" does not exist (resolved to ${file})`);
   }
-  const url = pathToFileURL(file).href;
-  let mod: Record<string, unknown>;
+  const workers = options.workers ?? 1;
+  if (!Number.isInteger(workers) || workers < 1) throw new RolloutError('INVALID_ARGUMENT', `rollout.env_workers must be an integer >= 1, got ${workers}`);
+  const ts = ext === '.ts' || ext === '.mts' || ext === '.cts';
+  const { pool, hasStep, hasReset } = await EnvWorkerPool.start({
+    file,
+    ...(ts ? { tsxApi: import.meta.resolve('tsx/esm/api') } : {}),
+    workers,
+    timeoutMs: options.timeoutMs ?? 60_000,
+    source: path,
+  });
+  const module = {
+    ...(hasStep ? { step: (state: string, action: string, answer: unknown) => pool.call('step', [state, action, answer]) } : {}),
+    ...(hasReset ? { reset: (prompt: RolloutPrompt) => pool.call('reset', [prompt]) } : {}),
+  } as EnvModule;
+  let env: Environment;
   try {
-    if (ext === '.ts' || ext === '.mts' || ext === '.cts') {
-      const { tsImport } = await import('tsx/esm/api');
-      mod = await tsImport(url, import.meta.url);
-    } else {
-      mod = await import(url);
-    }
+    // the pool enforces the time limit (it can stop a blocked worker): none on top
+    env = createEnvironment(module, { timeoutMs: 0, source: path });
   } catch (e) {
-    throw new RolloutError('ENV_LOAD', `cannot load rollout.env_path "${path}": ${(e as Error)?.message ?? String(e)}`, { cause: e });
+    await pool.close();
+    throw e;
   }
-  const candidate = (typeof mod.step === 'function' ? mod : (mod.default ?? {})) as EnvModule;
-  return createEnvironment(candidate, { ...options, source: path });
+  return { ...env, close: () => pool.close() };
 }

@@ -6,6 +6,7 @@ import { charTokenizer, scriptedEngine } from '../../test/scripted-engine.js';
 import { createEmbeddedEngine } from '../engine/embedded-engine.js';
 import type { GenerateRequest } from '../engine/rollout-engine.js';
 import { createEnvironment } from '../env/create-environment.js';
+import { RolloutError } from '../errors.js';
 import type { RolloutPrompt } from '../env/environment.js';
 import { type RolloutRunnerOptions, createRolloutRunner } from './rollout-runner.js';
 
@@ -95,7 +96,33 @@ describe('createRolloutRunner', () => {
     expect(logs).toHaveLength(2);
     expect(logs[0]).toMatch(/rollout step 4: sample 0 of prompt 1 failed \(ENV_STEP\): env step\(\) threw: calculator exploded/);
     const strict = runner(['M1', 'F1', 'M2'], { onSampleError: 'stop' });
-    await expect(strict.r.step(1)).rejects.toMatchObject({ code: 'ROLLOUT_FAILED', message: expect.stringMatching(/calculator exploded/) });
+    await expect(strict.r.step(1)).rejects.toMatchObject({ code: 'ROLLOUT_FAILED', message: expect.stringMatching(/calculator exploded \(rollout.on_sample_error=stop; set it to skip/) });
+  });
+
+  it('counts failures by cause (env errors, env timeouts, engine errors) and keeps the first one', async () => {
+    const engine = scriptedEngine((text) => {
+      if (text.startsWith('X')) throw new Error('CUDA out of memory');
+      return text.startsWith('F') ? 'boom' : 'a';
+    });
+    const slow = createEnvironment({ step: async (_s, a) => (a === 'a' ? new Promise(() => {}) : [null, 1, true]) }, { timeoutMs: 20 });
+    const { r } = runner(['F1', 'X1', 'M1'], { engine });
+    const out = await r.step(2);
+    expect(out.metrics).toMatchObject({ samples: 6, failures: 4, env_errors: 2, env_timeouts: 0, engine_errors: 2 });
+    expect(out.firstFailure).toMatch(/^sample \d of prompt \d failed \((ENV_STEP|ENGINE_FAILED)\)/);
+    const timed = runner(['M1', 'M2', 'M3'], { env: slow, engine: scriptedEngine(() => 'a') });
+    expect((await timed.r.step(1)).metrics).toMatchObject({ samples: 6, failures: 6, env_timeouts: 6 });
+  });
+
+  it('an engine that cannot be reached after its retries stops the step at once, in training and evaluation', async () => {
+    const engine = scriptedEngine(() => {
+      throw new RolloutError('ENGINE_UNREACHABLE', '/generate failed after 4 attempt(s) on http://127.0.0.1:9: cannot reach http://127.0.0.1:9/generate (ECONNREFUSED)');
+    });
+    const { r } = runner(['M1', 'M2', 'M3'], { engine });
+    await expect(r.step(5)).rejects.toMatchObject({
+      code: 'ENGINE_UNREACHABLE',
+      message: expect.stringContaining('rollout step 5: the inference engine cannot be reached after its retries, stopping: /generate failed after 4 attempt(s)'),
+    });
+    await expect(r.evaluate([{ prompt: 'M9' }], 5)).rejects.toMatchObject({ code: 'ENGINE_UNREACHABLE', message: expect.stringContaining('eval step 5:') });
   });
 
   it('never runs more samples at once than the concurrency limit', async () => {
@@ -179,7 +206,7 @@ describe('createRolloutRunner', () => {
   });
 
   it('names bad sizes', () => {
-    expect(() => runner([], { promptsPerStep: 0 })).toThrow(/rollout.promptsPerStep must be an integer >= 1, got 0/);
-    expect(() => runner([], { groupsInFlight: 2 })).toThrow(/groupsInFlight/);
+    expect(() => runner([], { promptsPerStep: 0 })).toThrow('promptsPerStep (rollout.train_prompts_per_rollout) must be an integer >= 1, got 0');
+    expect(() => runner([], { groupsInFlight: 2 })).toThrow(/groupsInFlight \(rollout.groups_in_flight\)/);
   });
 });

@@ -46,7 +46,11 @@ export interface RolloutRunnerOptions {
   groupsInFlight?: number;
   /** Pause the engine once enough groups finished and carry the unfinished ones to the next step. Default false. */
   partialRollout?: boolean;
-  /** 'skip' (default): a failed sample drops its group, the run goes on. 'stop': the step throws ROLLOUT_FAILED. */
+  /**
+   * 'skip' (default): a failed sample drops its group, the run goes on. 'stop': the step throws
+   * ROLLOUT_FAILED. Either way an engine that cannot be reached after its retries
+   * (ENGINE_UNREACHABLE) throws at once: every other sample would fail the same way.
+   */
   onSampleError?: 'skip' | 'stop';
   /** Folder for step-N.jsonl / eval-step-N.jsonl; nothing is written without it. */
   saveDir?: string;
@@ -61,6 +65,8 @@ export interface RolloutStepResult {
   /** The same groups in the training layout (shifted sequences + trajectory ids). */
   batch: TrainingBatch;
   metrics: RolloutMetrics;
+  /** The first failed sample of the step, as logged (`sample 0 of prompt 3 failed (ENV_STEP): ...`). */
+  firstFailure?: string;
 }
 
 export interface RolloutRunner {
@@ -90,16 +96,20 @@ interface RunningGroup {
 export function createRolloutRunner(options: RolloutRunnerOptions): RolloutRunner {
   const g = options.responsesPerPrompt ?? 1;
   const target = options.promptsPerStep;
-  for (const [key, v] of Object.entries({ promptsPerStep: target, responsesPerPrompt: g })) {
-    if (!Number.isInteger(v) || v < 1) throw new RolloutError('INVALID_ARGUMENT', `rollout.${key} must be an integer >= 1, got ${v}`);
+  // messages name the option and the `rl2 ppo` key that sets it
+  for (const [key, v] of [['promptsPerStep (rollout.train_prompts_per_rollout)', target], ['responsesPerPrompt (rollout.responses_per_prompt)', g]] as const) {
+    if (!Number.isInteger(v) || v < 1) throw new RolloutError('INVALID_ARGUMENT', `${key} must be an integer >= 1, got ${v}`);
   }
   const maxGroups = options.maxGroupsPerStep ?? 4 * target;
   if (!Number.isInteger(maxGroups) || maxGroups < target) {
-    throw new RolloutError('INVALID_ARGUMENT', `rollout.maxGroupsPerStep must be an integer >= promptsPerStep (${target}), got ${maxGroups}`);
+    throw new RolloutError('INVALID_ARGUMENT', `maxGroupsPerStep (rollout.max_groups_per_rollout) must be an integer >= promptsPerStep (${target}), got ${maxGroups}`);
   }
   const inFlight = options.groupsInFlight ?? target;
   if (!Number.isInteger(inFlight) || inFlight < target || inFlight > maxGroups) {
-    throw new RolloutError('INVALID_ARGUMENT', `rollout.groupsInFlight must be an integer in [promptsPerStep, maxGroupsPerStep] = [${target}, ${maxGroups}], got ${inFlight}`);
+    throw new RolloutError(
+      'INVALID_ARGUMENT',
+      `groupsInFlight (rollout.groups_in_flight) must be an integer in [promptsPerStep, maxGroupsPerStep] = [${target}, ${maxGroups}], got ${inFlight}`,
+    );
   }
   const semaphore = new Semaphore(options.concurrency ?? 64);
   const log = options.log ?? ((m: string) => console.warn(m));
@@ -130,14 +140,26 @@ export function createRolloutRunner(options: RolloutRunnerOptions): RolloutRunne
     return { serial: groupSerial, promise, abort };
   }
 
-  function reportFailures(trajectories: Trajectory[], step: number): void {
+  /** An engine that cannot be reached after its retries fails every other sample too: stop at once. */
+  function stopIfEngineGone(trajectories: Trajectory[], what: string): void {
+    const gone = trajectories.find((t) => t.error?.code === 'ENGINE_UNREACHABLE');
+    if (gone?.error) throw new RolloutError('ENGINE_UNREACHABLE', `${what}: the inference engine cannot be reached after its retries, stopping: ${gone.error.message}`);
+  }
+
+  /** Logs each failed sample; returns the first line. Throws when the engine is gone or onSampleError is 'stop'. */
+  function reportFailures(trajectories: Trajectory[], what: string): string | undefined {
+    let first: string | undefined;
     for (const t of trajectories) {
       if (!t.error) continue;
-      log(`rollout step ${step}: sample ${t.sampleId} of prompt ${t.promptId} failed (${t.error.code}): ${t.error.message}`);
+      const line = `sample ${t.sampleId} of prompt ${t.promptId} failed (${t.error.code}): ${t.error.message}`;
+      first ??= line;
+      log(`${what}: ${line}`);
+      stopIfEngineGone([t], what);
       if (options.onSampleError === 'stop') {
-        throw new RolloutError('ROLLOUT_FAILED', `rollout stopped at step ${step}: sample ${t.sampleId} of prompt ${t.promptId} failed: ${t.error.message} (set onSampleError: 'skip' to go on)`);
+        throw new RolloutError('ROLLOUT_FAILED', `${what}: ${line} (rollout.on_sample_error=stop; set it to skip to drop such groups and go on)`);
       }
     }
+    return first;
   }
 
   async function resumeEngine(): Promise<void> {
@@ -178,12 +200,13 @@ export function createRolloutRunner(options: RolloutRunnerOptions): RolloutRunne
       const records: RolloutRecord[] = [];
       let filtered = 0;
       let finished = 0;
+      let firstFailure: string | undefined;
       await launchMore(inFlight - running.size);
       try {
         while (accepted.length < target && running.size > 0) {
           const done = await Promise.race([...running.values()].map((r) => r.promise));
           running.delete(done.serial);
-          reportFailures(done.trajectories, step);
+          firstFailure ??= reportFailures(done.trajectories, `rollout step ${step}`);
           const failed = done.trajectories.some((t) => t.error);
           const uniform = !failed && options.dynamicFiltering === true && isUniformGroup(done.trajectories.map((t) => t.reward));
           if (!failed) finished += 1;
@@ -212,7 +235,7 @@ export function createRolloutRunner(options: RolloutRunnerOptions): RolloutRunne
         seconds: (performance.now() - start) / 1000,
       });
       await save(`step-${step}.jsonl`, records);
-      return { groups: accepted, batch: toTrainingBatch(accepted, g), metrics };
+      return { groups: accepted, batch: toTrainingBatch(accepted, g), metrics, ...(firstFailure ? { firstFailure } : {}) };
     },
 
     async evaluate(prompts, step) {
@@ -222,6 +245,7 @@ export function createRolloutRunner(options: RolloutRunnerOptions): RolloutRunne
       const groups = await Promise.all(prompts.map((p) => launch(p, sampling, 1, false).promise));
       const trajectories = groups.flatMap((x) => x.trajectories);
       for (const t of trajectories) if (t.error) log(`eval step ${step}: prompt ${t.promptId} failed (${t.error.code}): ${t.error.message}`);
+      stopIfEngineGone(trajectories, `eval step ${step}`);
       const metrics = summariseRollout({
         trajectories,
         acceptedGroups: groups.length,

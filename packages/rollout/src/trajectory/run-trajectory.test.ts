@@ -105,7 +105,7 @@ describe('runTrajectory: multi-turn assembly', () => {
 
     const hung = await run({ step: () => new Promise(() => {}) }, () => 'a', 1, 30);
     expect(hung.error?.code).toBe('ENV_TIMEOUT');
-    expect(hung.error?.message).toMatch(/test-env step\(\) did not finish within 30 ms/);
+    expect(hung.error?.message).toMatch(/test-env step\(\) did not finish within 0.03 s \(raise rollout.env_timeout_s/);
   });
 
   it('resumes a turn that the engine aborted (pause) and keeps the partial tokens', async () => {

@@ -116,7 +116,10 @@ async function generateTurn(
   const logprobs: number[] = [];
   for (let resumes = 0; ; resumes += 1) {
     const left = budget === undefined ? undefined : budget - tokenIds.length;
-    const out = await engine.generate({ inputIds: [...inputIds, ...tokenIds], sampling: { ...sampling, max_new_tokens: left }, signal });
+    const out = await engine.generate({ inputIds: [...inputIds, ...tokenIds], sampling: { ...sampling, max_new_tokens: left }, signal }).catch((e: unknown) => {
+      if (e instanceof RolloutError || signal?.aborted) throw e;
+      throw new RolloutError('ENGINE_FAILED', `the engine failed to generate: ${(e as Error)?.message ?? String(e)}`, { cause: e });
+    });
     tokenIds.push(...out.tokenIds);
     logprobs.push(...out.logprobs);
     if (out.finishReason !== 'abort') return { tokenIds, logprobs, finishReason: out.finishReason };

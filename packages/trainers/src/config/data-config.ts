@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { option } from './option.js';
 
+/** `data.on_bad_row`: what a row that does not parse (JSON, JSONL, CSV) does to the run. */
+export const onBadRow = () =>
+  option(z.enum(['error', 'skip']), 'error', 'a malformed JSON/JSONL/CSV row: stop with its file and line (error), or skip it (counted: data/*/malformed_rows)');
+
 /** `data.test.*` keys default to their `data.train.*` value by interpolation. */
 type Inherit = (key: string, value: unknown) => unknown;
 
@@ -30,7 +34,8 @@ function dataSectionOf<K extends z.ZodRawShape>(keys: (inherit: Inherit) => K, u
       ),
       ...keys(inherit),
       apply_chat_template: option(z.boolean(), inherit('apply_chat_template', true), 'render raw-text prompts with the tokenizer chat template'),
-      max_length: option(z.number().int().positive().nullable(), inherit('max_length', null), 'truncate each sequence to this many tokens (null: no truncation)'),
+      max_length: option(z.number().int().positive().nullable(), inherit('max_length', null), 'truncate each sequence to this many tokens (null: no truncation); the count is printed and logged (data/*/truncated_rows)'),
+      over_max_length: option(z.enum(['truncate', 'drop']), inherit('over_max_length', 'truncate'), 'a row with a sequence longer than max_length: truncate it (RL2), or drop the row (counted: data/*/long_rows_dropped)'),
       batch_size: option(z.number().int().positive(), inherit('batch_size', 128), test ? `${unit} packed together per validation chunk` : `${unit} per optimizer step`),
     });
   };
@@ -39,6 +44,7 @@ function dataSectionOf<K extends z.ZodRawShape>(keys: (inherit: Inherit) => K, u
     test: split(z.string().min(1).nullable(), true),
     test_ratio: option(z.number().min(0).lt(1), 0.03, 'fraction of train held out when data.test.path is null (fixed seed)'),
     shuffle: option(z.boolean(), true, 'shuffle the training order every epoch (seeded, resumable)'),
+    on_bad_row: onBadRow(),
   });
 }
 

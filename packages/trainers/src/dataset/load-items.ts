@@ -1,12 +1,11 @@
 import {
+  type BadRowPolicy,
   type ChatMessage,
   type DataKeys,
   type PairExample,
-  type Row,
   type RowOrigin,
   type SftExample,
   type Tokenizer,
-  loadDataset,
   splitTrainTest,
   toPairExample,
   toSftExample,
@@ -15,6 +14,9 @@ import {
   tokenizeSft,
 } from '@rl2/data';
 import { TrainersError } from '../errors.js';
+import { type SplitCounts, noCounts } from './data-counts.js';
+import { type LengthBudget, type OverMaxLength, checkBudget, fitMaxLength } from './fit-lengths.js';
+import { type LoadedRows, loadRows, pickRows } from './load-rows.js';
 import type { TrainingItem, TrainingSequence } from './training-item.js';
 
 /** Which trainer reads the rows: decides the row format and the sequence layout. */
@@ -30,9 +32,11 @@ export interface SplitConfig {
   readonly rejected_key?: string;
   readonly apply_chat_template: boolean;
   readonly max_length: number | null;
+  /** Default truncate (RL2). */
+  readonly over_max_length?: OverMaxLength;
 }
 
-type Loaded = { rows: Row[]; origins: RowOrigin[] };
+type Loaded = Pick<LoadedRows, 'rows' | 'origins'>;
 
 const where = (o: RowOrigin | undefined, i: number) => (o ? `${o.file} row ${o.row}` : `row ${i}`);
 
@@ -56,86 +60,115 @@ function keysOf(cfg: SplitConfig): Partial<DataKeys> {
   };
 }
 
-/** Tokenizes rows into training items in the layout of `kind`; errors name the file and row. */
-export function toItems(kind: ItemKind, tokenizer: Tokenizer, data: Loaded, cfg: SplitConfig): { items: TrainingItem[]; dropped: number } {
-  const items: TrainingItem[] = [];
-  let dropped = 0;
-  const maxLength = cfg.max_length ?? undefined;
-  const keys = keysOf(cfg);
-  data.rows.forEach((row, i) => {
-    const origin = data.origins[i];
-    const ctx = { origin, index: i };
-    const at = where(origin, i);
-    if (kind === 'sft') {
-      const example = templatedText(tokenizer, toSftExample(row, keys, ctx), cfg.apply_chat_template);
-      const { sequences, dropped: d } = tokenizeSft(tokenizer, example, { maxLength });
-      dropped += d;
-      if (sequences.length === 0) return;
-      items.push({ origin: at, sequences: sequences.map((s) => ({ inputIds: s.states, positionIds: s.positionIds, targets: s.actions, lossMask: s.actionMask })) });
-      return;
-    }
-    const example = templatedText(tokenizer, toPairExample(row, keys, { ...ctx, trainer: kind.toUpperCase() }), cfg.apply_chat_template);
-    let pair: TrainingSequence[];
-    if (kind === 'dpo') {
-      const { chosen, rejected } = tokenizeDpoPair(tokenizer, example, { maxLength });
-      pair = [chosen, rejected].map((s) => ({ inputIds: s.states, positionIds: s.positionIds, targets: s.actions, lossMask: s.actionMask }));
-      if (pair.some((s) => !s.lossMask.includes(1))) {
-        throw new TrainersError(
-          'BAD_DATA',
-          `${at}: after truncation to data.*.max_length=${cfg.max_length} the chosen or rejected reply has no tokens left; raise max_length or shorten the prompt`,
-        );
-      }
-    } else {
-      const { chosen, rejected } = tokenizeRmPair(tokenizer, example, { maxLength });
-      pair = [chosen, rejected].map((s) => ({ inputIds: s.states, positionIds: s.positionIds, targets: s.states.map(() => 0), lossMask: s.eosMask }));
-    }
-    items.push({ origin: at, sequences: pair });
-  });
-  return { items, dropped };
+/** The training items of one split and what tokenizing them dropped or cut. */
+export interface SplitItems {
+  items: TrainingItem[];
+  /** Sequences with no trained token left (no assistant turn, or cut by max_length). */
+  dropped: number;
+  /** Rows cut to max_length. */
+  truncated: number;
+  /** Rows dropped for a sequence over max_length (`over_max_length: drop`). */
+  droppedLong: number;
 }
 
-async function load(path: string, what: string): Promise<Loaded> {
-  try {
-    return await loadDataset(path);
-  } catch (err) {
-    const e = err as Error;
-    throw new TrainersError('BAD_DATA', `${what}=${path}: ${e.message}`);
+const shifted = (s: { states: number[]; positionIds: number[]; actions: number[]; actionMask: number[] }): TrainingSequence => ({
+  inputIds: s.states,
+  positionIds: s.positionIds,
+  targets: s.actions,
+  lossMask: s.actionMask,
+});
+
+/** One row as the sequences of `kind`, untruncated; SFT sequences without a trained token are left out and counted. */
+function rowSequences(kind: ItemKind, tokenizer: Tokenizer, row: Loaded['rows'][number], ctx: { origin?: RowOrigin; index: number }, cfg: SplitConfig) {
+  const keys = keysOf(cfg);
+  if (kind === 'sft') {
+    const example = templatedText(tokenizer, toSftExample(row, keys, ctx), cfg.apply_chat_template);
+    const { sequences, dropped } = tokenizeSft(tokenizer, example);
+    return { sequences: sequences.map(shifted), dropped };
   }
+  const example = templatedText(tokenizer, toPairExample(row, keys, { ...ctx, trainer: kind.toUpperCase() }), cfg.apply_chat_template);
+  if (kind === 'dpo') {
+    const { chosen, rejected } = tokenizeDpoPair(tokenizer, example);
+    return { sequences: [shifted(chosen), shifted(rejected)], dropped: 0 };
+  }
+  const { chosen, rejected } = tokenizeRmPair(tokenizer, example);
+  const sequences = [chosen, rejected].map((s) => ({ inputIds: s.states, positionIds: s.positionIds, targets: s.states.map(() => 0), lossMask: s.eosMask }));
+  return { sequences, dropped: 0 };
+}
+
+/**
+ * Tokenizes rows into training items in the layout of `kind`; errors name the file and row.
+ * `max_length` cuts each sequence (RL2), or drops the row with `over_max_length: drop`; both
+ * are counted. SFT sequences left without a trained token are dropped and counted.
+ */
+export function toItems(kind: ItemKind, tokenizer: Tokenizer, data: Loaded, cfg: SplitConfig): SplitItems {
+  const out: SplitItems = { items: [], dropped: 0, truncated: 0, droppedLong: 0 };
+  data.rows.forEach((row, i) => {
+    const origin = data.origins[i];
+    const at = where(origin, i);
+    const { sequences, dropped } = rowSequences(kind, tokenizer, row, { origin, index: i }, cfg);
+    out.dropped += dropped;
+    if (sequences.length === 0) return;
+    const fit = fitMaxLength({ origin: at, sequences }, cfg.max_length, cfg.over_max_length ?? 'truncate', kind === 'rm');
+    if (!fit.item) {
+      out.droppedLong += 1;
+      return;
+    }
+    if (fit.truncated) out.truncated += 1;
+    let kept = fit.item.sequences;
+    if (kind === 'sft') {
+      kept = kept.filter((s) => s.lossMask.includes(1));
+      out.dropped += fit.item.sequences.length - kept.length;
+      if (kept.length === 0) return;
+    } else if (kind === 'dpo' && kept.some((s) => !s.lossMask.includes(1))) {
+      throw new TrainersError(
+        'BAD_DATA',
+        `${at}: after truncation to data.*.max_length=${cfg.max_length} the chosen or rejected reply has no tokens left; raise max_length or shorten the prompt`,
+      );
+    }
+    out.items.push({ origin: at, sequences: kept });
+  });
+  return out;
 }
 
 /**
  * Loads `data.train` and `data.test` (or splits `test_ratio` of train off with `seed`), and
- * tokenizes both. Row-format errors name the file, the row and the expected keys.
+ * tokenizes both. Row-format errors name the file, the row and the expected keys. With `fit`
+ * every row is checked against the micro-batch budget here, before the first step.
  */
 export async function loadItems(
   kind: ItemKind,
   tokenizer: Tokenizer,
-  data: { train: SplitConfig; test: SplitConfig; test_ratio: number },
+  data: { train: SplitConfig; test: SplitConfig; test_ratio: number; on_bad_row?: BadRowPolicy },
   seed: number,
-): Promise<{ train: TrainingItem[]; test: TrainingItem[]; dropped: number }> {
-  const train = await load(data.train.path as string, 'data.train.path');
-  let test: Loaded;
-  let trainPart: Loaded = train;
+  fit?: LengthBudget,
+): Promise<{ train: TrainingItem[]; test: TrainingItem[]; dropped: number; counts: { train: SplitCounts; test: SplitCounts } }> {
+  const train = await loadRows(data.train.path as string, 'data.train.path', data.on_bad_row);
+  let test: LoadedRows;
+  let trainPart: LoadedRows = train;
   if (data.test.path) {
-    test = await load(data.test.path, 'data.test.path');
+    test = await loadRows(data.test.path, 'data.test.path', data.on_bad_row);
   } else {
     const split = splitTrainTest(train.rows.length, data.test_ratio, seed);
-    const pick = (idx: number[]) => ({ rows: idx.map((i) => train.rows[i]), origins: idx.map((i) => train.origins[i]) });
-    trainPart = pick(split.train);
-    test = pick(split.test);
+    trainPart = pickRows(train, split.train, train.skipped);
+    test = pickRows(train, split.test);
   }
-  const wrap = (fn: () => { items: TrainingItem[]; dropped: number }) => {
+  const tokenize = (rows: LoadedRows, cfg: SplitConfig, key: string) => {
+    let split: SplitItems;
     try {
-      return fn();
+      split = toItems(kind, tokenizer, rows, cfg);
     } catch (err) {
       if (err instanceof TrainersError) throw err;
       throw new TrainersError('BAD_DATA', (err as Error).message);
     }
+    if (fit) checkBudget(split.items, fit, kind !== 'sft', key);
+    const counts: SplitCounts = { ...noCounts(), malformedRows: rows.skipped, truncatedRows: split.truncated, longRowsDropped: split.droppedLong, emptySequences: split.dropped };
+    return { ...split, counts };
   };
-  const a = wrap(() => toItems(kind, tokenizer, trainPart, data.train));
-  const b = wrap(() => toItems(kind, tokenizer, test, data.test));
+  const a = tokenize(trainPart, data.train, 'data.train');
+  const b = tokenize(test, data.test, 'data.test');
   if (a.items.length === 0) {
     throw new TrainersError('BAD_DATA', `data.train.path=${data.train.path}: no trainable rows (every sequence was empty after tokenization and truncation)`);
   }
-  return { train: a.items, test: b.items, dropped: a.dropped + b.dropped };
+  return { train: a.items, test: b.items, dropped: a.dropped + b.dropped, counts: { train: a.counts, test: b.counts } };
 }

@@ -1,8 +1,10 @@
 import type { DecoderModel, LoadModelOptions } from '@rl2/models';
 import { resolveCheckpoint } from '../checkpoint/resolve-checkpoint.js';
 import type { ModelSection, TrainerSection } from '../config/sections.js';
+import type { BadRowPolicy } from '@rl2/data';
+import { dataMetrics, describeCounts } from '../dataset/data-counts.js';
 import { type ItemKind, type SplitConfig, loadItems } from '../dataset/load-items.js';
-import { planRankLayout } from '../parallel-model/rank-layout.js';
+import { microBatchBudget, planRankLayout } from '../parallel-model/rank-layout.js';
 import { trainModel } from '../parallel-model/trained-model.js';
 import { openDataParallel } from './data-parallel.js';
 import { modelSaver, openModel, openTokenizer, paramRecord, startEngine, startingWeights } from './run-setup.js';
@@ -11,7 +13,7 @@ import type { LoopSpec, RunIo } from './train-loop.js';
 /** The config parts every SFT/RM/DPO run reads before its objective. */
 export interface RunConfig {
   readonly trainer: TrainerSection;
-  readonly data: { train: SplitConfig & { batch_size: number }; test: SplitConfig & { batch_size: number }; test_ratio: number; shuffle: boolean };
+  readonly data: { train: SplitConfig & { batch_size: number }; test: SplitConfig & { batch_size: number }; test_ratio: number; shuffle: boolean; on_bad_row?: BadRowPolicy };
 }
 
 /** What {@link openRun} opened: the model to build the objective on and the rest of the loop's spec. */
@@ -41,11 +43,13 @@ export async function openRun(
   await startEngine(trainer, io);
   const tokenizerDir = section.tokenizer_name ?? section.model_name;
   const tokenizer = await openTokenizer(tokenizerDir, section.tokenizer_name ? `${key}.tokenizer_name` : `${key}.model_name`);
-  const { train, test, dropped } = await loadItems(kind, tokenizer, data, trainer.seed);
+  // lengths are checked here, once, against the micro-batch budget: not mid-epoch when a batch is packed
+  const { train, test, dropped, counts } = await loadItems(kind, tokenizer, data, trainer.seed, microBatchBudget(section, key));
   const resumeFrom = resolveCheckpoint(trainer.save_dir, trainer.load_ckpt_from);
   const { model: full, generationConfig } = await openModel(startingWeights(section.model_name, resumeFrom), `${key}.model_name`, modelOptions);
   const world = await openDataParallel();
   try {
+    if (world.rank === 0) for (const line of describeCounts(counts, (split) => (split === 'train' ? data.train : data.test).max_length)) (io.stdout ?? process.stdout).write(`rl2 ${kind}: ${line}\n`);
     const layout = planRankLayout(world, section, key);
     const trained = trainModel(full, layout, key);
     const model = trained.model;
@@ -69,6 +73,7 @@ export async function openRun(
         io,
         layout,
         owned: true,
+        dataMetrics: dataMetrics(counts),
       },
     };
   } catch (err) {

@@ -80,6 +80,8 @@ export interface LoopSpec<P> {
   readonly layout: RankLayout;
   /** Opened by `openRun`: the loop frees `trained` and closes `layout.world` when it ends. */
   readonly owned?: boolean;
+  /** What loading the data skipped, cut or dropped (`data/train/truncated_rows`, ...): logged at step 0 of a fresh run. */
+  readonly dataMetrics?: Record<string, number>;
 }
 
 /** Progress of ranks other than 0: they train silently. */
@@ -214,6 +216,7 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
     say(`saved checkpoint ${checkpoint}`);
   };
 
+  if (spec.dataMetrics && !spec.resumeFrom) record(spec.dataMetrics);
   if (trainer.val_before_train && !spec.resumeFrom) validate();
   const trainLoss = new Map<number, number>();
   let interrupted = false;

@@ -5,10 +5,12 @@ import type { DataParallel } from '../loop/data-parallel.js';
 export interface RolloutShard {
   readonly batch: TrainingBatch;
   readonly metrics: RolloutMetrics;
+  /** The first failed sample, as logged (this rank's, after a gather). */
+  readonly firstFailure?: string;
 }
 
 /** Sums behind one shard's metrics, so the ranks' shards combine into the whole step's. */
-const STATS = 11;
+const STATS = 15;
 function statsOf(m: RolloutMetrics, launchedGroups: number, g: number): number[] {
   const ok = launchedGroups * g - m.failures; // refill off: every launched group finishes
   const turns = m['turns/mean'] * ok;
@@ -26,6 +28,10 @@ function statsOf(m: RolloutMetrics, launchedGroups: number, g: number): number[]
     finished,
     m.tokens_per_s * m.rollout_s,
     m.rollout_s,
+    m.samples,
+    m.env_errors,
+    m.env_timeouts,
+    m.engine_errors,
   ];
 }
 
@@ -41,7 +47,11 @@ function combine(stats: readonly number[][], groups: number): RolloutMetrics {
     'response_length/mean': ok > 0 ? sum(3) / ok : 0,
     'turns/mean': ok > 0 ? turns / ok : 0,
     length_clip_ratio: turns > 0 ? sum(5) / turns : 0,
+    samples: Math.round(sum(11)),
     failures: Math.round(sum(6)),
+    env_errors: Math.round(sum(12)),
+    env_timeouts: Math.round(sum(13)),
+    engine_errors: Math.round(sum(14)),
     filtering_ratio: sum(8) > 0 ? sum(7) / sum(8) : 0,
     groups,
     carried_groups: 0,
@@ -106,5 +116,6 @@ export function gatherRollout(dp: DataParallel, shard: RolloutShard, launchedGro
   return {
     batch: { sequences, trajectoryIds: sequences.map((s) => s.trajectoryId), responsesPerPrompt: g, trajectories: groups * g },
     metrics: combine(stats, groups),
+    ...(shard.firstFailure ? { firstFailure: shard.firstFailure } : {}),
   };
 }

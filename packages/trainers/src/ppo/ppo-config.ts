@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { onBadRow } from '../config/data-config.js';
 import { modelSection } from '../config/model-config.js';
 import { option } from '../config/option.js';
 import { parallelOptions } from '../config/parallel-config.js';
@@ -47,6 +48,7 @@ export const ppoConfigSchema = z.strictObject({
     test: ppoSplit(true),
     test_ratio: option(z.number().min(0).lt(1), 0.03, 'fraction of train held out when data.test.path is null (fixed seed)'),
     shuffle: option(z.boolean(), true, 'shuffle the prompt order every epoch (seeded, resumable)'),
+    on_bad_row: onBadRow(),
   }),
   rollout: z.strictObject({
     engine: option(z.enum(['embedded', 'sglang']), 'embedded', 'embedded: generate in-process with the actor\'s own weights (hybrid engine); sglang: SGLang servers at rollout.server_urls'),
@@ -55,6 +57,8 @@ export const ppoConfigSchema = z.strictObject({
     env_path: option(z.string().min(1), null, '.ts/.js/.mjs module exporting async step(state, action, answer) -> [next_state, reward, done]'),
     env_timeout_s: option(z.number().positive(), 60, 'an env step slower than this fails its sample'),
     on_sample_error: option(z.enum(['skip', 'stop']), 'skip', 'skip: drop the failed sample\'s group and go on; stop: end the run'),
+    max_failed_steps: option(z.number().int().nonnegative(), 0, 'steps in a row where every sample failed (env or engine errors) that the run goes on after; one more stops it with exit code 1'),
+    env_workers: option(z.number().int().positive(), 1, 'worker threads the env runs in (a blocked step() is stopped after env_timeout_s); more for CPU-heavy envs'),
     train_prompts_per_rollout: option(z.number().int().positive(), 16, 'prompt groups trained on per step'),
     test_prompts_per_rollout: option(z.number().int().positive().nullable(), null, 'test prompts per evaluation (null: all)'),
     responses_per_prompt: option(z.number().int().positive(), 8, 'responses sampled per prompt (the group size)'),

@@ -19,12 +19,15 @@ import { type ScheduleOptions, scheduledLr } from '../optim/cosine-schedule.js';
 import { ONE_PROCESS, planRankLayout } from '../parallel-model/rank-layout.js';
 import { checkpointOptimizerState, trainModel } from '../parallel-model/trained-model.js';
 import { writeReport } from '../report/write-report.js';
+import { dataMetrics, describeCounts } from '../dataset/data-counts.js';
 import { checkSameRollout } from './check-same-rollout.js';
+import { stopOnFailedSteps } from './failed-steps.js';
 import { gatherRollout } from './gather-rollout.js';
 import { loadPpoPrompts } from './load-ppo-prompts.js';
 import { loadPpoCheckpoint, savePpoCheckpoint } from './ppo-checkpoint.js';
 import type { PpoConfig } from './ppo-config.js';
 import { type PpoModels, type PpoStepInput, ppoStep } from './ppo-step.js';
+import { ppoSequenceBudget } from './prompt-budget.js';
 import { PromptStream } from './prompt-stream.js';
 import { createPpoEngine, samplingParams } from './rollout-setup.js';
 import type { PpoOptimizer } from './update-model.js';
@@ -146,8 +149,8 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
   await startEngine(trainer, io);
   const tokenizerDir = a.tokenizer_name ?? a.model_name;
   const tokenizer = await openTokenizer(tokenizerDir, a.tokenizer_name ? 'actor.tokenizer_name' : 'actor.model_name');
-  const prompts = await loadPpoPrompts(tokenizer, config.data, trainer.seed);
-  const env = await loadEnvironment(r.env_path, { timeoutMs: r.env_timeout_s * 1000 });
+  const prompts = await loadPpoPrompts(tokenizer, config.data, trainer.seed, ppoSequenceBudget(config));
+  const env = await loadEnvironment(r.env_path, { timeoutMs: r.env_timeout_s * 1000, workers: r.env_workers });
   const resumeFrom = resolveCheckpoint(trainer.save_dir, trainer.load_ckpt_from);
   const saved = resumeFrom ? loadPpoCheckpoint(resumeFrom) : undefined;
 
@@ -200,6 +203,7 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
     promptsPerStep: r.train_prompts_per_rollout,
     responsesPerPrompt: r.responses_per_prompt,
     maxTurns: r.max_turns,
+    maxSequenceTokens: ppoSequenceBudget(config).budget,
     sampling: samplingParams(r.train_sampling_params),
     evalSampling: samplingParams(r.test_sampling_params),
     concurrency: r.concurrency,
@@ -229,6 +233,7 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
       log: (line: string) => out.write(`${line}\n`),
     }),
   );
+  const guarded = stopOnFailedSteps(rollout, { maxFailedSteps: r.max_failed_steps, log: (line) => say(line), beforeStop: () => save() });
   const testPrompts = r.test_prompts_per_rollout ? prompts.test.slice(0, r.test_prompts_per_rollout) : prompts.test;
 
   if (isMain) {
@@ -252,6 +257,8 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
     tb?.addScalars(step, values);
     return rec;
   };
+  for (const line of describeCounts(prompts.counts, () => null)) say(`rl2 ppo: ${line}`);
+  if (!resumeFrom) record(dataMetrics(prompts.counts));
 
   const tests: MetricRecord[] = [];
   let testedAt = -1;
@@ -303,7 +310,7 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
         step,
         config,
         models,
-        runner: rollout,
+        runner: guarded,
         actorOptimizer,
         criticOptimizer,
         actorLr: (i) => scheduledLr((step - a.freeze_steps) * a.update_per_rollout + i, actorSchedule),
@@ -345,6 +352,7 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
     }
   } finally {
     await runner.close();
+    await env.close?.();
     progress.stop();
     actorOptimizer.dispose();
     criticOptimizer?.dispose();

@@ -5,10 +5,7 @@ import { sftObjective } from './sft-objective.js';
 
 /** `rl2 sft`: supervised fine-tuning of `actor.model_name` on `data.train.path`. */
 export async function runSft(config: SftConfig, io: RunIo = {}): Promise<RunResult> {
-  const { model, dropped, spec } = await openRun('sft', config, 'actor', config.actor, io);
-  if (dropped > 0) {
-    (io.stdout ?? process.stdout).write(`rl2 sft: skipped ${dropped} sequence(s) with no trained token left (no assistant turn, or cut by data.*.max_length)\n`);
-  }
+  const { model, spec } = await openRun('sft', config, 'actor', config.actor, io);
   return runTrainingLoop({
     ...spec,
     objective: sftObjective(model, { avgLevel: config.actor.avg_level, recompute: config.actor.gradient_checkpointing }),

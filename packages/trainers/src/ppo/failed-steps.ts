@@ -1,0 +1,66 @@
+import { RolloutError } from '@rl2/rollout';
+import { TrainersError } from '../errors.js';
+import type { RolloutShard } from './gather-rollout.js';
+
+/** The training rollout as `ppoStep` calls it. */
+export interface StepRollout {
+  step(step: number): Promise<RolloutShard>;
+}
+
+export interface FailedStepPolicy {
+  /** rollout.max_failed_steps: steps in a row without a usable sample that are tolerated. */
+  readonly maxFailedSteps: number;
+  /** Where the tolerated failed steps are announced. */
+  readonly log: (line: string) => void;
+  /** Runs before the run is stopped (a checkpoint of the steps done, so nothing is lost). */
+  readonly beforeStop?: () => Promise<void>;
+}
+
+/** Whether a rollout step yielded no usable sample: every sample failed (env or engine). */
+export const noUsableSample = (m: RolloutShard['metrics']) => m.samples > 0 && m.failures === m.samples;
+
+const causes = (m: RolloutShard['metrics']) => `${m.env_errors} env errors, ${m.env_timeouts} env timeouts, ${m.engine_errors} engine errors`;
+
+/**
+ * Stops a PPO run that trains on nothing: a step where every sample failed counts as failed,
+ * more than `maxFailedSteps` of them in a row throw ROLLOUT_FAILED (after `beforeStop`), and an
+ * engine that stays unreachable past its retries (ENGINE_UNREACHABLE from the rollout) stops
+ * the run at once. A step with any usable sample resets the count.
+ */
+export function stopOnFailedSteps(rollout: StepRollout, policy: FailedStepPolicy): StepRollout {
+  let failedInARow = 0;
+  const stop = async (error: Error): Promise<never> => {
+    await policy.beforeStop?.();
+    throw error;
+  };
+  return {
+    async step(k) {
+      let res: RolloutShard;
+      try {
+        res = await rollout.step(k);
+      } catch (e) {
+        if (e instanceof RolloutError && e.code === 'ENGINE_UNREACHABLE') {
+          return stop(new TrainersError('ROLLOUT_FAILED', `${e.message}. Start the server again (or fix rollout.server_urls) and resume with trainer.load_ckpt_from=latest.`));
+        }
+        throw e;
+      }
+      if (!noUsableSample(res.metrics)) {
+        failedInARow = 0;
+        return res;
+      }
+      failedInARow += 1;
+      const what = `rollout step ${k}: all ${res.metrics.samples} samples failed (${causes(res.metrics)}; first: ${res.firstFailure ?? 'see above'})`;
+      if (failedInARow > policy.maxFailedSteps) {
+        return stop(
+          new TrainersError(
+            'ROLLOUT_FAILED',
+            `${what}. ${failedInARow} step(s) in a row without a usable sample, more than rollout.max_failed_steps=${policy.maxFailedSteps}: stopping. ` +
+              'Fix the env (rollout.env_path) or the engine, or raise rollout.max_failed_steps to wait out a flaky one.',
+          ),
+        );
+      }
+      policy.log(`${what}; nothing to train on: ${failedInARow} of rollout.max_failed_steps=${policy.maxFailedSteps} such steps in a row tolerated`);
+      return res;
+    },
+  };
+}

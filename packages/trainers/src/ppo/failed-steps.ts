@@ -40,7 +40,8 @@ export function stopOnFailedSteps(rollout: StepRollout, policy: FailedStepPolicy
         res = await rollout.step(k);
       } catch (e) {
         if (e instanceof RolloutError && e.code === 'ENGINE_UNREACHABLE') {
-          return stop(new TrainersError('ROLLOUT_FAILED', `${e.message}. Start the server again (or fix rollout.server_urls) and resume with trainer.load_ckpt_from=latest.`));
+          const resume = 'Once it is back, trainer.load_ckpt_from=latest resumes from the last checkpoint.';
+          return stop(new TrainersError('ROLLOUT_FAILED', `${e.message}${e.message.endsWith('.') ? '' : '.'} ${resume}`));
         }
         throw e;
       }

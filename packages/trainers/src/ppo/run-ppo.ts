@@ -233,7 +233,7 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
       log: (line: string) => out.write(`${line}\n`),
     }),
   );
-  const guarded = stopOnFailedSteps(rollout, { maxFailedSteps: r.max_failed_steps, log: (line) => say(line), beforeStop: () => save() });
+  const guarded = stopOnFailedSteps(rollout, { maxFailedSteps: r.max_failed_steps, log: (line) => say(line), beforeStop: async () => (step > 0 ? save() : undefined) });
   const testPrompts = r.test_prompts_per_rollout ? prompts.test.slice(0, r.test_prompts_per_rollout) : prompts.test;
 
   if (isMain) {

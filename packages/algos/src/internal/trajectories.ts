@@ -95,7 +95,7 @@ export function groupCount(n: number, responsesPerPrompt: number, fn: string): n
   if (!Number.isInteger(responsesPerPrompt) || responsesPerPrompt < 1) {
     throw new AlgosError(
       'INVALID_ARGUMENT',
-      `${fn}: responsesPerPrompt = ${responsesPerPrompt} must be a positive integer (rollout.train.responses_per_prompt)`,
+      `${fn}: responsesPerPrompt = ${responsesPerPrompt} must be a positive integer (rollout.responses_per_prompt)`,
     );
   }
   if (n % responsesPerPrompt !== 0) {

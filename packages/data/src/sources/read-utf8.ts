@@ -65,7 +65,13 @@ function firstInvalidByte(bytes: Uint8Array): number {
     if (fails(mid)) hi = mid;
     else lo = mid + 1;
   }
-  return lo - 1;
+  const bad = lo - 1;
+  // a character cut short (e.g. a Latin-1 é: 0xe9 then ASCII) shows at the byte after it: point at its lead byte
+  let lead = bad - 1;
+  while (lead >= start && bad - lead <= 3 && (bytes[lead] as number) >> 6 === 2) lead -= 1;
+  const b = lead >= start ? (bytes[lead] as number) : 0;
+  const size = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 0;
+  return bad - lead < size ? lead : bad;
 }
 
 /** The error for invalid UTF-8 at byte `at` of `file` (`bytes` from there on): counts the lines before it (an error path, so the file is read again). */

@@ -65,7 +65,8 @@ const messageType = new List(new Field('item', new Struct([new Field('role', new
 function table(where: 'prompt' | 'content'): Table {
   const messages = makeBuilder({ type: messageType, nullValues: [null, undefined] });
   const contents = [['a'], ['b', 'c'], ['d', where === 'content' ? '@@MARK@@' : 'e']];
-  for (const c of contents) messages.append(c.map((content, i) => ({ role: i % 2 ? 'assistant' : 'user', content })));
+  // the builder takes plain objects for struct values (its typing wants Vectors)
+  for (const c of contents) messages.append(c.map((content, i) => ({ role: i % 2 ? 'assistant' : 'user', content })) as never);
   return new Table({
     prompt: vectorFromArray(['p1', where === 'prompt' ? '@@MARK@@' : 'p2', 'p3'], new Utf8()),
     image: vectorFromArray([Uint8Array.of(0xff, 0xfe), Uint8Array.of(1), Uint8Array.of(0x80)], new Binary()),

@@ -40,7 +40,10 @@ describe('stopOnFailedSteps', () => {
     const lines: string[] = [];
     let saved = 0;
     const failed = shard(metrics(4, 4));
-    const guarded = stopOnFailedSteps(scripted([failed, shard(metrics(4, 3)), failed, failed, failed]), { maxFailedSteps: 2, log: (l) => lines.push(l), beforeStop: async () => void (saved += 1) });
+    const guarded = stopOnFailedSteps(scripted([failed, shard(metrics(4, 3)), failed, failed, failed]), { maxFailedSteps: 2, log: (l) => lines.push(l), beforeStop: async () => {
+        saved += 1;
+      },
+    });
     await guarded.step(1);
     await guarded.step(2); // one usable sample: the count starts again
     await guarded.step(3);
@@ -60,7 +63,10 @@ describe('stopOnFailedSteps', () => {
     await expect(strict.step(1)).rejects.toThrow(/all 2 samples failed \(0 env errors, 0 env timeouts, 2 engine errors/);
     let saved = false;
     const gone = new RolloutError('ENGINE_UNREACHABLE', 'rollout step 3: the inference engine cannot be reached after its retries, stopping: cannot reach http://127.0.0.1:9/generate (ECONNREFUSED)');
-    const engine = stopOnFailedSteps(scripted([gone]), { maxFailedSteps: 5, log: () => {}, beforeStop: async () => void (saved = true) });
+    const engine = stopOnFailedSteps(scripted([gone]), { maxFailedSteps: 5, log: () => {}, beforeStop: async () => {
+        saved = true;
+      },
+    });
     await expect(engine.step(3)).rejects.toMatchObject({ code: 'ROLLOUT_FAILED', message: expect.stringContaining('(ECONNREFUSED). Once it is back, trainer.load_ckpt_from=latest resumes from the last checkpoint.') });
     expect(saved).toBe(true);
     const other = stopOnFailedSteps(scripted([new Error('shape mismatch')]), { maxFailedSteps: 0, log: () => {} });

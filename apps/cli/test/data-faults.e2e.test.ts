@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_TOKENIZER, rl2, tmp, writeTinyData } from './helpers.js';
+import { EXAMPLE_TOKENIZER, QUIET_RUN, rl2, tmp, writeTinyData } from './helpers.js';
 
 let dir: string;
 let model: string;
@@ -23,10 +23,7 @@ const sft = (saveDir: string, train: string, extra: string[] = []) => [
   'data.train.batch_size=4',
   'trainer.max_steps=2',
   `trainer.save_dir=${saveDir}`,
-  'trainer.progress=lines',
-  'trainer.threads=1',
-  'trainer.report=false',
-  'trainer.use_tensorboard=false',
+  ...QUIET_RUN,
   ...extra,
 ];
 /** The tiny SFT rows with one long reply (row 9 of the file): about 300 tokens. */

@@ -27,6 +27,9 @@ export async function rl2(argv: string[], opts: { signal?: AbortSignal; onStdout
   return { code, stdout: out.text(), stderr: err.text() };
 }
 
+/** Overrides for a quiet, small test run: progress as lines, one thread, no report or TensorBoard files. */
+export const QUIET_RUN = ['trainer.progress=lines', 'trainer.threads=1', 'trainer.report=false', 'trainer.use_tensorboard=false'];
+
 export const tmp = (name: string) => mkdtempSync(join(tmpdir(), `rl2-cli-${name}-`));
 
 /** Tiny addition data in chat format: SFT rows and preference pairs. */

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_TOKENIZER, rl2, tmp } from './helpers.js';
+import { EXAMPLE_TOKENIZER, QUIET_RUN, rl2, tmp } from './helpers.js';
 import { spawnCli } from './spawn-cli.js';
 
 let dir: string;
@@ -33,10 +33,7 @@ const ppo = (saveDir: string, envFile: string, extra: string[] = []) => [
   'rollout.train_sampling_params.max_new_tokens=4',
   'trainer.n_epochs=20',
   `trainer.save_dir=${saveDir}`,
-  'trainer.progress=lines',
-  'trainer.threads=1',
-  'trainer.report=false',
-  'trainer.use_tensorboard=false',
+  ...QUIET_RUN,
   ...extra,
 ];
 const metricRecords = (saveDir: string) =>

@@ -1,7 +1,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { type DecoderModel, initEngine, loadModel, tokenLogits } from '@rl2/models';
+import { initEngine } from '@rl2/engine';
+import { type DecoderModel, loadModel, tokenLogits } from '@rl2/models';
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TrainingItem } from '../dataset/training-item.js';

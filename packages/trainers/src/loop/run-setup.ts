@@ -1,7 +1,8 @@
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { type Tokenizer, loadTokenizer } from '@rl2/data';
-import { type DecoderModel, type EngineBackendChoice, type GenerationConfig, type LoadModelOptions, type ParamMap, createDecoderModel, initEngine, loadModel, saveCheckpoint as saveHfModel } from '@rl2/models';
+import { type EngineBackendChoice, initEngine } from '@rl2/engine';
+import { type DecoderModel, type GenerationConfig, type LoadModelOptions, type ParamMap, createDecoderModel, loadModel, saveCheckpoint as saveHfModel } from '@rl2/models';
 import { readLaunchEnv } from '@rl2/parallel';
 import type { TrainerSection } from '../config/sections.js';
 import { TrainersError } from '../errors.js';

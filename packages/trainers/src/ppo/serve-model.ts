@@ -1,4 +1,4 @@
-import { type EngineBackendChoice, initEngine } from '@rl2/models';
+import { type EngineBackendChoice, initEngine } from '@rl2/engine';
 import { type SGLangServer, loadCheckpointEngine, startSGLangServer } from '@rl2/rollout';
 import { TrainersError } from '../errors.js';
 import { openTokenizer } from '../loop/run-setup.js';

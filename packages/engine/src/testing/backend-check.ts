@@ -1,5 +1,5 @@
-// Test support for the engine's kernels: run the same tfjs computation on two backends, and
-// central-difference gradients to check analytic ones. Used by src/engine/**/*.test.ts only.
+// Test support for kernels: run the same tfjs computation on two backends, and central-difference
+// gradients to check analytic ones. The engine's tests and `@rl2/engine/testing` use it.
 import * as tf from '@tensorflow/tfjs-core';
 
 /** A tensor as plain data, so it can be rebuilt on whichever backend is active. */

@@ -2,7 +2,7 @@
 // composite version keeps z, exp(z - m), p and several [N, V] temporaries (256 MiB each at
 // 8192 tokens x 8192 vocabulary), the fused one only z forward and dz backward.
 import { engine, type KernelConfig, type Tensor, type Tensor2D, type TensorInfo } from '@tensorflow/tfjs-core';
-import { ModelsError } from '../../errors.js';
+import { EngineError } from '../errors.js';
 import { asKernelFunc, f32Values, i32Values, uninitF32 } from '../kernels/native-kernel.js';
 import type { NativeAddon } from '../native-addon.js';
 import { hasKernel } from './fused-kernel.js';
@@ -42,7 +42,7 @@ export function logprobStatsKernels(addon: NativeAddon, backendName: string): Ke
     const stats = new Float32Array(rows * 2);
     const lse = new Float32Array(rows);
     const bad = addon.logpStats(zv, rows, cols, y, stats, lse);
-    if (bad >= 0) throw new ModelsError('INVALID_ARGUMENT', `tokenLogprobs: target ${y[bad]} at position ${bad} is not in [0, vocab size ${cols})`);
+    if (bad >= 0) throw new EngineError('INVALID_ARGUMENT', `tokenLogprobs: target ${y[bad]} at position ${bad} is not in [0, vocab size ${cols})`);
     return [backend.makeTensorInfo([rows, 2], 'float32', stats), backend.makeTensorInfo([rows, 1], 'float32', lse)];
   });
   const backward = asKernelFunc(({ inputs, backend, attrs }) => {

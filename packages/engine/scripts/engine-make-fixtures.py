@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Reference gradients for the engine's gradient fixes and kernels, from PyTorch (float64).
 
-Writes src/engine/fixtures/engine-grads.json. Each case: named inputs (values + shape), the
+Writes src/fixtures/engine-grads.json. Each case: named inputs (values + shape), the
 op, and d(sum(op(inputs) * w))/d(input) for every float input. Run: /usr/bin/python3 scripts/engine-make-fixtures.py
 """
 import json

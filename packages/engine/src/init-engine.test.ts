@@ -1,6 +1,6 @@
 import { getBackend } from '@tensorflow/tfjs-core';
 import { describe, expect, it } from 'vitest';
-import { ModelsError } from '../errors.js';
+import { EngineError } from './errors.js';
 import { initEngine } from './init-engine.js';
 import { loadNativeAddon } from './native-addon.js';
 
@@ -26,13 +26,13 @@ describe('initEngine', () => {
     await expect(initEngine({ env: { RL2_BACKEND: 'gpu' }, logger: () => {} })).rejects.toThrow(
       /RL2_BACKEND="gpu" is not a backend; use one of auto, tensorflow, native, wasm, cpu/,
     );
-    await expect(initEngine({ threads: 0, env: {}, logger: () => {} })).rejects.toBeInstanceOf(ModelsError);
+    await expect(initEngine({ threads: 0, env: {}, logger: () => {} })).rejects.toBeInstanceOf(EngineError);
   });
 
   it('throws BACKEND_UNAVAILABLE for tensorflow when tfjs-node is not installed', async () => {
     const err = await initEngine({ backend: 'tensorflow', env: {}, logger: () => {} }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ModelsError);
-    expect((err as ModelsError).code).toBe('BACKEND_UNAVAILABLE');
+    expect(err).toBeInstanceOf(EngineError);
+    expect((err as EngineError).code).toBe('BACKEND_UNAVAILABLE');
     expect((err as Error).message).toMatch(/@tensorflow\/tfjs-node/);
   });
 

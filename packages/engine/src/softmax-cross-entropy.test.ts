@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ModelsError } from '../errors.js';
+import { EngineError } from './errors.js';
 import { initEngine } from './init-engine.js';
 import { loadNativeAddon } from './native-addon.js';
 import { softmaxCrossEntropy } from './softmax-cross-entropy.js';
@@ -21,7 +21,7 @@ describe('softmaxCrossEntropy', () => {
   });
 
   it('rejects labels that are not int32 of the leading shape, naming both shapes', () => {
-    expect(() => softmaxCrossEntropy(tf.zeros([2, 4]), tf.zeros([3], 'int32'))).toThrow(ModelsError);
+    expect(() => softmaxCrossEntropy(tf.zeros([2, 4]), tf.zeros([3], 'int32'))).toThrow(EngineError);
     expect(() => softmaxCrossEntropy(tf.zeros([2, 4]), tf.zeros([2], 'int32').cast('float32'))).toThrow(/labels must be int32 of shape \[2\]/);
   });
 

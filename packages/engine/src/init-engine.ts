@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 import { engine, findBackend, getBackend, registerGradient, setBackend } from '@tensorflow/tfjs-core';
 import { installEarlyTapeRelease } from './early-tape-release.js';
 import '@tensorflow/tfjs-backend-cpu';
-import { ModelsError } from '../errors.js';
+import { EngineError } from './errors.js';
 import { batchMatMulGradConfig } from './batch-mat-mul-grad.js';
 import { broadcastGradConfigs } from './broadcast-grads.js';
 import { loadNativeAddon, type NativeLoad } from './native-addon.js';
@@ -50,7 +50,7 @@ const TFJS_NODE_PACKAGES = ['@tensorflow/tfjs-node-gpu', '@tensorflow/tfjs-node'
 function parseBackend(value: string | undefined, source: string): EngineBackendChoice {
   if (value === undefined || value === '') return 'auto';
   if ((ENGINE_BACKENDS as readonly string[]).includes(value)) return value as EngineBackendChoice;
-  throw new ModelsError(
+  throw new EngineError(
     'INVALID_ARGUMENT',
     `${source}="${value}" is not a backend; use one of ${ENGINE_BACKENDS.join(', ')}`,
   );
@@ -60,7 +60,7 @@ function parseThreads(value: number | string | undefined, source: string): numbe
   if (value === undefined || value === '') return availableParallelism();
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) {
-    throw new ModelsError('INVALID_ARGUMENT', `${source}=${value} must be a positive integer number of threads`);
+    throw new EngineError('INVALID_ARGUMENT', `${source}=${value} must be a positive integer number of threads`);
   }
   return n;
 }
@@ -146,7 +146,7 @@ export async function initEngine(options: EngineOptions = {}): Promise<EngineInf
     const reason = await startTensorflow();
     if (reason === undefined) return done('tensorflow', threads, false);
     if (choice === 'tensorflow') {
-      throw new ModelsError(
+      throw new EngineError(
         'BACKEND_UNAVAILABLE',
         `backend "tensorflow" needs @tensorflow/tfjs-node or @tensorflow/tfjs-node-gpu (${reason}); install one, or use RL2_BACKEND=native`,
       );
@@ -158,7 +158,7 @@ export async function initEngine(options: EngineOptions = {}): Promise<EngineInf
     notices.push(`native kernels unavailable: ${load.ok ? 'the native backend failed to start' : load.reason}`);
   }
   if (choice === 'wasm' && options.training) {
-    throw new ModelsError(
+    throw new EngineError(
       'INVALID_ARGUMENT',
       'backend "wasm" cannot train (tfjs-backend-wasm 4.22 has no UnsortedSegmentSum kernel for the embedding gradient, and a 4 GiB heap); use backend auto, native or cpu',
     );
@@ -167,6 +167,6 @@ export async function initEngine(options: EngineOptions = {}): Promise<EngineInf
   else if (choice !== 'cpu' && (await startWasm())) return done('wasm', 1, false);
   if (choice === 'wasm') notices.push('wasm backend failed to start');
   useJsSegmentSum('cpu'); // the stock one is O(segments x rows)
-  if (!(await setBackend('cpu'))) throw new ModelsError('BACKEND_UNAVAILABLE', `tfjs could not start the cpu backend (current: ${getBackend()})`);
+  if (!(await setBackend('cpu'))) throw new EngineError('BACKEND_UNAVAILABLE', `tfjs could not start the cpu backend (current: ${getBackend()})`);
   return done('cpu', 1, false);
 }

@@ -6,7 +6,7 @@ import {
   cast, engine, type GradConfig, getBackend, getKernel, greaterEqual, type KernelConfig, logSumExp, mul, oneHot, reshape, sub, sum,
   type Tensor, type TensorInfo, tidy, zerosLike,
 } from '@tensorflow/tfjs-core';
-import { ModelsError } from '../errors.js';
+import { EngineError } from './errors.js';
 import { asKernelFunc, f32Values, i32Values, uninitF32 } from './kernels/native-kernel.js';
 import type { NativeAddon } from './native-addon.js';
 
@@ -23,7 +23,7 @@ export function softmaxCrossEntropy(logits: Tensor, labels: Tensor): Tensor {
   const vocab = logits.shape[logits.shape.length - 1];
   const lead = logits.shape.slice(0, -1);
   if (labels.dtype !== 'int32' || labels.shape.length !== lead.length || labels.shape.some((d, i) => d !== lead[i])) {
-    throw new ModelsError(
+    throw new EngineError(
       'SHAPE_MISMATCH',
       `softmaxCrossEntropy: labels must be int32 of shape [${lead}] to match logits [${logits.shape}]; got ${labels.dtype} [${labels.shape}]`,
     );
@@ -63,7 +63,7 @@ export function softmaxCrossEntropyKernels(addon: NativeAddon, backendName: stri
     const [rows, cols] = logits.shape;
     const losses = uninitF32(rows);
     const bad = addon.xentForward(x, rows, cols, ids, losses);
-    if (bad >= 0) throw new ModelsError('INVALID_ARGUMENT', `softmaxCrossEntropy: label ${ids[bad]} at row ${bad} is not below the vocabulary size ${cols}`);
+    if (bad >= 0) throw new EngineError('INVALID_ARGUMENT', `softmaxCrossEntropy: label ${ids[bad]} at row ${bad} is not below the vocabulary size ${cols}`);
     return backend.makeTensorInfo([rows], 'float32', losses);
   });
   const backward = asKernelFunc(({ inputs, backend }) => {

@@ -9,7 +9,7 @@ describe('loadNativeAddon', () => {
   it('names the missing file and the command that builds it', () => {
     const r = loadNativeAddon({ RL2_NATIVE_ADDON: '/nonexistent/rl2_kernels.node' });
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.reason).toMatch(/\/nonexistent\/rl2_kernels\.node not found \(build it with `pnpm --filter @rl2\/models build`/);
+    if (!r.ok) expect(r.reason).toMatch(/\/nonexistent\/rl2_kernels\.node not found \(build it with `pnpm --filter @rl2\/engine build`/);
   });
 
   it('reports a file that is not a Node addon as failing to load, in one line', () => {

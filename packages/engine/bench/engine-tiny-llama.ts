@@ -1,9 +1,9 @@
-// A minimal Llama block stack for the engine benchmark only (the real models live in src/):
+// A minimal Llama block stack for the engine benchmark only (the real models live in @rl2/models):
 // RMSNorm, rotary attention with a causal mask, SwiGLU MLP, untied LM head, cross-entropy, Adam.
 // Written with plain @tensorflow/tfjs-core ops, as models are, so it exercises the kernels a
 // real training step uses.
 import * as tf from '@tensorflow/tfjs-core';
-import { softmaxCrossEntropy } from '../src/engine/index.js';
+import { softmaxCrossEntropy } from '../src/index.js';
 
 export interface TinyLlamaConfig { vocab: number; hidden: number; layers: number; heads: number; mlp: number }
 export const TINY_LLAMA: TinyLlamaConfig = { vocab: 8192, hidden: 256, layers: 4, heads: 4, mlp: 768 };

@@ -24,13 +24,13 @@ describe('UnsortedSegmentSum in JS for the cpu backend', () => {
     });
     // by hand: segment 2 = rows 0 + 2, segment 3 gets nothing, id 7 is out of range
     const by = x.arraySync();
-    const seg2 = mine[0]!.arraySync()[2]!;
+    const seg2 = (mine[0]!.arraySync() as number[][][])[2]!;
     by[0]!.forEach((r, i) => {
       r.forEach((v, j) => {
         expect(seg2[i]![j]).toBeCloseTo(v + (by[2]![i]![j] as number), 5);
       });
     });
-    expect(mine[0]!.arraySync()[3]).toEqual([
+    expect((mine[0]!.arraySync() as number[][][])[3]).toEqual([
       [0, 0],
       [0, 0],
       [0, 0],

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs-core';
-import { type EngineBackend, initEngine } from '../src/engine/index.js';
+import { type EngineBackend, initEngine } from '../src/index.js';
 import { tinyLlamaStep } from './engine-tiny-llama.js';
 
 const argv = process.argv.slice(2);

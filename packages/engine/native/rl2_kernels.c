@@ -1,9 +1,9 @@
 /*
- * rl2 native kernels: a small N-API addon behind the `native` tfjs backend of @rl2/models.
+ * rl2 native kernels: a small N-API addon behind the `native` tfjs backend of @rl2/engine.
  *
  * Every function works on caller-owned TypedArrays (tensors stay plain JS memory, no 4 GiB
  * wasm heap) and writes into an output array the caller allocated. Shapes are checked in
- * TypeScript (src/engine/native-*.ts); here only the array lengths are checked, so that a
+ * TypeScript (src/native-*.ts); here only the array lengths are checked, so that a
  * wrong call throws instead of reading out of bounds.
  *
  * Matrix products go to OpenBLAS cblas_sgemm (any transpose, any batch); the rest are plain
@@ -27,7 +27,7 @@
 #else
 #define HOT
 #endif
-/* Bumped whenever a function is added or changes; src/engine/native-addon.ts refuses others. */
+/* Bumped whenever a function is added or changes; src/native-addon.ts refuses others. */
 #define RL2_KERNELS_ABI 8
 
 #define CHECK(call)                                                                               \
@@ -281,7 +281,7 @@ static void parallel_for_threads(int64_t n, int threads, range_fn fn, void *ctx)
 /* Elements per thread below which starting a thread costs more than it saves. */
 #define GRAIN (1 << 16)
 
-/* Binary op codes, shared with src/engine/native-addon.ts. */
+/* Binary op codes, shared with src/native-addon.ts. */
 enum { B_ADD, B_SUB, B_MUL, B_DIV, B_MAX, B_MIN, B_SQDIFF, B_POW };
 
 static inline float bin(int op, float a, float b) {
@@ -368,7 +368,7 @@ static napi_value binary(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* Comparison op codes, shared with src/engine/native-addon.ts. */
+/* Comparison op codes, shared with src/native-addon.ts. */
 enum { C_EQ, C_NE, C_GT, C_GE, C_LT, C_LE };
 
 HOT static void cmp_row(int op, const float *a, int64_t sa, const float *b, int64_t sb, uint8_t *o, int64_t n) {
@@ -457,7 +457,7 @@ static napi_value compare(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* Unary op codes, shared with src/engine/native-addon.ts. */
+/* Unary op codes, shared with src/native-addon.ts. */
 enum { U_EXP, U_LOG, U_NEG, U_SQRT, U_RSQRT, U_SIGMOID, U_SQUARE, U_RELU, U_TANH, U_ABS, U_RECIP };
 
 HOT static void unary_loop(int op, const float *x, float *o, int64_t n) {
@@ -585,7 +585,7 @@ static napi_value softmax(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* Reduction op codes, shared with src/engine/native-addon.ts. */
+/* Reduction op codes, shared with src/native-addon.ts. */
 enum { R_SUM, R_MAX, R_MIN, R_MEAN };
 
 /*
@@ -871,7 +871,7 @@ static napi_value xent_backward(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* ---- fused model kernels (forward + backward), used by src/engine/fused-*.ts ---- */
+/* ---- fused model kernels (forward + backward), used by src/fused/fused-*.ts ---- */
 
 struct norm_ctx {
   const float *x, *w, *dy;

@@ -1,4 +1,4 @@
-// Loads the optional N-API addon (native/rl2_kernels.c, built into build/ by
+// Loads the optional N-API addon (native/*.c, built into build/ by
 // scripts/engine-build-native.mjs). Never throws: a missing or broken addon is reported as a
 // reason string so the engine can fall back to the pure kernels with one line of notice.
 import { existsSync } from 'node:fs';
@@ -86,28 +86,26 @@ export type NativeLoad = { ok: true; addon: NativeAddon; path: string } | { ok: 
 
 /**
  * Finds and loads rl2_kernels.node: `RL2_NATIVE_ADDON` if set, else build/ of this
- * package (works from src/engine when tests run on source and from dist/ when bundled).
+ * package (works from src/ when tests run on source and from dist/ when bundled).
  * `RL2_NO_NATIVE=1` forces the pure path.
  */
 export function loadNativeAddon(env: NodeJS.ProcessEnv = process.env): NativeLoad {
   if (env.RL2_NO_NATIVE === '1') return { ok: false, reason: 'RL2_NO_NATIVE=1 is set' };
   const candidates = env.RL2_NATIVE_ADDON
     ? [env.RL2_NATIVE_ADDON]
-    : ['../../build/rl2_kernels.node', '../build/rl2_kernels.node'].map((rel) =>
-        fileURLToPath(new URL(rel, import.meta.url)),
-      );
+    : [fileURLToPath(new URL('../build/rl2_kernels.node', import.meta.url))];
   const path = candidates.find((p) => existsSync(p));
   if (!path) {
     return {
       ok: false,
-      reason: `${candidates.join(' or ')} not found (build it with \`pnpm --filter @rl2/models build\`; needs libopenblas-dev and a C compiler)`,
+      reason: `${candidates.join(' or ')} not found (build it with \`pnpm --filter @rl2/engine build\`; needs libopenblas-dev and a C compiler)`,
     };
   }
   try {
     const addon = createRequire(import.meta.url)(path) as NativeAddon;
     if (typeof addon.gemm !== 'function') return { ok: false, reason: `${path} is not the rl2 kernels addon` };
     if (addon.abi !== NATIVE_ABI) {
-      return { ok: false, reason: `${path} is a stale build (abi ${addon.abi}, expected ${NATIVE_ABI}); rebuild with \`pnpm --filter @rl2/models build\`` };
+      return { ok: false, reason: `${path} is a stale build (abi ${addon.abi}, expected ${NATIVE_ABI}); rebuild with \`pnpm --filter @rl2/engine build\`` };
     }
     return { ok: true, addon, path };
   } catch (err) {

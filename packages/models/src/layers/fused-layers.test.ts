@@ -1,13 +1,10 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { causalMask, groupedQueryAttention } from '../../layers/attention.js';
-import { rmsNorm } from '../../layers/rms-norm.js';
-import { applyRotary, rotateHalfMatrix } from '../../layers/rotary.js';
-import { initEngine } from '../init-engine.js';
-import { loadNativeAddon } from '../native-addon.js';
-import { closeness, numericGrad, randomSpec, randomValues, runOn, type TensorSpec } from '../testing/backend-check.js';
-import { adamWUpdate } from './fused-adamw.js';
-import { fusedSwiGlu } from './fused-swiglu.js';
+import { adamWUpdate, fusedSwiGlu, initEngine, loadNativeAddon } from '@rl2/engine';
+import { closeness, numericGrad, randomSpec, randomValues, runOn, type TensorSpec } from '@rl2/engine/testing';
+import { causalMask, groupedQueryAttention } from './attention.js';
+import { rmsNorm } from './rms-norm.js';
+import { applyRotary, rotateHalfMatrix } from './rotary.js';
 
 // Each fused kernel (native) against the composite ops on the stock cpu backend, forward and
 // every input gradient, and against central differences on native.

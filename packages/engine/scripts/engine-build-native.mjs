@@ -1,15 +1,16 @@
 #!/usr/bin/env node
-// Builds the optional native kernels (native/rl2_kernels.c -> build/rl2_kernels.node)
+// Builds the optional native kernels (native/*.c -> build/rl2_kernels.node)
 // with the system C compiler, Node's own headers and Debian's OpenBLAS. Offline: no header
 // download (node-gyp would fetch them). Never fails the package build: when something is
 // missing it prints ONE line saying what to install, and initEngine falls back to wasm/cpu.
 // Output in build/ (git-ignored; tsup's clean of dist/ leaves it alone; listed in turbo.json outputs).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
 const pkg = resolve(import.meta.dirname, '..');
-const source = join(pkg, 'native', 'rl2_kernels.c');
+const nativeDir = join(pkg, 'native');
+const sources = readdirSync(nativeDir).filter((f) => f.endsWith('.c')).sort().map((f) => join(nativeDir, f));
 const outDir = join(pkg, 'build');
 const out = join(outDir, 'rl2_kernels.node');
 
@@ -41,7 +42,7 @@ const includes = ['/usr/include/openblas', '/usr/include/x86_64-linux-gnu/openbl
   .map((dir) => `-I${dir}`);
 const flags = [
   '-O3', '-fPIC', '-shared', '-std=gnu11', '-fno-math-errno', '-fno-trapping-math', '-Wall',
-  `-I${headers}`, ...includes, source, '-lopenblas', '-lm',
+  '-fvisibility=hidden', `-I${headers}`, ...includes, ...sources, '-lopenblas', '-lm',
 ];
 if (process.platform === 'darwin') flags.push('-undefined', 'dynamic_lookup');
 

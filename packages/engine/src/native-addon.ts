@@ -5,18 +5,18 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
-/** Binary op codes of `NativeAddon.binary` (enum in native/rl2_kernels.c). */
+/** Binary op codes of `NativeAddon.binary` (enum in native/elementwise.c). */
 export const BinaryOp = { add: 0, sub: 1, mul: 2, div: 3, max: 4, min: 5, squaredDiff: 6, pow: 7 } as const;
-/** Comparison op codes of `NativeAddon.compare` (enum in native/rl2_kernels.c). */
+/** Comparison op codes of `NativeAddon.compare` (enum in native/elementwise.c). */
 export const CompareOp = { equal: 0, notEqual: 1, greater: 2, greaterEqual: 3, less: 4, lessEqual: 5 } as const;
-/** Unary op codes of `NativeAddon.unary` (enum in native/rl2_kernels.c). */
+/** Unary op codes of `NativeAddon.unary` (enum in native/elementwise.c). */
 export const UnaryOp = {
   exp: 0, log: 1, neg: 2, sqrt: 3, rsqrt: 4, sigmoid: 5, square: 6, relu: 7, tanh: 8, abs: 9, reciprocal: 10,
 } as const;
-/** Reduction op codes of `NativeAddon.reduce` (enum in native/rl2_kernels.c). */
+/** Reduction op codes of `NativeAddon.reduce` (enum in native/reduce.c). */
 export const ReduceOp = { sum: 0, max: 1, min: 2, mean: 3 } as const;
 
-/** RL2_KERNELS_ABI of the native/rl2_kernels.c this TypeScript expects. */
+/** RL2_KERNELS_ABI (native/addon.c) of the addon this TypeScript expects. */
 export const NATIVE_ABI = 8;
 
 /** The functions exported by rl2_kernels.node; every output array is allocated by the caller. */

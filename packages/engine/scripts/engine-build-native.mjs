@@ -2,7 +2,8 @@
 // Builds the optional native kernels (native/*.c -> build/rl2_kernels.node)
 // with the system C compiler, Node's own headers and Debian's OpenBLAS. Offline: no header
 // download (node-gyp would fetch them). Never fails the package build: when something is
-// missing it prints ONE line saying what to install, and initEngine falls back to wasm/cpu.
+// missing it prints ONE line saying what to install, and initEngine falls back to wasm/cpu
+// (unless RL2_REQUIRE_NATIVE=1, as CI sets: then that line is an error and the build fails).
 // Output in build/ (git-ignored; tsup's clean of dist/ leaves it alone; listed in turbo.json outputs).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, renameSync } from 'node:fs';
@@ -15,6 +16,10 @@ const outDir = join(pkg, 'build');
 const out = join(outDir, 'rl2_kernels.node');
 
 function notice(reason) {
+  if (process.env.RL2_REQUIRE_NATIVE === '1') {
+    console.error(`engine-build-native: native kernels not built (${reason}), and RL2_REQUIRE_NATIVE=1 requires them`);
+    process.exit(1);
+  }
   console.log(`engine-build-native: native kernels not built (${reason}); the engine will use the stock tfjs backends (wasm, cpu)`);
   process.exit(0);
 }

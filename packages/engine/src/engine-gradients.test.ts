@@ -5,9 +5,9 @@ import { readFileSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from './init-engine.js';
-import { loadNativeAddon } from './native-addon.js';
 import { softmaxCrossEntropy } from './softmax-cross-entropy.js';
 import { closeness, runOn, type TensorSpec } from './testing/backend-check.js';
+import { nativeForTests } from './testing/native-for-tests.js';
 
 interface FixtureTensor { shape: number[]; values: number[]; dtype?: 'float32' | 'int32' }
 interface Fixture {
@@ -41,7 +41,7 @@ function opOf(f: Fixture): (...xs: tf.Tensor[]) => tf.Tensor {
   }
 }
 
-const backends = ['cpu', ...(loadNativeAddon().ok ? ['native'] : [])];
+const backends = ['cpu', ...(nativeForTests().ok ? ['native'] : [])];
 
 describe.each(backends)('gradients on %s against PyTorch', (backend) => {
   beforeAll(async () => {

@@ -2,9 +2,9 @@ import { getBackend } from '@tensorflow/tfjs-core';
 import { describe, expect, it } from 'vitest';
 import { EngineError } from './errors.js';
 import { initEngine } from './init-engine.js';
-import { loadNativeAddon } from './native-addon.js';
+import { nativeForTests } from './testing/native-for-tests.js';
 
-const hasNative = loadNativeAddon().ok;
+const hasNative = nativeForTests().ok;
 
 describe('initEngine', () => {
   it('starts the requested cpu backend and logs exactly one line naming it', async () => {

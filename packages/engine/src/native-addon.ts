@@ -82,7 +82,8 @@ export interface NativeAddon {
   ): void;
 }
 
-export type NativeLoad = { ok: true; addon: NativeAddon; path: string } | { ok: false; reason: string };
+/** `path` on a failure: an addon file was there but did not load (stale, broken, wrong platform). */
+export type NativeLoad = { ok: true; addon: NativeAddon; path: string } | { ok: false; reason: string; path?: string };
 
 /**
  * Finds and loads rl2_kernels.node: `RL2_NATIVE_ADDON` if set, else build/ of this
@@ -103,13 +104,13 @@ export function loadNativeAddon(env: NodeJS.ProcessEnv = process.env): NativeLoa
   }
   try {
     const addon = createRequire(import.meta.url)(path) as NativeAddon;
-    if (typeof addon.gemm !== 'function') return { ok: false, reason: `${path} is not the rl2 kernels addon` };
+    if (typeof addon.gemm !== 'function') return { ok: false, reason: `${path} is not the rl2 kernels addon`, path };
     if (addon.abi !== NATIVE_ABI) {
-      return { ok: false, reason: `${path} is a stale build (abi ${addon.abi}, expected ${NATIVE_ABI}); rebuild with \`pnpm --filter @rl2/engine build\`` };
+      return { ok: false, reason: `${path} is a stale build (abi ${addon.abi}, expected ${NATIVE_ABI}); rebuild with \`pnpm --filter @rl2/engine build\``, path };
     }
     return { ok: true, addon, path };
   } catch (err) {
     const message = err instanceof Error ? err.message.split('\n')[0] : String(err);
-    return { ok: false, reason: `${path} failed to load: ${message}` };
+    return { ok: false, reason: `${path} failed to load: ${message}`, path };
   }
 }

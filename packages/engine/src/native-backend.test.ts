@@ -1,11 +1,11 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from './init-engine.js';
-import { loadNativeAddon } from './native-addon.js';
 import { NATIVE_BACKEND, nativeKernelOverrides, registerNativeBackend } from './native-backend.js';
 import { softmaxCrossEntropy } from './softmax-cross-entropy.js';
+import { nativeForTests } from './testing/native-for-tests.js';
 
-const load = loadNativeAddon();
+const load = nativeForTests();
 
 describe.skipIf(!load.ok)('native backend registration', () => {
   beforeAll(async () => {

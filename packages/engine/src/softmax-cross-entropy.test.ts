@@ -2,11 +2,11 @@ import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { EngineError } from './errors.js';
 import { initEngine } from './init-engine.js';
-import { loadNativeAddon } from './native-addon.js';
 import { softmaxCrossEntropy } from './softmax-cross-entropy.js';
 import { closeness, numericGrad, randomSpec, runOn, type TensorSpec } from './testing/backend-check.js';
+import { nativeForTests } from './testing/native-for-tests.js';
 
-const hasNative = loadNativeAddon().ok;
+const hasNative = nativeForTests().ok;
 const labels: TensorSpec = { shape: [2, 3], values: Int32Array.of(4, 0, -1, 2, 9, 1), dtype: 'int32' };
 
 describe('softmaxCrossEntropy', () => {

@@ -1,11 +1,11 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '../init-engine.js';
-import { loadNativeAddon } from '../native-addon.js';
 import { randomSpec, runOn } from '../testing/backend-check.js';
 import { copySlice } from './copy-kernels.js';
+import { nativeForTests } from '../testing/native-for-tests.js';
 
-const hasNative = loadNativeAddon().ok;
+const hasNative = nativeForTests().ok;
 
 describe('copySlice', () => {
   it('copies a hand-derived box out of a [3, 4] matrix', () => {

@@ -1,11 +1,11 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '../init-engine.js';
-import { loadNativeAddon } from '../native-addon.js';
 import { closeness, numericGrad, randomSpec, runOn, type TensorSpec } from '../testing/backend-check.js';
 import { broadcastStrides } from './native-elementwise.js';
+import { nativeForTests } from '../testing/native-for-tests.js';
 
-const hasNative = loadNativeAddon().ok;
+const hasNative = nativeForTests().ok;
 
 type Binary = (a: tf.Tensor, b: tf.Tensor) => tf.Tensor;
 const BINARY: [string, Binary][] = [

@@ -1,10 +1,10 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '../init-engine.js';
-import { loadNativeAddon } from '../native-addon.js';
 import { closeness, numericGrad, randomSpec, runOn, type TensorSpec } from '../testing/backend-check.js';
+import { nativeForTests } from '../testing/native-for-tests.js';
 
-const hasNative = loadNativeAddon().ok;
+const hasNative = nativeForTests().ok;
 
 describe.skipIf(!hasNative)('native transpose, gather and segment sum', () => {
   beforeAll(async () => {

@@ -1,10 +1,10 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '../init-engine.js';
-import { loadNativeAddon } from '../native-addon.js';
 import { closeness, numericGrad, randomSpec, runOn, type TensorSpec } from '../testing/backend-check.js';
+import { nativeForTests } from '../testing/native-for-tests.js';
 
-const hasNative = loadNativeAddon().ok;
+const hasNative = nativeForTests().ok;
 
 /** [aShape, bShape, transposeA, transposeB] covering 2D, batched, broadcast and every transpose. */
 const CASES: [number[], number[], boolean, boolean][] = [
@@ -36,7 +36,7 @@ describe.skipIf(!hasNative)('native BatchMatMul / _FusedMatMul', () => {
   });
 
   it('batched products split over threads (each a single-threaded sgemm) match the stock kernel', async () => {
-    const load = loadNativeAddon();
+    const load = nativeForTests();
     if (!load.ok) throw new Error(load.reason);
     load.addon.setThreads(3);
     try {

@@ -1,11 +1,11 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '../init-engine.js';
-import { loadNativeAddon } from '../native-addon.js';
 import { closeness, numericGrad, randomSpec, runOn } from '../testing/backend-check.js';
 import { reductionView } from './native-reduce.js';
+import { nativeForTests } from '../testing/native-for-tests.js';
 
-const hasNative = loadNativeAddon().ok;
+const hasNative = nativeForTests().ok;
 
 type Reduce = (x: tf.Tensor, axis?: number | number[], keepDims?: boolean) => tf.Tensor;
 const REDUCE: [string, Reduce][] = [['sum', tf.sum], ['mean', tf.mean], ['max', tf.max], ['min', tf.min]];

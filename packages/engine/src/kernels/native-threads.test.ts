@@ -1,11 +1,11 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '../init-engine.js';
-import { loadNativeAddon } from '../native-addon.js';
 import { softmaxCrossEntropy } from '../softmax-cross-entropy.js';
 import { randomSpec, runOn, type TensorSpec } from '../testing/backend-check.js';
+import { nativeForTests } from '../testing/native-for-tests.js';
 
-const load = loadNativeAddon();
+const load = nativeForTests();
 
 // Tensors above the per-thread grain (65,536 elements) are split across threads; every element
 // or row is computed by the same code either way, so results must be bit-identical.

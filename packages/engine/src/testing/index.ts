@@ -2,3 +2,4 @@
 // computation on two backends; central-difference gradients). For tests, never for training.
 export { closeness, numericGrad, randomSpec, randomValues, runOn } from './backend-check.js';
 export type { RunResult, TensorSpec } from './backend-check.js';
+export { nativeForTests } from './native-for-tests.js';

@@ -1,14 +1,14 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { adamWUpdate, fusedSwiGlu, initEngine, loadNativeAddon } from '@rl2/engine';
-import { closeness, numericGrad, randomSpec, randomValues, runOn, type TensorSpec } from '@rl2/engine/testing';
+import { adamWUpdate, fusedSwiGlu, initEngine } from '@rl2/engine';
+import { closeness, nativeForTests, numericGrad, randomSpec, randomValues, runOn, type TensorSpec } from '@rl2/engine/testing';
 import { causalMask, groupedQueryAttention } from './attention.js';
 import { rmsNorm } from './rms-norm.js';
 import { applyRotary, rotateHalfMatrix } from './rotary.js';
 
 // Each fused kernel (native) against the composite ops on the stock cpu backend, forward and
 // every input gradient, and against central differences on native.
-const hasNative = loadNativeAddon().ok;
+const hasNative = nativeForTests().ok;
 
 /** A weighted sum makes every output element matter to the loss. */
 function weighted(y: tf.Tensor, seed: number): tf.Scalar {

@@ -7,7 +7,7 @@ import { readLaunchEnv } from '@rl2/parallel';
 import type { TrainerSection } from '../config/sections.js';
 import { TrainersError } from '../errors.js';
 import { copyTokenizerFiles } from '../model-init/tokenizer-files.js';
-import type { RunIo } from './train-loop.js';
+import type { RunIo } from './run-session.js';
 
 /**
  * Starts the tensor engine named by `trainer.backend` / `trainer.threads` for training (so `auto`
@@ -59,9 +59,4 @@ export function modelSaver(model: DecoderModel, generationConfig: GenerationConf
     await saveHfModel(dir, createDecoderModel(model.config, params), generationConfig ? { generationConfig } : {});
     copyTokenizerFiles(tokenizerDir, dir);
   };
-}
-
-/** The parameter map as the record AdamW and the gradient step take. */
-export function paramRecord(model: DecoderModel) {
-  return Object.fromEntries(model.params);
 }

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { NamedGrads } from '../optim/clip-grad-norm.js';
 import type { Objective } from './objective.js';
-import type { PackedBin, StepTotals } from './pack-bins.js';
+import type { PackedBin, StepTotals } from '../bins/pack-bins.js';
 
 /** Loss and metrics of a step or an evaluation: sums over bins of already-normalised shares. */
 export interface StepOutcome {

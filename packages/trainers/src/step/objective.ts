@@ -1,6 +1,6 @@
 import type { LossResult } from '@rl2/algos';
 import type * as tf from '@tensorflow/tfjs-core';
-import type { PackedBin, StepTotals } from './pack-bins.js';
+import type { PackedBin, StepTotals } from '../bins/pack-bins.js';
 
 /**
  * What a trainer plugs into the shared loop: how one packed micro-batch becomes its share of

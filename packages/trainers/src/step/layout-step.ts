@@ -6,7 +6,7 @@ import { reduceTensorParallelPartials } from '../parallel-model/tensor-parallel-
 import type { TrainedModel } from '../parallel-model/trained-model.js';
 import { accumulateGradients } from './gradient-step.js';
 import type { Objective } from './objective.js';
-import type { PackedBin, StepTotals } from './pack-bins.js';
+import type { PackedBin, StepTotals } from '../bins/pack-bins.js';
 import { sumStepOverRanks } from './sum-over-ranks.js';
 
 const zeroed = (m: Record<string, number>) => Object.fromEntries(Object.keys(m).map((k) => [k, 0]));

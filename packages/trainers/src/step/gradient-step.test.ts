@@ -12,7 +12,7 @@ import { rmObjective } from '../rm/rm-objective.js';
 import { sftObjective } from '../sft/sft-objective.js';
 import { accumulateGradients } from './gradient-step.js';
 import type { Objective } from './objective.js';
-import { packBins, stepTotals } from './pack-bins.js';
+import { packBins, stepTotals } from '../bins/pack-bins.js';
 
 let model: DecoderModel;
 let ref: DecoderModel;

@@ -4,9 +4,10 @@ import type { ModelSection, TrainerSection } from '../config/sections.js';
 import { type ItemKind, type SplitConfig, loadItems } from '../dataset/load-items.js';
 import { planRankLayout } from '../parallel-model/rank-layout.js';
 import { trainModel } from '../parallel-model/trained-model.js';
-import { openDataParallel } from './data-parallel.js';
-import { modelSaver, openModel, openTokenizer, paramRecord, startEngine, startingWeights } from './run-setup.js';
-import type { LoopSpec, RunIo } from './train-loop.js';
+import { openDataParallel } from '../parallel-model/data-parallel.js';
+import { modelSaver, openModel, openTokenizer, startEngine, startingWeights } from './run-setup.js';
+import type { RunIo } from './run-session.js';
+import type { LoopSpec } from './train-loop.js';
 
 /** The config parts every SFT/RM/DPO run reads before its objective. */
 export interface RunConfig {

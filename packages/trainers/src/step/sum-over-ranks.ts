@@ -1,9 +1,9 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { TrainersError } from '../errors.js';
 import type { NamedGrads } from '../optim/clip-grad-norm.js';
-import type { DataParallel } from './data-parallel.js';
+import type { DataParallel } from '../parallel-model/data-parallel.js';
 import type { StepOutcome } from './gradient-step.js';
-import type { StepTotals } from './pack-bins.js';
+import type { StepTotals } from '../bins/pack-bins.js';
 
 /** Metric slots reserved in the reduced buffer (a rank without bins knows no metric names). */
 export const MAX_REDUCED_METRICS = 32;

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initEngine } from '../engine/init-engine.js';
+import { initEngine } from '@rl2/engine';
 import { disposeParams, updateParams } from '../model/param-map.js';
 import { loadModel, readCheckpointWeights } from './load-checkpoint.js';
 import { parseSafetensors } from './safetensors.js';

@@ -1,7 +1,7 @@
-import { type EngineBackendChoice, initEngine } from '@rl2/models';
+import { type EngineBackendChoice, initEngine } from '@rl2/engine';
 import { type SGLangServer, loadCheckpointEngine, startSGLangServer } from '@rl2/rollout';
 import { TrainersError } from '../errors.js';
-import { openTokenizer } from '../loop/run-setup.js';
+import { openTokenizer } from '../run/run-setup.js';
 
 /** Options of `serveModel` (`rl2 serve`). */
 export interface ServeModelOptions {

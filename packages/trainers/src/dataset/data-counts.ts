@@ -19,13 +19,13 @@ const METRIC: Record<keyof SplitCounts, string> = {
   emptySequences: 'empty_sequences',
 };
 
-/** The counts as metrics of step 0: `data/train/truncated_rows`, ... */
-export function dataMetrics(counts: { readonly [split: string]: SplitCounts }): Record<string, number> {
+/** The counts as metrics of step 0 (`data/train/truncated_rows`, ...); undefined when nothing was skipped, cut or dropped. */
+export function dataMetrics(counts: { readonly [split: string]: SplitCounts }): Record<string, number> | undefined {
   const out: Record<string, number> = {};
   for (const [split, c] of Object.entries(counts)) {
     for (const [k, name] of Object.entries(METRIC)) out[`data/${split}/${name}`] = c[k as keyof SplitCounts];
   }
-  return out;
+  return Object.values(out).some((v) => v > 0) ? out : undefined;
 }
 
 /** One line per split with something skipped, cut or dropped, naming the keys involved; empty when nothing was. */

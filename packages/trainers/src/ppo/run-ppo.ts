@@ -83,7 +83,8 @@ async function trainPpo(config: PpoConfig, io: RunIo, dp: DataParallel): Promise
       (critic?.layout.summary ? `, critic: ${critic.layout.summary}` : ''),
   );
   for (const line of describeCounts(prompts.counts, () => null)) session.say(`rl2 ppo: ${line}`);
-  if (!resumeFrom) session.record(dataMetrics(prompts.counts));
+  const counted = dataMetrics(prompts.counts);
+  if (counted && !resumeFrom) session.record(counted);
   let lr = saved?.state.lr ?? 0;
   const evaluate = () => session.test(() => rollout.evaluate(session.step));
   const save = () => session.save((dir) => models.saveCheckpoint(dir, session.isMain, { step: session.step, totalSteps, lr, stream: stream.state() }));

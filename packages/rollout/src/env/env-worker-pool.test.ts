@@ -9,7 +9,7 @@ const dir = mkdtempSync(join(tmpdir(), 'rl2-env-workers-'));
 /**
  * One env whose behaviour the action picks: `spin` blocks its thread for ever, `slow` awaits
  * 1.5 s, `count` returns how many calls this module instance has seen, `crash` throws from a
- * timer after answering, `fn` returns a function (cannot be copied between threads).
+ * timer 0.3 s after answering (while the next call runs), `fn` returns a function (cannot be copied between threads).
  */
 const envFile = join(dir, 'faulty-env.mjs');
 writeFileSync(
@@ -19,7 +19,7 @@ export async function step(state, action, answer) {
   calls += 1;
   if (action === 'spin') for (;;) {}
   if (action === 'slow') await new Promise((r) => setTimeout(r, 1500));
-  if (action === 'crash') setTimeout(() => { throw new Error('late failure'); }, 0);
+  if (action === 'crash') setTimeout(() => { throw new Error('late failure'); }, 300);
   if (action === 'fn') return [null, () => 1, true];
   return [null, action === 'count' ? calls : 1, true];
 }
@@ -55,9 +55,9 @@ describe('envs in worker threads', () => {
   });
 
   it('a slow async step times out without restarting its worker (module state kept)', async () => {
-    env = await loadEnvironment(envFile, { timeoutMs: 200 });
+    env = await loadEnvironment(envFile, { timeoutMs: 1000 });
     await expect(env.step('s', 'slow', null)).rejects.toMatchObject({ code: 'ENV_TIMEOUT' });
-    await new Promise((r) => setTimeout(r, 400)); // past the liveness check
+    await new Promise((r) => setTimeout(r, 800)); // past the liveness check (half the limit)
     expect((await env.step('s', 'count', null)).reward).toBe(2);
   });
 

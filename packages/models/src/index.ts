@@ -8,17 +8,21 @@ export type { ModelConfig, ModelFamily, ModelHead, RopeScaling } from './config/
 export { parseGenerationConfig } from './config/generation-config.js';
 export type { GenerationConfig } from './config/generation-config.js';
 
-export { parseSafetensors, serializeSafetensors } from './checkpoint/safetensors.js';
-export type { HostTensor, SafetensorsDtype, SaveDtype } from './checkpoint/safetensors.js';
-export {
-  loadModel,
-  readCheckpointWeights,
-  readGenerationConfig,
-  readModelConfig,
-  withHead,
-} from './checkpoint/load-checkpoint.js';
+export type { HostTensor } from './checkpoint/host-tensor.js';
+export { floatToBf16Bits, floatToHalfBits, halfToFloat, safetensorsDtypeOf, TORCH_DTYPES } from './checkpoint/float-formats.js';
+export type { SafetensorsDtype, TorchDtype } from './checkpoint/float-formats.js';
+export type { SafetensorsHeader, TensorEntry, TensorSpec } from './checkpoint/safetensors-header.js';
+export { parseSafetensors, SafetensorsReader } from './checkpoint/safetensors-reader.js';
+export { PT_METADATA, SafetensorsWriter, serializeSafetensors } from './checkpoint/safetensors-writer.js';
+export { DEFAULT_MAX_SHARD_SIZE, parseShardSize, planShards } from './checkpoint/shard-plan.js';
+export type { ShardPlan } from './checkpoint/shard-plan.js';
+export { commitDir, recoverInterruptedSave, tempDirBeside, writeDirAtomic } from './checkpoint/atomic-dir.js';
+export { CheckpointWriter, INDEX_FILE } from './checkpoint/checkpoint-writer.js';
+export type { CheckpointFormat } from './checkpoint/checkpoint-writer.js';
+export { CheckpointReader, readCheckpointWeights, readJsonFile } from './checkpoint/checkpoint-reader.js';
+export { loadModel, readGenerationConfig, readModelConfig, withHead } from './checkpoint/load-checkpoint.js';
 export type { LoadedModel, LoadModelOptions } from './checkpoint/load-checkpoint.js';
-export { saveCheckpoint } from './checkpoint/save-checkpoint.js';
+export { checkpointDtype, saveCheckpoint } from './checkpoint/save-checkpoint.js';
 export type { SaveCheckpointOptions } from './checkpoint/save-checkpoint.js';
 
 export { denseLinear } from './layers/linear.js';

@@ -267,7 +267,7 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
   let savedAt = resumeFrom ? step : -1;
   let lr = saved?.state.lr ?? 0;
   // the full actor (kept in step with the shards, see refreshFullActor) is what is saved
-  const actorSaver = modelSaver(actor.model, actor.generationConfig, tokenizerDir);
+  const actorSaver = modelSaver(actor.model, actor.generationConfig, tokenizerDir, a);
   const save = async () => {
     if (savedAt === step) return;
     savedAt = step;
@@ -285,7 +285,7 @@ async function ppoOnRanks(config: PpoConfig, io: RunIo, dp: DataParallel): Promi
         actorOptimizer: { state: () => actorState },
         ...(criticState ? { criticOptimizer: { state: () => criticState } } : {}),
         saveActor: actorSaver,
-        ...(critic && criticFull ? { saveCritic: (dir: string) => modelSaver(critic.model, undefined, tokenizerDir)(dir, criticFull.params) } : {}),
+        ...(critic && criticFull ? { saveCritic: (dir: string) => modelSaver(critic.model, undefined, tokenizerDir, c)(dir, criticFull.params) } : {}),
       });
     } finally {
       criticFull?.dispose();

@@ -39,7 +39,9 @@ export { Rng } from './checkpoint/rng.js';
 export { saveCheckpoint, loadCheckpoint } from './checkpoint/trainer-state.js';
 export type { TrainerState, CheckpointContents } from './checkpoint/trainer-state.js';
 export { resolveCheckpoint, listCheckpoints, checkpointDirName } from './checkpoint/resolve-checkpoint.js';
-export { writeFileAtomic, writeDirAtomic } from './checkpoint/atomic-write.js';
+export { writeFileAtomic } from './checkpoint/atomic-write.js';
+/** The atomic folder save of @rl2/models, re-exported where checkpoints were always found. */
+export { writeDirAtomic } from '@rl2/models';
 
 // Models without a download: a random HF checkpoint with a chosen tokenizer.
 export { writeRandomCheckpoint, MODEL_ARCHS } from './model-init/random-checkpoint.js';

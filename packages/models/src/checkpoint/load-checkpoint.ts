@@ -1,65 +1,24 @@
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type GenerationConfig, parseGenerationConfig } from '../config/generation-config.js';
 import { type ModelConfig, type ModelHead, parseModelConfig } from '../config/model-config.js';
 import { ModelsError } from '../errors.js';
 import { createDecoderModel, type DecoderModel, type DecoderModelOptions } from '../model/decoder-model.js';
 import { createParamMap } from '../model/param-map.js';
-import { type HostTensor, parseSafetensors } from './safetensors.js';
-
-/**
- * Reads all weights of a Hugging Face checkpoint folder: `model.safetensors`, or the shards
- * listed in `model.safetensors.index.json`. F32/F16/BF16 are widened to float32.
- */
-export async function readCheckpointWeights(dir: string): Promise<Map<string, HostTensor>> {
-  const indexPath = join(dir, 'model.safetensors.index.json');
-  if (existsSync(indexPath)) {
-    const index = JSON.parse(await readFile(indexPath, 'utf8')) as { weight_map?: Record<string, string> };
-    if (!index.weight_map) throw new ModelsError('CHECKPOINT_ERROR', `${indexPath}: no "weight_map"`);
-    const out = new Map<string, HostTensor>();
-    for (const shard of [...new Set(Object.values(index.weight_map))].sort()) {
-      const path = join(dir, shard);
-      for (const [name, t] of parseSafetensors(await readFileOrFail(path), path)) out.set(name, t);
-    }
-    const absent = Object.keys(index.weight_map).filter((n) => !out.has(n));
-    if (absent.length > 0) {
-      throw new ModelsError('CHECKPOINT_ERROR', `${indexPath}: weight_map lists ${absent[0]} but no shard contains it`);
-    }
-    return out;
-  }
-  const path = join(dir, 'model.safetensors');
-  return parseSafetensors(await readFileOrFail(path), path);
-}
-
-async function readFileOrFail(path: string): Promise<Uint8Array> {
-  try {
-    return new Uint8Array(await readFile(path));
-  } catch (e) {
-    throw new ModelsError(
-      'CHECKPOINT_ERROR',
-      `${path}: cannot read (${(e as Error).message}); a checkpoint folder needs model.safetensors or model.safetensors.index.json`,
-    );
-  }
-}
+import { readCheckpointWeights, readJsonFile } from './checkpoint-reader.js';
 
 /** Reads and validates `config.json` of a checkpoint folder. */
 export async function readModelConfig(dir: string): Promise<ModelConfig> {
   const path = join(dir, 'config.json');
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch {
-    throw new ModelsError('CHECKPOINT_ERROR', `${path}: not found; is "${dir}" a Hugging Face model folder?`);
-  }
-  return parseModelConfig(JSON.parse(text), path);
+  if (!existsSync(path)) throw new ModelsError('CHECKPOINT_ERROR', `${path}: not found; is "${dir}" a Hugging Face model folder?`);
+  return parseModelConfig(readJsonFile(path), path);
 }
 
 /** Reads `generation_config.json` when present. */
 export async function readGenerationConfig(dir: string): Promise<GenerationConfig | undefined> {
   const path = join(dir, 'generation_config.json');
   if (!existsSync(path)) return undefined;
-  return parseGenerationConfig(JSON.parse(await readFile(path, 'utf8')), path);
+  return parseGenerationConfig(readJsonFile(path), path);
 }
 
 /** Options of `loadModel`. */

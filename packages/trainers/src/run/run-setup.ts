@@ -4,7 +4,7 @@ import { type Tokenizer, loadTokenizer } from '@rl2/data';
 import { type EngineBackendChoice, initEngine } from '@rl2/engine';
 import { type DecoderModel, type GenerationConfig, type LoadModelOptions, type ParamMap, createDecoderModel, loadModel, saveCheckpoint as saveHfModel } from '@rl2/models';
 import { readLaunchEnv } from '@rl2/parallel';
-import type { TrainerSection } from '../config/sections.js';
+import type { ModelSection, TrainerSection } from '../config/sections.js';
 import { TrainersError } from '../errors.js';
 import { copyTokenizerFiles } from '../model-init/tokenizer-files.js';
 import type { RunIo } from './run-session.js';
@@ -51,12 +51,17 @@ export function startingWeights(modelName: string, resumeFrom: string | undefine
 }
 
 /**
- * Writes the HF model files and the tokenizer next to them (what `from_pretrained` needs);
- * `params` replaces the model's own (the full tensors gathered from tensor-parallel shards).
+ * Writes the HF model files and the tokenizer next to them (what `from_pretrained` needs) in
+ * the section's `save_dtype` and `max_shard_size`; `params` replaces the model's own (the full
+ * tensors gathered from tensor-parallel shards).
  */
-export function modelSaver(model: DecoderModel, generationConfig: GenerationConfig | undefined, tokenizerDir: string) {
+export function modelSaver(model: DecoderModel, generationConfig: GenerationConfig | undefined, tokenizerDir: string, format: Pick<ModelSection, 'save_dtype' | 'max_shard_size'>) {
   return async (dir: string, params: ParamMap = model.params) => {
-    await saveHfModel(dir, createDecoderModel(model.config, params), generationConfig ? { generationConfig } : {});
-    copyTokenizerFiles(tokenizerDir, dir);
+    await saveHfModel(dir, createDecoderModel(model.config, params), {
+      ...(generationConfig ? { generationConfig } : {}),
+      ...(format.save_dtype ? { dtype: format.save_dtype } : {}),
+      maxShardSize: format.max_shard_size,
+      addFiles: (workDir) => copyTokenizerFiles(tokenizerDir, workDir),
+    });
   };
 }

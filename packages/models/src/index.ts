@@ -48,3 +48,7 @@ export type { FinishReason, GenerationRequest, GenerationResult } from './genera
 export { sampleToken } from './generation/sample-token.js';
 export type { SamplingParams } from './generation/sample-token.js';
 export { SeededRng, deriveSeed } from './generation/seeded-rng.js';
+
+// Streaming and top logprobs of the generator (rl2 serve's OpenAI API).
+export type { GeneratedToken } from './generation/generation-request.js';
+export type { SampledToken, TokenLogprob } from './generation/sample-token.js';

@@ -1,17 +1,16 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { createSGLangEngine } from '@rl2/rollout';
+import { createSGLangEngine, serveModel } from '@rl2/rollout';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/load-config.js';
 import { ppoConfigSchema } from './ppo-config.js';
 import { runPpo } from './run-ppo.js';
-import { serveModel } from './serve-model.js';
 import { QUIET_TRAINER, tinyRun } from './testing/tiny-run.js';
 
 const quiet = () => new Writable({ write: (_c, _e, cb) => cb() }) as unknown as NodeJS.WriteStream;
 
-describe('serveModel + runPpo over SGLang', () => {
+describe('runPpo over SGLang against serveModel', () => {
   it('PPO rolls out through the SGLang client against the served model and pushes its weights after each update', async () => {
     const t = tinyRun('sglang');
     const server = await serveModel({ model: t.model, port: 0, threads: 1, log: () => {} });

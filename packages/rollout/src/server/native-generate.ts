@@ -115,6 +115,7 @@ function nativeAnswer(ctx: ServerContext, item: NativeItem, out: GenerationOutco
     id: item.rid,
     finish_reason: finished ? finishReasonJson(out) : null,
     prompt_tokens: item.inputIds.length,
+    reasoning_tokens: 0,
     completion_tokens: out.tokenIds.length,
     cached_tokens: 0,
   };
@@ -122,6 +123,7 @@ function nativeAnswer(ctx: ServerContext, item: NativeItem, out: GenerationOutco
     const entry = (logprob: number, id: number) => [logprob, id, item.textInLogprobs ? ctx.decode([id], false) : null];
     meta.input_token_logprobs = [];
     meta.output_token_logprobs = out.tokenIds.map((id, k) => entry(out.logprobs[k]!, id));
+    meta.output_token_logprobs_length = out.tokenIds.length;
     if (item.topLogprobs > 0) meta.output_top_logprobs = (out.topLogprobs ?? []).map((step) => step.map((t) => entry(t.logprob, t.id)));
   }
   if (finished) meta.e2e_latency = latency;

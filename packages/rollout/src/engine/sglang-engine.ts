@@ -117,7 +117,7 @@ export function createSGLangEngine(options: SGLangEngineOptions): RolloutEngine 
     throw new RolloutError(
       allUnreachable ? 'ENGINE_UNREACHABLE' : failures[failures.length - 1].error.code,
       `${path} failed after ${failures.length} attempt(s) on ${[...new Set(failures.map((f) => f.url))].join(', ')}:\n${detail}\n` +
-        'Check that the SGLang server (or `rl2 serve`) is running at that URL, or fix rollout.engine.urls.',
+        'Check that the SGLang server (or `rl2 serve`) is running at that URL, or fix the URL (rollout.server_urls of rl2 ppo).',
       { cause: failures[failures.length - 1].error },
     );
   }

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEmbeddedEngine } from '../engine/embedded-engine.js';
 import { createToyGenerator } from '../engine/toy-generator.js';
 import { checkAccess } from './auth.js';
-import { HttpError } from './http-io.js';
+import type { HttpError } from './http-io.js';
 import { type SGLangServer, startSGLangServer } from './sglang-server.js';
 
 let server: SGLangServer;

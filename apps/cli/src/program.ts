@@ -81,7 +81,7 @@ export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.
     });
 
   registerPpoCommand(cli, io);
-  registerServeCommand(cli, io);
+  registerServeCommand(cli, io, version);
   registerLaunchCommand(cli, io);
   registerPlanCommand(cli, io);
 

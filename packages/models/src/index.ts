@@ -55,3 +55,7 @@ export { createGenerator } from './generation/generator.js';
 export type { Generator, GeneratorOptions, GeneratorStats } from './generation/generator.js';
 export type { FinishReason, GenerationRequest, GenerationResult } from './generation/generation-request.js';
 export type { SamplingParams } from './generation/sample-token.js';
+
+// Streaming and top logprobs of the generator (rl2 serve's OpenAI API).
+export type { GeneratedToken } from './generation/generation-request.js';
+export type { SampledToken, TokenLogprob } from './generation/sample-token.js';

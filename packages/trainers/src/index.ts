@@ -77,12 +77,10 @@ export { loadItems } from './dataset/load-items.js';
 export type { TrainingItem, TrainingSequence } from './dataset/training-item.js';
 export type { TrainerSection, ModelSection } from './config/sections.js';
 
-// PPO / GRPO (rl2 ppo) and serving a checkpoint over the SGLang API (rl2 serve).
+// PPO / GRPO (rl2 ppo); serving a checkpoint (rl2 serve) is @rl2/rollout's serveModel.
 export { ppoConfigSchema } from './ppo/ppo-config.js';
 export type { PpoConfig } from './ppo/ppo-config.js';
 export { runPpo } from './ppo/run-ppo.js';
 export type { PpoRunResult } from './ppo/run-ppo.js';
 export { computePpoAdvantages } from './ppo/ppo-advantages.js';
 export type { AdvantageInputs, AdvantageOutputs } from './ppo/ppo-advantages.js';
-export { serveModel } from './ppo/serve-model.js';
-export type { ServeModelOptions } from './ppo/serve-model.js';

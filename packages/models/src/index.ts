@@ -20,6 +20,7 @@ export { commitDir, recoverInterruptedSave, tempDirBeside, writeDirAtomic } from
 export { CheckpointWriter, INDEX_FILE } from './checkpoint/checkpoint-writer.js';
 export type { CheckpointFormat } from './checkpoint/checkpoint-writer.js';
 export { CheckpointReader, readCheckpointWeights, readJsonFile } from './checkpoint/checkpoint-reader.js';
+export { resolveModelDir } from './checkpoint/resolve-model-dir.js';
 export { loadModel, readGenerationConfig, readModelConfig, withHead } from './checkpoint/load-checkpoint.js';
 export type { LoadedModel, LoadModelOptions } from './checkpoint/load-checkpoint.js';
 export { checkpointDtype, saveCheckpoint } from './checkpoint/save-checkpoint.js';

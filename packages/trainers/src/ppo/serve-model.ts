@@ -1,11 +1,12 @@
-import { type EngineBackendChoice, initEngine } from '@rl2/models';
+import { downloadProgressLines } from '@rl2/data';
+import { type EngineBackendChoice, initEngine, resolveModelDir } from '@rl2/models';
 import { type SGLangServer, loadCheckpointEngine, startSGLangServer } from '@rl2/rollout';
 import { TrainersError } from '../errors.js';
 import { openTokenizer } from '../loop/run-setup.js';
 
 /** Options of `serveModel` (`rl2 serve`). */
 export interface ServeModelOptions {
-  /** HF checkpoint folder (a trained step-N/model works). */
+  /** HF checkpoint folder (a trained step-N/model works) or hub id (`Qwen/Qwen3-0.6B`, through the HF cache). */
   readonly model: string;
   /** Default 127.0.0.1: loopback only. */
   readonly host?: string;
@@ -30,12 +31,16 @@ export interface ServeModelOptions {
 export async function serveModel(options: ServeModelOptions): Promise<SGLangServer & { modelPath: string }> {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   await initEngine({ backend: options.backend ?? 'auto', ...(options.threads ? { threads: options.threads } : {}), logger: log });
-  const tokenizer = await openTokenizer(options.model, '--model');
-  const decode = (ids: readonly number[]) => tokenizer.decode(ids);
   let engine: Awaited<ReturnType<typeof loadCheckpointEngine>>;
+  let decode: (ids: readonly number[]) => string;
   try {
-    engine = await loadCheckpointEngine(options.model, { decode, maxBatch: options.maxBatch, seed: options.seed });
+    // a hub id (Qwen/Qwen3-0.6B) is downloaded into the HF cache first, with progress lines
+    const dir = await resolveModelDir(options.model, { onProgress: downloadProgressLines(log) });
+    const tokenizer = await openTokenizer(dir, '--model');
+    decode = (ids) => tokenizer.decode(ids);
+    engine = await loadCheckpointEngine(dir, { decode, maxBatch: options.maxBatch, seed: options.seed });
   } catch (err) {
+    if (err instanceof TrainersError) throw err;
     throw new TrainersError('CHECKPOINT', `--model ${options.model}: ${(err as Error).message}`);
   }
   const server = await startSGLangServer(engine, {

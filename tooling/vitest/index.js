@@ -1,6 +1,7 @@
 // Shared vitest configuration for every rl2 package.
 // Tests run on source: `@rl2/<name>` resolves to packages/<name>/src/index.ts (apps/cli for
-// `@rl2/cli`), so `pnpm test` needs no build. Each run writes .vitest/results.json, which
+// `@rl2/cli`) and a subpath export `@rl2/<name>/<sub>` to src/<sub>/index.ts, so `pnpm test`
+// needs no build. Each run writes .vitest/results.json, which
 // tooling/scripts/test-summary.mjs adds up into the `N passed, N failed` line CI reads.
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -8,22 +9,22 @@ import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-function sourceOf(name) {
+function sourceOf(name, sub = '') {
   for (const dir of [join(root, 'packages', name), join(root, 'apps', name)]) {
-    const entry = join(dir, 'src', 'index.ts');
+    const entry = join(dir, 'src', sub, 'index.ts');
     if (existsSync(entry)) return entry;
   }
   return undefined;
 }
 
-/** Vite plugin resolving `@rl2/<name>` to that package's src/index.ts. */
+/** Vite plugin resolving `@rl2/<name>` to that package's src/index.ts (`@rl2/<name>/<sub>`: src/<sub>/index.ts). */
 export function sourcePlugin() {
   return {
     name: 'rl2-source',
     enforce: 'pre',
     resolveId(id) {
-      const m = /^@rl2\/([a-z0-9-]+)$/.exec(id);
-      return m ? sourceOf(m[1]) : undefined;
+      const m = /^@rl2\/([a-z0-9-]+)(?:\/([a-z0-9-]+))?$/.exec(id);
+      return m ? sourceOf(m[1], m[2]) : undefined;
     },
   };
 }

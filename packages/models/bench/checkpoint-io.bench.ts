@@ -8,7 +8,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CheckpointWriter, initEngine, loadModel, paramShapes, parseModelConfig, saveCheckpoint } from '../src/index.js';
+import { initEngine } from '@rl2/engine';
+import { CheckpointWriter, loadModel, paramShapes, parseModelConfig, saveCheckpoint } from '../src/index.js';
 import { createModelConfigJson } from '../src/model/init-random-model.js';
 
 const SPEC = { family: 'qwen3', vocabSize: 151936, hiddenSize: 1024, intermediateSize: 3072, numLayers: 28, numHeads: 16, numKvHeads: 8, headDim: 128, tieWordEmbeddings: true } as const;

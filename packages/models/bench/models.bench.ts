@@ -8,7 +8,8 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { adamWUpdate, createGenerator, initEngine, initRandomModel, type ParamMap, tokenLogprobs } from '../src/index.js';
+import { adamWUpdate, initEngine } from '@rl2/engine';
+import { createGenerator, initRandomModel, type ParamMap, tokenLogprobs } from '../src/index.js';
 
 const SPEC = { family: 'llama', vocabSize: 8192, hiddenSize: 256, intermediateSize: 768, numLayers: 4, numHeads: 4, tieWordEmbeddings: false } as const;
 const HERE = import.meta.dirname;

@@ -1,8 +1,6 @@
 /** Machine-readable reasons an @rl2/models call can fail. Later modules extend this union. */
 export type ModelsErrorCode =
   | 'INVALID_ARGUMENT'
-  | 'BACKEND_UNAVAILABLE'
-  | 'NATIVE_UNAVAILABLE'
   | 'UNSUPPORTED_CONFIG'
   | 'CHECKPOINT_ERROR'
   | 'SHAPE_MISMATCH';

@@ -3,7 +3,7 @@
 // forward's tensors are freed with the layer, and the gradients reach the source's inputs.
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { initEngine } from '../src/engine/init-engine.js';
+import { initEngine } from '@rl2/engine';
 import { tokenLogprobs } from '../src/heads/token-logprobs.js';
 import { layerParamNames } from '../src/layers/decoder-layer.js';
 import type { LayerParamSource } from '../src/layers/recomputed-layer.js';

@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { initEngine } from '../src/engine/init-engine.js';
+import { initEngine } from '@rl2/engine';
 import { createGenerator } from '../src/generation/generator.js';
 import { tokenLogprobs } from '../src/heads/token-logprobs.js';
 import { tokenValues } from '../src/heads/token-values.js';

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initEngine } from '../src/engine/init-engine.js';
-import { loadNativeAddon } from '../src/engine/native-addon.js';
+import { initEngine } from '@rl2/engine';
+import { nativeForTests } from '@rl2/engine/testing';
 import { parseSafetensors } from '../src/checkpoint/safetensors-reader.js';
 import { loadModel } from '../src/checkpoint/load-checkpoint.js';
 import { tokenLogits, tokenLogprobs } from '../src/heads/token-logprobs.js';
@@ -59,13 +59,13 @@ function checkGrads(model: DecoderModel, grads: Record<string, tf.Tensor>, ref: 
 }
 
 beforeAll(async () => {
-  await initEngine({ backend: loadNativeAddon().ok ? 'native' : 'cpu', logger: () => {} });
+  await initEngine({ backend: nativeForTests().ok ? 'native' : 'cpu', logger: () => {} });
   await tf.setBackend('cpu');
 });
 
 // stock cpu (composite ops) and, where the addon is built, native (fused RMSNorm, SwiGLU,
 // rotary, attention and cross-entropy kernels) against the same PyTorch reference
-const BACKENDS = ['cpu', ...(loadNativeAddon().ok ? ['native'] : [])];
+const BACKENDS = ['cpu', ...(nativeForTests().ok ? ['native'] : [])];
 const FAMILIES = BACKENDS.flatMap((backend) => ['llama', 'qwen2', 'qwen3'].map((family) => [family, backend] as const));
 
 describe.each(FAMILIES)('%s parity with the PyTorch reference on %s', (family, backend) => {

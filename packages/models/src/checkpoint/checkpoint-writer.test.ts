@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSy
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initEngine } from '../engine/init-engine.js';
+import { initEngine } from '@rl2/engine';
 import type { DecoderModel } from '../model/decoder-model.js';
 import { disposeParams } from '../model/param-map.js';
 import { recoverInterruptedSave } from './atomic-dir.js';

@@ -23,7 +23,7 @@ export function safetensorsDtypeOf(torchDtype: string, key = 'dtype'): Safetenso
  * here (a Float32Array read straight from the file) need a little-endian host (x86, Arm).
  */
 export function assertLittleEndian(): void {
-  if (endianness() !== 'LE') throw new ModelsError('BACKEND_UNAVAILABLE', '@rl2/models reads and writes safetensors on little-endian machines only');
+  if (endianness() !== 'LE') throw new ModelsError('UNSUPPORTED_CONFIG', '@rl2/models reads and writes safetensors on little-endian machines only');
 }
 
 /** IEEE 754 binary16 bits to a number (subnormals, inf and NaN included). */

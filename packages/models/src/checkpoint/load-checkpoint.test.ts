@@ -2,7 +2,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writ
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initEngine } from '../engine/init-engine.js';
+import { initEngine } from '@rl2/engine';
 import { disposeParams, updateParams } from '../model/param-map.js';
 import { readCheckpointWeights } from './checkpoint-reader.js';
 import { loadModel } from './load-checkpoint.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 // the local fake hub @rl2/data's hub tests use (one hub module, one fake)
 import { startFakeHub } from '../../../data/test/hub-server.js';
-import { initEngine } from '../engine/init-engine.js';
+import { initEngine } from '@rl2/engine';
 import { disposeParams } from '../model/param-map.js';
 import { loadModel } from './load-checkpoint.js';
 

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { initEngine } from '../engine/init-engine.js';
+import { initEngine } from '@rl2/engine';
 import { loadModel } from '../checkpoint/load-checkpoint.js';
 import { tokenLogits, tokenLogprobs } from '../heads/token-logprobs.js';
 import type { DecoderModel } from '../model/decoder-model.js';

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { hasLogprobStats, logprobStats, logprobStatsGrad } from '../engine/fused/fused-logprob-stats.js';
+import { hasLogprobStats, logprobStats, logprobStatsGrad } from '@rl2/engine';
 
 /**
  * Fused lm_head + log-softmax + entropy with a vocabulary-chunked custom gradient, so neither

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { initEngine } from '../engine/init-engine.js';
+import { initEngine } from '@rl2/engine';
 import { causalMask, contiguousSegments, MASKED, packedCausalMask } from './attention.js';
 
 beforeAll(async () => {

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { fusedAttention } from '../engine/fused/fused-attention.js';
+import { fusedAttention } from '@rl2/engine';
 
 /**
  * Scaled dot-product attention with grouped-query heads (Ainslie et al. 2023,

@@ -4,7 +4,7 @@ import { type AttentionKernel, blockedAttention, groupedQueryAttention } from '.
 import type { LinearFactory, ParamLookup } from './linear.js';
 import { rmsNorm } from './rms-norm.js';
 import { applyRotary } from './rotary.js';
-import { fusedSwiGlu } from '../engine/fused/fused-swiglu.js';
+import { fusedSwiGlu } from '@rl2/engine';
 import { ModelsError } from '../errors.js';
 
 /**

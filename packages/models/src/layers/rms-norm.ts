@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { fusedRmsNorm } from '../engine/fused/fused-rms-norm.js';
+import { fusedRmsNorm } from '@rl2/engine';
 
 /**
  * RMSNorm (Zhang & Sennrich 2019, https://arxiv.org/abs/1910.07467) over the last axis:

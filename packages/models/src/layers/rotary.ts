@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config/model-config.js';
-import { fusedRotary } from '../engine/fused/fused-rotary.js';
+import { fusedRotary } from '@rl2/engine';
 
 /**
  * RoPE inverse frequencies `theta^(-2i/d)` (Su et al. 2021, https://arxiv.org/abs/2104.09864),

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initEngine } from '../engine/init-engine.js';
+import { initEngine } from '@rl2/engine';
 import { loadModel } from '../checkpoint/load-checkpoint.js';
 import { tokenLogprobs } from '../heads/token-logprobs.js';
 import { initModelCheckpoint, initRandomModel } from './init-random-model.js';

@@ -1,9 +1,9 @@
 import { type PreferenceLoss, dpoLoss, sequenceSums, splitPairs } from '@rl2/algos';
 import { type DecoderModel, tokenLogprobs } from '@rl2/models';
 import * as tf from '@tensorflow/tfjs-core';
-import { binBatch, binLayout, binSequenceLengths } from '../loop/bin-tensors.js';
-import type { Objective } from '../loop/objective.js';
-import type { PackedBin } from '../loop/pack-bins.js';
+import { binBatch, binLayout, binSequenceLengths } from '../bins/bin-tensors.js';
+import type { Objective } from '../step/objective.js';
+import type { PackedBin } from '../bins/pack-bins.js';
 
 /** DPO knobs from `actor.*`. */
 export interface DpoObjectiveOptions {

@@ -1,8 +1,9 @@
 import type { DpoConfig } from '../config/dpo-config.js';
-import { openRun } from '../loop/open-run.js';
-import { openModel } from '../loop/run-setup.js';
+import { openRun } from '../run/open-run.js';
+import { openModel } from '../run/run-setup.js';
 import { trainModel } from '../parallel-model/trained-model.js';
-import { type RunIo, type RunResult, runTrainingLoop } from '../loop/train-loop.js';
+import type { RunIo } from '../run/run-session.js';
+import { type RunResult, runTrainingLoop } from '../run/train-loop.js';
 import { dpoObjective } from './dpo-objective.js';
 
 /**

@@ -1,7 +1,8 @@
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { initEngine, loadModel, paramShapes, tokenLogprobs } from '@rl2/models';
+import { initEngine } from '@rl2/engine';
+import { loadModel, paramShapes, tokenLogprobs } from '@rl2/models';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MODEL_ARCHS, writeRandomCheckpoint } from './random-checkpoint.js';
 import { readTokenizerFacts } from './tokenizer-files.js';

@@ -1,4 +1,4 @@
-import { adamWUpdate } from '@rl2/models';
+import { adamWUpdate } from '@rl2/engine';
 import * as tf from '@tensorflow/tfjs-core';
 import { TrainersError } from '../errors.js';
 import type { NamedGrads } from './clip-grad-norm.js';

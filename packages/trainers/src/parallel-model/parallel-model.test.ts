@@ -3,7 +3,7 @@ import { createDecoderModel, initRandomModel, packSequences, tokenLogprobs, toke
 import { LocalProcessGroup } from '@rl2/parallel';
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { SINGLE_PROCESS } from '../loop/data-parallel.js';
+import { SINGLE_PROCESS } from './data-parallel.js';
 import { contextParallelSplit } from './context-split.js';
 import { microBatchBudget, planRankLayout } from './rank-layout.js';
 import { checkTensorParallel } from './tensor-parallel-model.js';

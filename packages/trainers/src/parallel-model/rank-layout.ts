@@ -1,6 +1,6 @@
 import { createMeshGroups, type FsdpGroups, type ProcessGroup, planDeviceMesh } from '@rl2/parallel';
 import { TrainersError } from '../errors.js';
-import { type DataParallel, SINGLE_PROCESS } from '../loop/data-parallel.js';
+import { type DataParallel, SINGLE_PROCESS } from './data-parallel.js';
 
 /** The parallel sizes of a model section (`actor.*`, `critic.*`). */
 export interface ParallelSizes {

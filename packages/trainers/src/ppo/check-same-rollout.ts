@@ -1,6 +1,6 @@
 import type { TrainingSequence } from '@rl2/rollout';
 import { TrainersError } from '../errors.js';
-import type { DataParallel } from '../loop/data-parallel.js';
+import type { DataParallel } from '../parallel-model/data-parallel.js';
 
 /** Three 20-bit FNV-1a digests of the batch (token ids, masks, engine log-probs, rewards, ids): exact in float32. */
 export function rolloutDigest(sequences: readonly TrainingSequence[]): [number, number, number] {

@@ -1,8 +1,8 @@
 import { criticValueLoss } from '@rl2/algos';
 import { type DecoderModel, tokenValues } from '@rl2/models';
 import * as tf from '@tensorflow/tfjs-core';
-import { binBatch, binLayout } from '../loop/bin-tensors.js';
-import type { Objective } from '../loop/objective.js';
+import { binBatch, binLayout } from '../bins/bin-tensors.js';
+import type { Objective } from '../step/objective.js';
 import { AVG_LEVELS } from '../sft/sft-objective.js';
 import type { PerSequence } from './forward-passes.js';
 import type { PpoConfig } from './ppo-config.js';

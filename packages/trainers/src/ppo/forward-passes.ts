@@ -1,8 +1,8 @@
 import type { TrainingSequence } from '@rl2/rollout';
 import { type DecoderModel, tokenLogprobs, tokenValues } from '@rl2/models';
 import * as tf from '@tensorflow/tfjs-core';
-import { binBatch } from '../loop/bin-tensors.js';
-import type { DataParallel } from '../loop/data-parallel.js';
+import { binBatch } from '../bins/bin-tensors.js';
+import type { DataParallel } from '../parallel-model/data-parallel.js';
 import { type RolloutBin, scatterBinField } from './rollout-bins.js';
 
 /** Per-sequence arrays `[S][T_i]` of one pass over the rollout. */

@@ -1,5 +1,5 @@
 import type { RolloutMetrics, TrainingBatch, TrainingSequence } from '@rl2/rollout';
-import type { DataParallel } from '../loop/data-parallel.js';
+import type { DataParallel } from '../parallel-model/data-parallel.js';
 
 /** The part of a rollout step the PPO update reads. */
 export interface RolloutShard {

@@ -3,7 +3,7 @@ import type { TrainingBatch, TrainingSequence } from '@rl2/rollout';
 import { describe, expect, it } from 'vitest';
 import { computePpoAdvantages } from './ppo-advantages.js';
 import { binField, packRolloutBins, scatterBinField } from './rollout-bins.js';
-import { contiguousChunks } from './update-model.js';
+import { contiguousChunks } from './ppo-worker.js';
 
 const seq = (rewards: number[], trajectoryId: number, length = rewards.length): TrainingSequence => ({
   states: Array.from({ length }, (_, t) => t + 3),

@@ -2,7 +2,7 @@ import { planPacking } from '@rl2/packing';
 import * as tf from '@tensorflow/tfjs-core';
 import type { TrainingSequence } from '@rl2/rollout';
 import { TrainersError } from '../errors.js';
-import { type PackedBin, rankBins } from '../loop/pack-bins.js';
+import { type PackedBin, rankBins } from '../bins/pack-bins.js';
 
 /** A packed micro-batch of rollout sequences that remembers which sequences it holds. */
 export interface RolloutBin extends PackedBin {

@@ -1,8 +1,9 @@
 import { downloadProgressLines } from '@rl2/data';
-import { type EngineBackendChoice, initEngine, resolveModelDir } from '@rl2/models';
+import { type EngineBackendChoice, initEngine } from '@rl2/engine';
+import { resolveModelDir } from '@rl2/models';
 import { type SGLangServer, loadCheckpointEngine, startSGLangServer } from '@rl2/rollout';
 import { TrainersError } from '../errors.js';
-import { openTokenizer } from '../loop/run-setup.js';
+import { openTokenizer } from '../run/run-setup.js';
 
 /** Options of `serveModel` (`rl2 serve`). */
 export interface ServeModelOptions {

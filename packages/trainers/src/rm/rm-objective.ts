@@ -1,8 +1,8 @@
 import { bradleyTerryLoss, sequenceSums, splitPairs } from '@rl2/algos';
 import { type DecoderModel, tokenValues } from '@rl2/models';
 import * as tf from '@tensorflow/tfjs-core';
-import { binBatch, binLayout } from '../loop/bin-tensors.js';
-import type { Objective } from '../loop/objective.js';
+import { binBatch, binLayout } from '../bins/bin-tensors.js';
+import type { Objective } from '../step/objective.js';
 
 /**
  * RM: the value head read at each sequence's last token is its reward;

@@ -1,6 +1,7 @@
 import type { RmConfig } from '../config/rm-config.js';
-import { openRun } from '../loop/open-run.js';
-import { type RunIo, type RunResult, runTrainingLoop } from '../loop/train-loop.js';
+import { openRun } from '../run/open-run.js';
+import type { RunIo } from '../run/run-session.js';
+import { type RunResult, runTrainingLoop } from '../run/train-loop.js';
 import { rmObjective } from './rm-objective.js';
 
 /**

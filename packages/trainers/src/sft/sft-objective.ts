@@ -1,8 +1,8 @@
 import { type LossAggregation, sftLoss } from '@rl2/algos';
 import { type DecoderModel, tokenLogprobs } from '@rl2/models';
 import * as tf from '@tensorflow/tfjs-core';
-import { binBatch, binLayout } from '../loop/bin-tensors.js';
-import type { Objective } from '../loop/objective.js';
+import { binBatch, binLayout } from '../bins/bin-tensors.js';
+import type { Objective } from '../step/objective.js';
 
 /** RL2's avg_level names -> @rl2/algos aggregation modes. */
 export const AVG_LEVELS: Record<'token' | 'sequence', LossAggregation> = { token: 'token-mean', sequence: 'seq-mean-token-mean' };

@@ -11,7 +11,8 @@
 // Gradients are summed over cp; q_norm/k_norm (applied per local head) also over tp.
 // Prints `RESULT {"rank", "lossRef", "lossPar", "gradErrors": {name: rel}, "weightErrors": {name: rel}}`
 // with rel = ||parallel - ref|| / ||ref|| over this rank's shard of each tensor.
-import { createDecoderModel, type DecoderModel, initEngine, initRandomModel, type ModelSpec, type ParamLookup, type ParamMap, forwardHidden, lmHeadWeight, packSequences, tokenLogprobs, type TokenBatch } from '@rl2/models';
+import { initEngine } from '@rl2/engine';
+import { createDecoderModel, type DecoderModel, initRandomModel, type ModelSpec, type ParamLookup, type ParamMap, forwardHidden, lmHeadWeight, packSequences, tokenLogprobs, type TokenBatch } from '@rl2/models';
 import {
   adamwShardStep,
   allGatherContext,

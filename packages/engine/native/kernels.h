@@ -1,0 +1,125 @@
+/*
+ * What the kernel families share: threading (parallel.c), row reductions (reduce.c), a
+ * vectorisable exp, and the N-API entry points addon.c registers.
+ *
+ * Every kernel works on caller-owned TypedArrays (tensors stay plain JS memory, no 4 GiB wasm
+ * heap) and writes into an output array the caller allocated. Matrix products go to OpenBLAS
+ * cblas_sgemm (or Accelerate's on macOS); the rest are plain loops the compiler vectorises,
+ * split over pthreads when large. No thread outlives a call: the Node event loop is never held.
+ */
+#ifndef RL2_KERNELS_H
+#define RL2_KERNELS_H
+
+#include "napi-helpers.h"
+#include <cblas.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Hot loops get an AVX2 clone picked at load time (ifunc); other CPUs run the SSE2 default. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define HOT
+#endif
+
+/* Most threads one call splits its work over. */
+#define MAX_GEMM_THREADS 64
+/* Elements per thread below which starting a thread costs more than it saves. */
+#define GRAIN (1 << 16)
+
+/*
+ * parallel_for: runs fn(ctx, begin, end) over [0, n) split across the configured thread count
+ * (setThreads), when each piece gets at least `grain` units; pthreads are joined before it
+ * returns. Elementwise work on large tensors is memory-bound, so 2-4 threads help most.
+ * parallel_for_threads: over exactly min(threads, n) pieces (at least one unit each).
+ */
+typedef void (*range_fn)(void *ctx, int64_t begin, int64_t end);
+/* Every function shared between files is named rl2_*: nothing can clash with a symbol of a
+   statically linked OpenBLAS. */
+#define parallel_for rl2_parallel_for
+#define parallel_for_threads rl2_parallel_for_threads
+void parallel_for(int64_t n, int64_t grain, range_fn fn, void *ctx);
+void parallel_for_threads(int64_t n, int threads, range_fn fn, void *ctx);
+
+/*
+ * exp(x) for float32 in a form the compiler vectorises (glibc's expf is a scalar call):
+ * Cody-Waite range reduction x = n ln2 + r, |r| <= ln2/2, Cephes' degree-6 polynomial for
+ * e^r, then scaling by 2^n through the exponent bits. Max error ~2 ulp; exp(-inf) = 0,
+ * exp(+inf) = inf, NaN stays NaN. (Cephes: https://www.netlib.org/cephes/, single/expf.c)
+ */
+static inline float fast_expf(float x) {
+  const float big = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+  float xc = x < -104.0f ? -104.0f : (x > 88.75f ? 88.75f : x);
+  float n = (xc * 1.44269504088896341f + big) - big;
+  float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  /* 2^n as two normal factors, so n in [-150, 128] under/overflows gradually like expf */
+  int32_t ni = (int32_t)n, h = ni >> 1;
+  union { int32_t i; float f; } s1, s2;
+  s1.i = (h + 127) << 23;
+  s2.i = (ni - h + 127) << 23;
+  float y = p * s1.f * s2.f;
+  y = x < -104.0f ? 0.0f : y;
+  y = x > 88.75f ? INFINITY : y;
+  return x != x ? x : y;
+}
+
+/* Row helpers (reduce.c), 8 float lanes so the loops vectorise: max; sum of exp(row - m);
+   sum; out = scale * exp(row - m); and log(sum(exp(row))), stable. */
+#define row_max rl2_row_max
+#define row_sum_exp rl2_row_sum_exp
+#define row_sum rl2_row_sum
+#define exp_shifted rl2_exp_shifted
+#define row_lse rl2_row_lse
+float row_max(const float *row, int64_t cols);
+float row_sum_exp(const float *row, int64_t cols, float m);
+float row_sum(const float *row, int64_t cols);
+void exp_shifted(const float *row, int64_t cols, float m, float scale, float *out);
+double row_lse(const float *row, int64_t cols);
+
+/* Row-wise kernels (softmax, cross-entropy) share this context for parallel_for. */
+struct rows_ctx {
+  const float *x;
+  float *o;
+  int64_t cols;
+  const int32_t *labels;
+  const float *dy;
+  int64_t *bad; /* xentForward: first row with label >= cols (each thread its own slot) */
+};
+
+/* N-API entry points, one per JS function of the addon (registered in addon.c). */
+#define KERNEL(name) napi_value rl2_##name(napi_env env, napi_callback_info info)
+KERNEL(gemm);
+KERNEL(set_threads);
+KERNEL(get_threads);
+KERNEL(binary);
+KERNEL(compare);
+KERNEL(unary);
+KERNEL(softmax);
+KERNEL(reduce);
+KERNEL(transpose);
+KERNEL(strided_copy);
+KERNEL(gather);
+KERNEL(segment_sum);
+KERNEL(xent_forward);
+KERNEL(xent_backward);
+KERNEL(rms_norm);
+KERNEL(rms_norm_grad);
+KERNEL(swiglu);
+KERNEL(swiglu_grad);
+KERNEL(rotary);
+KERNEL(attention);
+KERNEL(attention_grad);
+KERNEL(logp_stats);
+KERNEL(logp_stats_grad);
+KERNEL(adamw);
+
+#endif

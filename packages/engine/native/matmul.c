@@ -1,0 +1,104 @@
+/* Matrix products (OpenBLAS cblas_sgemm) and the thread count every kernel splits over. */
+#include "kernels.h"
+
+/*
+ * gemm(transA, transB, batch, M, N, K, A, strideA, B, strideB, C)
+ * C[b] = op(A[b]) @ op(B[b]) for b < batch, row-major; C[b] is [M, N] at offset b*M*N.
+ * strideA/strideB are the element offsets between batches (0 broadcasts one matrix).
+ * When B is shared and A is not transposed, the batch folds into one [batch*M, K] product.
+ */
+struct gemm_job {
+  CBLAS_TRANSPOSE ta, tb;
+  int64_t b0, b1, M, N, K, sa, sb;
+  int lda, ldb;
+  const float *A, *B;
+  float *C;
+};
+
+static void *gemm_slice(void *arg) {
+  struct gemm_job *j = (struct gemm_job *)arg;
+  for (int64_t b = j->b0; b < j->b1; b++) {
+    cblas_sgemm(CblasRowMajor, j->ta, j->tb, (int)j->M, (int)j->N, (int)j->K, 1.0f, j->A + b * j->sa, j->lda,
+                j->B + b * j->sb, j->ldb, 0.0f, j->C + b * j->M * j->N, (int)j->N);
+  }
+  return NULL;
+}
+
+/*
+ * Batched products (attention: [B*heads, T, d]) split the batch over `threads` pthreads, each
+ * running a single-threaded sgemm: OpenBLAS's own threading splits one matrix at a time and,
+ * for small ones, mostly waits. Threads are joined before returning.
+ */
+static void gemm_batched_parallel(const struct gemm_job *all, int threads, int configured) {
+  pthread_t tids[MAX_GEMM_THREADS];
+  struct gemm_job jobs[MAX_GEMM_THREADS];
+  int created[MAX_GEMM_THREADS] = {0};
+  int64_t batch = all->b1, per = (batch + threads - 1) / threads;
+  openblas_set_num_threads(1);
+  for (int t = 0; t < threads; t++) {
+    jobs[t] = *all;
+    jobs[t].b0 = t * per < batch ? t * per : batch;
+    jobs[t].b1 = (t + 1) * per < batch ? (t + 1) * per : batch;
+    if (jobs[t].b0 >= jobs[t].b1) continue;
+    /* the last slice (or one whose thread failed to start) runs on the calling thread */
+    created[t] = t < threads - 1 && pthread_create(&tids[t], NULL, gemm_slice, &jobs[t]) == 0;
+    if (!created[t]) gemm_slice(&jobs[t]);
+  }
+  for (int t = 0; t < threads; t++) {
+    if (created[t]) pthread_join(tids[t], NULL);
+  }
+  openblas_set_num_threads(configured);
+}
+
+KERNEL(gemm) {
+  int ta, tb;
+  int64_t batch, M, N, K, sa, sb;
+  float *A, *B, *C;
+  size_t la, lb, lc;
+  if (!read_args(env, info, "gemm expects Float32Array A, B, C", "bbnnnnfnfnf", &ta, &tb, &batch, &M, &N, &K, &A, &la,
+                 &sa, &B, &lb, &sb, &C, &lc))
+    return NULL;
+  if (batch < 1 || M < 0 || N < 0 || K < 0 || sa < 0 || sb < 0) FAIL("gemm: bad sizes");
+  if ((size_t)(batch * M * N) > lc || (size_t)((batch - 1) * sa + M * K) > la ||
+      (size_t)((batch - 1) * sb + K * N) > lb)
+    FAIL("gemm: array too short for the given sizes");
+  if (M == 0 || N == 0) return NULL;
+  if (K == 0) {
+    memset(C, 0, sizeof(float) * (size_t)(batch * M * N));
+    return NULL;
+  }
+  int lda = ta ? (int)M : (int)K, ldb = tb ? (int)K : (int)N;
+  CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+  if (batch > 1 && sb == 0 && !ta && sa == M * K) {
+    cblas_sgemm(CblasRowMajor, TA, TB, (int)(batch * M), (int)N, (int)K, 1.0f, A, lda, B, ldb,
+                0.0f, C, (int)N);
+    return NULL;
+  }
+  struct gemm_job job = {TA, TB, 0, batch, M, N, K, sa, sb, lda, ldb, A, B, C};
+  int configured = openblas_get_num_threads(), threads = configured;
+  if (threads > MAX_GEMM_THREADS) threads = MAX_GEMM_THREADS;
+  if (threads > batch) threads = (int)batch;
+  /* whole matrices per thread whenever there are enough of them: no OpenBLAS worker
+     hand-offs (which stall when the machine is oversubscribed), and small products, which
+     OpenBLAS cannot split well, run in parallel too */
+  if (threads > 1 && (batch >= threads || M * N * K <= (int64_t)(1 << 21))) {
+    gemm_batched_parallel(&job, threads, configured);
+    return NULL;
+  }
+  gemm_slice(&job);
+  return NULL;
+}
+
+KERNEL(set_threads) {
+  int64_t n;
+  if (!read_args(env, info, "setThreads expects a positive integer", "n", &n)) return NULL;
+  if ((int)n < 1) FAIL("setThreads expects a positive integer");
+  openblas_set_num_threads((int)n);
+  return NULL;
+}
+
+KERNEL(get_threads) {
+  napi_value out;
+  CHECK(napi_create_int32(env, openblas_get_num_threads(), &out));
+  return out;
+}

@@ -1,0 +1,25 @@
+// @rl2/engine: fast CPU training for any TensorFlow.js program.
+
+// Start here: choose, start and log the tfjs backend (call once, before building tensors).
+export { ENGINE_BACKENDS, initEngine } from './init-engine.js';
+export type { EngineBackend, EngineBackendChoice, EngineInfo, EngineOptions } from './init-engine.js';
+export { EngineError } from './errors.js';
+export type { EngineErrorCode } from './errors.js';
+
+// Training ops with one fused kernel on `native` and the stock composite ops elsewhere.
+export { softmaxCrossEntropy } from './softmax-cross-entropy.js';
+export { adamWUpdate } from './fused/fused-adamw.js';
+export type { AdamWStep } from './fused/fused-adamw.js';
+
+// Fused decoder-layer kernels: each returns undefined when the active backend lacks it, so the
+// caller runs its composite ops instead (how @rl2/models' layers use them).
+export { fusedRmsNorm } from './fused/fused-rms-norm.js';
+export { fusedSwiGlu } from './fused/fused-swiglu.js';
+export { fusedRotary } from './fused/fused-rotary.js';
+export { fusedAttention } from './fused/fused-attention.js';
+export { hasLogprobStats, logprobStats, logprobStatsGrad } from './fused/fused-logprob-stats.js';
+
+// Lower level: register the native backend yourself, or see why the C addon did not load.
+export { NATIVE_BACKEND, registerNativeBackend } from './native-backend.js';
+export { loadNativeAddon } from './native-addon.js';
+export type { NativeAddon, NativeLoad } from './native-addon.js';

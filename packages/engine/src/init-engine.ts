@@ -1,0 +1,172 @@
+// Picks and starts the tfjs backend every rl2 model runs on, and says once which one it chose.
+import { availableParallelism } from 'node:os';
+import { engine, findBackend, getBackend, registerGradient, setBackend } from '@tensorflow/tfjs-core';
+import { installEarlyTapeRelease } from './early-tape-release.js';
+import '@tensorflow/tfjs-backend-cpu';
+import { EngineError } from './errors.js';
+import { batchMatMulGradConfig } from './batch-mat-mul-grad.js';
+import { broadcastGradConfigs } from './broadcast-grads.js';
+import { loadNativeAddon, type NativeLoad } from './native-addon.js';
+import { useJsSegmentSum } from './kernels/js-segment-sum.js';
+import { NATIVE_BACKEND, registerNativeBackend } from './native-backend.js';
+import { softmaxCrossEntropyGradConfig } from './softmax-cross-entropy.js';
+
+/** Backends `initEngine` can start; `auto` picks the fastest one available. */
+export const ENGINE_BACKENDS = ['auto', 'tensorflow', 'native', 'wasm', 'cpu'] as const;
+export type EngineBackendChoice = (typeof ENGINE_BACKENDS)[number];
+/** The backend actually running (tfjs backend name). */
+export type EngineBackend = Exclude<EngineBackendChoice, 'auto'>;
+
+export interface EngineOptions {
+  /** Default: `RL2_BACKEND`, else `auto` (tfjs-node-gpu, tfjs-node, native, wasm, cpu). */
+  backend?: EngineBackendChoice;
+  /** Compute threads (OpenBLAS for `native`). Default: `RL2_THREADS`, else all cores. */
+  threads?: number;
+  /** Receives the one line saying what was chosen. Default: console.info. */
+  logger?: (line: string) => void;
+  /** Environment to read RL2_BACKEND / RL2_THREADS / RL2_NO_NATIVE from. Default: process.env. */
+  env?: NodeJS.ProcessEnv;
+  /**
+   * The process will train (take gradients of models). Stock tfjs-backend-wasm 4.22 cannot:
+   * it has no UnsortedSegmentSum kernel (the embedding gradient) and its heap stops at 4 GiB.
+   * With `training: true`, `auto` and a `native` fallback skip wasm and go to cpu, and an
+   * explicit `wasm` throws INVALID_ARGUMENT. Default false (inference may use wasm).
+   */
+  training?: boolean;
+}
+
+export interface EngineInfo {
+  backend: EngineBackend;
+  threads: number;
+  /** True when the C kernels (OpenBLAS sgemm etc.) are in use. */
+  nativeKernels: boolean;
+  /** Why a faster backend was skipped, when one was (also part of the logged line). */
+  notice?: string;
+}
+
+/** The Node packages behind the `tensorflow` backend, tried in this order (never dependencies). */
+const TFJS_NODE_PACKAGES = ['@tensorflow/tfjs-node-gpu', '@tensorflow/tfjs-node'];
+
+function parseBackend(value: string | undefined, source: string): EngineBackendChoice {
+  if (value === undefined || value === '') return 'auto';
+  if ((ENGINE_BACKENDS as readonly string[]).includes(value)) return value as EngineBackendChoice;
+  throw new EngineError(
+    'INVALID_ARGUMENT',
+    `${source}="${value}" is not a backend; use one of ${ENGINE_BACKENDS.join(', ')}`,
+  );
+}
+
+function parseThreads(value: number | string | undefined, source: string): number {
+  if (value === undefined || value === '') return availableParallelism();
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) {
+    throw new EngineError('INVALID_ARGUMENT', `${source}=${value} must be a positive integer number of threads`);
+  }
+  return n;
+}
+
+/** Imports tfjs-node(-gpu) if the user installed it; returns a reason string when it cannot. */
+async function startTensorflow(): Promise<string | undefined> {
+  const reasons: string[] = [];
+  for (const name of TFJS_NODE_PACKAGES) {
+    try {
+      await import(/* @vite-ignore */ name);
+    } catch {
+      reasons.push(`${name} not installed`);
+      continue;
+    }
+    if (!findBackend('tensorflow') && !(await setBackend('tensorflow').catch(() => false))) {
+      return `${name} is installed but registered no "tensorflow" backend with this @tensorflow/tfjs-core (install a version matching it)`;
+    }
+    if (await setBackend('tensorflow')) return undefined;
+    reasons.push(`${name} failed to start`);
+  }
+  return reasons.join(', ');
+}
+
+/** The cpu backend prints an 'install tfjs-node' banner on first use; the line we log replaces it. */
+function silenceNodeBanner(backend: string): void {
+  const instance = findBackend(backend) as unknown as { firstUse?: boolean } | null;
+  if (instance && 'firstUse' in instance) instance.firstUse = false;
+}
+
+/**
+ * Registers tfjs's gradient functions, then the engine's fixes on top. On Node,
+ * @tensorflow/tfjs-core's CommonJS build registers no gradients at all (they live in its ES
+ * module tree, which only the @tensorflow/tfjs bundle carries), so `tf.grads` fails with
+ * "gradient function not found" without this.
+ */
+async function installGradients(): Promise<void> {
+  await import('@tensorflow/tfjs');
+  for (const config of [batchMatMulGradConfig, ...broadcastGradConfigs, softmaxCrossEntropyGradConfig]) registerGradient(config);
+  installEarlyTapeRelease(engine() as unknown as Parameters<typeof installEarlyTapeRelease>[0]);
+}
+
+async function startWasm(): Promise<boolean> {
+  try {
+    await import('@tensorflow/tfjs-backend-wasm');
+    return await setBackend('wasm');
+  } catch {
+    return false;
+  }
+}
+
+async function startNative(load: NativeLoad, threads: number): Promise<boolean> {
+  if (!load.ok) return false;
+  registerNativeBackend(load.addon);
+  if (!(await setBackend(NATIVE_BACKEND))) return false;
+  load.addon.setThreads(threads);
+  return true;
+}
+
+/**
+ * Chooses the tfjs backend (see `EngineOptions.backend`), starts it, installs the engine's
+ * gradient fixes, and logs one line: `rl2 engine: backend native, 2 threads (OpenBLAS sgemm + C kernels)`.
+ * An explicit `native` without the addon falls back like `auto` (wasm, then cpu) with the reason
+ * on that same line; an explicit `tensorflow` without tfjs-node throws BACKEND_UNAVAILABLE.
+ */
+export async function initEngine(options: EngineOptions = {}): Promise<EngineInfo> {
+  const env = options.env ?? process.env;
+  const choice = options.backend ?? parseBackend(env.RL2_BACKEND, 'RL2_BACKEND');
+  if (!(ENGINE_BACKENDS as readonly string[]).includes(choice)) parseBackend(choice, 'initEngine({ backend })');
+  const threads = parseThreads(options.threads ?? env.RL2_THREADS, options.threads !== undefined ? 'initEngine({ threads })' : 'RL2_THREADS');
+  const log = options.logger ?? ((line: string) => console.info(line));
+  await installGradients();
+
+  const notices: string[] = [];
+  const done = (backend: EngineBackend, usedThreads: number, nativeKernels: boolean): EngineInfo => {
+    silenceNodeBanner(backend);
+    const notice = notices.length > 0 ? notices.join('; ') : undefined;
+    const what = nativeKernels ? ' (OpenBLAS sgemm + C kernels)' : backend === 'native' ? ' (pure kernels)' : '';
+    log(`rl2 engine: backend ${backend}, ${usedThreads} thread${usedThreads === 1 ? '' : 's'}${what}${notice ? `; ${notice}` : ''}`);
+    return { backend, threads: usedThreads, nativeKernels, ...(notice ? { notice } : {}) };
+  };
+
+  if (choice === 'tensorflow' || choice === 'auto') {
+    const reason = await startTensorflow();
+    if (reason === undefined) return done('tensorflow', threads, false);
+    if (choice === 'tensorflow') {
+      throw new EngineError(
+        'BACKEND_UNAVAILABLE',
+        `backend "tensorflow" needs @tensorflow/tfjs-node or @tensorflow/tfjs-node-gpu (${reason}); install one, or use RL2_BACKEND=native`,
+      );
+    }
+  }
+  if (choice === 'auto' || choice === 'native') {
+    const load = loadNativeAddon(env);
+    if (await startNative(load, threads)) return done('native', threads, true);
+    notices.push(`native kernels unavailable: ${load.ok ? 'the native backend failed to start' : load.reason}`);
+  }
+  if (choice === 'wasm' && options.training) {
+    throw new EngineError(
+      'INVALID_ARGUMENT',
+      'backend "wasm" cannot train (tfjs-backend-wasm 4.22 has no UnsortedSegmentSum kernel for the embedding gradient, and a 4 GiB heap); use backend auto, native or cpu',
+    );
+  }
+  if (choice !== 'cpu' && options.training) notices.push('wasm skipped for training (no UnsortedSegmentSum kernel)');
+  else if (choice !== 'cpu' && (await startWasm())) return done('wasm', 1, false);
+  if (choice === 'wasm') notices.push('wasm backend failed to start');
+  useJsSegmentSum('cpu'); // the stock one is O(segments x rows)
+  if (!(await setBackend('cpu'))) throw new EngineError('BACKEND_UNAVAILABLE', `tfjs could not start the cpu backend (current: ${getBackend()})`);
+  return done('cpu', 1, false);
+}

@@ -1,0 +1,5 @@
+// @rl2/engine/testing: check a kernel or a backend against another (run the same tfjs
+// computation on two backends; central-difference gradients). For tests, never for training.
+export { closeness, numericGrad, randomSpec, randomValues, runOn } from './backend-check.js';
+export type { RunResult, TensorSpec } from './backend-check.js';
+export { nativeForTests } from './native-for-tests.js';

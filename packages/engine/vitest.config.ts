@@ -1,0 +1,4 @@
+import { packageConfig } from '@rl2/vitest-config';
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig(packageConfig(import.meta.dirname));

@@ -1,0 +1,99 @@
+import { join } from 'node:path';
+import type { DecoderModel, GenerationConfig } from '@rl2/models';
+import * as tf from '@tensorflow/tfjs-core';
+import type { DataParallel } from '../parallel-model/data-parallel.js';
+import { ONE_PROCESS, planRankLayout } from '../parallel-model/rank-layout.js';
+import { trainModel } from '../parallel-model/trained-model.js';
+import { modelSaver, openModel, startingWeights } from '../run/run-setup.js';
+import { type loadPpoCheckpoint, savePpoCheckpoint } from './ppo-checkpoint.js';
+import type { PpoConfig } from './ppo-config.js';
+import { PpoWorker } from './ppo-worker.js';
+
+/** The models of a PPO run as this rank holds them (RL2's actor, ref_actor and critic workers). */
+export interface PpoModels {
+  readonly actor: PpoWorker;
+  /** The frozen reference (kl.coef > 0), laid out as the actor. */
+  readonly ref?: PpoWorker;
+  /** The critic (adv.estimator=gae), laid out by critic.*. */
+  readonly critic?: PpoWorker;
+  /** The full actor the embedded engine generates with and checkpoints hold. */
+  readonly fullActor: DecoderModel;
+  readonly generationConfig?: GenerationConfig;
+  /** After an actor update under tp or FSDP: the full actor gathered again from the shards. */
+  refreshFullActor(): void;
+  /** Writes the full actor as a HF folder with the tokenizer files. */
+  saveActor(dir: string): Promise<void>;
+  /**
+   * The checkpoint `dir` (see `savePpoCheckpoint`): every rank joins the gathers of sharded
+   * optimizer state and critic weights, rank 0 (`isMain`) writes.
+   */
+  saveCheckpoint(dir: string, isMain: boolean, state: Pick<Parameters<typeof savePpoCheckpoint>[1], 'step' | 'totalSteps' | 'lr' | 'stream'>): Promise<void>;
+  dispose(): void;
+}
+
+/**
+ * Loads the actor (from the checkpoint when resuming), the reference and the critic and lays
+ * them out on the ranks: the actor and its reference by actor.{tp,cp,ddp}_size, the critic by
+ * critic.*. Under tp or FSDP the full actor stays alongside the shards: the engine generates
+ * with it. Optimizer states come back from `saved`.
+ */
+export async function openPpoModels(config: PpoConfig, dp: DataParallel, totalSteps: number, resumeFrom?: string, saved?: ReturnType<typeof loadPpoCheckpoint>): Promise<PpoModels> {
+  const { actor: a, critic: c } = config;
+  const tokenizerDir = a.tokenizer_name ?? a.model_name;
+  const useCritic = config.adv.estimator === 'gae';
+  const actorLayout = planRankLayout(dp, a, 'actor');
+  const criticLayout = useCritic ? planRankLayout(dp, c, 'critic') : ONE_PROCESS;
+  const full = await openModel(startingWeights(a.model_name, resumeFrom), 'actor.model_name');
+  const trainedActor = trainModel(full.model, actorLayout, 'actor', { keepFull: true });
+  const actor = new PpoWorker(trainedActor, actorLayout, a, 'actor', (totalSteps - a.freeze_steps) * a.update_per_rollout);
+  let ref: PpoWorker | undefined;
+  if (config.kl.coef > 0) {
+    const loaded = await openModel(config.ref_actor.model_name, 'ref_actor.model_name');
+    ref = new PpoWorker(trainModel(loaded.model, actorLayout, 'actor'), actorLayout, a, 'actor');
+  }
+  let critic: PpoWorker | undefined;
+  if (useCritic) {
+    const loaded = await openModel(resumeFrom ? join(resumeFrom, 'critic') : c.model_name, 'critic.model_name', { head: 'value' });
+    critic = new PpoWorker(trainModel(loaded.model, criticLayout, 'critic'), criticLayout, c, 'critic', totalSteps * c.update_per_rollout);
+  }
+  if (saved) {
+    actor.optimizer?.loadState(trainedActor.localOptimizerState(saved.actor));
+    if (critic) critic.optimizer?.loadState(critic.trained.localOptimizerState(saved.critic));
+  }
+  const saveActor = modelSaver(full.model, full.generationConfig, tokenizerDir, a);
+  return {
+    actor,
+    ref,
+    critic,
+    fullActor: full.model,
+    generationConfig: full.generationConfig,
+    refreshFullActor: () => {
+      if (!actorLayout.tp && !trainedActor.sharded) return;
+      const gathered = trainedActor.fullParams();
+      for (const [name, t] of gathered.params) (full.model.params.get(name) as tf.Variable).assign(t);
+      gathered.dispose();
+    },
+    saveActor,
+    saveCheckpoint: async (dir, isMain, state) => {
+      const actorState = actor.checkpointState(isMain);
+      const criticState = critic?.checkpointState(isMain);
+      const criticFull = critic?.trained.fullParams();
+      try {
+        if (!isMain || !actorState) return;
+        await savePpoCheckpoint(dir, {
+          ...state,
+          actorOptimizer: { state: () => actorState },
+          ...(criticState ? { criticOptimizer: { state: () => criticState } } : {}),
+          saveActor,
+          ...(critic && criticFull ? { saveCritic: (d: string) => modelSaver(critic.trained.model, undefined, tokenizerDir, c)(d, criticFull.params) } : {}),
+        });
+      } finally {
+        criticFull?.dispose();
+      }
+    },
+    dispose: () => {
+      for (const w of [actor, ref, critic]) w?.dispose();
+      tf.dispose([...full.model.params.values()]); // the full actor the engine generated with
+    },
+  };
+}

@@ -1,0 +1,79 @@
+import type { DecoderModel, LoadModelOptions } from '@rl2/models';
+import { resolveCheckpoint } from '../checkpoint/resolve-checkpoint.js';
+import type { ModelSection, TrainerSection } from '../config/sections.js';
+import { type ItemKind, type SplitConfig, loadItems } from '../dataset/load-items.js';
+import { planRankLayout } from '../parallel-model/rank-layout.js';
+import { trainModel } from '../parallel-model/trained-model.js';
+import { openDataParallel } from '../parallel-model/data-parallel.js';
+import { modelSaver, openModel, openTokenizer, startEngine, startingWeights } from './run-setup.js';
+import type { RunIo } from './run-session.js';
+import type { LoopSpec } from './train-loop.js';
+
+/** The config parts every SFT/RM/DPO run reads before its objective. */
+export interface RunConfig {
+  readonly trainer: TrainerSection;
+  readonly data: { train: SplitConfig & { batch_size: number }; test: SplitConfig & { batch_size: number }; test_ratio: number; shuffle: boolean };
+}
+
+/** What {@link openRun} opened: the model to build the objective on and the rest of the loop's spec. */
+export interface OpenedRun {
+  /** This rank's model: tp shards, cp split and ZeRO-3 shards when the section asks for them (see `trainModel`). */
+  readonly model: DecoderModel;
+  /** Sequences dropped while tokenizing (no trained token left), for the run's first line. */
+  readonly dropped: number;
+  readonly spec: Omit<LoopSpec<unknown>, 'objective'>;
+}
+
+/**
+ * The steps SFT, RM and DPO share before their objective: start the engine, load the tokenizer,
+ * tokenize the data, find the checkpoint to resume from, load the model (`key` names the
+ * config section, `actor` or `critic`, in errors), join the launcher's world and lay the model
+ * out on it (`tp_size`, `cp_size`, `ddp_size`). The loop closes the world when it ends.
+ */
+export async function openRun(
+  kind: ItemKind,
+  config: RunConfig,
+  key: 'actor' | 'critic',
+  section: ModelSection,
+  io: RunIo,
+  modelOptions: LoadModelOptions = {},
+): Promise<OpenedRun> {
+  const { trainer, data } = config;
+  await startEngine(trainer, io);
+  const tokenizerDir = section.tokenizer_name ?? section.model_name;
+  const tokenizer = await openTokenizer(tokenizerDir, section.tokenizer_name ? `${key}.tokenizer_name` : `${key}.model_name`);
+  const { train, test, dropped } = await loadItems(kind, tokenizer, data, trainer.seed);
+  const resumeFrom = resolveCheckpoint(trainer.save_dir, trainer.load_ckpt_from);
+  const { model: full, generationConfig } = await openModel(startingWeights(section.model_name, resumeFrom), `${key}.model_name`, modelOptions);
+  const world = await openDataParallel();
+  try {
+    const layout = planRankLayout(world, section, key);
+    const trained = trainModel(full, layout, key);
+    const model = trained.model;
+    return {
+      model,
+      dropped,
+      spec: {
+        kind,
+        trainer,
+        model: section,
+        modelKey: key,
+        batchSize: data.train.batch_size,
+        testBatchSize: data.test.batch_size,
+        shuffle: data.shuffle,
+        train,
+        test,
+        trained,
+        saveModel: modelSaver(model, generationConfig, tokenizerDir, section),
+        resumeFrom,
+        config,
+        io,
+        layout,
+        owned: true,
+      },
+    };
+  } catch (err) {
+    await world.close();
+    throw err;
+  }
+}

@@ -1,0 +1,229 @@
+import type { ParamMap } from '@rl2/models';
+import { type PackedBin, packBins, stepTotals } from '../bins/pack-bins.js';
+import { Rng } from '../checkpoint/rng.js';
+import { type TrainerState, loadCheckpoint, saveCheckpoint } from '../checkpoint/trainer-state.js';
+import type { ModelSection, TrainerSection } from '../config/sections.js';
+import type { TrainingItem } from '../dataset/training-item.js';
+import { TrainersError } from '../errors.js';
+import type { MetricRecord } from '../metrics/metrics-log.js';
+import type { AdamW } from '../optim/adamw.js';
+import { sectionOptimizer } from '../optim/section-optimizer.js';
+import { type RankLayout, microBatchBudget } from '../parallel-model/rank-layout.js';
+import { type TrainedModel, checkpointOptimizerState } from '../parallel-model/trained-model.js';
+import { evaluateBins } from '../step/gradient-step.js';
+import { layoutStep } from '../step/layout-step.js';
+import type { Objective } from '../step/objective.js';
+import { sumStepOverRanks, sumTotalsOverRanks } from '../step/sum-over-ranks.js';
+import { type RunIo, RunSession, type SessionResult } from './run-session.js';
+
+/** What a finished or interrupted SFT, RM or DPO run reports. */
+export interface RunResult extends SessionResult {
+  /** Train loss of every step this invocation ran, by step number. */
+  readonly trainLoss: ReadonlyMap<number, number>;
+  /** Metrics of the last validation, if any (`test/loss`, `test/accuracy`, ...). */
+  readonly lastTest?: MetricRecord;
+}
+
+/** Everything the shared loop needs from a trainer. */
+export interface LoopSpec<P> {
+  readonly kind: TrainerState['trainer'];
+  readonly trainer: TrainerSection;
+  readonly model: ModelSection;
+  /** `actor` or `critic`, for messages naming config keys. */
+  readonly modelKey: string;
+  readonly batchSize: number;
+  readonly testBatchSize: number;
+  readonly shuffle: boolean;
+  readonly train: readonly TrainingItem[];
+  readonly test: readonly TrainingItem[];
+  /** The model as this rank trains it (its parameters, full tensors and optimizer state back). */
+  readonly trained: TrainedModel;
+  readonly objective: Objective<P>;
+  /** Writes the HF model with these full parameters to `dir`. */
+  readonly saveModel: (dir: string, params: ParamMap) => Promise<void>;
+  /** Checkpoint directory to resume from (already resolved). */
+  readonly resumeFrom?: string;
+  /** The resolved config, written to save_dir/config.yaml. */
+  readonly config: unknown;
+  readonly io: RunIo;
+  /**
+   * Ranks this run is spread over and the model's place on them (see `planRankLayout`), as
+   * `trained` was laid out. Each data-parallel rank trains on its slice of the step's bins; only
+   * world rank 0 writes.
+   */
+  readonly layout: RankLayout;
+  /** Opened by `openRun`: the loop frees `trained` and closes `layout.world` when it ends. */
+  readonly owned?: boolean;
+}
+
+const prefixed = (prefix: string, m: Record<string, number>) => Object.fromEntries(Object.entries(m).map(([k, v]) => [`${prefix}/${k}`, v]));
+
+/** Where an epoch-based run stands: what a checkpoint stores besides weights and moments. */
+interface EpochCursor {
+  epoch: number;
+  batchInEpoch: number;
+  order: number[];
+  rng: Rng;
+  lr: number;
+}
+
+/**
+ * The loop SFT, RM and DPO share, as RL2's trainers run it: epochs over seeded-shuffled
+ * batches; per step balanced packing, gradient accumulation over micro-batches with
+ * global-mean scaling, clipping by the global norm, AdamW on the cosine schedule; validation
+ * after every epoch (and every test_freq steps); checkpoints every save_freq steps and at
+ * the end; metrics to JSONL, TensorBoard and the HTML report (see `RunSession`).
+ *
+ * Data parallel (started by `rl2 launch` or another launcher): rank r packs the same step into
+ * a multiple of W bins and trains on its slice; token and sequence totals, then loss, metrics and
+ * gradients are summed over the ranks (each share is already divided by the global totals), so
+ * every rank clips by the same global norm and takes the same AdamW step. Rank 0 alone writes
+ * checkpoints, metrics and progress.
+ */
+export async function runTrainingLoop<P>(spec: LoopSpec<P>): Promise<RunResult> {
+  try {
+    return await trainOnRanks(spec, spec.layout);
+  } finally {
+    if (spec.owned) {
+      spec.trained.dispose();
+      await spec.layout.world.close();
+    }
+  }
+}
+
+async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<RunResult> {
+  const { trainer, model: m, trained, objective } = spec;
+  const { budget, budgetKey } = microBatchBudget(m, spec.modelKey);
+  const n = spec.train.length;
+  const batchSize = Math.min(spec.batchSize, n);
+  const batchesPerEpoch = Math.max(1, Math.floor(n / batchSize));
+  const totalSteps = Math.min(trainer.max_steps ?? Number.POSITIVE_INFINITY, trainer.n_epochs * batchesPerEpoch);
+  const { optimizer, lrAt } = sectionOptimizer(m, trained.params, totalSteps);
+  const lockstep = trained.sharded; // ZeRO-3: every data-parallel rank runs as many passes
+  const pack = (items: readonly TrainingItem[]) => packBins(items, budget, objective.groupSize, budgetKey, layout.data, lockstep);
+  const testSet = packTestSet(spec, layout, pack);
+  const { step, cursor } = startingPoint(spec, optimizer);
+  const session = new RunSession({ trainer, config: spec.config, io: spec.io, world: layout.world, totalSteps, resumeFrom: spec.resumeFrom, step });
+  try {
+    session.say(
+      `rl2 ${spec.kind} [${trainer.project}/${trainer.experiment_name}]: ${n} train / ${spec.test.length} test items, ${batchesPerEpoch} steps per epoch, ${totalSteps} steps` +
+        (spec.resumeFrom ? `, resuming from ${spec.resumeFrom} at step ${step}` : '') +
+        (layout.summary ? `, ${layout.summary}` : ''),
+    );
+    const validate = () => session.test(() => validation(spec, layout, testSet, `@ step ${session.step} (epoch ${cursor.epoch + 1})`));
+    const save = () => session.save((dir) => writeCheckpoint(spec, layout, session, optimizer, cursor, dir));
+    if (trainer.val_before_train && !spec.resumeFrom) await validate();
+    const trainLoss = new Map<number, number>();
+    while (session.step < totalSteps) {
+      // A step is synchronous tensor work: yield to the event loop between steps so that Ctrl-C
+      // (a signal handler) and pending I/O run, and the stop check below sees the interrupt.
+      await new Promise<void>((next) => setImmediate(next));
+      if (cursor.batchInEpoch >= batchesPerEpoch) {
+        await validate();
+        cursor.epoch += 1;
+        cursor.batchInEpoch = 0;
+        cursor.order = epochOrder(spec, cursor.rng);
+        continue;
+      }
+      const items = cursor.order.slice(cursor.batchInEpoch * batchSize, (cursor.batchInEpoch + 1) * batchSize).map((i) => spec.train[i]);
+      const bins = pack(items);
+      const began = performance.now();
+      const totals = sumTotalsOverRanks(layout.data, stepTotals(bins));
+      cursor.lr = lrAt(session.step);
+      const res = layoutStep({ layout, bins, totals, objective, trained, optimizer, lr: cursor.lr, maxGradNorm: m.max_grad_norm, flags: [session.stopFlag] });
+      const tokensPerSecond = totals.tokens / Math.max((performance.now() - began) / 1000, 1e-9);
+      cursor.batchInEpoch += 1;
+      trainLoss.set(session.step + 1, res.loss);
+      const { headline } = objective;
+      session.completeStep(
+        {
+          'train/loss': res.loss,
+          'train/grad_norm': res.gradNorm,
+          'train/lr': cursor.lr,
+          'train/tokens_per_s': tokensPerSecond,
+          'train/micro_batches': bins.length,
+          ...prefixed('train', res.metrics),
+        },
+        { loss: res.loss, tokensPerSecond, lr: cursor.lr, extra: headline && res.metrics[headline] !== undefined ? { [headline]: res.metrics[headline] } : undefined },
+      );
+      if (session.due(trainer.test_freq)) await validate();
+      if (session.due(trainer.save_freq)) await save();
+      if (session.stopRequested(res.flags[0])) {
+        await session.interrupt(save);
+        break;
+      }
+    }
+    if (!session.interrupted) {
+      await validate();
+      await save();
+    }
+    return { ...session.finish(), trainLoss, lastTest: session.tests.at(-1) };
+  } finally {
+    session.close();
+    optimizer.dispose();
+  }
+}
+
+const identity = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+/** The data order of a new epoch: a seeded permutation, or the file order without data.shuffle. */
+function epochOrder(spec: LoopSpec<unknown>, rng: Rng): number[] {
+  return spec.shuffle ? rng.permutation(spec.train.length) : identity(spec.train.length);
+}
+
+/** Step 0 with the first epoch's order, or where the checkpoint left off (its optimizer state loaded). */
+function startingPoint(spec: LoopSpec<unknown>, optimizer: AdamW): { step: number; cursor: EpochCursor } {
+  const n = spec.train.length;
+  if (!spec.resumeFrom) {
+    const rng = new Rng(spec.trainer.seed);
+    return { step: 0, cursor: { epoch: 0, batchInEpoch: 0, order: epochOrder(spec, rng), rng, lr: 0 } };
+  }
+  const saved = loadCheckpoint(spec.resumeFrom, spec.kind);
+  if (saved.state.order.length !== n) {
+    throw new TrainersError('CHECKPOINT', `${spec.resumeFrom}: saved for ${saved.state.order.length} training items, the data now has ${n}; resume with the same data`);
+  }
+  optimizer.loadState(spec.trained.localOptimizerState(saved.optimizer));
+  const { step, epoch, batchInEpoch, order, lr } = saved.state;
+  return { step, cursor: { epoch, batchInEpoch, order, rng: new Rng(saved.state.rng), lr } };
+}
+
+/** The test split packed once, in chunks of data.test.batch_size items; the totals span all of it. */
+function packTestSet(spec: LoopSpec<unknown>, layout: RankLayout, pack: (items: readonly TrainingItem[]) => PackedBin[]) {
+  const bins: PackedBin[] = [];
+  for (let i = 0; i < spec.test.length; i += spec.testBatchSize) bins.push(...pack(spec.test.slice(i, i + spec.testBatchSize)));
+  return { bins, totals: sumTotalsOverRanks(layout.data, stepTotals(bins)) };
+}
+
+/** Validation on the test split, without gradients, summed over the data-parallel ranks: its metrics and line. */
+function validation<P>(spec: LoopSpec<P>, layout: RankLayout, testSet: ReturnType<typeof packTestSet>, when: string) {
+  if (spec.test.length === 0) return undefined;
+  const res = sumStepOverRanks(layout.data, evaluateBins(testSet.bins, testSet.totals, spec.objective));
+  const shown = Object.entries(res.metrics)
+    .map(([k, v]) => ` ${k} ${v.toFixed(4)}`)
+    .join('');
+  return { values: { 'test/loss': res.loss, ...prefixed('test', res.metrics) }, line: `validation ${when}: loss ${res.loss.toFixed(4)}${shown}` };
+}
+
+/** One checkpoint: sharded optimizer state and parameters are gathered (collectives every rank joins), rank 0 writes. */
+async function writeCheckpoint(spec: LoopSpec<unknown>, layout: RankLayout, session: RunSession, optimizer: AdamW, cursor: EpochCursor, dir: string): Promise<void> {
+  const optimizerState = checkpointOptimizerState(spec.trained, optimizer, layout, session.isMain);
+  const model = spec.trained.fullParams();
+  try {
+    if (!session.isMain || !optimizerState) return;
+    const state: TrainerState = {
+      version: 1,
+      trainer: spec.kind,
+      step: session.step,
+      totalSteps: session.totalSteps,
+      epoch: cursor.epoch,
+      batchInEpoch: cursor.batchInEpoch,
+      order: cursor.order,
+      rng: cursor.rng.state(),
+      lr: cursor.lr,
+      savedAt: new Date().toISOString(),
+    };
+    await saveCheckpoint(dir, { state, optimizer: optimizerState, saveModel: (modelDir) => spec.saveModel(modelDir, model.params) });
+  } finally {
+    model.dispose();
+  }
+}

@@ -1,0 +1,57 @@
+import * as tf from '@tensorflow/tfjs-core';
+import type { AdamW } from '../optim/adamw.js';
+import { clipGradNorm } from '../optim/clip-grad-norm.js';
+import type { RankLayout } from '../parallel-model/rank-layout.js';
+import { reduceTensorParallelPartials } from '../parallel-model/tensor-parallel-model.js';
+import type { TrainedModel } from '../parallel-model/trained-model.js';
+import { accumulateGradients } from './gradient-step.js';
+import type { Objective } from './objective.js';
+import type { PackedBin, StepTotals } from '../bins/pack-bins.js';
+import { sumStepOverRanks } from './sum-over-ranks.js';
+
+const zeroed = (m: Record<string, number>) => Object.fromEntries(Object.keys(m).map((k) => [k, 0]));
+
+/**
+ * One optimizer step on this rank's bins (`totals` already summed over `layout.data`), as the
+ * SFT/RM/DPO loop and the PPO updates take it: gradients accumulated over the bins (each share
+ * divided by the global totals), then
+ * - whole or tp-sharded parameters: tp-partial gradients summed over tp, one all-reduce over
+ *   `layout.replicas` of gradients, loss, metrics and `flags` (the first cp rank of each data
+ *   slot adds the loss and metrics);
+ * - ZeRO-3 shards: the backward already reduce-scattered the gradients; loss and metrics are
+ *   summed over `layout.data`;
+ * then clipping by the true global norm and AdamW. `flags` (e.g. "stop requested") come back
+ * summed over the whole world. Every rank calls it.
+ */
+export function layoutStep<P>(o: {
+  layout: RankLayout;
+  bins: readonly PackedBin[];
+  totals: StepTotals;
+  objective: Objective<P>;
+  trained: TrainedModel;
+  optimizer: AdamW;
+  lr: number;
+  maxGradNorm: number | null;
+  flags?: readonly number[];
+}): { loss: number; metrics: Record<string, number>; gradNorm: number; flags: number[] } {
+  const { layout, trained } = o;
+  const local = accumulateGradients(o.bins, o.totals, o.objective, trained.params);
+  let flags = [...(o.flags ?? [])];
+  // the reductions below span part of the world under tp or cp: the flags go round all of it
+  if (flags.length > 0 && layout.world.size > Math.min(layout.replicas.size, layout.data.size)) flags = Array.from(layout.world.allReduceSum(Float32Array.from(flags)));
+  let res: ReturnType<typeof sumStepOverRanks>;
+  if (trained.sharded) {
+    res = { ...sumStepOverRanks(layout.data, { loss: local.loss, metrics: local.metrics }, flags), grads: local.grads };
+  } else {
+    reduceTensorParallelPartials(local.grads, layout.tp);
+    const share = layout.countsLoss ? local : { ...local, loss: 0, metrics: zeroed(local.metrics) };
+    res = sumStepOverRanks(layout.replicas, share, flags, layout.replicas.size > 1 ? trained.params : undefined);
+  }
+  const grads = res.grads ?? local.grads;
+  const clipped = clipGradNorm(grads, o.maxGradNorm, trained.gradNorm);
+  tf.dispose(Object.values(grads));
+  o.optimizer.step(clipped.grads, o.lr);
+  tf.dispose(Object.values(clipped.grads));
+  trained.afterStep();
+  return { loss: res.loss, metrics: res.metrics, gradNorm: clipped.norm, flags: res.flags };
+}

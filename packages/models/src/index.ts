@@ -5,8 +5,9 @@
 export { ModelsError } from './errors.js';
 export type { ModelsErrorCode } from './errors.js';
 
-// Checkpoints: Hugging Face folders in and out (config.json, generation_config.json,
+// Checkpoints: Hugging Face folders (or hub ids) in and out (config.json, generation_config.json,
 // safetensors read tensor by tensor, written in shards of at most max_shard_size, atomically).
+export { resolveModelDir } from './checkpoint/resolve-model-dir.js';
 export { loadModel, readGenerationConfig, readModelConfig, withHead } from './checkpoint/load-checkpoint.js';
 export { CheckpointReader, readCheckpointWeights, readJsonFile } from './checkpoint/checkpoint-reader.js';
 export { CheckpointWriter, INDEX_FILE } from './checkpoint/checkpoint-writer.js';

@@ -1,11 +1,13 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import type { HubModelOptions } from '@rl2/data';
 import { type GenerationConfig, parseGenerationConfig } from '../config/generation-config.js';
 import { type ModelConfig, type ModelHead, parseModelConfig } from '../config/model-config.js';
 import { ModelsError } from '../errors.js';
 import { createDecoderModel, type DecoderModel, type DecoderModelOptions } from '../model/decoder-model.js';
 import { createParamMap } from '../model/param-map.js';
 import { readCheckpointWeights, readJsonFile } from './checkpoint-reader.js';
+import { resolveModelDir } from './resolve-model-dir.js';
 
 /** Reads and validates `config.json` of a checkpoint folder. */
 export async function readModelConfig(dir: string): Promise<ModelConfig> {
@@ -28,6 +30,8 @@ export interface LoadModelOptions extends DecoderModelOptions {
    * a `*ForTokenClassification` critic (its `score` starts at zero, `lm_head` is dropped).
    */
   head?: ModelHead;
+  /** How to reach the hub when `dir` is a hub id (default: from HF_* variables), and download progress. */
+  hub?: HubModelOptions;
 }
 
 /** A loaded model plus its generation defaults. */
@@ -36,8 +40,13 @@ export interface LoadedModel {
   generationConfig?: GenerationConfig;
 }
 
-/** Loads config.json, generation_config.json and the safetensors weights of `dir`. */
-export async function loadModel(dir: string, options: LoadModelOptions = {}): Promise<LoadedModel> {
+/**
+ * Loads config.json, generation_config.json and the safetensors weights of `nameOrDir`: a
+ * model folder, or a hub id such as `Qwen/Qwen3-0.6B` (downloaded into the HF cache, see
+ * `resolveModelDir`).
+ */
+export async function loadModel(nameOrDir: string, options: LoadModelOptions = {}): Promise<LoadedModel> {
+  const dir = await resolveModelDir(nameOrDir, options.hub);
   let config = await readModelConfig(dir);
   if (options.head && options.head !== config.head) config = withHead(config, options.head);
   const params = createParamMap(config, await readCheckpointWeights(dir), dir);

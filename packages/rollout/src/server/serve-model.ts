@@ -1,12 +1,13 @@
-import { type Tokenizer, loadTokenizer } from '@rl2/data';
+import { type Tokenizer, downloadProgressLines, loadTokenizer } from '@rl2/data';
 import { type EngineBackendChoice, initEngine } from '@rl2/engine';
+import { resolveModelDir } from '@rl2/models';
 import { type CheckpointEngine, loadCheckpointEngine } from '../engine/checkpoint-engine.js';
 import { RolloutError } from '../errors.js';
 import { type SGLangServer, startSGLangServer } from './sglang-server.js';
 
 /** Options of `serveModel` (`rl2 serve`). */
 export interface ServeModelOptions {
-  /** HF checkpoint folder with its tokenizer (a trained step-N/model works). */
+  /** HF checkpoint folder with its tokenizer (a trained step-N/model works) or hub id (`Qwen/Qwen3-0.6B`, through the HF cache). */
   readonly model: string;
   /** Default 127.0.0.1: loopback only. */
   readonly host?: string;
@@ -39,15 +40,13 @@ export async function serveModel(options: ServeModelOptions): Promise<SGLangServ
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   await initEngine({ backend: options.backend ?? 'auto', ...(options.threads ? { threads: options.threads } : {}), logger: log });
   let tokenizer: Tokenizer;
-  try {
-    tokenizer = await loadTokenizer(options.model);
-  } catch (err) {
-    throw new RolloutError('INVALID_ARGUMENT', `--model ${options.model}: ${(err as Error).message}`);
-  }
-  const decode = (ids: readonly number[]) => tokenizer.decode(ids);
   let engine: CheckpointEngine;
   try {
-    engine = await loadCheckpointEngine(options.model, { decode, maxBatch: options.maxBatch, seed: options.seed });
+    // a hub id (Qwen/Qwen3-0.6B) is downloaded into the HF cache first, with progress lines
+    const dir = await resolveModelDir(options.model, { onProgress: downloadProgressLines(log) });
+    const loaded = await loadTokenizer(dir);
+    tokenizer = loaded;
+    engine = await loadCheckpointEngine(dir, { decode: (ids) => loaded.decode(ids), maxBatch: options.maxBatch, seed: options.seed });
   } catch (err) {
     throw new RolloutError('INVALID_ARGUMENT', `--model ${options.model}: ${(err as Error).message}`);
   }

@@ -26,8 +26,8 @@ export interface ModelSectionDefaults {
  */
 export function modelSection(defaults: ModelSectionDefaults) {
   return {
-    model_name: option(z.string().min(1), null, 'required: Hugging Face model folder (config.json, *.safetensors, tokenizer files)'),
-    tokenizer_name: option(z.string().min(1).nullable(), null, 'tokenizer directory (null: same as model_name)'),
+    model_name: option(z.string().min(1), null, 'required: Hugging Face model folder (config.json, *.safetensors, tokenizer files) or hub id such as Qwen/Qwen3-0.6B (downloaded into the HF cache; HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE)'),
+    tokenizer_name: option(z.string().min(1).nullable(), null, 'tokenizer folder or hub id (null: same as model_name)'),
     gradient_checkpointing: option(z.boolean(), true, 'recompute activations in backward to save memory'),
     max_length_per_device: option(z.number().int().positive(), 1024, 'token budget of one packed micro-batch; every sequence (RM/DPO: pair) must fit'),
     lr: option(z.number().positive(), defaults.lr, 'peak learning rate of AdamW'),

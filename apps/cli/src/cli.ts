@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-import { interruptSignal } from './interrupt.js';
+import { interruptNotice, interruptSignal } from './interrupt.js';
 import { main } from './program.js';
 
-const signal = interruptSignal(process, process.stderr, (code) => process.exit(code));
-process.exitCode = await main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, signal });
+const argv = process.argv.slice(2);
+const signal = interruptSignal(process, process.stderr, (code) => process.exit(code), interruptNotice(argv));
+process.exitCode = await main(argv, { stdout: process.stdout, stderr: process.stderr, signal });

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { interruptSignal } from './interrupt.js';
+import { STOP_NOTICE, interruptNotice, interruptSignal } from './interrupt.js';
 
 describe('interruptSignal', () => {
   it('first Ctrl-C aborts (save and exit), second exits with 130 at once', () => {
@@ -16,5 +16,18 @@ describe('interruptSignal', () => {
     expect(String(stderr.read())).toContain('saving a checkpoint');
     proc.emit('SIGINT');
     expect(exits).toEqual([130]);
+  });
+
+  it('rl2 serve says it stops, not that it saves a checkpoint', () => {
+    expect(interruptNotice(['serve', '--model', 'm'])).toBe(STOP_NOTICE);
+    expect(interruptNotice(['sft'])).toMatch(/saving a checkpoint/);
+    const proc = new EventEmitter();
+    const stderr = new PassThrough();
+    const signal = interruptSignal(proc as never, stderr, () => {}, interruptNotice(['serve']));
+    proc.emit('SIGINT');
+    expect(signal.aborted).toBe(true);
+    const said = String(stderr.read());
+    expect(said).toContain('stopping');
+    expect(said).not.toContain('checkpoint');
   });
 });

@@ -50,7 +50,10 @@ export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.
     .option('--vocab-size <n>', 'embedding rows (default the tokenizer size; pad to a multiple of tp_size for tensor parallelism)')
     .option('--no-tie-word-embeddings', 'separate lm_head weights')
     .option('--seed <n>', 'initialisation seed', { default: 0 })
+    .option('--dtype <dtype>', 'stored weights: float32 | bfloat16 | float16', { default: 'float32' })
+    .option('--max-shard-size <size>', 'largest safetensors file: bytes, or 5GB, 500MB, 2GiB (as save_pretrained)', { default: '5GB' })
     .example('rl2 init-model --arch qwen3 --tokenizer examples/addition/tokenizer --out models/tiny')
+    .example('rl2 init-model --tokenizer qwen3 --hidden-size 1024 --layers 28 --heads 16 --kv-heads 8 --head-dim 128 --intermediate-size 3072 --dtype bfloat16 --out models/qwen3-0.6b-shape')
     .action((flags: Record<string, string | number | boolean | undefined>) => {
       if (!flags.out) throw new TrainersError('INVALID_ARGUMENT', 'rl2 init-model needs --out DIR (where to write the checkpoint)');
       if (!flags.tokenizer) throw new TrainersError('INVALID_ARGUMENT', 'rl2 init-model needs --tokenizer DIR (a Hugging Face tokenizer folder) or --tokenizer qwen3');
@@ -69,6 +72,8 @@ export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.
         vocabSize: num('vocabSize'),
         tieWordEmbeddings: flags.tieWordEmbeddings !== false,
         seed: num('seed'),
+        dtype: String(flags.dtype),
+        maxShardSize: String(flags.maxShardSize),
       });
       io.stdout.write(
         `wrote ${config.model_type} checkpoint to ${flags.out}: vocab ${config.vocab_size}, hidden ${config.hidden_size}, ${config.num_hidden_layers} layers, ${config.num_attention_heads} heads\n`,
@@ -76,7 +81,7 @@ export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.
     });
 
   registerPpoCommand(cli, io);
-  registerServeCommand(cli, io);
+  registerServeCommand(cli, io, version);
   registerLaunchCommand(cli, io);
   registerPlanCommand(cli, io);
 

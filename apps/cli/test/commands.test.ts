@@ -75,6 +75,23 @@ describe('rl2 init-model', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).vocab_size).toBe(151669);
   });
+  it('--dtype and --max-shard-size: bf16 shards with an index, as save_pretrained writes them', async () => {
+    const out = join(tmp('init'), 'sharded');
+    const r = await rl2(['init-model', '--tokenizer', EXAMPLE_TOKENIZER, '--out', out, '--hidden-size', '16', '--layers', '2', '--heads', '2', '--dtype', 'bfloat16', '--max-shard-size', '2KB']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).torch_dtype).toBe('bfloat16');
+    const index = JSON.parse(readFileSync(join(out, 'model.safetensors.index.json'), 'utf8'));
+    const files = [...new Set(Object.values(index.weight_map) as string[])].sort();
+    expect(files.length).toBeGreaterThan(1);
+    expect(files[0]).toBe(`model-00001-of-${String(files.length).padStart(5, '0')}.safetensors`);
+    const buf = readFileSync(join(out, files[0]!));
+    const header = JSON.parse(buf.subarray(8, 8 + Number(buf.readBigUInt64LE(0))).toString());
+    expect(Object.values(header).filter((v) => (v as { dtype?: string }).dtype).every((v) => (v as { dtype: string }).dtype === 'BF16')).toBe(true);
+    const bad = await rl2(['init-model', '--tokenizer', EXAMPLE_TOKENIZER, '--out', tmp('x'), '--dtype', 'int8']);
+    expect(bad.stderr).toContain('--dtype int8 is not a checkpoint dtype; use one of float32, bfloat16, float16');
+    const size = await rl2(['init-model', '--tokenizer', EXAMPLE_TOKENIZER, '--out', tmp('x'), '--max-shard-size', 'lots']);
+    expect(size.stderr).toContain('--max-shard-size=lots is not a size');
+  });
   it('explains missing flags and bad shapes', async () => {
     expect((await rl2(['init-model', '--tokenizer', EXAMPLE_TOKENIZER])).stderr).toContain('--out');
     const r = await rl2(['init-model', '--tokenizer', EXAMPLE_TOKENIZER, '--out', tmp('x'), '--hidden-size', '10', '--heads', '3']);

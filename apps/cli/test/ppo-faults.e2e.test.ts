@@ -97,7 +97,7 @@ describe('rl2 ppo stops when it trains on nothing (it used to finish, save and e
     expect(code, run.output()).toBe(1);
     expect(performance.now() - killedAt, 'fatal at once, not after max_failed_steps').toBeLessThan(20_000);
     expect(run.output()).toContain('rl2: rollout step 2: the inference engine cannot be reached after its retries, stopping: /generate failed after 4 attempt(s)');
-    expect(run.output()).toContain('or fix rollout.server_urls.');
+    expect(run.output()).toContain('or fix the URL (rollout.server_urls of rl2 ppo).');
     expect(readlinkSync(join(saveDir, 'latest'))).toBe('step-1');
   }, 180_000);
 });

@@ -73,9 +73,15 @@ describe.each(['sft', 'rm', 'dpo'] as const)('rl2 %s end to end', (kind) => {
 });
 
 describe('a trained checkpoint is a model folder', () => {
-  it('DPO starts from the SFT checkpoint (actor.model_name=<save_dir>/step-N/model)', async () => {
+  it('DPO starts from the SFT checkpoint (actor.model_name=<save_dir>/step-N/model), saved as bf16 shards', async () => {
     const sftDir = tmp('chain-sft');
-    expect((await rl2(args('sft', sftDir, ['trainer.n_epochs=1', 'trainer.report=false']))).code).toBe(0);
+    const sft = await rl2(args('sft', sftDir, ['trainer.n_epochs=1', 'trainer.report=false', 'actor.save_dtype=bfloat16', 'actor.max_shard_size=4KB']));
+    expect(sft.code, sft.stderr).toBe(0);
+    const saved = join(sftDir, 'step-2', 'model');
+    expect(JSON.parse(readFileSync(join(saved, 'config.json'), 'utf8')).torch_dtype).toBe('bfloat16');
+    const shards = new Set(Object.values(JSON.parse(readFileSync(join(saved, 'model.safetensors.index.json'), 'utf8')).weight_map));
+    expect(shards.size).toBeGreaterThan(1);
+    expect(existsSync(join(saved, 'tokenizer.json'))).toBe(true);
     const dpoDir = tmp('chain-dpo');
     const r = await rl2([...args('dpo', dpoDir, ['trainer.n_epochs=1', 'trainer.use_tensorboard=false']), `actor.model_name=${join(sftDir, 'step-2', 'model')}`]);
     expect(r.code, r.stderr).toBe(0);

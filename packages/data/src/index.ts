@@ -18,6 +18,12 @@ export type { TrainTestSplit } from './sources/split-train-test.js';
 export { resolveHubDataset } from './hub/resolve-hub-dataset.js';
 export { resolveHubOptions } from './hub/hub-options.js';
 export type { HubOptions } from './hub/hub-options.js';
+export { HUB_TOKENIZER_FILES, resolveHubModel } from './hub/resolve-hub-model.js';
+export type { HubModelOptions } from './hub/resolve-hub-model.js';
+export { HubSnapshot, repoCacheDir } from './hub/hub-snapshot.js';
+export type { HubRepoType } from './hub/hub-snapshot.js';
+export { downloadProgressLines } from './hub/download-progress.js';
+export type { DownloadProgress } from './hub/download-progress.js';
 
 // formats
 export { DEFAULT_DATA_KEYS, resolveDataKeys } from './formats/data-keys.js';

@@ -312,6 +312,27 @@ def make_low_precision(P, cfg):
         write_safetensors(os.path.join(out, "expected-fp32.safetensors"), {k: v.to(tdt).to(torch.float64) for k, v in P.items()})
 
 
+def check_shards(path):
+    """Shard layout as huggingface_hub splits it: metadata.total_size is the bytes of all tensors,
+    and a shard over the limit holds a single tensor."""
+    index = os.path.join(path, "model.safetensors.index.json")
+    if not os.path.exists(index):
+        return dict(shards=1, index_total_size_ok=True)
+    with open(index) as f:
+        meta = json.load(f)
+    files = sorted(set(meta["weight_map"].values()))
+    sizes = {}
+    for fname in files:
+        with open(os.path.join(path, fname), "rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(n).decode())
+        sizes[fname] = [v["data_offsets"][1] - v["data_offsets"][0] for k, v in header.items() if k != "__metadata__"]
+    total = sum(sum(v) for v in sizes.values())
+    assert all(f"-of-{len(files):05d}.safetensors" in fname for fname in files), files
+    return dict(shards=len(files), index_total_size_ok=meta["metadata"]["total_size"] == total,
+                largest_multi_tensor_shard=max((sum(v) for v in sizes.values() if len(v) > 1), default=0))
+
+
 def verify_ts():
     """Reads the checkpoints the TypeScript writer produced (fixtures/ts-written/*), runs this
     reference model on them and records the comparison in fixtures/ts-written/python-verified.json."""
@@ -338,12 +359,12 @@ def verify_ts():
             a = lm_logits(cfg, P, forward_hidden(cfg, P, ids, pos, seg))
             b = lm_logits(cfg, original, forward_hidden(cfg, original, ids, pos, seg))
         max_w = max(float((P[k] - original[k]).abs().max()) for k in P)
-        # bf16 checkpoints must hold exactly what torch's own float32 -> bfloat16 rounding gives
-        rounded = {k: v.to(torch.float32).to(torch.bfloat16).to(torch.float64) for k, v in original.items()}
-        exact_bf16 = all(torch.equal(P[k], rounded[k]) for k in P)
+        # low-precision checkpoints must hold exactly what torch's own float32 -> bf16/fp16 rounding gives
+        low = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(cfg.get("torch_dtype"))
+        exact = low is not None and all(torch.equal(P[k], original[k].to(torch.float32).to(low).to(torch.float64)) for k in P)
         report[folder] = dict(tensors=len(P), max_abs_weight_diff=max_w, max_abs_output_diff=float((a - b).abs().max()),
                               generation_config=os.path.exists(os.path.join(path, "generation_config.json")),
-                              torch_dtype=cfg.get("torch_dtype"), equals_torch_bf16_rounding=exact_bf16)
+                              torch_dtype=cfg.get("torch_dtype"), equals_torch_rounding=exact, **check_shards(path))
         print(folder, report[folder])
     with open(os.path.join(root, "python-verified.json"), "w") as f:
         json.dump(report, f, indent=1)

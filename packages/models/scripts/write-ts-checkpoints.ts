@@ -11,8 +11,11 @@ import { parseGenerationConfig } from '../src/config/generation-config.js';
 
 /** [source fixture, output folder, options] of every checkpoint written. */
 export const TS_WRITTEN = [
-  ['llama', 'llama@fp32-sharded', { maxShardBytes: 40_000 }],
+  ['llama', 'llama@fp32-sharded', { maxShardSize: 40_000 }],
+  // 6 KB: the bf16 embeddings and lm_head (8 KB each) get shards of their own
+  ['llama', 'llama@bf16-sharded', { dtype: 'bfloat16', maxShardSize: '6KB' }],
   ['qwen3', 'qwen3@bf16', { dtype: 'bfloat16' }],
+  ['qwen3', 'qwen3@fp16', { dtype: 'float16' }],
   ['qwen2-critic', 'qwen2-critic@fp32', {}],
 ] as const;
 

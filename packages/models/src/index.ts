@@ -5,17 +5,29 @@
 export { ModelsError } from './errors.js';
 export type { ModelsErrorCode } from './errors.js';
 
-// Checkpoints: Hugging Face folders in and out (config.json, generation_config.json, safetensors).
-export { loadModel } from './checkpoint/load-checkpoint.js';
+// Checkpoints: Hugging Face folders (or hub ids) in and out (config.json, generation_config.json,
+// safetensors read tensor by tensor, written in shards of at most max_shard_size, atomically).
+export { resolveModelDir } from './checkpoint/resolve-model-dir.js';
+export { loadModel, readGenerationConfig, readModelConfig, withHead } from './checkpoint/load-checkpoint.js';
+export { CheckpointReader, readCheckpointWeights, readJsonFile } from './checkpoint/checkpoint-reader.js';
+export { CheckpointWriter, INDEX_FILE } from './checkpoint/checkpoint-writer.js';
+export type { CheckpointFormat } from './checkpoint/checkpoint-writer.js';
+export { parseSafetensors, SafetensorsReader } from './checkpoint/safetensors-reader.js';
+export { PT_METADATA, SafetensorsWriter, serializeSafetensors } from './checkpoint/safetensors-writer.js';
+export type { SafetensorsHeader, TensorEntry, TensorSpec } from './checkpoint/safetensors-header.js';
+export { DEFAULT_MAX_SHARD_SIZE, parseShardSize, planShards } from './checkpoint/shard-plan.js';
+export type { ShardPlan } from './checkpoint/shard-plan.js';
+export { commitDir, recoverInterruptedSave, tempDirBeside, writeDirAtomic } from './checkpoint/atomic-dir.js';
+export type { HostTensor } from './checkpoint/host-tensor.js';
+export { floatToBf16Bits, floatToHalfBits, halfToFloat, safetensorsDtypeOf, TORCH_DTYPES } from './checkpoint/float-formats.js';
+export type { SafetensorsDtype, TorchDtype } from './checkpoint/float-formats.js';
 export type { LoadedModel, LoadModelOptions } from './checkpoint/load-checkpoint.js';
-export { saveCheckpoint } from './checkpoint/save-checkpoint.js';
+export { checkpointDtype, saveCheckpoint } from './checkpoint/save-checkpoint.js';
 export type { SaveCheckpointOptions } from './checkpoint/save-checkpoint.js';
-export { parseModelConfig } from './config/model-config.js';
+export { parseModelConfig, SUPPORTED_ARCHITECTURES } from './config/model-config.js';
 export type { ModelConfig, ModelFamily, ModelHead, RopeScaling } from './config/model-config.js';
 export { parseGenerationConfig } from './config/generation-config.js';
 export type { GenerationConfig } from './config/generation-config.js';
-export { parseSafetensors, serializeSafetensors } from './checkpoint/safetensors.js';
-export type { HostTensor, SafetensorsDtype, SaveDtype } from './checkpoint/safetensors.js';
 
 // New random models (Hugging Face init), e.g. for `rl2 init-model` and tests.
 export { createModelConfigJson, initModelCheckpoint, initRandomModel } from './model/init-random-model.js';
@@ -44,3 +56,7 @@ export { createGenerator } from './generation/generator.js';
 export type { Generator, GeneratorOptions, GeneratorStats } from './generation/generator.js';
 export type { FinishReason, GenerationRequest, GenerationResult } from './generation/generation-request.js';
 export type { SamplingParams } from './generation/sample-token.js';
+
+// Streaming and top logprobs of the generator (rl2 serve's OpenAI API).
+export type { GeneratedToken } from './generation/generation-request.js';
+export type { SampledToken, TokenLogprob } from './generation/sample-token.js';

@@ -4,7 +4,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '@rl2/engine';
 import { nativeForTests } from '@rl2/engine/testing';
-import { parseSafetensors } from '../src/checkpoint/safetensors.js';
+import { parseSafetensors } from '../src/checkpoint/safetensors-reader.js';
 import { loadModel } from '../src/checkpoint/load-checkpoint.js';
 import { tokenLogits, tokenLogprobs } from '../src/heads/token-logprobs.js';
 import { tokenValues } from '../src/heads/token-values.js';

@@ -39,7 +39,9 @@ export { Rng } from './checkpoint/rng.js';
 export { saveCheckpoint, loadCheckpoint } from './checkpoint/trainer-state.js';
 export type { TrainerState, CheckpointContents } from './checkpoint/trainer-state.js';
 export { resolveCheckpoint, listCheckpoints, checkpointDirName } from './checkpoint/resolve-checkpoint.js';
-export { writeFileAtomic, writeDirAtomic } from './checkpoint/atomic-write.js';
+export { writeFileAtomic } from './checkpoint/atomic-write.js';
+/** The atomic folder save of @rl2/models, re-exported where checkpoints were always found. */
+export { writeDirAtomic } from '@rl2/models';
 
 // Models without a download: a random HF checkpoint with a chosen tokenizer.
 export { writeRandomCheckpoint, MODEL_ARCHS } from './model-init/random-checkpoint.js';
@@ -75,12 +77,10 @@ export { loadItems } from './dataset/load-items.js';
 export type { TrainingItem, TrainingSequence } from './dataset/training-item.js';
 export type { TrainerSection, ModelSection } from './config/sections.js';
 
-// PPO / GRPO (rl2 ppo) and serving a checkpoint over the SGLang API (rl2 serve).
+// PPO / GRPO (rl2 ppo); serving a checkpoint (rl2 serve) is @rl2/rollout's serveModel.
 export { ppoConfigSchema } from './ppo/ppo-config.js';
 export type { PpoConfig } from './ppo/ppo-config.js';
 export { runPpo } from './ppo/run-ppo.js';
 export type { PpoRunResult } from './ppo/run-ppo.js';
 export { computePpoAdvantages } from './ppo/ppo-advantages.js';
 export type { AdvantageInputs, AdvantageOutputs } from './ppo/ppo-advantages.js';
-export { serveModel } from './ppo/serve-model.js';
-export type { ServeModelOptions } from './ppo/serve-model.js';

@@ -1,24 +1,28 @@
-import { TrainersError, serveModel } from '@rl2/trainers';
+import { RolloutError, serveModel } from '@rl2/rollout';
 import type { CAC } from 'cac';
 import type { CliIo } from '../cli-io.js';
 
 /**
- * Registers `rl2 serve --model PATH`: the embedded engine behind an SGLang-compatible HTTP API
- * (loopback unless --host says otherwise), until Ctrl-C.
+ * Registers `rl2 serve --model PATH`: the embedded engine behind SGLang's native API and the
+ * OpenAI API (loopback unless --host says otherwise) until Ctrl-C or SIGTERM, which stop it
+ * (requests in flight end with finish reason abort; nothing is saved).
  */
-export function registerServeCommand(cli: CAC, io: CliIo): void {
+export function registerServeCommand(cli: CAC, io: CliIo, version: string): void {
   cli
-    .command('serve', 'serve a checkpoint over an SGLang-compatible HTTP API (/generate, /health, /update_weights_from_disk)')
-    .option('--model <dir>', 'Hugging Face checkpoint folder (e.g. runs/addition-grpo/step-30/model)')
+    .command('serve', 'serve a checkpoint over SGLang\'s API (/generate, /update_weights_from_disk) and the OpenAI API (/v1/chat/completions)')
+    .option('--model <dir>', 'Hugging Face checkpoint folder (e.g. runs/addition-grpo/step-30/model) or hub id (e.g. Qwen/Qwen3-0.6B, downloaded into the HF cache)')
     .option('--host <host>', 'interface to bind; 0.0.0.0 exposes it beyond this machine', { default: '127.0.0.1' })
     .option('--port <n>', 'port (0: any free port)', { default: 30000 })
+    .option('--api-key <key>', 'require "Authorization: Bearer KEY" on every endpoint but /health (default: RL2_API_KEY)')
+    .option('--served-model-name <name>', 'model id of the OpenAI API (default: the --model path)')
     .option('--max-body-bytes <n>', 'largest request body; bigger requests get HTTP 413', { default: 8 * 1024 * 1024 })
     .option('--max-batch <n>', 'requests decoded together', { default: 16 })
     .option('--seed <n>', 'base sampling seed of requests without sampling_seed', { default: 0 })
     .option('--threads <n>', 'compute threads (default: RL2_THREADS or all cores)')
     .example('rl2 serve --model runs/addition-grpo/step-30/model --port 30000')
     .action(async (flags: Record<string, string | number | undefined>) => {
-      if (!flags.model) throw new TrainersError('INVALID_ARGUMENT', 'rl2 serve needs --model DIR (a Hugging Face checkpoint folder)');
+      if (!flags.model) throw new RolloutError('INVALID_ARGUMENT', 'rl2 serve needs --model DIR (a Hugging Face checkpoint folder) or a hub id such as Qwen/Qwen3-0.6B');
+      const apiKey = flags.apiKey === undefined ? process.env.RL2_API_KEY : String(flags.apiKey);
       const server = await serveModel({
         model: String(flags.model),
         host: String(flags.host),
@@ -26,17 +30,31 @@ export function registerServeCommand(cli: CAC, io: CliIo): void {
         maxBodyBytes: Number(flags.maxBodyBytes),
         maxBatch: Number(flags.maxBatch),
         seed: Number(flags.seed),
+        version,
+        ...(apiKey ? { apiKey } : {}),
+        ...(flags.servedModelName === undefined ? {} : { servedModelName: String(flags.servedModelName) }),
         ...(flags.threads === undefined ? {} : { threads: Number(flags.threads) }),
         log: (line) => io.stdout.write(`${line}\n`),
       });
       io.stdout.write(`ready: ${server.url} (Ctrl-C to stop)\n`);
-      await new Promise<void>((resolve) => {
-        if (io.signal?.aborted) resolve();
-        io.signal?.addEventListener('abort', () => resolve(), { once: true });
-        if (!io.signal) process.once('SIGINT', () => resolve());
-      });
+      await untilStopped(io.signal);
       await server.close();
       io.stdout.write('stopped\n');
       return 0;
     });
+}
+
+/** Resolves on the CLI's Ctrl-C signal (or SIGINT without one) and on SIGTERM. */
+function untilStopped(signal: AbortSignal | undefined): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off('SIGTERM', stop);
+      if (!signal) process.off('SIGINT', stop);
+      resolve();
+    };
+    process.once('SIGTERM', stop);
+    if (!signal) process.once('SIGINT', stop);
+    else if (signal.aborted) stop();
+    else signal.addEventListener('abort', stop, { once: true });
+  });
 }

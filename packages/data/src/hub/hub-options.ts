@@ -1,3 +1,4 @@
+import type { DownloadProgress } from './download-progress.js';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
@@ -15,13 +16,16 @@ export interface HubOptions {
   config?: string;
   /** fetch to use (tests, proxies). */
   fetch?: typeof fetch;
+  /** Bytes received per downloaded file (see `downloadProgressLines` for printable lines). */
+  onProgress?: (progress: DownloadProgress) => void;
 }
 
 /** HubOptions with every default filled in from `env`. */
-export interface ResolvedHubOptions extends Required<Omit<HubOptions, 'token' | 'config' | 'fetch'>> {
+export interface ResolvedHubOptions extends Required<Omit<HubOptions, 'token' | 'config' | 'fetch' | 'onProgress'>> {
   token?: string;
   config?: string;
   fetch?: typeof fetch;
+  onProgress?: (progress: DownloadProgress) => void;
 }
 
 /** Fills HubOptions defaults from the environment (HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE, HF_HOME, HF_HUB_OFFLINE). */
@@ -35,5 +39,6 @@ export function resolveHubOptions(options: HubOptions = {}, env: NodeJS.ProcessE
     ...(token ? { token } : {}),
     ...(options.config ? { config: options.config } : {}),
     ...(options.fetch ? { fetch: options.fetch } : {}),
+    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
   };
 }

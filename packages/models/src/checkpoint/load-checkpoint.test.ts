@@ -1,11 +1,12 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '@rl2/engine';
 import { disposeParams, updateParams } from '../model/param-map.js';
-import { loadModel, readCheckpointWeights } from './load-checkpoint.js';
-import { parseSafetensors } from './safetensors.js';
+import { readCheckpointWeights } from './checkpoint-reader.js';
+import { loadModel } from './load-checkpoint.js';
+import { parseSafetensors } from './safetensors-reader.js';
 import { saveCheckpoint } from './save-checkpoint.js';
 
 const FIX = join(import.meta.dirname, '..', '..', 'fixtures');
@@ -26,7 +27,7 @@ describe('checkpoints', () => {
 
   it('a checkpoint written here reloads identically (fp32 sharded, bf16 single)', async () => {
     const { model } = await loadModel(join(FIX, 'qwen3'));
-    const files = await saveCheckpoint(join(tmp, 'sharded'), model, { maxShardBytes: 20_000 });
+    const files = await saveCheckpoint(join(tmp, 'sharded'), model, { maxShardSize: 20_000 });
     expect(files.some((f) => f.endsWith('model.safetensors.index.json'))).toBe(true);
     const back = await loadModel(join(tmp, 'sharded'));
     for (const [name, v] of model.params) expect(back.model.params.get(name)!.dataSync(), name).toEqual(v.dataSync());
@@ -57,6 +58,19 @@ describe('checkpoints', () => {
     await saveCheckpoint(join(tmp, 'broken'), model);
     await expect(loadModel(join(tmp, 'broken'))).rejects.toThrow(/broken: missing 1 tensor\(s\) for Qwen2ForCausalLM: model\.norm\.weight/);
     disposeParams(model.params);
+  });
+
+  it('names the file of a config.json that is not JSON and of a truncated model.safetensors', async () => {
+    const dir = join(tmp, 'damaged');
+    cpSync(join(FIX, 'qwen2'), dir, { recursive: true });
+    const config = join(dir, 'config.json');
+    const good = readFileSync(config, 'utf8');
+    writeFileSync(config, good.slice(0, 40));
+    await expect(loadModel(dir)).rejects.toThrow(`${config}: is not valid JSON`);
+    writeFileSync(config, good);
+    const weights = join(dir, 'model.safetensors');
+    truncateSync(weights, statSync(weights).size - 1000);
+    await expect(loadModel(dir)).rejects.toThrow(`${weights}: the file is 1000 bytes shorter than its header says`);
   });
 
   it('loads a causal-LM checkpoint as a value model with a zero score head', async () => {

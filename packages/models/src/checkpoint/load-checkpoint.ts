@@ -1,65 +1,26 @@
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { HubModelOptions } from '@rl2/data';
 import { type GenerationConfig, parseGenerationConfig } from '../config/generation-config.js';
 import { type ModelConfig, type ModelHead, parseModelConfig } from '../config/model-config.js';
 import { ModelsError } from '../errors.js';
 import { createDecoderModel, type DecoderModel, type DecoderModelOptions } from '../model/decoder-model.js';
 import { createParamMap } from '../model/param-map.js';
-import { type HostTensor, parseSafetensors } from './safetensors.js';
-
-/**
- * Reads all weights of a Hugging Face checkpoint folder: `model.safetensors`, or the shards
- * listed in `model.safetensors.index.json`. F32/F16/BF16 are widened to float32.
- */
-export async function readCheckpointWeights(dir: string): Promise<Map<string, HostTensor>> {
-  const indexPath = join(dir, 'model.safetensors.index.json');
-  if (existsSync(indexPath)) {
-    const index = JSON.parse(await readFile(indexPath, 'utf8')) as { weight_map?: Record<string, string> };
-    if (!index.weight_map) throw new ModelsError('CHECKPOINT_ERROR', `${indexPath}: no "weight_map"`);
-    const out = new Map<string, HostTensor>();
-    for (const shard of [...new Set(Object.values(index.weight_map))].sort()) {
-      const path = join(dir, shard);
-      for (const [name, t] of parseSafetensors(await readFileOrFail(path), path)) out.set(name, t);
-    }
-    const absent = Object.keys(index.weight_map).filter((n) => !out.has(n));
-    if (absent.length > 0) {
-      throw new ModelsError('CHECKPOINT_ERROR', `${indexPath}: weight_map lists ${absent[0]} but no shard contains it`);
-    }
-    return out;
-  }
-  const path = join(dir, 'model.safetensors');
-  return parseSafetensors(await readFileOrFail(path), path);
-}
-
-async function readFileOrFail(path: string): Promise<Uint8Array> {
-  try {
-    return new Uint8Array(await readFile(path));
-  } catch (e) {
-    throw new ModelsError(
-      'CHECKPOINT_ERROR',
-      `${path}: cannot read (${(e as Error).message}); a checkpoint folder needs model.safetensors or model.safetensors.index.json`,
-    );
-  }
-}
+import { readCheckpointWeights, readJsonFile } from './checkpoint-reader.js';
+import { resolveModelDir } from './resolve-model-dir.js';
 
 /** Reads and validates `config.json` of a checkpoint folder. */
 export async function readModelConfig(dir: string): Promise<ModelConfig> {
   const path = join(dir, 'config.json');
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch {
-    throw new ModelsError('CHECKPOINT_ERROR', `${path}: not found; is "${dir}" a Hugging Face model folder?`);
-  }
-  return parseModelConfig(JSON.parse(text), path);
+  if (!existsSync(path)) throw new ModelsError('CHECKPOINT_ERROR', `${path}: not found; is "${dir}" a Hugging Face model folder?`);
+  return parseModelConfig(readJsonFile(path), path);
 }
 
 /** Reads `generation_config.json` when present. */
 export async function readGenerationConfig(dir: string): Promise<GenerationConfig | undefined> {
   const path = join(dir, 'generation_config.json');
   if (!existsSync(path)) return undefined;
-  return parseGenerationConfig(JSON.parse(await readFile(path, 'utf8')), path);
+  return parseGenerationConfig(readJsonFile(path), path);
 }
 
 /** Options of `loadModel`. */
@@ -69,6 +30,8 @@ export interface LoadModelOptions extends DecoderModelOptions {
    * a `*ForTokenClassification` critic (its `score` starts at zero, `lm_head` is dropped).
    */
   head?: ModelHead;
+  /** How to reach the hub when `dir` is a hub id (default: from HF_* variables), and download progress. */
+  hub?: HubModelOptions;
 }
 
 /** A loaded model plus its generation defaults. */
@@ -77,8 +40,13 @@ export interface LoadedModel {
   generationConfig?: GenerationConfig;
 }
 
-/** Loads config.json, generation_config.json and the safetensors weights of `dir`. */
-export async function loadModel(dir: string, options: LoadModelOptions = {}): Promise<LoadedModel> {
+/**
+ * Loads config.json, generation_config.json and the safetensors weights of `nameOrDir`: a
+ * model folder, or a hub id such as `Qwen/Qwen3-0.6B` (downloaded into the HF cache, see
+ * `resolveModelDir`).
+ */
+export async function loadModel(nameOrDir: string, options: LoadModelOptions = {}): Promise<LoadedModel> {
+  const dir = await resolveModelDir(nameOrDir, options.hub);
   let config = await readModelConfig(dir);
   if (options.head && options.head !== config.head) config = withHead(config, options.head);
   const params = createParamMap(config, await readCheckpointWeights(dir), dir);

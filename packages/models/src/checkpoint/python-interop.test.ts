@@ -14,7 +14,10 @@ interface Verified {
   max_abs_output_diff: number;
   generation_config: boolean;
   torch_dtype: string;
-  equals_torch_bf16_rounding: boolean;
+  equals_torch_rounding: boolean;
+  shards: number;
+  index_total_size_ok: boolean;
+  largest_multi_tensor_shard?: number;
 }
 
 describe('checkpoints written here load in Python', () => {
@@ -30,9 +33,14 @@ describe('checkpoints written here load in Python', () => {
         expect(v.max_abs_weight_diff, folder).toBe(0);
         expect(v.max_abs_output_diff, folder).toBe(0);
       } else {
-        expect(v.equals_torch_bf16_rounding, folder).toBe(true);
+        expect(v.equals_torch_rounding, `${folder} holds what torch rounds float32 to`).toBe(true);
       }
+      expect(v.index_total_size_ok, folder).toBe(true);
     }
+    // max_shard_size 6KB: 12 shards, the 8 KB bf16 embeddings and lm_head alone, the others within the limit
+    expect(verified['llama@bf16-sharded']?.shards).toBe(12);
+    expect(verified['llama@bf16-sharded']?.largest_multi_tensor_shard).toBeLessThanOrEqual(6000);
+    expect(verified['llama@fp32-sharded']?.shards).toBe(3);
   });
 
   it('the writer still produces byte-identical files, so that verification applies to this code', async () => {

@@ -1,4 +1,4 @@
-import type { SamplingParams } from './sample-token.js';
+import type { SamplingParams, TokenLogprob } from './sample-token.js';
 
 /** One generation request: token ids in, token ids out (as SGLang's /generate with input_ids). */
 export interface GenerationRequest extends SamplingParams {
@@ -17,6 +17,17 @@ export interface GenerationRequest extends SamplingParams {
   seed?: number;
   /** Aborting finishes the request with reason `abort` and the tokens generated so far. */
   signal?: AbortSignal;
+  /** Also return this many most likely tokens (with logprobs) at each step. Default 0. */
+  topLogprobs?: number;
+  /** Called with each token as it is sampled (for streaming); a throw fails this request only. */
+  onToken?: (token: GeneratedToken) => void;
+}
+
+/** One sampled token as `onToken` sees it; `top` only with `topLogprobs`. */
+export interface GeneratedToken {
+  id: number;
+  logprob: number;
+  top?: TokenLogprob[];
 }
 
 /** Why a request finished; `matched` is the stop token id or stop string. */
@@ -31,4 +42,6 @@ export interface GenerationResult {
   /** decode(outputIds), trimmed at the stop string unless noStopTrim; only with `decode`. */
   text?: string;
   promptTokens: number;
+  /** With `topLogprobs`: the most likely tokens at each step, [outputIds.length][topLogprobs]. */
+  topLogprobs?: TokenLogprob[][];
 }

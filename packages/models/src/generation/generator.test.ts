@@ -120,6 +120,30 @@ describe('createGenerator', () => {
     await expect(gen.generate({ inputIds: [1, 999] })).rejects.toThrow(/token id 999 is outside the vocabulary \[0, 128\)/);
   });
 
+  it('streams each token to onToken and reports the top logprobs of the distribution it sampled from', async () => {
+    const seen: { id: number; logprob: number; top?: { id: number; logprob: number }[] }[] = [];
+    const req = { inputIds: PROMPTS[0]!, temperature: 0.7, maxNewTokens: 5, ignoreEos: true, seed: 5, topLogprobs: 3 };
+    const out = await createGenerator(llama).generate({ ...req, onToken: (t) => seen.push(t) });
+    expect(seen.map((t) => t.id)).toEqual(out.outputIds);
+    expect(seen.map((t) => t.logprob)).toEqual(out.logprobs);
+    expect(out.topLogprobs).toHaveLength(5);
+    // reference: log_softmax(logits / 0.7) of the full sequence, sorted per position
+    const seq = [...req.inputIds, ...out.outputIds];
+    const logits = tokenLogits(llama, { inputIds: seq.slice(0, -1), positionIds: seq.slice(0, -1).map((_, t) => t) });
+    const ref = tf.tidy(() => tf.logSoftmax(tf.div(tf.slice(logits, [req.inputIds.length - 1, 0], [5, -1]), 0.7)).arraySync() as number[][]);
+    logits.dispose();
+    out.topLogprobs!.forEach((top, j) => {
+      const want = ref[j]!.map((logprob, id) => ({ id, logprob })).sort((a, b) => b.logprob - a.logprob).slice(0, 3);
+      expect(top.map((t) => t.id)).toEqual(want.map((t) => t.id));
+      top.forEach((t, k) => {
+        expect(Math.abs(t.logprob - want[k]!.logprob)).toBeLessThan(1e-4);
+      });
+      expect(seen[j]!.top).toEqual(top);
+    });
+    const failing = createGenerator(llama).generate({ ...req, onToken: () => { throw new Error('client went away'); } });
+    await expect(failing).rejects.toThrow('client went away');
+  });
+
   it('abortAll finishes running and queued requests with reason abort', async () => {
     const gen = createGenerator(qwen3, { maxBatch: 1 });
     const pending = [0, 1, 2].map(() => gen.generate({ inputIds: PROMPTS[0]!, maxNewTokens: 50, ignoreEos: true }));

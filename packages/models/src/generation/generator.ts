@@ -3,7 +3,7 @@ import { ModelsError } from '../errors.js';
 import type { DecoderModel } from '../model/decoder-model.js';
 import { cachedForward, disposeKv, type KvBatch, mergeKv, selectKvRows } from './cached-forward.js';
 import type { FinishReason, GenerationRequest, GenerationResult } from './generation-request.js';
-import { sampleToken } from './sample-token.js';
+import { sampleToken, type TokenLogprob } from './sample-token.js';
 import { deriveSeed, SeededRng } from './seeded-rng.js';
 
 /** Options of `createGenerator`. */
@@ -44,6 +44,7 @@ interface Row {
   maxNew: number;
   tokens: number[];
   logprobs: number[];
+  top: TokenLogprob[][];
   resolve: (r: GenerationResult) => void;
   reject: (e: unknown) => void;
   finish?: FinishReason;
@@ -98,6 +99,7 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
       finishReason: row.finish,
       text: row.text ?? options.decode?.(row.tokens),
       promptTokens: r.inputIds.length,
+      ...(r.topLogprobs ? { topLogprobs: row.top } : {}),
     });
     return true;
   };
@@ -108,10 +110,17 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
     const v = model.config.vocabSize;
     active.forEach((row, i) => {
       if (row.request.signal?.aborted || row.aborted) return;
-      const { token, logprob } = sampleToken(data.subarray(i * v, (i + 1) * v), row.request, row.rng);
+      const { token, logprob, top } = sampleToken(data.subarray(i * v, (i + 1) * v), row.request, row.rng, row.request.topLogprobs);
       row.tokens.push(token);
       row.logprobs.push(logprob);
+      if (top) row.top.push(top);
       generatedTokens += 1;
+      try {
+        row.request.onToken?.({ id: token, logprob, ...(top ? { top } : {}) });
+      } catch (e) {
+        row.aborted = true;
+        row.reject(e);
+      }
     });
   };
 
@@ -200,6 +209,7 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
           maxNew,
           tokens: [],
           logprobs: [],
+          top: [],
           resolve,
           reject,
         });

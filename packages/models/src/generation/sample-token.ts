@@ -10,13 +10,51 @@ export interface SamplingParams {
   topK?: number;
 }
 
+/** A token id with its log-probability (same distribution as the sampled token's). */
+export interface TokenLogprob {
+  id: number;
+  logprob: number;
+}
+
+/** What `sampleToken` picked; `top` holds the `topLogprobs` most likely tokens when asked. */
+export interface SampledToken {
+  token: number;
+  logprob: number;
+  top?: TokenLogprob[];
+}
+
 /**
  * Picks the next token from one row of logits [V] and returns it with its log-probability
  * under the temperature-scaled full distribution log_softmax(logits / T) (T = 1 for greedy),
  * i.e. the quantity a trainer recomputes with the same temperature. top-k, then top-p
  * (Holtzman et al. 2019, https://arxiv.org/abs/1904.09751) restrict the candidates.
  */
-export function sampleToken(logits: Float32Array, params: SamplingParams, rng: SeededRng): { token: number; logprob: number } {
+export function sampleToken(logits: Float32Array, params: SamplingParams, rng: SeededRng, topLogprobs = 0): SampledToken {
+  const picked = pickToken(logits, params, rng);
+  if (topLogprobs <= 0) return { token: picked.token, logprob: picked.logprob };
+  return { token: picked.token, logprob: picked.logprob, top: mostLikely(picked.w, picked.sum, topLogprobs) };
+}
+
+/** The `n` largest weights as {id, log(w / sum)}, most likely first (ties: lower id first). */
+function mostLikely(w: Float64Array, sum: number, n: number): TokenLogprob[] {
+  const k = Math.min(n, w.length);
+  const ids: number[] = [];
+  for (let i = 0; i < w.length; i++) {
+    if (ids.length === k && !(w[i]! > w[ids[k - 1]!]!)) continue;
+    if (ids.length < k) ids.push(i);
+    else ids[k - 1] = i;
+    let at = ids.length - 1;
+    while (at > 0 && w[ids[at - 1]!]! < w[i]!) {
+      ids[at] = ids[at - 1]!;
+      at -= 1;
+    }
+    ids[at] = i;
+  }
+  return ids.map((id) => ({ id, logprob: Math.log(w[id]! / sum) }));
+}
+
+/** sampleToken's choice, with the weights exp((l - max) / T) and their sum it drew from. */
+function pickToken(logits: Float32Array, params: SamplingParams, rng: SeededRng): { token: number; logprob: number; w: Float64Array; sum: number } {
   const temperature = params.temperature ?? 1;
   const t = temperature > 0 ? temperature : 1;
   const v = logits.length;
@@ -36,16 +74,16 @@ export function sampleToken(logits: Float32Array, params: SamplingParams, rng: S
     sum += w[i]!;
   }
   const logprobOf = (i: number) => Math.log(w[i]! / sum);
-  if (temperature <= 0) return { token: argmax, logprob: logprobOf(argmax) };
+  if (temperature <= 0) return { token: argmax, logprob: logprobOf(argmax), w, sum };
   const topK = params.topK !== undefined && params.topK > 0 ? Math.min(params.topK, v) : v;
   const topP = params.topP ?? 1;
   if (topK === v && topP >= 1) {
     let u = rng.next() * sum;
     for (let i = 0; i < v; i++) {
       u -= w[i]!;
-      if (u < 0) return { token: i, logprob: logprobOf(i) };
+      if (u < 0) return { token: i, logprob: logprobOf(i), w, sum };
     }
-    return { token: argmax, logprob: logprobOf(argmax) };
+    return { token: argmax, logprob: logprobOf(argmax), w, sum };
   }
   // Sort only the tokens with w >= 1e-4 (w of the argmax is 1) when they already hold the
   // top-k and the top-p mass: the nucleus is a prefix of the sorted order, so it lies among them.
@@ -73,8 +111,8 @@ export function sampleToken(logits: Float32Array, params: SamplingParams, rng: S
   let u = rng.next() * total;
   for (const i of candidates) {
     u -= w[i]!;
-    if (u < 0) return { token: i, logprob: logprobOf(i) };
+    if (u < 0) return { token: i, logprob: logprobOf(i), w, sum };
   }
   const last = candidates[candidates.length - 1]!;
-  return { token: last, logprob: logprobOf(last) };
+  return { token: last, logprob: logprobOf(last), w, sum };
 }

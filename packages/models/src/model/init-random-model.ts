@@ -1,5 +1,5 @@
 import { saveCheckpoint } from '../checkpoint/save-checkpoint.js';
-import type { HostTensor } from '../checkpoint/safetensors.js';
+import type { HostTensor } from '../checkpoint/host-tensor.js';
 import { parseGenerationConfig } from '../config/generation-config.js';
 import { type ModelConfig, type ModelFamily, type ModelHead, parseModelConfig } from '../config/model-config.js';
 import { SeededRng } from '../generation/seeded-rng.js';

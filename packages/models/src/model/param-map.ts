@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import type { HostTensor } from '../checkpoint/safetensors.js';
+import type { HostTensor } from '../checkpoint/host-tensor.js';
 import type { ModelConfig } from '../config/model-config.js';
 import { ModelsError } from '../errors.js';
 import { paramShapes } from './param-shapes.js';

@@ -1,4 +1,4 @@
-import { type DecoderModel, type Generator, createGenerator, disposeParams, loadModel } from '@rl2/models';
+import { type DecoderModel, type Generator, type ModelConfig, createGenerator, disposeParams, loadModel } from '@rl2/models';
 import { createEmbeddedEngine } from './embedded-engine.js';
 import type { RolloutEngine } from './rollout-engine.js';
 
@@ -15,6 +15,8 @@ export interface CheckpointEngineOptions {
 export interface CheckpointEngine extends RolloutEngine {
   /** The checkpoint folder currently served. */
   readonly modelPath: string;
+  /** Its config.json (vocabulary size, context length). */
+  readonly modelConfig: ModelConfig;
   /** Waits for running requests and frees the weights. */
   close(): Promise<void>;
 }
@@ -57,6 +59,9 @@ export async function loadCheckpointEngine(modelPath: string, options: Checkpoin
     ...engine,
     get modelPath() {
       return current.path;
+    },
+    get modelConfig() {
+      return current.model.config;
     },
     async close() {
       await retire(current);

@@ -1,5 +1,5 @@
 import { RolloutError } from '../errors.js';
-import type { EngineHealth, FinishReason, GenerateRequest, GenerateResult, RolloutEngine } from './rollout-engine.js';
+import type { EngineHealth, FinishReason, GeneratedToken, GenerateRequest, GenerateResult, RolloutEngine, TokenLogprob } from './rollout-engine.js';
 
 /**
  * What the embedded engine asks an in-process generator for: SamplingParams in camelCase, the
@@ -20,13 +20,18 @@ export interface TokenGeneratorRequest {
   seed?: number;
   /** Aborted on pause/cancel: the generator resolves early with finishReason 'abort' and the tokens so far. */
   signal?: AbortSignal;
+  /** Also report this many most likely tokens per step. */
+  topLogprobs?: number;
+  /** Called with each sampled token. */
+  onToken?: (token: GeneratedToken) => void;
 }
 
 /** What an in-process generator answers: `outputIds` [N] and their `logprobs` [N]. */
 export interface TokenGeneratorResult {
   outputIds: number[];
   logprobs: number[];
-  finishReason: { type: FinishReason };
+  finishReason: { type: FinishReason; matched?: number | string };
+  topLogprobs?: TokenLogprob[][];
 }
 
 /**
@@ -78,6 +83,8 @@ export function createEmbeddedEngine(options: EmbeddedEngineOptions): RolloutEng
           ignoreEos: s.ignore_eos,
           seed: s.sampling_seed,
           signal: controller.signal,
+          ...(request.topLogprobs ? { topLogprobs: request.topLogprobs } : {}),
+          ...(request.onToken ? { onToken: request.onToken } : {}),
         });
       } catch (e) {
         if (!controller.signal.aborted) throw e;
@@ -90,7 +97,14 @@ export function createEmbeddedEngine(options: EmbeddedEngineOptions): RolloutEng
       if (out.outputIds.length !== out.logprobs.length) {
         throw new RolloutError('INVALID_ARGUMENT', `the generator returned ${out.outputIds.length} ids but ${out.logprobs.length} logprobs`);
       }
-      return { tokenIds: out.outputIds, logprobs: out.logprobs, finishReason: out.finishReason.type };
+      const { type, matched } = out.finishReason;
+      return {
+        tokenIds: out.outputIds,
+        logprobs: out.logprobs,
+        finishReason: type,
+        ...(matched !== undefined ? { matched } : {}),
+        ...(out.topLogprobs ? { topLogprobs: out.topLogprobs } : {}),
+      };
     },
     async updateWeights(modelPath: string): Promise<void> {
       if (loadWeights) await loadWeights(modelPath);

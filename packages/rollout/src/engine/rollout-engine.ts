@@ -22,12 +22,29 @@ export interface SamplingParams {
   sampling_seed?: number;
 }
 
+/** A token id and its log-probability under the distribution the engine sampled from. */
+export interface TokenLogprob {
+  id: number;
+  logprob: number;
+}
+
+/** One generated token as `onToken` sees it; `top` only when `topLogprobs` was asked for. */
+export interface GeneratedToken {
+  id: number;
+  logprob: number;
+  top?: TokenLogprob[];
+}
+
 /** One token-in/token-out generation request. */
 export interface GenerateRequest {
   inputIds: number[];
   sampling: SamplingParams;
   /** Cancels the request; the engine rejects with RolloutError('ENGINE_ABORTED'). */
   signal?: AbortSignal;
+  /** Also return the this many most likely tokens at each step (SGLang's `top_logprobs_num`). */
+  topLogprobs?: number;
+  /** Called with each token as it is generated, where the engine can (in-process engines); for streaming. */
+  onToken?: (token: GeneratedToken) => void;
 }
 
 /** What the engine generated: `tokenIds` [N] and the engine's `logprobs` [N] of those ids. */
@@ -35,6 +52,10 @@ export interface GenerateResult {
   tokenIds: number[];
   logprobs: number[];
   finishReason: FinishReason;
+  /** With finishReason 'stop': the stop token id or stop string that ended it, when the engine says. */
+  matched?: number | string;
+  /** With `topLogprobs`: the most likely tokens at each step, [N][topLogprobs]. */
+  topLogprobs?: TokenLogprob[][];
 }
 
 /** Engine health as reported by `health()`. */

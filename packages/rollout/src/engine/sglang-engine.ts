@@ -1,7 +1,10 @@
 import { RolloutError } from '../errors.js';
 import { type BackoffOptions, backoffDelays, sleep } from './backoff.js';
-import type { EngineHealth, FinishReason, GenerateRequest, GenerateResult, RolloutEngine } from './rollout-engine.js';
+import type { EngineHealth, GenerateRequest, GenerateResult, RolloutEngine } from './rollout-engine.js';
+import { errorBodyMessage, parseGenerateResponse } from './sglang-response.js';
 import { type BalanceStrategy, UrlBalancer } from './url-balancer.js';
+
+export { parseGenerateResponse } from './sglang-response.js';
 
 /** Options of the SGLang HTTP client. */
 export interface SGLangEngineOptions {
@@ -15,12 +18,11 @@ export interface SGLangEngineOptions {
   /** Per-attempt timeout of the other endpoints, ms. Default 60000. */
   controlTimeoutMs?: number;
   backoff?: BackoffOptions;
+  /** Sent as `Authorization: Bearer KEY` on every call (servers started with --api-key). */
+  apiKey?: string;
   /** Injected for tests; defaults to the global fetch. */
   fetch?: typeof fetch;
 }
-
-/** One entry of SGLang's meta_info.output_token_logprobs: [logprob, token_id, text]. */
-type LogprobEntry = [number, number, string | null];
 
 interface AttemptError {
   url: string;
@@ -48,11 +50,14 @@ export function createSGLangEngine(options: SGLangEngineOptions): RolloutEngine 
   async function attempt(url: string, path: string, body: unknown, timeoutMs: number, signal?: AbortSignal): Promise<unknown> {
     const timeout = AbortSignal.timeout(timeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    const headers: Record<string, string> = {};
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
     let res: Response;
     try {
       res = await doFetch(`${url}${path}`, {
         method: body === undefined ? 'GET' : 'POST',
-        headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+        headers,
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: combined,
       });
@@ -61,7 +66,9 @@ export function createSGLangEngine(options: SGLangEngineOptions): RolloutEngine 
     }
     const text = await res.text().catch(() => '');
     if (!res.ok) {
-      const err = new RolloutError('ENGINE_HTTP', `${url}${path} answered HTTP ${res.status}: ${text.slice(0, 300)}`);
+      const hint = res.status === 401 || res.status === 403 ? ` (${authHint(options.apiKey)})` : '';
+      const detail = errorBodyMessage(text);
+      const err = Object.assign(new RolloutError('ENGINE_HTTP', `${url}${path} answered HTTP ${res.status}: ${detail}${hint}`), { status: res.status, detail });
       throw { url, error: err, retryable: res.status >= 500 || res.status === 429 } satisfies AttemptError;
     }
     if (text === '') return {};
@@ -110,7 +117,7 @@ export function createSGLangEngine(options: SGLangEngineOptions): RolloutEngine 
     throw new RolloutError(
       allUnreachable ? 'ENGINE_UNREACHABLE' : failures[failures.length - 1].error.code,
       `${path} failed after ${failures.length} attempt(s) on ${[...new Set(failures.map((f) => f.url))].join(', ')}:\n${detail}\n` +
-        'Check that the SGLang server (or `rl2 serve`) is running at that URL, or fix rollout.server_urls.',
+        'Check that the SGLang server (or `rl2 serve`) is running at that URL, or fix the URL (rollout.server_urls of rl2 ppo).',
       { cause: failures[failures.length - 1].error },
     );
   }
@@ -126,15 +133,23 @@ export function createSGLangEngine(options: SGLangEngineOptions): RolloutEngine 
         input_ids: request.inputIds,
         sampling_params: dropUndefined(request.sampling),
         return_logprob: true,
+        ...(request.topLogprobs ? { top_logprobs_num: request.topLogprobs } : {}),
       };
       const body = await call(balancer, '/generate', payload, generateTimeoutMs, request.signal);
       return parseGenerateResponse(body, balancer.urls.join(', '));
     },
     async updateWeights(modelPath: string): Promise<void> {
-      const answers = await broadcast('/update_weights_from_disk', { model_path: modelPath });
+      // SGLang answers a failed load with HTTP 400 {success: false, message}; older servers with 200.
+      const answers = await Promise.all(
+        workers.urls.map((url, i) =>
+          call(workers, '/update_weights_from_disk', { model_path: modelPath }, controlTimeoutMs, undefined, i).catch((e: RolloutError & { status?: number; detail?: string }) => {
+            if (e.status === undefined) throw e;
+            throw new RolloutError(e.code, `${url}/update_weights_from_disk refused "${modelPath}" (HTTP ${e.status}): ${e.detail}`, { cause: e });
+          }),
+        ),
+      );
       answers.forEach((a, i) => {
-        const ok = (a as { success?: boolean }).success;
-        if (ok === false) {
+        if ((a as { success?: boolean }).success === false) {
           const msg = (a as { message?: string }).message ?? '';
           throw new RolloutError('ENGINE_HTTP', `${workers.urls[i]}/update_weights_from_disk refused "${modelPath}": ${msg}`);
         }
@@ -167,33 +182,12 @@ export function createSGLangEngine(options: SGLangEngineOptions): RolloutEngine 
   };
 }
 
-/** Reads an SGLang /generate answer into a GenerateResult; names the URL when the shape is wrong. */
-export function parseGenerateResponse(body: unknown, url: string): GenerateResult {
-  const meta = (body as { meta_info?: Record<string, unknown> } | null)?.meta_info;
-  const entries = meta?.output_token_logprobs;
-  const reason = (meta?.finish_reason as { type?: string } | null | undefined)?.type;
-  if (!Array.isArray(entries) || !isFinishReason(reason)) {
-    throw new RolloutError(
-      'ENGINE_HTTP',
-      `${url}/generate answered without meta_info.output_token_logprobs or meta_info.finish_reason.type ` +
-        '(send return_logprob: true to an SGLang server with the native API)',
-    );
-  }
-  const tokenIds: number[] = [];
-  const logprobs: number[] = [];
-  for (const e of entries as LogprobEntry[]) {
-    tokenIds.push(e[1]);
-    logprobs.push(e[0] ?? Number.NaN);
-  }
-  return { tokenIds, logprobs, finishReason: reason };
-}
-
-function isFinishReason(x: unknown): x is FinishReason {
-  return x === 'stop' || x === 'length' || x === 'abort';
-}
-
 function dropUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function authHint(apiKey: string | undefined): string {
+  return apiKey ? 'the server refused this API key: check RL2_API_KEY or the apiKey option' : 'the server needs an API key: set RL2_API_KEY (or the apiKey option)';
 }
 
 function toAttemptError(url: string, e: unknown): AttemptError {

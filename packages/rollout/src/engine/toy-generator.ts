@@ -1,5 +1,6 @@
 import { RolloutError } from '../errors.js';
 import type { TokenGenerator, TokenGeneratorRequest, TokenGeneratorResult } from './embedded-engine.js';
+import type { TokenLogprob } from './rollout-engine.js';
 
 export interface ToyGeneratorOptions {
   /** Vocabulary size. Default 32. */
@@ -33,7 +34,13 @@ export function createToyGenerator(options: ToyGeneratorOptions = {}): TokenGene
       const maxNew = req.maxNewTokens ?? options.maxNewTokens ?? 128;
       const outputIds: number[] = [];
       const logprobs: number[] = [];
-      const done = (type: 'stop' | 'length' | 'abort'): TokenGeneratorResult => ({ outputIds, logprobs, finishReason: { type } });
+      const top: TokenLogprob[][] = [];
+      const done = (type: 'stop' | 'length' | 'abort', matched?: number | string): TokenGeneratorResult => ({
+        outputIds,
+        logprobs,
+        finishReason: matched === undefined ? { type } : { type, matched },
+        ...(req.topLogprobs ? { topLogprobs: top } : {}),
+      });
       let prev = req.inputIds.length > 0 ? req.inputIds[req.inputIds.length - 1] : 0;
       while (outputIds.length < maxNew) {
         if (req.signal?.aborted) return done('abort');
@@ -43,9 +50,14 @@ export function createToyGenerator(options: ToyGeneratorOptions = {}): TokenGene
         const token = temperature > 0 ? sample(logp, req.topK ?? 0, req.topP ?? 1, rand()) : argmax(logp);
         outputIds.push(token);
         logprobs.push(logp[token]);
+        const best = req.topLogprobs ? mostLikely(logp, req.topLogprobs) : undefined;
+        if (best) top.push(best);
+        req.onToken?.({ id: token, logprob: logp[token], ...(best ? { top: best } : {}) });
         prev = token;
-        if (req.stopTokenIds?.includes(token)) return done('stop');
-        if (stop.length > 0 && options.decode && stop.some((x) => x !== '' && options.decode!(outputIds).includes(x))) return done('stop');
+        if (req.stopTokenIds?.includes(token)) return done('stop', token);
+        const text = stop.length > 0 && options.decode ? options.decode(outputIds) : '';
+        const hit = stop.find((x) => x !== '' && text.includes(x));
+        if (hit !== undefined) return done('stop', hit);
         if (outputIds.length % yieldEvery === 0) await new Promise((r) => setImmediate(r));
       }
       return done('length');
@@ -57,6 +69,14 @@ function logSoftmax(x: number[]): number[] {
   const m = Math.max(...x);
   const lse = m + Math.log(x.reduce((s, v) => s + Math.exp(v - m), 0));
   return x.map((v) => v - lse);
+}
+
+/** The `n` most likely ids of `logp`, best first (ties: lower id first). */
+function mostLikely(logp: number[], n: number): TokenLogprob[] {
+  return logp
+    .map((logprob, id) => ({ id, logprob }))
+    .sort((a, b) => b.logprob - a.logprob || a.id - b.id)
+    .slice(0, n);
 }
 
 function argmax(x: number[]): number {

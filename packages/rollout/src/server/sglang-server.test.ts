@@ -15,7 +15,7 @@ afterEach(async () => {
 
 async function serve(port = 0, extra: Parameters<typeof createEmbeddedEngine>[0] extends infer O ? Partial<O> : never = {}) {
   const embedded = createEmbeddedEngine({ generator: createToyGenerator(), ...extra });
-  const server = await startSGLangServer(embedded, { port, maxBodyBytes: 4096, decode: (ids) => ids.join(',') });
+  const server = await startSGLangServer(embedded, { port, maxBodyBytes: 4096, decode: (ids) => ids.join(','), vocabSize: 32, contextLength: 64 });
   open.push(server);
   return { embedded, server };
 }
@@ -55,7 +55,7 @@ describe('SGLang client against the local SGLang-compatible server', () => {
     const post = (path: string, body: string) => fetch(`${server.url}${path}`, { method: 'POST', body });
     const text = await post('/generate', JSON.stringify({ text: 'hello' }));
     expect(text.status).toBe(400);
-    expect(((await text.json()) as { error: { message: string } }).error.message).toMatch(/input_ids/);
+    expect(((await text.json()) as { error: { message: string } }).error.message).toMatch(/text input needs a tokenizer and this server has none: send input_ids/);
     expect((await post('/generate', '{not json')).status).toBe(400);
     expect((await post('/generate', JSON.stringify({ input_ids: [1], sampling_params: { temperature: 'hot' } }))).status).toBe(400);
     expect((await fetch(`${server.url}/nope`)).status).toBe(404);
@@ -76,7 +76,7 @@ describe('SGLang client against the local SGLang-compatible server', () => {
     const client = createSGLangEngine({ urls: [server.url], backoff: fast });
     await client.updateWeights('/ckpt/step-3');
     expect(loaded).toEqual(['/ckpt/step-3']);
-    await expect(client.updateWeights('/bad')).rejects.toThrow(/refused "\/bad": no config.json/);
+    await expect(client.updateWeights('/bad')).rejects.toThrow(/refused "\/bad" \(HTTP 400\): Failed to update weights from \/bad: no config.json in \/bad/);
     await client.flushCache();
     await client.pause();
     const held = client.generate({ inputIds: [1], sampling: { max_new_tokens: 2 } });

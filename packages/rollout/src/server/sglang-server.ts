@@ -1,7 +1,24 @@
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { FinishReason, GenerateResult, RolloutEngine, SamplingParams } from '../engine/rollout-engine.js';
+import type { RolloutEngine } from '../engine/rollout-engine.js';
 import { RolloutError } from '../errors.js';
+import { checkAccess } from './auth.js';
+import { HttpError, badRequest, readJson, sendJson } from './http-io.js';
+import {
+  type ServerFacts,
+  handleAbort,
+  handleContinue,
+  handleFlushCache,
+  handleHealth,
+  handleHealthGenerate,
+  handlePause,
+  handleUpdateWeights,
+  modelInfo,
+  serverInfo,
+} from './native-control.js';
+import { handleGenerate } from './native-generate.js';
+import { handleOpenAi, listModels, requireJson, retrieveModel } from './openai-api.js';
+import { RequestRegistry, type ServedTokenizer, type ServerContext } from './server-context.js';
 
 export interface SGLangServerOptions {
   /** Interface to bind. Default '127.0.0.1' (loopback only); pass '0.0.0.0' deliberately to expose it. */
@@ -10,111 +27,78 @@ export interface SGLangServerOptions {
   port?: number;
   /** Largest request body accepted, bytes; bigger ones get HTTP 413. Default 8 MiB. */
   maxBodyBytes?: number;
-  /** Turns ids into text for the `text` fields of the answer; '' without it. */
+  /** Text input, `text` fields, stop strings and the OpenAI API (chat template included); the @rl2/data Tokenizer fits. */
+  tokenizer?: ServedTokenizer;
+  /** Turns ids into text when there is no tokenizer; '' without either. */
   decode?: (ids: readonly number[]) => string;
   /** Reported by GET /get_model_info. */
   modelPath?: string;
+  /** The model id of the OpenAI API (GET /v1/models). Default: modelPath, else 'default'. */
+  servedModelName?: string;
+  /** Vocabulary size: prompt ids at or above it get HTTP 400. */
+  vocabSize?: number;
+  /** Context length (max_position_embeddings): longer prompt plus new tokens get HTTP 400. */
+  contextLength?: number;
+  /** When set, every endpoint but /health... needs `Authorization: Bearer KEY` (SGLang's --api-key). */
+  apiKey?: string;
+  /** Reported by GET /server_info. */
+  version?: string;
+  /** Told about requests that failed inside the server (HTTP 500). */
+  onError?: (error: Error, request: string) => void;
 }
 
 export interface SGLangServer {
   /** Base URL, e.g. http://127.0.0.1:30000. */
   url: string;
   port: number;
+  /** Ends the requests in flight (finish reason abort) and stops listening. */
   close(): Promise<void>;
 }
 
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
+type Handler = (call: { req: IncomingMessage; res: ServerResponse; path: string; body: Record<string, unknown> | undefined }) => unknown;
+
+interface Route {
+  methods: string[];
+  handle: Handler;
 }
 
 /**
- * Serves any RolloutEngine over the subset of SGLang's native HTTP API that RL2 uses:
- * POST /generate (token ids in, meta_info.output_token_logprobs out), GET /health,
- * /flush_cache, POST /update_weights_from_disk {model_path}, /pause_generation,
- * /continue_generation, GET /get_model_info. Errors are JSON: {error: {message, code}}.
+ * Serves any RolloutEngine over SGLang's native HTTP API and the OpenAI API:
+ * POST /generate, GET /health, /health_generate, /get_model_info, /server_info (/get_server_info),
+ * /get_weight_version, GET|POST /flush_cache, POST /update_weights_from_disk, /pause_generation,
+ * /continue_generation, /abort_request; GET /v1/models, POST /v1/completions and
+ * /v1/chat/completions (both streamed as server-sent events with stream=true). Client errors
+ * are 400 with a message (SGLang's {"error": {"message"}}, OpenAI's error object under /v1).
  */
 export async function startSGLangServer(engine: RolloutEngine, options: SGLangServerOptions = {}): Promise<SGLangServer> {
   const host = options.host ?? '127.0.0.1';
   const maxBodyBytes = options.maxBodyBytes ?? 8 * 1024 * 1024;
-  const decode = options.decode ?? (() => '');
-  let nextId = 0;
+  const ctx = serverContext(engine, options);
+  const facts: ServerFacts = { host, port: options.port ?? 30000, version: options.version ?? 'unknown' };
+  const routes = apiRoutes(ctx, facts);
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     const method = req.method ?? 'GET';
-    const needPost = () => {
-      if (method !== 'POST') throw new HttpError(405, `${path} takes POST, got ${method}`);
-    };
-    switch (path) {
-      case '/health':
-      case '/health_generate': {
-        const h = await engine.health();
-        if (!h.ok) throw new HttpError(503, `engine unhealthy: ${h.backends.map((b) => `${b.name}: ${b.error ?? 'down'}`).join('; ')}`);
-        return {};
-      }
-      case '/get_model_info':
-        return { model_path: options.modelPath ?? null, is_generation: true };
-      case '/flush_cache':
-        await engine.flushCache();
-        return { success: true, message: 'Cache flushed.' };
-      case '/pause_generation':
-        needPost();
-        await readJson(req, maxBodyBytes);
-        await engine.pause();
-        return { success: true };
-      case '/continue_generation':
-        needPost();
-        await readJson(req, maxBodyBytes);
-        await engine.continue();
-        return { success: true };
-      case '/update_weights_from_disk': {
-        needPost();
-        const body = (await readJson(req, maxBodyBytes)) as { model_path?: unknown };
-        if (typeof body.model_path !== 'string' || body.model_path === '') {
-          throw new HttpError(400, 'update_weights_from_disk needs {"model_path": "<checkpoint folder>"}');
-        }
-        try {
-          await engine.updateWeights(body.model_path);
-        } catch (e) {
-          return { success: false, message: (e as Error).message };
-        }
-        return { success: true, message: `loaded ${body.model_path}` };
-      }
-      case '/generate': {
-        needPost();
-        const body = (await readJson(req, maxBodyBytes)) as Record<string, unknown>;
-        const batch = parseInputIds(body.input_ids);
-        if (body.stream) throw new HttpError(400, 'stream is not supported by this server: send stream=false');
-        const sampling = parseSampling(body.sampling_params);
-        const abort = new AbortController();
-        res.on('close', () => {
-          if (!res.writableFinished) abort.abort();
-        });
-        const answers = await Promise.all(
-          batch.ids.map(async (inputIds) => {
-            const out = await engine.generate({ inputIds, sampling, signal: abort.signal });
-            nextId += 1;
-            return toSGLangAnswer(out, inputIds.length, String(nextId), decode);
-          }),
-        );
-        return batch.single ? answers[0] : answers;
-      }
-      default:
-        throw new HttpError(404, `no endpoint ${method} ${path}`);
-    }
+    checkAccess(req, path, options.apiKey);
+    const found = routes.get(path) ?? (path.startsWith('/v1/models/') ? routes.get('/v1/models/') : undefined);
+    if (!found) throw new HttpError(404, `no endpoint ${method} ${path}; see GET /server_info, POST /generate, POST /v1/chat/completions`);
+    if (!found.methods.includes(method)) throw new HttpError(405, `${path} takes ${found.methods.join(' or ')}, got ${method}`);
+    if (method === 'POST' && path.startsWith('/v1/')) requireJson(req);
+    const body = method === 'GET' ? undefined : await readJson(req, maxBodyBytes);
+    return found.handle({ req, res, path, body });
   }
 
   const server = createServer((req, res) => {
     route(req, res).then(
-      (body) => send(res, 200, body),
+      (body) => {
+        if (body !== undefined && !res.headersSent) sendJson(res, 200, body);
+      },
       (e) => {
-        const status = e instanceof HttpError ? e.status : e instanceof RolloutError && e.code === 'INVALID_ARGUMENT' ? 400 : 500;
-        if (!res.headersSent && !res.destroyed) send(res, status, { error: { message: (e as Error).message, code: status } });
+        if (res.headersSent || res.destroyed) return;
+        const err = toHttpError(e);
+        if (err.status >= 500 && !(e instanceof HttpError)) options.onError?.(e as Error, `${req.method} ${req.url}`);
+        sendJson(res, err.status, errorBody(err, req.url ?? '/'));
       },
     );
   });
@@ -123,82 +107,71 @@ export async function startSGLangServer(engine: RolloutEngine, options: SGLangSe
     server.listen(options.port ?? 30000, host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
+  facts.port = port;
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
     port,
     close: () =>
       new Promise<void>((resolve) => {
+        ctx.registry.abort();
         server.closeAllConnections();
         server.close(() => resolve());
       }),
   };
 }
 
-function send(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
-async function readJson(req: IncomingMessage, maxBytes: number): Promise<unknown> {
-  const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > maxBytes) {
-    req.resume();
-    throw new HttpError(413, `request body of ${declared} bytes exceeds the limit of ${maxBytes} bytes (raise maxBodyBytes)`);
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > maxBytes) throw new HttpError(413, `request body exceeds the limit of ${maxBytes} bytes (raise maxBodyBytes)`);
-    chunks.push(chunk as Buffer);
-  }
-  if (size === 0) return {};
-  try {
-    const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    if (parsed === null || typeof parsed !== 'object') throw new Error('not an object');
-    return parsed;
-  } catch (e) {
-    throw new HttpError(400, `request body is not a JSON object: ${(e as Error).message}`);
-  }
-}
-
-function parseInputIds(x: unknown): { ids: number[][]; single: boolean } {
-  const isIds = (a: unknown): a is number[] => Array.isArray(a) && a.every((v) => Number.isInteger(v) && v >= 0);
-  if (isIds(x) && x.length > 0) return { ids: [x], single: true };
-  if (Array.isArray(x) && x.length > 0 && x.every((a) => isIds(a) && a.length > 0)) return { ids: x as number[][], single: false };
-  throw new HttpError(400, 'generate needs input_ids: a non-empty array of token ids (or an array of them); this server is token-in only, send ids not text');
-}
-
-const samplingKeys = ['temperature', 'top_p', 'top_k', 'max_new_tokens', 'stop', 'stop_token_ids', 'no_stop_trim', 'ignore_eos', 'sampling_seed'] as const;
-
-function parseSampling(x: unknown): SamplingParams {
-  if (x === undefined) return {};
-  if (x === null || typeof x !== 'object' || Array.isArray(x)) throw new HttpError(400, 'sampling_params must be an object');
-  const src = x as Record<string, unknown>;
-  const out: Record<string, unknown> = {};
-  for (const key of samplingKeys) if (src[key] !== undefined && src[key] !== null) out[key] = src[key];
-  for (const key of ['temperature', 'top_p', 'top_k', 'max_new_tokens', 'sampling_seed']) {
-    if (out[key] !== undefined && typeof out[key] !== 'number') throw new HttpError(400, `sampling_params.${key} must be a number, got ${JSON.stringify(out[key])}`);
-  }
-  if (typeof out.stop === 'string') out.stop = [out.stop];
-  return out as SamplingParams;
-}
-
-function toSGLangAnswer(out: GenerateResult, promptTokens: number, id: string, decode: (ids: number[]) => string) {
-  const finishReason: { type: FinishReason; matched?: number; length?: number; message?: string } = { type: out.finishReason };
-  if (out.finishReason === 'stop' && out.tokenIds.length > 0) finishReason.matched = out.tokenIds[out.tokenIds.length - 1];
-  if (out.finishReason === 'length') finishReason.length = out.tokenIds.length;
-  if (out.finishReason === 'abort') finishReason.message = 'aborted';
+function serverContext(engine: RolloutEngine, options: SGLangServerOptions): ServerContext {
+  const { tokenizer, decode } = options;
   return {
-    text: decode(out.tokenIds),
-    output_ids: out.tokenIds,
-    meta_info: {
-      id,
-      prompt_tokens: promptTokens,
-      completion_tokens: out.tokenIds.length,
-      finish_reason: finishReason,
-      output_token_logprobs: out.tokenIds.map((t, i) => [out.logprobs[i], t, null]),
-    },
+    engine,
+    tokenizer,
+    vocabSize: options.vocabSize,
+    contextLength: options.contextLength,
+    modelPath: options.modelPath ?? null,
+    servedModelName: options.servedModelName ?? options.modelPath ?? 'default',
+    registry: new RequestRegistry(),
+    weightVersion: 'default',
+    decode: (ids, skipSpecialTokens) => (tokenizer ? tokenizer.decode(ids, { skipSpecialTokens }) : (decode?.(ids) ?? '')),
   };
+}
+
+function apiRoutes(ctx: ServerContext, facts: ServerFacts): Map<string, Route> {
+  const get = (handle: Handler): Route => ({ methods: ['GET'], handle });
+  const post = (handle: Handler): Route => ({ methods: ['POST'], handle });
+  const info = get(() => serverInfo(ctx, facts));
+  return new Map<string, Route>([
+    ['/health', get(({ res }) => handleHealth(ctx, res))],
+    ['/health_generate', get(({ res }) => handleHealthGenerate(ctx, res))],
+    ['/get_model_info', get(() => modelInfo(ctx))],
+    ['/server_info', info],
+    ['/get_server_info', info],
+    ['/get_weight_version', get(() => ({ weight_version: ctx.weightVersion }))],
+    ['/flush_cache', { methods: ['GET', 'POST'], handle: ({ res }) => handleFlushCache(ctx, res) }],
+    ['/generate', { methods: ['POST', 'PUT'], handle: ({ res, body }) => handleGenerate(ctx, res, body ?? {}) }],
+    ['/update_weights_from_disk', post(({ body }) => handleUpdateWeights(ctx, body ?? {}))],
+    ['/pause_generation', post(({ body }) => handlePause(ctx, body))],
+    ['/continue_generation', post(() => handleContinue(ctx))],
+    ['/abort_request', post(({ res, body }) => handleAbort(ctx, res, body))],
+    ['/v1/models', get(() => listModels(ctx))],
+    ['/v1/models/', get(({ path }) => retrieveModel(ctx, decodeURIComponent(path.slice('/v1/models/'.length))))],
+    ['/v1/completions', post(({ res, body }) => handleOpenAi(ctx, res, body, 'completion'))],
+    ['/v1/chat/completions', post(({ res, body }) => handleOpenAi(ctx, res, body, 'chat'))],
+  ]);
+}
+
+/** Errors of the engine, the models and the tokenizer: INVALID_ARGUMENT and TOKENIZER are the client's (400). */
+function toHttpError(e: unknown): HttpError {
+  if (e instanceof HttpError) return e;
+  const code = (e as { code?: unknown })?.code;
+  const message = (e as Error)?.message ?? String(e);
+  if (code === 'INVALID_ARGUMENT' || code === 'TOKENIZER') return badRequest(message);
+  return new HttpError(500, `internal error: ${message}`, { type: 'server_error' });
+}
+
+/** SGLang's {"error": {"message"}} on the native API; OpenAI's error object under /v1; or the error's own body. */
+function errorBody(err: HttpError, url: string): unknown {
+  if (err.detail.body !== undefined) return err.detail.body;
+  if (!url.startsWith('/v1/')) return { error: { message: err.message } };
+  const type = err.detail.type ?? (err.status >= 500 ? 'server_error' : 'invalid_request_error');
+  return { error: { message: err.message, type, param: err.detail.param ?? null, code: err.detail.code ?? null } };
 }

@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeDirAtomic } from '@rl2/models';
 import { TrainersError } from '../errors.js';
 import type { AdamWState } from '../optim/adamw.js';
-import { writeDirAtomic, writeFileAtomic } from './atomic-write.js';
-import { encodeTensorFile, readTensorFile } from './tensor-file.js';
+import { writeFileAtomic } from './atomic-write.js';
+import { readTensorFile, writeTensorFile } from './tensor-file.js';
 
 /** Everything besides the weights that a resumed run needs to continue exactly. */
 export interface TrainerState {
@@ -44,7 +45,7 @@ export async function saveCheckpoint(dir: string, contents: CheckpointContents):
       arrays[`exp_avg.${name}`] = { shape: m.shape, data: m.m };
       arrays[`exp_avg_sq.${name}`] = { shape: m.shape, data: m.v };
     }
-    writeFileAtomic(join(tmp, 'optimizer.safetensors'), encodeTensorFile(arrays, { step: String(contents.optimizer.step) }));
+    writeTensorFile(join(tmp, 'optimizer.safetensors'), arrays, { step: String(contents.optimizer.step) });
     writeFileAtomic(join(tmp, 'trainer_state.json'), `${JSON.stringify(contents.state, null, 1)}\n`);
   });
 }

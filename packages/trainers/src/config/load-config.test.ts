@@ -53,6 +53,18 @@ describe('loadConfig', () => {
     expect(c.trainer.save_freq).toBeNull();
   });
 
+  it('save_dtype and max_shard_size: defaults as save_pretrained, sizes checked with the key named', () => {
+    const c = loadConfig(sftConfigSchema, { overrides: base });
+    expect(c.actor.save_dtype).toBeNull();
+    expect(c.actor.max_shard_size).toBe('5GB');
+    const set = loadConfig(sftConfigSchema, { overrides: [...base, 'actor.save_dtype=bfloat16', 'actor.max_shard_size=500MB'] });
+    expect([set.actor.save_dtype, set.actor.max_shard_size]).toEqual(['bfloat16', '500MB']);
+    expect(loadConfig(sftConfigSchema, { overrides: [...base, 'actor.max_shard_size=1000000'] }).actor.max_shard_size).toBe(1_000_000);
+    const bad = errorOf(() => loadConfig(rmConfigSchema, { overrides: ['critic.model_name=m', 'data.train.path=t', 'critic.max_shard_size=lots'] }));
+    expect(bad.message).toMatch(/critic\.max_shard_size[^\n]*not a size/);
+    expect(errorOf(() => loadConfig(sftConfigSchema, { overrides: [...base, 'actor.save_dtype=int8'] })).message).toContain('actor.save_dtype');
+  });
+
   it('applies YAML then command line, command line wins', () => {
     const file = yamlFile('actor:\n  lr: 2.0e-5\n  model_name: m\ndata:\n  train:\n    path: a.jsonl\ntrainer:\n  n_epochs: 3\n  save_dir: out/${trainer.experiment_name}-${actor.lr}\n');
     const c = loadConfig(sftConfigSchema, { configFile: file, overrides: ['trainer.n_epochs=2'] });

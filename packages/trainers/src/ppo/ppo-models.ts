@@ -60,7 +60,7 @@ export async function openPpoModels(config: PpoConfig, dp: DataParallel, totalSt
     actor.optimizer?.loadState(trainedActor.localOptimizerState(saved.actor));
     if (critic) critic.optimizer?.loadState(critic.trained.localOptimizerState(saved.critic));
   }
-  const saveActor = modelSaver(full.model, full.generationConfig, tokenizerDir);
+  const saveActor = modelSaver(full.model, full.generationConfig, tokenizerDir, a);
   return {
     actor,
     ref,
@@ -85,7 +85,7 @@ export async function openPpoModels(config: PpoConfig, dp: DataParallel, totalSt
           actorOptimizer: { state: () => actorState },
           ...(criticState ? { criticOptimizer: { state: () => criticState } } : {}),
           saveActor,
-          ...(critic && criticFull ? { saveCritic: (d: string) => modelSaver(critic.trained.model, undefined, tokenizerDir)(d, criticFull.params) } : {}),
+          ...(critic && criticFull ? { saveCritic: (d: string) => modelSaver(critic.trained.model, undefined, tokenizerDir, c)(d, criticFull.params) } : {}),
         });
       } finally {
         criticFull?.dispose();

@@ -67,7 +67,9 @@ export function createPpoEngine(cfg: PpoConfig['rollout'], actor: DecoderModel, 
     if (cfg.server_urls.length === 0) {
       throw new TrainersError('INVALID_ARGUMENT', 'rollout.engine=sglang needs rollout.server_urls=[http://host:port] (an SGLang server or `rl2 serve --model PATH`)');
     }
-    return createSGLangEngine({ urls: cfg.server_urls });
+    // servers started with --api-key: the key comes from RL2_API_KEY (kept out of config.yaml)
+    const apiKey = process.env.RL2_API_KEY;
+    return createSGLangEngine({ urls: cfg.server_urls, ...(apiKey ? { apiKey } : {}) });
   }
   const eos = generationConfig?.eosTokenIds?.length ? generationConfig.eosTokenIds : [tokenizer.eosTokenId];
   const generator = createGenerator(actor, { maxBatch: cfg.max_batch, decode: (ids) => tokenizer.decode(ids), eosTokenIds: eos });

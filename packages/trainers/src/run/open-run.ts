@@ -68,7 +68,7 @@ export async function openRun(
         train,
         test,
         trained,
-        saveModel: modelSaver(model, generationConfig, tokenizerDir),
+        saveModel: modelSaver(model, generationConfig, tokenizerDir, section),
         resumeFrom,
         config,
         io,

@@ -1,10 +1,10 @@
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { type Tokenizer, loadTokenizer } from '@rl2/data';
+import { type Tokenizer, downloadProgressLines, loadTokenizer } from '@rl2/data';
 import { type EngineBackendChoice, initEngine } from '@rl2/engine';
-import { type DecoderModel, type GenerationConfig, type LoadModelOptions, type ParamMap, createDecoderModel, loadModel, saveCheckpoint as saveHfModel } from '@rl2/models';
+import { type DecoderModel, type GenerationConfig, type LoadModelOptions, type ParamMap, createDecoderModel, loadModel, resolveModelDir, saveCheckpoint as saveHfModel } from '@rl2/models';
 import { readLaunchEnv } from '@rl2/parallel';
-import type { TrainerSection } from '../config/sections.js';
+import type { ModelSection, TrainerSection } from '../config/sections.js';
 import { TrainersError } from '../errors.js';
 import { copyTokenizerFiles } from '../model-init/tokenizer-files.js';
 import type { RunIo } from './run-session.js';
@@ -27,19 +27,22 @@ export async function startEngine(trainer: TrainerSection, io: RunIo): Promise<v
   });
 }
 
-/** Loads the tokenizer at `dir`; a failure names the config key to fix. */
+/** Download progress of hub models, as lines on stderr (where huggingface_hub's bars go). */
+const hubProgress = () => ({ onProgress: downloadProgressLines((line) => process.stderr.write(`${line}\n`)) });
+
+/** Loads the tokenizer at `dir` (a folder or a hub id); a failure names the config key to fix. */
 export async function openTokenizer(dir: string, key: string): Promise<Tokenizer> {
   try {
-    return await loadTokenizer(dir);
+    return await loadTokenizer(dir, hubProgress());
   } catch (err) {
     throw new TrainersError('BAD_DATA', `${key}=${dir}: ${(err as Error).message}`);
   }
 }
 
-/** Loads a HF checkpoint folder; a failure names the config key to fix. */
+/** Loads a HF checkpoint folder or hub id (downloaded into the HF cache); a failure names the config key to fix. */
 export async function openModel(dir: string, key: string, options: LoadModelOptions = {}): Promise<{ model: DecoderModel; generationConfig?: GenerationConfig }> {
   try {
-    return await loadModel(dir, options);
+    return await loadModel(dir, { hub: hubProgress(), ...options });
   } catch (err) {
     throw new TrainersError('CHECKPOINT', `${key}=${dir}: ${(err as Error).message}`);
   }
@@ -51,12 +54,20 @@ export function startingWeights(modelName: string, resumeFrom: string | undefine
 }
 
 /**
- * Writes the HF model files and the tokenizer next to them (what `from_pretrained` needs);
- * `params` replaces the model's own (the full tensors gathered from tensor-parallel shards).
+ * Writes the HF model files and the tokenizer next to them (what `from_pretrained` needs) in
+ * the section's `save_dtype` and `max_shard_size`; `params` replaces the model's own (the full
+ * tensors gathered from tensor-parallel shards).
  */
-export function modelSaver(model: DecoderModel, generationConfig: GenerationConfig | undefined, tokenizerDir: string) {
+export function modelSaver(model: DecoderModel, generationConfig: GenerationConfig | undefined, tokenizerDir: string, format: Pick<ModelSection, 'save_dtype' | 'max_shard_size'>) {
+  let tokenizerFolder: string | undefined; // a hub id's cached snapshot, found on the first save
   return async (dir: string, params: ParamMap = model.params) => {
-    await saveHfModel(dir, createDecoderModel(model.config, params), generationConfig ? { generationConfig } : {});
-    copyTokenizerFiles(tokenizerDir, dir);
+    tokenizerFolder ??= await resolveModelDir(tokenizerDir, { tokenizerOnly: true });
+    const from = tokenizerFolder;
+    await saveHfModel(dir, createDecoderModel(model.config, params), {
+      ...(generationConfig ? { generationConfig } : {}),
+      ...(format.save_dtype ? { dtype: format.save_dtype } : {}),
+      maxShardSize: format.max_shard_size,
+      addFiles: (workDir) => copyTokenizerFiles(from, workDir),
+    });
   };
 }

@@ -1,22 +1,23 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { createSGLangEngine } from '@rl2/rollout';
+import { createSGLangEngine, serveModel } from '@rl2/rollout';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/load-config.js';
 import { ppoConfigSchema } from './ppo-config.js';
 import { runPpo } from './run-ppo.js';
-import { serveModel } from './serve-model.js';
 import { QUIET_TRAINER, tinyRun } from './testing/tiny-run.js';
 
 const quiet = () => new Writable({ write: (_c, _e, cb) => cb() }) as unknown as NodeJS.WriteStream;
 
-describe('serveModel + runPpo over SGLang', () => {
-  it('PPO rolls out through the SGLang client against the served model and pushes its weights after each update', async () => {
+describe('runPpo over SGLang against serveModel', () => {
+  it('PPO rolls out through the SGLang client against the served model (API key from RL2_API_KEY) and pushes its weights after each update', async () => {
     const t = tinyRun('sglang');
-    const server = await serveModel({ model: t.model, port: 0, threads: 1, log: () => {} });
+    const server = await serveModel({ model: t.model, port: 0, threads: 1, apiKey: 'sk-ppo', log: () => {} });
+    const savedKey = process.env.RL2_API_KEY;
+    process.env.RL2_API_KEY = 'sk-ppo';
     try {
-      const client = createSGLangEngine({ urls: [server.url] });
+      const client = createSGLangEngine({ urls: [server.url], apiKey: 'sk-ppo' });
       expect((await client.health()).ok).toBe(true);
       const prompt = [3, 4, 5];
       const a = await client.generate({ inputIds: prompt, sampling: { temperature: 1, max_new_tokens: 5, sampling_seed: 11 } });
@@ -47,6 +48,8 @@ describe('serveModel + runPpo over SGLang', () => {
       const after = await client.generate({ inputIds: prompt, sampling: greedy });
       expect(after.logprobs).not.toEqual(before.logprobs);
     } finally {
+      if (savedKey === undefined) delete process.env.RL2_API_KEY;
+      else process.env.RL2_API_KEY = savedKey;
       await server.close();
     }
   });

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ModelsError } from '../errors.js';
-import { floatToBf16Bits, halfToFloat, type HostTensor, parseSafetensors, serializeSafetensors } from './safetensors.js';
+import { decodeFloats, encodeFloats, floatToBf16Bits, floatToHalfBits, halfToFloat, type SafetensorsDtype } from './float-formats.js';
+import type { HostTensor } from './host-tensor.js';
+import { parseSafetensors } from './safetensors-reader.js';
+import { serializeSafetensors } from './safetensors-writer.js';
 
 describe('safetensors', () => {
   it('round-trips float32 exactly with an 8-byte aligned header', () => {
@@ -46,5 +49,49 @@ describe('safetensors', () => {
     broken.set(new TextEncoder().encode(text), 8);
     expect(() => parseSafetensors(broken, 'x.safetensors')).toThrow(/x\.safetensors: tensor "w" offsets/);
     expect(() => parseSafetensors(new Uint8Array(4))).toThrow(ModelsError);
+  });
+
+  const bits = (x: number) => new Uint32Array(Float32Array.of(x).buffer)[0] as number;
+
+  it('rounds to float16 to nearest even, overflowing to inf and underflowing through subnormals, like torch', () => {
+    const cases: [number, number][] = [
+      [1, 0x3c00],
+      [-2, 0xc000],
+      [65504, 0x7bff], // largest finite
+      [65519, 0x7bff], // below the halfway point to 65536
+      [65520, 0x7c00], // halfway: ties to even = inf
+      [1e9, 0x7c00],
+      [-Infinity, 0xfc00],
+      [-0, 0x8000],
+      [2 ** -24, 0x0001], // smallest subnormal
+      [2 ** -25, 0x0000], // halfway to 0 and 2^-24: ties to even = 0
+      [1.5 * 2 ** -25, 0x0001],
+      [3 * 2 ** -25, 0x0002], // 1.5 units: ties to even = 2
+      [1023.5 * 2 ** -24, 0x0400], // largest subnormal + half a unit: carries into the smallest normal
+      [2 ** -14, 0x0400],
+      [1 + 2 ** -11, 0x3c00], // halfway between 1 and 1 + 2^-10: even
+      [1 + 3 * 2 ** -11, 0x3c02],
+      [2047.75, 0x67ff + 1], // 2047.75 rounds up across the binade to 2048
+    ];
+    for (const [x, h] of cases) expect(floatToHalfBits(bits(x)), String(x)).toBe(h);
+    expect(floatToHalfBits(bits(Number.NaN)) & 0x7fff).toBeGreaterThan(0x7c00);
+  });
+
+  it('every float16 value survives float16 -> float32 -> float16', () => {
+    for (let h = 0; h < 65536; h++) {
+      if ((h & 0x7c00) === 0x7c00 && h & 0x3ff) continue; // NaN payloads are not kept
+      const back = floatToHalfBits(bits(halfToFloat(h)));
+      if (back !== h) expect(back, `0x${h.toString(16)}`).toBe(h);
+    }
+  });
+
+  it.each(['F32', 'F16', 'BF16'] as SafetensorsDtype[])('encodeFloats and decodeFloats are inverse on values %s can hold', (dtype) => {
+    const values = Float32Array.from([0, 1, -2.5, 0.15625, 1024, -3.75, 2 ** -14, 96]);
+    const bytes = new Uint8Array(values.length * (dtype === 'F32' ? 4 : 2));
+    encodeFloats(values, dtype, bytes);
+    const back = new Float32Array(values.length + 2);
+    decodeFloats(bytes, dtype, back, 2);
+    expect([...back.subarray(2)]).toEqual([...values]);
+    expect([...back.subarray(0, 2)]).toEqual([0, 0]);
   });
 });

@@ -1,0 +1,100 @@
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { syncPath } from './byte-file.js';
+
+/** `.tmp-<pid>-<time>-<name>` / `.old-<pid>-<time>-<name>`: folders a save works in, beside its target. */
+const WORK_DIR = /^\.(tmp|old)-(\d+)-\d+-(.+)$/;
+
+/**
+ * A fresh folder beside `dir` to fill before `commitDir` puts it in place (same file system,
+ * so the final rename is atomic). Work folders of `dir` left by killed processes are removed.
+ */
+export function tempDirBeside(dir: string): string {
+  const parent = dirname(dir);
+  mkdirSync(parent, { recursive: true });
+  removeStaleWorkDirs(parent, basename(dir));
+  const tmp = join(parent, `.tmp-${process.pid}-${Date.now()}-${basename(dir)}`);
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp);
+  return tmp;
+}
+
+/**
+ * Replaces `dir` by the filled `tmp`: every file and folder in `tmp` is flushed to disk, then
+ * `dir` (if any) is renamed aside, `tmp` renamed to `dir`, the parent flushed and the old folder
+ * removed. A crash before the renames leaves `dir` as it was; the only window without `dir` is
+ * between two renames, and then the previous folder is whole under `.old-*`.
+ */
+export function commitDir(tmp: string, dir: string): void {
+  syncTree(tmp);
+  const parent = dirname(dir);
+  if (existsSync(dir)) {
+    const old = join(parent, `.old-${process.pid}-${Date.now()}-${basename(dir)}`);
+    renameSync(dir, old);
+    renameSync(tmp, dir);
+    syncPath(parent);
+    rmSync(old, { recursive: true, force: true });
+  } else {
+    renameSync(tmp, dir);
+    syncPath(parent);
+  }
+}
+
+/**
+ * Fills a fresh folder beside `dir` with `fill`, then puts it in place of `dir` (see
+ * `commitDir`). On an error the work folder is removed and `dir` is untouched.
+ */
+export async function writeDirAtomic(dir: string, fill: (tmpDir: string) => Promise<void> | void): Promise<void> {
+  const tmp = tempDirBeside(dir);
+  try {
+    await fill(tmp);
+    commitDir(tmp, dir);
+  } catch (err) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+function syncTree(path: string): void {
+  if (statSync(path).isDirectory()) for (const name of readdirSync(path)) syncTree(join(path, name));
+  syncPath(path);
+}
+
+/**
+ * Work folders of `name` in `parent` left by processes that are gone. A `.old-*` one while
+ * `name` itself is missing is the previous folder of a save killed between its two renames.
+ */
+function staleWorkDirs(parent: string, name: string): { path: string; old: boolean }[] {
+  if (!existsSync(parent)) return [];
+  return readdirSync(parent)
+    .map((entry) => ({ entry, m: WORK_DIR.exec(entry) }))
+    .filter(({ m }) => m && m[3] === name && !processAlive(Number(m[2])))
+    .map(({ entry, m }) => ({ path: join(parent, entry), old: m?.[1] === 'old' }));
+}
+
+function removeStaleWorkDirs(parent: string, name: string): void {
+  recoverInterruptedSave(join(parent, name));
+  for (const stale of staleWorkDirs(parent, name)) rmSync(stale.path, { recursive: true, force: true });
+}
+
+/**
+ * Puts back the previous `dir` of a save killed between its two renames (then `dir` is missing
+ * and its whole previous content waits in `.old-*`). Returns whether it did.
+ */
+export function recoverInterruptedSave(dir: string): boolean {
+  if (existsSync(dir)) return false;
+  const old = staleWorkDirs(dirname(dir), basename(dir)).find((s) => s.old);
+  if (!old) return false;
+  renameSync(old.path, dir);
+  return true;
+}
+
+function processAlive(pid: number): boolean {
+  if (pid === process.pid) return false; // an earlier save of this process that failed
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -11,6 +11,8 @@ export interface ToyGeneratorOptions {
   decode?: (ids: readonly number[]) => string;
   /** Default max new tokens. Default 128. */
   maxNewTokens?: number;
+  /** Milliseconds to wait at each yield, to stand in for a slow model (tests of abort, pause). Default 0. */
+  delayMs?: number;
 }
 
 /**
@@ -58,11 +60,15 @@ export function createToyGenerator(options: ToyGeneratorOptions = {}): TokenGene
         const text = stop.length > 0 && options.decode ? options.decode(outputIds) : '';
         const hit = stop.find((x) => x !== '' && text.includes(x));
         if (hit !== undefined) return done('stop', hit);
-        if (outputIds.length % yieldEvery === 0) await new Promise((r) => setImmediate(r));
+        if (outputIds.length % yieldEvery === 0) await pause(options.delayMs ?? 0);
       }
       return done('length');
     },
   };
+}
+
+function pause(ms: number): Promise<void> {
+  return new Promise((r) => (ms > 0 ? setTimeout(r, ms) : setImmediate(r)));
 }
 
 function logSoftmax(x: number[]): number[] {

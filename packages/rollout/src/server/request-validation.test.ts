@@ -3,7 +3,7 @@
 // /abort_request; the access rules of --api-key.
 import type { IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEmbeddedEngine } from '../engine/embedded-engine.js';
+import { createEmbeddedEngine, type TokenGeneratorRequest } from '../engine/embedded-engine.js';
 import { createToyGenerator } from '../engine/toy-generator.js';
 import { checkAccess } from './auth.js';
 import type { HttpError } from './http-io.js';
@@ -87,17 +87,38 @@ describe('/generate refuses client errors with 400 and a message', () => {
 
 describe('/abort_request', () => {
   it('ends the request with that rid: finish_reason abort, the tokens so far', async () => {
-    const long = generate({ input_ids: [1], sampling_params: { max_new_tokens: 60, ignore_eos: true }, rid: 'slow', return_logprob: true });
-    await new Promise((r) => setTimeout(r, 30));
-    const res = await fetch(`${server.url}/abort_request`, { method: 'POST', body: JSON.stringify({ rid: 'slow' }) });
-    expect(res.status).toBe(200);
-    const { body } = await long;
-    const meta = body.meta_info as { finish_reason: { type: string }; completion_tokens: number; output_token_logprobs: unknown[] };
-    expect(meta.finish_reason).toEqual({ type: 'abort', message: 'Aborted', status_code: null, err_type: null });
-    expect(meta.completion_tokens).toBeLessThan(60);
-    expect(meta.output_token_logprobs).toHaveLength(meta.completion_tokens);
-    const bad = await fetch(`${server.url}/abort_request`, { method: 'POST', body: '{}' });
-    expect(bad.status).toBe(400);
+    // A slow model (5 ms a token) that says when its first token is out, so the abort lands
+    // mid-generation however loaded the machine is.
+    const toy = createToyGenerator({ vocabSize: 32, delayMs: 5 });
+    let started!: () => void;
+    const firstToken = new Promise<void>((r) => (started = r));
+    const generator = {
+      generate: (req: TokenGeneratorRequest) =>
+        toy.generate({
+          ...req,
+          onToken: (t) => {
+          started();
+          req.onToken?.(t);
+        },
+      }),
+    };
+    const slow = await startSGLangServer(createEmbeddedEngine({ generator }), { port: 0, vocabSize: 32, contextLength: 64 });
+    try {
+      const body = { input_ids: [1], sampling_params: { max_new_tokens: 60, ignore_eos: true }, rid: 'slow', return_logprob: true };
+      const long = fetch(`${slow.url}/generate`, { method: 'POST', body: JSON.stringify(body) }).then((r) => r.json() as Promise<{ meta_info: unknown }>);
+      await firstToken;
+      const res = await fetch(`${slow.url}/abort_request`, { method: 'POST', body: JSON.stringify({ rid: 'slow' }) });
+      expect(res.status).toBe(200);
+      const meta = (await long).meta_info as { finish_reason: { type: string }; completion_tokens: number; output_token_logprobs: unknown[] };
+      expect(meta.finish_reason).toEqual({ type: 'abort', message: 'Aborted', status_code: null, err_type: null });
+      expect(meta.completion_tokens).toBeGreaterThan(0);
+      expect(meta.completion_tokens).toBeLessThan(60);
+      expect(meta.output_token_logprobs).toHaveLength(meta.completion_tokens);
+      const bad = await fetch(`${slow.url}/abort_request`, { method: 'POST', body: '{}' });
+      expect(bad.status).toBe(400);
+    } finally {
+      await slow.close();
+    }
   });
 });
 

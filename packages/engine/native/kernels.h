@@ -124,5 +124,6 @@ KERNEL(adamw);
 KERNEL(decode_layer);
 KERNEL(flash_attention);
 KERNEL(flash_attention_grad);
+KERNEL(sample_rows);
 
 #endif

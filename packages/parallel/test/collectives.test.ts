@@ -92,5 +92,7 @@ for (const collectives of COLLECTIVES) describe(`failure across nodes (${collect
     expect((b.error as RankFailedError).exitCode).toBe(3);
     expect(a.error, String(a.error)).toBeInstanceOf(RankFailedError);
     expect((a.error as RankFailedError).stderrTail, a.error?.message).toContain('PEER_LOST');
+    // names a rank of node 1 (rank 3, or rank 2 when its launcher stopped it first)
+    expect((a.error as RankFailedError).stderrTail, a.error?.message).toMatch(/lost ranks? \[?(\d+, )*[23]\b/);
   });
 });

@@ -104,7 +104,12 @@ export class GlooProcessGroup implements ProcessGroup {
   iallReduce(buf: Float32Array, op: ReduceOp = 'sum'): PendingOp<Float32Array> {
     if (this.size === 1 || buf.length === 0) return { wait: () => buf };
     const done = this.start(GLOO_OP.allReduce, buf, null, GLOO_REDUCE[op]);
-    return { wait: () => (done(), buf) };
+    return {
+      wait: () => {
+        done();
+        return buf;
+      },
+    };
   }
   iallGather(buf: Float32Array): PendingOp<Float32Array> {
     if (this.size === 1 || buf.length === 0) {
@@ -113,7 +118,12 @@ export class GlooProcessGroup implements ProcessGroup {
     }
     const out = new Float32Array(buf.length * this.size);
     const done = this.start(GLOO_OP.allGather, buf, out, 0);
-    return { wait: () => (done(), out) };
+    return {
+      wait: () => {
+        done();
+        return out;
+      },
+    };
   }
   ireduceScatter(buf: Float32Array, op: ReduceOp = 'sum'): PendingOp<Float32Array> {
     if (buf.length % this.size !== 0) {
@@ -125,7 +135,12 @@ export class GlooProcessGroup implements ProcessGroup {
     }
     const out = new Float32Array(buf.length / this.size);
     const done = this.start(GLOO_OP.reduceScatter, buf, out, GLOO_REDUCE[op]);
-    return { wait: () => (done(), out) };
+    return {
+      wait: () => {
+        done();
+        return out;
+      },
+    };
   }
   subgroup(ranks: readonly number[], name: string): ProcessGroup {
     for (const r of ranks) {

@@ -131,5 +131,8 @@ KERNEL(logp_stats);
 KERNEL(logp_stats_grad);
 KERNEL(adamw);
 KERNEL(decode_layer);
+KERNEL(flash_attention);
+KERNEL(flash_attention_grad);
+KERNEL(sample_rows);
 
 #endif

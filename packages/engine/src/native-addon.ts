@@ -18,7 +18,7 @@ export const UnaryOp = {
 export const ReduceOp = { sum: 0, max: 1, min: 2, mean: 3 } as const;
 
 /** RL2_KERNELS_ABI (native/addon.c) of the addon this TypeScript expects. */
-export const NATIVE_ABI = 9;
+export const NATIVE_ABI = 11;
 
 /** The functions exported by rl2_kernels.node; every output array is allocated by the caller. */
 export interface NativeAddon {
@@ -89,6 +89,25 @@ export interface NativeAddon {
   decodeLayer(
     x: Float32Array, weights: (Float32Array | null)[], dims: Int32Array, eps: number, cos: Float32Array, sin: Float32Array,
     kCache: Float32Array, vCache: Float32Array, padLeft: Int32Array,
+  ): void;
+  /**
+   * Causal attention within segments, tiled (native/fused-flash-attention.c): q/out [B, T, nH, d],
+   * k/v [B, nKv, T, d], seg [B, T]; key j is seen by query i iff j <= i and seg[j] == seg[i].
+   * dims [B, T, nH, nKv, d]; writes out and lse [B, nH, T] (log-sum-exp of each query's scores).
+   */
+  flashAttention(q: Float32Array, k: Float32Array, v: Float32Array, seg: Int32Array, dims: Int32Array, scale: number, out: Float32Array, lse: Float32Array): void;
+  /** dq, dk, dv of `flashAttention` given its out, lse and dout (scores recomputed per tile). */
+  flashAttentionGrad(
+    q: Float32Array, k: Float32Array, v: Float32Array, seg: Int32Array, dims: Int32Array, scale: number, out: Float32Array, lse: Float32Array,
+    dout: Float32Array, dq: Float32Array, dk: Float32Array, dv: Float32Array,
+  ): void;
+  /**
+   * Next tokens of `rows` rows of logits [rows, vocab] (native/sample-rows.c): row b draws by
+   * the inverse CDF of softmax(logits / temperature[b]) at u[b] in [0, 1), greedy when the
+   * temperature is 0, skipped when NaN; writes tokens[b] and its log-probability logprobs[b].
+   */
+  sampleRows(
+    logits: Float32Array, rows: number, vocab: number, temperature: Float64Array, u: Float64Array, tokens: Int32Array, logprobs: Float64Array,
   ): void;
 }
 

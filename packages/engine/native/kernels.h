@@ -121,5 +121,6 @@ KERNEL(attention_grad);
 KERNEL(logp_stats);
 KERNEL(logp_stats_grad);
 KERNEL(adamw);
+KERNEL(decode_layer);
 
 #endif

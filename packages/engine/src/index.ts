@@ -19,6 +19,12 @@ export { fusedRotary } from './fused/fused-rotary.js';
 export { fusedAttention } from './fused/fused-attention.js';
 export { hasLogprobStats, logprobStats, logprobStatsGrad } from './fused/fused-logprob-stats.js';
 
+// Decoding as one native call per layer over an append-friendly KV cache (undefined off `native`).
+export { DECODE_WEIGHT_SLOTS, decodeKernels } from './fused/fused-decode.js';
+export type { DecodeDims, DecodeKernels, DecodeLayerWeights } from './fused/fused-decode.js';
+// How many kernels ran: the figure to watch per decode step or training step.
+export { kernelDispatches } from './dispatch-counter.js';
+
 // Lower level: register the native backend yourself, or see why the C addon did not load.
 export { NATIVE_BACKEND, registerNativeBackend } from './native-backend.js';
 export { loadNativeAddon } from './native-addon.js';

@@ -17,7 +17,7 @@ export const UnaryOp = {
 export const ReduceOp = { sum: 0, max: 1, min: 2, mean: 3 } as const;
 
 /** RL2_KERNELS_ABI (native/addon.c) of the addon this TypeScript expects. */
-export const NATIVE_ABI = 8;
+export const NATIVE_ABI = 9;
 
 /** The functions exported by rl2_kernels.node; every output array is allocated by the caller. */
 export interface NativeAddon {
@@ -79,6 +79,15 @@ export interface NativeAddon {
   /** One AdamW step into pOut, mOut, vOut; hp = [lr, beta1, beta2, eps, weightDecay, 1 - beta1^t, 1 - beta2^t]. */
   adamw(
     p: Float32Array, g: Float32Array, m: Float32Array, v: Float32Array, hp: Float32Array, pOut: Float32Array, mOut: Float32Array, vOut: Float32Array,
+  ): void;
+  /**
+   * One decoder layer's decode step in place on x [B, H] (see native/fused-decode.c): weights in
+   * `DECODE_WEIGHT_SLOTS` order (null where absent), dims [B, H, nH, nKv, d, F, cap, len],
+   * cos/sin [B, d], caches [B, nKv, cap, d] (column len written), padLeft [B].
+   */
+  decodeLayer(
+    x: Float32Array, weights: (Float32Array | null)[], dims: Int32Array, eps: number, cos: Float32Array, sin: Float32Array,
+    kCache: Float32Array, vCache: Float32Array, padLeft: Int32Array,
   ): void;
 }
 

@@ -1,5 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { kernelDispatches } from './dispatch-counter.js';
+import { decodeKernels } from './fused/fused-decode.js';
 import { initEngine } from './init-engine.js';
 import { NATIVE_BACKEND, nativeKernelOverrides, registerNativeBackend } from './native-backend.js';
 import { softmaxCrossEntropy } from './softmax-cross-entropy.js';
@@ -20,6 +22,19 @@ describe.skipIf(!load.ok)('native backend registration', () => {
       'Rl2Rotary', 'Rl2Attention', 'Rl2AttentionGrad', 'Rl2LogprobStats', 'Rl2LogprobStatsGrad', 'Rl2AdamW',
     ].sort());
     for (const o of nativeKernelOverrides()) expect(cpu).toContain(o.kernelName);
+  });
+
+  it('counts one dispatch per kernel run and per direct decode-kernel call', () => {
+    const a = tf.tensor1d([1, 2, 3]);
+    const before = kernelDispatches();
+    const y = tf.add(tf.mul(a, 2), a);
+    expect(kernelDispatches() - before).toBe(2);
+    const kernels = decodeKernels()!;
+    const out = new Float32Array(1);
+    kernels.matMulTransposed(Float32Array.of(1, 2), Float32Array.of(3, 4), 1, 1, 2, out);
+    expect(out[0]).toBe(11);
+    expect(kernelDispatches() - before).toBe(3);
+    tf.dispose([a, y]);
   });
 
   it('is idempotent: a second registration is refused without touching the first', () => {

@@ -1,7 +1,7 @@
 // The `native` backend: tfjs-backend-cpu's MathBackendCPU (tensors are plain JS TypedArrays,
 // no 4 GiB wasm heap) with every cpu kernel, and the hot ones replaced by the C addon.
 import { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
-import { findBackendFactory, getKernel, getKernelsForBackend, registerBackend, registerKernel } from '@tensorflow/tfjs-core';
+import { findBackendFactory, getBackend, getKernel, getKernelsForBackend, registerBackend, registerKernel } from '@tensorflow/tfjs-core';
 import { elementwiseOverrides } from './kernels/native-elementwise.js';
 import { indexOverrides } from './kernels/native-gather.js';
 import type { NativeKernelOverride } from './kernels/native-kernel.js';
@@ -17,6 +17,7 @@ import { swiGluKernels } from './fused/fused-swiglu.js';
 import { logprobStatsKernels } from './fused/fused-logprob-stats.js';
 import { adamWKernels } from './fused/fused-adamw.js';
 import { useJsSegmentSum } from './kernels/js-segment-sum.js';
+import { countingKernel } from './dispatch-counter.js';
 
 /** Name under which the engine registers its backend with tfjs. */
 export const NATIVE_BACKEND = 'native';
@@ -26,6 +27,14 @@ function quietCpuBackend(): MathBackendCPU {
   const backend = new MathBackendCPU();
   (backend as unknown as { firstUse: boolean }).firstUse = false;
   return backend;
+}
+
+/** The addon behind each backend registered with one (the decode kernels call it directly). */
+const addonsByBackend = new Map<string, NativeAddon>();
+
+/** The addon of the active backend, when it is a native backend with the addon loaded. */
+export function activeNativeAddon(): NativeAddon | undefined {
+  return addonsByBackend.get(getBackend());
 }
 
 /** Every kernel the addon replaces (the rest are the stock tfjs-backend-cpu kernels). */
@@ -44,14 +53,15 @@ export function registerNativeBackend(addon: NativeAddon | undefined, backendNam
   for (const config of getKernelsForBackend('cpu')) {
     const override = overrides.get(config.kernelName);
     const kernelFunc = override && addon ? override.make(addon, config.kernelFunc) : config.kernelFunc;
-    if (!getKernel(config.kernelName, backendName)) registerKernel({ ...config, backendName, kernelFunc });
+    if (!getKernel(config.kernelName, backendName)) registerKernel({ ...config, backendName, kernelFunc: countingKernel(kernelFunc) });
   }
   if (!addon) useJsSegmentSum(backendName); // without the addon: still not the O(segments x rows) stock one
   if (addon) {
     const fused = [softmaxCrossEntropyKernels, rmsNormKernels, swiGluKernels, rotaryKernels, attentionKernels, logprobStatsKernels, adamWKernels].flatMap((k) => k(addon, backendName));
     for (const config of fused) {
-      if (!getKernel(config.kernelName, backendName)) registerKernel(config);
+      if (!getKernel(config.kernelName, backendName)) registerKernel({ ...config, kernelFunc: countingKernel(config.kernelFunc) });
     }
+    addonsByBackend.set(backendName, addon);
   }
   registerBackend(backendName, () => quietCpuBackend(), priority);
   return true;

@@ -1,14 +1,15 @@
-// `pnpm bench models [--steps N] [--batch B] [--quick] [--recompute]`: the tiny Llama (vocab 8192, hidden 256, 4 layers,
+// `pnpm bench models [--steps N] [--batch B] [--quick] [--recompute] [--unfused-decode] [--only train|generate]`: the tiny Llama (vocab 8192, hidden 256, 4 layers,
 // 4 heads, MLP 768) trained with AdamW at batch 8 x 256 tokens, and sampled with the KV-cache
 // generator (16 requests, 128 prompt + 128 new tokens), each next to the same model in
 // PyTorch 1.13 CPU (scripts/bench_torch.py) measured in the same run. Every measurement runs
-// in its own process so peak RSS belongs to it alone.
+// in its own process so peak RSS belongs to it alone. Decode dispatches/step: kernel calls
+// between two tokens of one request (tfjs kernels and direct addon calls, see kernelDispatches).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { adamWUpdate, initEngine } from '@rl2/engine';
+import { adamWUpdate, initEngine, kernelDispatches } from '@rl2/engine';
 import { createGenerator, initRandomModel, type ParamMap, tokenLogprobs } from '../src/index.js';
 
 const SPEC = { family: 'llama', vocabSize: 8192, hiddenSize: 256, intermediateSize: 768, numLayers: 4, numHeads: 4, tieWordEmbeddings: false } as const;
@@ -22,6 +23,10 @@ const flag = (name: string, fallback: number) => {
 const quick = args.includes('--quick');
 /** `--recompute`: per-layer activation recomputation in the rl2 training step. */
 const RECOMPUTE = args.includes('--recompute');
+/** `--unfused-decode`: generation on the tfjs ops path instead of the fused native decode step. */
+const UNFUSED = args.includes('--unfused-decode');
+/** `--only train|generate`: measure one of the two. */
+const ONLY = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
 const STEPS = flag('--steps', quick ? 1 : 3);
 /** `--batch B`: training rows of SEQ tokens per step (default 8). */
 const BATCH = flag('--batch', 8);
@@ -35,6 +40,8 @@ interface Measured {
   peak_rss_mib: number;
   backend?: string;
   threads?: number;
+  /** Median kernel dispatches between two generated tokens of one request. */
+  dispatches_per_step?: number;
 }
 
 /** AdamW (Loshchilov & Hutter 2019, https://arxiv.org/abs/1711.05101) through the engine's `adamWUpdate` (one fused pass per parameter on native). */
@@ -101,18 +108,24 @@ async function childTrain(): Promise<Measured> {
 async function childGenerate(): Promise<Measured> {
   const engine = await initEngine({ backend: 'auto', logger: () => {} });
   const model = initRandomModel(SPEC, 0);
-  const gen = createGenerator(model, { maxBatch: GEN.batch });
+  const gen = createGenerator(model, { maxBatch: GEN.batch, fusedDecode: !UNFUSED });
+  const marks: number[] = [];
   const t0 = performance.now();
   const c0 = process.cpuUsage();
   const results = await Promise.all(
     Array.from({ length: GEN.batch }, (_, i) =>
-      gen.generate({ inputIds: randomIds(GEN.prompt, 10 + i), maxNewTokens: GEN.newTokens, ignoreEos: true, seed: i }),
+      gen.generate({
+        inputIds: randomIds(GEN.prompt, 10 + i), maxNewTokens: GEN.newTokens, ignoreEos: true, seed: i,
+        onToken: i === 0 ? () => marks.push(kernelDispatches()) : undefined,
+      }),
     ),
   );
   const seconds = (performance.now() - t0) / 1000;
   const c = process.cpuUsage(c0);
   const tokens = results.reduce((a, r) => a + r.outputIds.length, 0);
+  const perStep = marks.slice(1).map((m, i) => m - marks[i]!).sort((a, b) => a - b);
   return {
+    dispatches_per_step: perStep[perStep.length >> 1],
     tokens_per_s: tokens / seconds,
     tokens_per_cpu_s: tokens / ((c.user + c.system) / 1e6),
     peak_rss_mib: process.resourceUsage().maxRSS / 1024, backend: engine.backend, threads: engine.threads };
@@ -150,12 +163,21 @@ async function main() {
   }
   const tsx = join(ROOT, 'node_modules', '.bin', 'tsx');
   const self = join(HERE, 'models.bench.ts');
-  const pass = ['--steps', String(STEPS), '--batch', String(BATCH), ...(quick ? ['--quick'] : []), ...(RECOMPUTE ? ['--recompute'] : [])];
-  console.log(`models bench: train ${BATCH}x${SEQ} tokens/step, AdamW${RECOMPUTE ? ', recompute' : ''}, ${STEPS} timed steps; generate ${GEN.batch} x (${GEN.prompt} prompt + ${GEN.newTokens} new)`);
-  const ours = { train: runChild(tsx, [self, '--child', 'train', ...pass]), gen: runChild(tsx, [self, '--child', 'generate', ...pass]) };
+  const pass = [
+    '--steps', String(STEPS), '--batch', String(BATCH), ...(quick ? ['--quick'] : []), ...(RECOMPUTE ? ['--recompute'] : []),
+    ...(UNFUSED ? ['--unfused-decode'] : []),
+  ];
+  console.log(
+    `models bench: train ${BATCH}x${SEQ} tokens/step, AdamW${RECOMPUTE ? ', recompute' : ''}, ${STEPS} timed steps; generate ${GEN.batch} x (${GEN.prompt} prompt + ${GEN.newTokens} new)${UNFUSED ? ', unfused decode' : ''}`,
+  );
+  const skipped = 'not measured (--only)';
+  const ours = {
+    train: ONLY === 'generate' ? skipped : runChild(tsx, [self, '--child', 'train', ...pass]),
+    gen: ONLY === 'train' ? skipped : runChild(tsx, [self, '--child', 'generate', ...pass]),
+  };
   const torch = {
-    train: torchBest('train', ['--steps', String(STEPS), '--batch', String(BATCH), '--seq', String(SEQ)]),
-    gen: torchBest('generate', ['--batch', String(GEN.batch), '--prompt', String(GEN.prompt), '--new', String(GEN.newTokens)]),
+    train: ONLY === 'generate' ? skipped : torchBest('train', ['--steps', String(STEPS), '--batch', String(BATCH), '--seq', String(SEQ)]),
+    gen: ONLY === 'train' ? skipped : torchBest('generate', ['--batch', String(GEN.batch), '--prompt', String(GEN.prompt), '--new', String(GEN.newTokens)]),
   };
   type Key = 'tokens_per_s' | 'tokens_per_cpu_s' | 'peak_rss_mib';
   const fmt = (m: Measured | string, key: Key) => (typeof m === 'string' ? 'n/a' : m[key].toFixed(key === 'peak_rss_mib' ? 0 : 1));
@@ -169,6 +191,7 @@ async function main() {
     ['generate tokens/s', fmt(ours.gen, 'tokens_per_s'), fmt(torch.gen, 'tokens_per_s'), ratio(ours.gen, torch.gen, 'tokens_per_s')],
     ['generate tokens/CPU-s', fmt(ours.gen, 'tokens_per_cpu_s'), fmt(torch.gen, 'tokens_per_cpu_s'), ratio(ours.gen, torch.gen, 'tokens_per_cpu_s')],
     ['generate peak RSS MiB', fmt(ours.gen, 'peak_rss_mib'), fmt(torch.gen, 'peak_rss_mib'), ratio(ours.gen, torch.gen, 'peak_rss_mib')],
+    ['decode dispatches/step', typeof ours.gen === 'string' ? 'n/a' : String(ours.gen.dispatches_per_step ?? 'n/a'), 'n/a', ''],
   ];
   const head = ['metric', `rl2 (${who(ours.train)})`, `torch 1.13 (${who(torch.train)} / ${who(torch.gen)})`, 'rl2 / torch'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));

@@ -1,10 +1,9 @@
-import type * as tf from '@tensorflow/tfjs-core';
 import { ModelsError } from '../errors.js';
 import type { DecoderModel } from '../model/decoder-model.js';
-import { cachedForward, disposeKv, type KvBatch, mergeKv, selectKvRows } from './cached-forward.js';
 import type { FinishReason, GenerationRequest, GenerationResult } from './generation-request.js';
 import { sampleToken, type TokenLogprob } from './sample-token.js';
 import { deriveSeed, SeededRng } from './seeded-rng.js';
+import { chooseDecoder, type KvDecoder } from './kv-decoder.js';
 
 /** Options of `createGenerator`. */
 export interface GeneratorOptions {
@@ -18,6 +17,11 @@ export interface GeneratorOptions {
   decode?: (ids: readonly number[]) => string;
   /** Base seed of the per-request sampling streams (default 0). */
   seed?: number;
+  /**
+   * Decode with one native call per layer when the backend and model allow it (default true);
+   * false keeps the tfjs ops path (for comparisons).
+   */
+  fusedDecode?: boolean;
 }
 
 /** Counters of a generator, for logging. */
@@ -66,7 +70,9 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
   const eos = options.eosTokenIds ?? model.config.eosTokenIds;
   const queue: Row[] = [];
   let rows: Row[] = [];
-  let kv: KvBatch | undefined;
+  // chosen when the batch is empty, so a backend set after createGenerator is used
+  let decoder: KvDecoder<unknown> | undefined;
+  let kv: unknown;
   let loop: Promise<void> | undefined;
   let counter = 0;
   let steps = 0;
@@ -104,9 +110,7 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
     return true;
   };
 
-  const sampleInto = async (active: Row[], logits: tf.Tensor2D) => {
-    const data = (await logits.data()) as Float32Array;
-    logits.dispose();
+  const sampleInto = (active: Row[], data: Float32Array) => {
     const v = model.config.vocabSize;
     active.forEach((row, i) => {
       if (row.request.signal?.aborted || row.aborted) return;
@@ -133,20 +137,20 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
     const pad = open.map((r) => len - r.request.inputIds.length);
     const tokens = open.map((r, i) => [...new Array<number>(pad[i]!).fill(0), ...r.request.inputIds]);
     const positions = open.map((_, i) => Array.from({ length: len }, (_, t) => Math.max(0, t - pad[i]!)));
-    const out = cachedForward(model, tokens, positions, pad);
-    kv = mergeKv(kv, out.kv);
+    if (kv === undefined) decoder = chooseDecoder(model, options.fusedDecode ?? true);
+    const out = await decoder!.prefill(tokens, positions, pad);
+    kv = decoder!.merge(kv, out.kv);
     rows = [...rows, ...open];
-    await sampleInto(open, out.logits);
+    sampleInto(open, out.logits);
   };
 
   const decodeStep = async () => {
-    const tokens = rows.map((r) => [r.tokens.at(-1)!]);
-    const positions = rows.map((r) => [r.request.inputIds.length + r.tokens.length - 1]);
-    const out = cachedForward(model, tokens, positions, rows.map(() => 0), kv);
-    disposeKv(kv, out.kv);
+    const tokens = rows.map((r) => r.tokens.at(-1)!);
+    const positions = rows.map((r) => r.request.inputIds.length + r.tokens.length - 1);
+    const out = await decoder!.step(kv, tokens, positions);
     kv = out.kv;
     steps += 1;
-    await sampleInto(rows, out.logits);
+    sampleInto(rows, out.logits);
   };
 
   const dropFinished = () => {
@@ -157,8 +161,8 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
     rows.forEach((row, i) => {
       if (!finishRow(row)) keep.push(i);
     });
-    if (keep.length !== rows.length && kv) {
-      kv = selectKvRows(kv, keep);
+    if (keep.length !== rows.length && kv !== undefined) {
+      kv = decoder!.select(kv, keep);
       rows = keep.map((i) => rows[i]!);
     }
   };
@@ -178,7 +182,7 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
     } catch (e) {
       for (const row of [...rows, ...queue.splice(0)]) row.reject(e);
       rows = [];
-      disposeKv(kv);
+      decoder?.dispose(kv);
       kv = undefined;
     } finally {
       loop = undefined;

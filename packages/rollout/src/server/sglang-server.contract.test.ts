@@ -36,6 +36,18 @@ async function send(f: SGLangFixture, options: { url?: string; body?: unknown } 
   return { status: res.status, type, text, json: type.includes('application/json') ? JSON.parse(text) : undefined };
 }
 
+/** Sends a streamed /generate and resolves at its first event (the rest is left to the server). */
+async function firstStreamEvent(body: unknown): Promise<void> {
+  const res = await fetch(`${server.url}/generate`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const reader = res.body!.getReader();
+  await reader.read();
+  void reader.cancel().catch(() => {});
+}
+
 /** Status, content type and body shape of an answer against its fixture. */
 function expectLike(f: SGLangFixture, got: Awaited<ReturnType<typeof send>>) {
   expect(got.status, got.text).toBe(f.response.status);
@@ -95,8 +107,11 @@ describe('rl2 serve answers like SGLang (fixtures from its source)', () => {
   it('generate-aborted (a running request aborted by /pause_generation)', async () => {
     const f = F['generate-aborted']!;
     // the fixture asks for 1000 tokens; the tiny model's context is 256
-    const pending = send(f, { body: { ...(f.request.body as object), sampling_params: { temperature: 1, max_new_tokens: 250, ignore_eos: true } } });
-    await new Promise((r) => setTimeout(r, 300));
+    const sampling = { temperature: 1, max_new_tokens: 250, ignore_eos: true };
+    const pending = send(f, { body: { ...(f.request.body as object), sampling_params: sampling } });
+    // a streamed companion sent after it: its first event means both are decoding (no fixed
+    // sleep, which a fast engine can outrun)
+    await firstStreamEvent({ input_ids: [1, 2, 3], sampling_params: sampling, stream: true });
     expectLike(F['pause-generation']!, await send(F['pause-generation']!));
     const got = await pending;
     await send(F['continue-generation']!);

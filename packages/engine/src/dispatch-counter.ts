@@ -1,0 +1,25 @@
+// Counts kernel dispatches: every kernel the `native` backend runs (tfjs runKernel calls,
+// including one kernel calling another) and every direct call into the addon made through the
+// engine's decode kernels. A decode step's count is the figure to bring down: each dispatch
+// costs tens of microseconds of tfjs bookkeeping whatever its size.
+import type { KernelFunc } from '@tensorflow/tfjs-core';
+
+let dispatches = 0;
+
+/** Kernel dispatches on the `native` backend since the process started (never reset). */
+export function kernelDispatches(): number {
+  return dispatches;
+}
+
+/** Adds `n` dispatches (direct addon calls). */
+export function countDispatches(n = 1): void {
+  dispatches += n;
+}
+
+/** `kernelFunc` counting one dispatch per call. */
+export function countingKernel(kernelFunc: KernelFunc): KernelFunc {
+  return ((args: never) => {
+    dispatches += 1;
+    return kernelFunc(args);
+  }) as KernelFunc;
+}

@@ -1,0 +1,83 @@
+// Decoding without tfjs: a decoder layer's decode step is one call into the addon, working on
+// plain Float32Arrays (the parameters' own storage on the `native` backend) and on a KV cache
+// laid out for appends. Dispatches are counted (see dispatch-counter.ts).
+import { countDispatches } from '../dispatch-counter.js';
+import { activeNativeAddon } from '../native-backend.js';
+
+/** One layer's weights, HF layout (W [out, in]); optional ones absent where the model has none. */
+export interface DecodeLayerWeights {
+  inputNorm: Float32Array;
+  q: Float32Array;
+  k: Float32Array;
+  v: Float32Array;
+  qBias?: Float32Array;
+  kBias?: Float32Array;
+  vBias?: Float32Array;
+  /** Per-head RMSNorm of q and k (Qwen3), [d]. */
+  qNorm?: Float32Array;
+  kNorm?: Float32Array;
+  o: Float32Array;
+  oBias?: Float32Array;
+  postNorm: Float32Array;
+  gate: Float32Array;
+  up: Float32Array;
+  down: Float32Array;
+  gateBias?: Float32Array;
+  upBias?: Float32Array;
+  downBias?: Float32Array;
+}
+
+/** Slot order of the weights array `NativeAddon.decodeLayer` reads (enum in native/fused-decode.c). */
+export const DECODE_WEIGHT_SLOTS: readonly (keyof DecodeLayerWeights)[] = [
+  'inputNorm', 'q', 'k', 'v', 'qBias', 'kBias', 'vBias', 'qNorm', 'kNorm', 'o', 'oBias', 'postNorm', 'gate', 'up', 'down',
+  'gateBias', 'upBias', 'downBias',
+];
+
+/** Sizes of one decode step: B rows, hidden H, heads nH / nKv of d, MLP width F. */
+export interface DecodeDims {
+  rows: number;
+  hidden: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  intermediate: number;
+}
+
+/** The decode kernels of the active backend; each call is one dispatch. */
+export interface DecodeKernels {
+  /**
+   * One layer's decode step, in place on `x` [B, H]: writes this token's key/value (after RoPE)
+   * at column `length` of `kCache`/`vCache` [B, nKv, capacity, d] and attends to columns
+   * padLeft[b] .. length of row b. `cos`/`sin` [B, d] for each row's position.
+   */
+  layer(
+    x: Float32Array, weights: DecodeLayerWeights, dims: DecodeDims, eps: number, cos: Float32Array, sin: Float32Array,
+    cache: { k: Float32Array; v: Float32Array; capacity: number; length: number; padLeft: Int32Array },
+  ): void;
+  /** y [rows, h] = rmsNorm(x) w. */
+  rmsNorm(x: Float32Array, w: Float32Array, rows: number, h: number, eps: number, y: Float32Array): void;
+  /** out [m, n] = a [m, k] b^T with b [n, k]. */
+  matMulTransposed(a: Float32Array, b: Float32Array, m: number, n: number, k: number, out: Float32Array): void;
+}
+
+/** The decode kernels when the active backend is `native` with the addon loaded, else undefined. */
+export function decodeKernels(): DecodeKernels | undefined {
+  const addon = activeNativeAddon();
+  if (!addon) return undefined;
+  return {
+    layer(x, weights, dims, eps, cos, sin, cache) {
+      const slots = DECODE_WEIGHT_SLOTS.map((name) => weights[name] ?? null);
+      const d = Int32Array.of(dims.rows, dims.hidden, dims.heads, dims.kvHeads, dims.headDim, dims.intermediate, cache.capacity, cache.length);
+      countDispatches();
+      addon.decodeLayer(x, slots, d, eps, cos, sin, cache.k, cache.v, cache.padLeft);
+    },
+    rmsNorm(x, w, rows, h, eps, y) {
+      countDispatches();
+      addon.rmsNorm(x, w, rows, h, eps, y);
+    },
+    matMulTransposed(a, b, m, n, k, out) {
+      countDispatches();
+      addon.gemm(false, true, 1, m, n, k, a, 0, b, 0, out);
+    },
+  };
+}

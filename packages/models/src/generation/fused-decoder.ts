@@ -1,0 +1,206 @@
+import { type DecodeKernels, type DecodeLayerWeights, decodeKernels } from '@rl2/engine';
+import type * as tf from '@tensorflow/tfjs-core';
+import { groupedQueryAttention } from '../layers/attention.js';
+import { denseLinear } from '../layers/linear.js';
+import { type DecoderModel, lmHeadWeight } from '../model/decoder-model.js';
+import { cachedForward, disposeKv, type KvBatch } from './cached-forward.js';
+import type { KvDecoder } from './kv-decoder.js';
+
+/**
+ * A KV cache laid out for appends: per layer k/v [B, nKv, capacity, d] in plain memory. Row r
+ * holds keys at columns padLeft[r] .. length-1; a step writes column `length` in place, so
+ * nothing is copied per token (capacity grows by half when full).
+ */
+export interface AppendKv {
+  layers: { k: Float32Array; v: Float32Array }[];
+  rows: number;
+  capacity: number;
+  length: number;
+  padLeft: Int32Array;
+}
+
+/** Capacity for `need` columns with room to grow. */
+function grownCapacity(need: number): number {
+  return need + Math.max(32, need >> 1);
+}
+
+/**
+ * Copies `from` rows `rows` (in that order) into a new cache of `length` columns and
+ * `capacity`, each row's real columns right-aligned.
+ */
+function copyRows(
+  parts: { kv: AppendKv; rows: number[] }[], length: number, capacity: number, kvHeads: number, d: number,
+): AppendKv {
+  const total = parts.reduce((a, p) => a + p.rows.length, 0);
+  const padLeft = new Int32Array(total);
+  const numLayers = parts[0]!.kv.layers.length;
+  const layers = Array.from({ length: numLayers }, () => ({
+    k: new Float32Array(total * kvHeads * capacity * d),
+    v: new Float32Array(total * kvHeads * capacity * d),
+  }));
+  let to = 0;
+  for (const { kv, rows } of parts) {
+    const shift = length - kv.length;
+    for (const r of rows) {
+      const pad = kv.padLeft[r]!;
+      padLeft[to] = pad + shift;
+      for (let l = 0; l < numLayers; l++) {
+        const src = kv.layers[l]!;
+        const dst = layers[l]!;
+        for (let h = 0; h < kvHeads; h++) {
+          const s0 = ((r * kvHeads + h) * kv.capacity + pad) * d;
+          const s1 = ((r * kvHeads + h) * kv.capacity + kv.length) * d;
+          const t0 = ((to * kvHeads + h) * capacity + pad + shift) * d;
+          dst.k.set(src.k.subarray(s0, s1), t0);
+          dst.v.set(src.v.subarray(s0, s1), t0);
+        }
+      }
+      to += 1;
+    }
+  }
+  return { layers, rows: total, capacity, length, padLeft };
+}
+
+/** A prefill's tensor KV cache (no recent tail) as an append cache. Consumes `kv`. */
+function fromKvBatch(kv: KvBatch, kvHeads: number, d: number): AppendKv {
+  const rows = kv.padLeft.length;
+  const capacity = grownCapacity(kv.length);
+  const layers = kv.layers.map((l) => {
+    const out = { k: new Float32Array(rows * kvHeads * capacity * d), v: new Float32Array(rows * kvHeads * capacity * d) };
+    const ks = l.k.dataSync() as Float32Array;
+    const vs = l.v.dataSync() as Float32Array;
+    for (let g = 0; g < rows * kvHeads; g++) {
+      out.k.set(ks.subarray(g * kv.length * d, (g + 1) * kv.length * d), g * capacity * d);
+      out.v.set(vs.subarray(g * kv.length * d, (g + 1) * kv.length * d), g * capacity * d);
+    }
+    return out;
+  });
+  disposeKv(kv);
+  return { layers, rows, capacity, length: kv.length, padLeft: Int32Array.from(kv.padLeft) };
+}
+
+/** A model's parameter as a Float32Array (its storage on `native`), or undefined. */
+function values(model: DecoderModel, name: string): Float32Array | undefined {
+  const t = model.params.get(name) as tf.Tensor | undefined;
+  if (!t) return undefined;
+  const v = t.dataSync();
+  return v instanceof Float32Array ? v : undefined;
+}
+
+/** Layer `i`'s weights, read at every step (training may have replaced them since). */
+function layerWeights(model: DecoderModel, i: number): DecodeLayerWeights {
+  const p = `model.layers.${i}.`;
+  const req = (name: string) => values(model, p + name)!;
+  const opt = (name: string) => values(model, p + name);
+  return {
+    inputNorm: req('input_layernorm.weight'),
+    q: req('self_attn.q_proj.weight'),
+    k: req('self_attn.k_proj.weight'),
+    v: req('self_attn.v_proj.weight'),
+    qBias: opt('self_attn.q_proj.bias'),
+    kBias: opt('self_attn.k_proj.bias'),
+    vBias: opt('self_attn.v_proj.bias'),
+    qNorm: model.config.qkNorm ? req('self_attn.q_norm.weight') : undefined,
+    kNorm: model.config.qkNorm ? req('self_attn.k_norm.weight') : undefined,
+    o: req('self_attn.o_proj.weight'),
+    oBias: opt('self_attn.o_proj.bias'),
+    postNorm: req('post_attention_layernorm.weight'),
+    gate: req('mlp.gate_proj.weight'),
+    up: req('mlp.up_proj.weight'),
+    down: req('mlp.down_proj.weight'),
+    gateBias: opt('mlp.gate_proj.bias'),
+    upBias: opt('mlp.up_proj.bias'),
+    downBias: opt('mlp.down_proj.bias'),
+  };
+}
+
+/** RoPE tables [B, d] (rotate-half layout) of one position per row. */
+function ropeRows(positions: number[], invFreq: Float64Array): { cos: Float32Array; sin: Float32Array } {
+  const half = invFreq.length;
+  const d = 2 * half;
+  const cos = new Float32Array(positions.length * d);
+  const sin = new Float32Array(positions.length * d);
+  positions.forEach((pos, t) => {
+    for (let i = 0; i < half; i++) {
+      const a = pos * invFreq[i]!;
+      cos[t * d + i] = cos[t * d + half + i] = Math.cos(a);
+      sin[t * d + i] = sin[t * d + half + i] = Math.sin(a);
+    }
+  });
+  return { cos, sin };
+}
+
+/** Whether every weight the fused step reads is a float32 parameter of the plain dense model. */
+function fusable(model: DecoderModel): boolean {
+  const c = model.config;
+  if (model.linear !== denseLinear || model.attention !== groupedQueryAttention || model.embedding || c.head !== 'causal-lm') return false;
+  if (!values(model, 'model.embed_tokens.weight') || !values(model, 'model.norm.weight')) return false;
+  try {
+    if (!(lmHeadWeight(model).dataSync() instanceof Float32Array)) return false;
+  } catch {
+    return false;
+  }
+  return Array.from({ length: c.numLayers }, (_, i) => layerWeights(model, i)).every((w) =>
+    [w.inputNorm, w.q, w.k, w.v, w.o, w.postNorm, w.gate, w.up, w.down].every((x) => x !== undefined),
+  );
+}
+
+/**
+ * The fused native decoder: prefill through `cachedForward` (tfjs, fused attention), then
+ * each step is numLayers + 2 addon calls (layers, final norm, LM head) over an `AppendKv`.
+ * Undefined off the `native` backend or for models with replaced linear layers, attention or
+ * embedding (tensor/context parallel, LoRA): those take `tfjsDecoder`.
+ */
+export function fusedDecoder(model: DecoderModel): KvDecoder<AppendKv> | undefined {
+  const kernels: DecodeKernels | undefined = decodeKernels();
+  if (!kernels || !fusable(model)) return undefined;
+  const c = model.config;
+  const d = c.headDim;
+  const dims = (rows: number) => ({
+    rows, hidden: c.hiddenSize, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: d, intermediate: c.intermediateSize,
+  });
+  const grow = (kv: AppendKv): AppendKv =>
+    kv.length < kv.capacity ? kv : copyRows([{ kv, rows: [...kv.padLeft.keys()] }], kv.length, grownCapacity(kv.length + 1), c.numKvHeads, d);
+  return {
+    async prefill(tokens, positions, pad) {
+      const out = cachedForward(model, tokens, positions, pad);
+      const logits = (await out.logits.data()) as Float32Array;
+      out.logits.dispose();
+      return { logits, kv: fromKvBatch(out.kv, c.numKvHeads, d) };
+    },
+    async step(kv0, tokens, positions) {
+      const kv = grow(kv0);
+      const b = tokens.length;
+      const h = c.hiddenSize;
+      const embed = values(model, 'model.embed_tokens.weight')!;
+      const x = new Float32Array(b * h);
+      tokens.forEach((t, r) => {
+        x.set(embed.subarray(t * h, (t + 1) * h), r * h);
+      });
+      const { cos, sin } = ropeRows(positions, model.invFreq);
+      for (let i = 0; i < c.numLayers; i++) {
+        const cache = { ...kv.layers[i]!, capacity: kv.capacity, length: kv.length, padLeft: kv.padLeft };
+        kernels.layer(x, layerWeights(model, i), dims(b), c.rmsNormEps, cos, sin, cache);
+      }
+      kernels.rmsNorm(x, values(model, 'model.norm.weight')!, b, h, c.rmsNormEps, x);
+      const logits = new Float32Array(b * c.vocabSize);
+      kernels.matMulTransposed(x, lmHeadWeight(model).dataSync() as Float32Array, b, c.vocabSize, h, logits);
+      return { logits, kv: { ...kv, length: kv.length + 1 } };
+    },
+    merge(a, b) {
+      if (!a) return b;
+      const length = Math.max(a.length, b.length);
+      return copyRows(
+        [{ kv: a, rows: [...a.padLeft.keys()] }, { kv: b, rows: [...b.padLeft.keys()] }], length, grownCapacity(length), c.numKvHeads, d,
+      );
+    },
+    select(kv, keep) {
+      if (keep.length === 0) return undefined;
+      const drop = Math.min(...keep.map((r) => kv.padLeft[r]!));
+      if (drop === 0 && keep.length === kv.rows && keep.every((r, i) => r === i)) return kv;
+      const length = kv.length - drop;
+      return copyRows([{ kv, rows: keep }], length, grownCapacity(length), c.numKvHeads, d);
+    },
+    dispose() {},
+  };
+}

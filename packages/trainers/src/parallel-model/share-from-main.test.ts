@@ -9,11 +9,15 @@ import { shareFromMain } from './share-from-main.js';
  */
 async function onTwoRanks<T>(produce: () => Promise<T>): Promise<{ main: PromiseSettledResult<T>; other: PromiseSettledResult<T> }> {
   const sums: Float32Array[] = [];
-  const rank0: DataParallel = { rank: 0, size: 2, allReduceSum: (b) => {
+  const rank0: DataParallel = {
+    rank: 0,
+    size: 2,
+    allReduceSum: (b) => {
       sums.push(b.slice());
       return b;
     },
-    close: async () => {} };
+    close: async () => {},
+  };
   const main = (await Promise.allSettled([shareFromMain(rank0, produce)]))[0] as PromiseSettledResult<T>;
   let k = 0;
   const rank1: DataParallel = {

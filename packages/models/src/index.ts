@@ -17,7 +17,7 @@ export { PT_METADATA, SafetensorsWriter, serializeSafetensors } from './checkpoi
 export type { SafetensorsHeader, TensorEntry, TensorSpec } from './checkpoint/safetensors-header.js';
 export { DEFAULT_MAX_SHARD_SIZE, parseShardSize, planShards } from './checkpoint/shard-plan.js';
 export type { ShardPlan } from './checkpoint/shard-plan.js';
-export { commitDir, recoverInterruptedSave, tempDirBeside, writeDirAtomic } from './checkpoint/atomic-dir.js';
+export { commitDir, recoverInterruptedSave, removeStaleSaves, tempDirBeside, tempPathBeside, writeDirAtomic } from './checkpoint/atomic-dir.js';
 export type { HostTensor } from './checkpoint/host-tensor.js';
 export { floatToBf16Bits, floatToHalfBits, halfToFloat, safetensorsDtypeOf, TORCH_DTYPES } from './checkpoint/float-formats.js';
 export type { SafetensorsDtype, TorchDtype } from './checkpoint/float-formats.js';

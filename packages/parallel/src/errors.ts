@@ -3,7 +3,7 @@
  * - `INVALID_ARGUMENT`: a value passed in code is out of range or the wrong shape.
  * - `LAUNCH_ENV`: launcher environment variables are missing or contradict each other.
  * - `RANK_FAILED`: a rank started by `launch` exited non-zero (its exit code and stderr tail are in the message).
- * - `INTERRUPTED`: `launch` was aborted or got SIGINT/SIGTERM/SIGHUP and stopped every rank.
+ * - `INTERRUPTED`: `launch` was aborted or got SIGINT/SIGTERM/SIGHUP and stopped every rank (see {@link InterruptedError}).
  * - `RENDEZVOUS`: ranks could not meet at MASTER_ADDR:MASTER_PORT.
  * - `COLLECTIVE_TIMEOUT`: a collective waited longer than its timeout; the message names the ranks that never arrived.
  * - `PEER_LOST`: the connection to another rank closed while it was needed.
@@ -43,5 +43,19 @@ export class RankFailedError extends ParallelError {
     const how = exitCode !== null ? `exit code ${exitCode}` : `signal ${signal}`;
     const tail = stderrTail.trim() ? `\n--- last stderr of rank ${rank} ---\n${stderrTail.trimEnd()}` : ' (no stderr output)';
     super('RANK_FAILED', `rank ${rank} failed with ${how}; every other rank was stopped.${tail}`);
+  }
+}
+
+/**
+ * `launch` got a signal (or its abort signal fired): on SIGINT / SIGTERM every rank was passed
+ * the signal (trainers save a checkpoint, then exit), on SIGHUP or an abort every rank was stopped.
+ */
+export class InterruptedError extends ParallelError {
+  constructor(
+    /** The signal `launch` got; null for an abort. */
+    readonly signal: NodeJS.Signals | null,
+    message: string,
+  ) {
+    super('INTERRUPTED', message);
   }
 }

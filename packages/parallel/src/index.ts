@@ -1,4 +1,4 @@
-export { ParallelError, RankFailedError } from './errors.js';
+export { InterruptedError, ParallelError, RankFailedError } from './errors.js';
 export type { ParallelErrorCode } from './errors.js';
 export { readLaunchEnv, DEFAULT_MASTER_PORT } from './launch/read-launch-env.js';
 export type { LaunchEnv, LaunchSource } from './launch/read-launch-env.js';

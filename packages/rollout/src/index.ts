@@ -62,6 +62,7 @@ export type { RolloutRecord } from './loop/write-rollouts-jsonl.js';
 
 // Example envs (also loadable by path through rollout.env_path).
 export * as calculatorEnv from './envs/calculator-env.js';
+export * as countdownEnv from './envs/countdown-env.js';
 export * as arithmeticEnv from './envs/arithmetic-env.js';
 export { evaluateExpression } from './envs/evaluate-expression.js';
 

@@ -1,8 +1,9 @@
 import { basename } from 'node:path';
-import { ParallelError, RankFailedError, launch } from '@rl2/parallel';
+import { InterruptedError, RankFailedError, launch } from '@rl2/parallel';
 import { TrainersError } from '@rl2/trainers';
 import type { CAC } from 'cac';
 import type { CliIo } from '../cli-io.js';
+import { signalExitCode } from '../interrupt.js';
 
 /**
  * The program each rank runs. A leading `rl2` means this very CLI (same node, same script, same
@@ -27,7 +28,8 @@ function int(flag: string, value: unknown, min: number): number | undefined {
  * Registers `rl2 launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A
  * --master-port P] -- COMMAND ...` (torchrun's flags): N ranks of COMMAND with RANK, WORLD_SIZE,
  * LOCAL_RANK, MASTER_ADDR, MASTER_PORT set; output lines prefixed `[rank N]`. When a rank fails
- * every rank is stopped, its error is printed and the exit code is that rank's.
+ * every rank is stopped, its error is printed and the exit code is that rank's; Ctrl-C or SIGTERM
+ * reaches every rank (trainers save, then exit) and the exit code is 130 / 143.
  */
 export function registerLaunchCommand(cli: CAC, io: CliIo): void {
   cli
@@ -56,13 +58,13 @@ export function registerLaunchCommand(cli: CAC, io: CliIo): void {
           command: rankCommand(command, { execPath: process.execPath, execArgv: process.execArgv, script: process.argv[1] }),
           output: 'silent',
           onOutput: write,
-          // No abort signal: launch() itself passes Ctrl-C on to the ranks, which save and exit.
+          // No abort signal: launch() itself passes Ctrl-C and SIGTERM on to the ranks, which save and exit.
         });
         return 0;
       } catch (err) {
-        if (err instanceof ParallelError && err.code === 'INTERRUPTED') {
+        if (err instanceof InterruptedError) {
           io.stderr.write(`rl2 launch: ${err.message}\n`);
-          return 130;
+          return signalExitCode(err.signal ?? 'SIGINT');
         }
         if (!(err instanceof RankFailedError)) throw err;
         io.stderr.write(`rl2 launch: ${err.message}\n`);

@@ -2,7 +2,7 @@ import { type PpoRunResult, formatConfigHelp, loadConfig, ppoConfigSchema, runPp
 import type { CAC } from 'cac';
 import { stringify } from 'yaml';
 import type { CliIo } from '../cli-io.js';
-import { INTERRUPTED_EXIT_CODE } from './run-trainer.js';
+import { interruptedExitCode } from '../interrupt.js';
 
 /** `--help` body of `rl2 ppo`: the config tree with defaults and docs. */
 export function ppoHelp(): string {
@@ -26,7 +26,7 @@ export function registerPpoCommand(cli: CAC, io: CliIo): void {
         return 0;
       }
       const result = await runPpo(config, { stdout: io.stdout, signal: io.signal });
-      if (result.interrupted) return INTERRUPTED_EXIT_CODE;
+      if (result.interrupted) return interruptedExitCode(io.signal);
       const [before, after] = [reward(result, 0), reward(result, -1)];
       const tested = before !== undefined && after !== undefined && result.tests.length > 1 ? `, test reward ${before.toFixed(4)} -> ${after.toFixed(4)}` : '';
       io.stdout.write(`done: ${result.step} steps${tested}, checkpoint ${result.checkpoint}\n`);

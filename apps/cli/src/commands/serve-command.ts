@@ -44,17 +44,20 @@ export function registerServeCommand(cli: CAC, io: CliIo, version: string): void
     });
 }
 
-/** Resolves on the CLI's Ctrl-C signal (or SIGINT without one) and on SIGTERM. */
+/** Resolves when the CLI's signal aborts (Ctrl-C or SIGTERM), or, without one, on SIGINT or SIGTERM. */
 function untilStopped(signal: AbortSignal | undefined): Promise<void> {
   return new Promise<void>((resolve) => {
+    if (signal) {
+      if (signal.aborted) resolve();
+      else signal.addEventListener('abort', () => resolve(), { once: true });
+      return;
+    }
     const stop = () => {
       process.off('SIGTERM', stop);
-      if (!signal) process.off('SIGINT', stop);
+      process.off('SIGINT', stop);
       resolve();
     };
     process.once('SIGTERM', stop);
-    if (!signal) process.once('SIGINT', stop);
-    else if (signal.aborted) stop();
-    else signal.addEventListener('abort', stop, { once: true });
+    process.once('SIGINT', stop);
   });
 }

@@ -2,8 +2,18 @@ import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from
 import { basename, dirname, join } from 'node:path';
 import { syncPath } from './byte-file.js';
 
-/** `.tmp-<pid>-<time>-<name>` / `.old-<pid>-<time>-<name>`: folders a save works in, beside its target. */
+/** `.tmp-<pid>-<time>-<name>` / `.old-<pid>-<time>-<name>`: what a save works in, beside its target. */
 const WORK_DIR = /^\.(tmp|old)-(\d+)-\d+-(.+)$/;
+
+const workName = (kind: 'tmp' | 'old', name: string) => `.${kind}-${process.pid}-${Date.now()}-${name}`;
+
+/**
+ * A path beside `path` for a file or link to write before renaming it over `path`; named like a
+ * save's work folder, so that {@link removeStaleSaves} knows it for ours when a kill leaves it.
+ */
+export function tempPathBeside(path: string): string {
+  return join(dirname(path), workName('tmp', basename(path)));
+}
 
 /**
  * A fresh folder beside `dir` to fill before `commitDir` puts it in place (same file system,
@@ -13,7 +23,7 @@ export function tempDirBeside(dir: string): string {
   const parent = dirname(dir);
   mkdirSync(parent, { recursive: true });
   removeStaleWorkDirs(parent, basename(dir));
-  const tmp = join(parent, `.tmp-${process.pid}-${Date.now()}-${basename(dir)}`);
+  const tmp = join(parent, workName('tmp', basename(dir)));
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp);
   return tmp;
@@ -29,7 +39,7 @@ export function commitDir(tmp: string, dir: string): void {
   syncTree(tmp);
   const parent = dirname(dir);
   if (existsSync(dir)) {
-    const old = join(parent, `.old-${process.pid}-${Date.now()}-${basename(dir)}`);
+    const old = join(parent, workName('old', basename(dir)));
     renameSync(dir, old);
     renameSync(tmp, dir);
     syncPath(parent);
@@ -61,20 +71,34 @@ function syncTree(path: string): void {
 }
 
 /**
- * Work folders of `name` in `parent` left by processes that are gone. A `.old-*` one while
- * `name` itself is missing is the previous folder of a save killed between its two renames.
+ * Work folders and files in `parent` (of `name` only, when given) left by processes that are gone.
+ * A `.old-*` one while its target is missing is the previous folder of a save killed between its
+ * two renames.
  */
-function staleWorkDirs(parent: string, name: string): { path: string; old: boolean }[] {
+function staleWorkDirs(parent: string, name?: string): { path: string; target: string; old: boolean }[] {
   if (!existsSync(parent)) return [];
   return readdirSync(parent)
     .map((entry) => ({ entry, m: WORK_DIR.exec(entry) }))
-    .filter(({ m }) => m && m[3] === name && !processAlive(Number(m[2])))
-    .map(({ entry, m }) => ({ path: join(parent, entry), old: m?.[1] === 'old' }));
+    .filter(({ m }) => m && (name === undefined || m[3] === name) && !processAlive(Number(m[2])))
+    .map(({ entry, m }) => ({ path: join(parent, entry), target: m?.[3] as string, old: m?.[1] === 'old' }));
 }
 
 function removeStaleWorkDirs(parent: string, name: string): void {
   recoverInterruptedSave(join(parent, name));
   for (const stale of staleWorkDirs(parent, name)) rmSync(stale.path, { recursive: true, force: true });
+}
+
+/**
+ * Cleans `parent` (a run folder) of what saves killed mid-way left in it: a save killed between
+ * its two renames gets its previous folder back, and every other `.tmp-*` / `.old-*` work folder
+ * or file of a process that is gone is removed (those of live processes, such as another run
+ * saving into the same folder, are kept). Returns the names removed.
+ */
+export function removeStaleSaves(parent: string): string[] {
+  for (const target of new Set(staleWorkDirs(parent).map((s) => s.target))) recoverInterruptedSave(join(parent, target));
+  const stale = staleWorkDirs(parent);
+  for (const s of stale) rmSync(s.path, { recursive: true, force: true });
+  return stale.map((s) => basename(s.path));
 }
 
 /**

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { ParallelError, RankFailedError } from '../errors.js';
+import { InterruptedError, ParallelError, RankFailedError } from '../errors.js';
 import { DEFAULT_MASTER_PORT } from './read-launch-env.js';
 
 /** Options of {@link launch}; the names follow torchrun's flags. */
@@ -29,17 +29,17 @@ export interface LaunchOptions {
   signal?: AbortSignal;
   /** Grace between SIGTERM and SIGKILL when stopping ranks (default 5000 ms). */
   killGraceMs?: number;
-  /** After a Ctrl-C is passed on to the ranks, how long they may take to save and exit before SIGTERM (default 120000 ms). */
+  /** After a SIGINT / SIGTERM is passed on to the ranks, how long they may take to save and exit before SIGTERM again (default 120000 ms). */
   interruptGraceMs?: number;
   /** After the first rank fails, how long the others may still exit on their own before SIGTERM (default 1000 ms). */
   settleMs?: number;
   /** Bytes of stderr kept per rank for the error report (default 4096). */
   stderrTailBytes?: number;
   /**
-   * While ranks run, SIGINT to this process is passed on to every rank (trainers save and exit;
-   * a second SIGINT stops them at once), SIGTERM / SIGHUP stop every rank, and the launch rejects
-   * with `INTERRUPTED` instead of leaving them orphaned (ranks run in their own process groups, so
-   * a terminal's Ctrl-C does not reach them directly). Default true.
+   * While ranks run, SIGINT and SIGTERM to this process are passed on to every rank (trainers save
+   * and exit; a second signal stops them at once), SIGHUP stops every rank, and the launch rejects
+   * with an {@link InterruptedError} instead of leaving them orphaned (ranks run in their own
+   * process groups, so a terminal's Ctrl-C does not reach them directly). Default true.
    */
   forwardSignals?: boolean;
 }
@@ -78,7 +78,7 @@ export function rankEnv(o: Required<Pick<LaunchOptions, 'nprocPerNode' | 'nnodes
  *
  * For the CLI: `rl2 launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A
  * --master-port P] -- rl2 ppo ...` maps one to one onto these options; exit with
- * `err.exitCode ?? 1` on RankFailedError and wire SIGINT/SIGTERM to `signal`.
+ * `err.exitCode ?? 1` on RankFailedError and 128 + the signal's number on InterruptedError.
  */
 export function launch(options: LaunchOptions): Promise<LaunchResult> {
   const o = {
@@ -133,17 +133,18 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
     const onParentExit = () => {
       for (const c of children) kill(c, 'SIGKILL');
     };
-    const onAbort = () => stopAll(new ParallelError('INTERRUPTED', `launch aborted: ${String(options.signal?.reason ?? 'signal')}; every rank was stopped.`), false);
-    // Ctrl-C is passed on (ranks run in their own process groups, so the terminal's SIGINT does
-    // not reach them): trainers finish their step, save a checkpoint and exit. A second Ctrl-C, or
+    const onAbort = () => stopAll(new InterruptedError(null, `launch aborted: ${String(options.signal?.reason ?? 'signal')}; every rank was stopped.`), false);
+    // Ctrl-C and SIGTERM (what Slurm and Kubernetes send before they stop a job) are passed on
+    // (ranks run in their own process groups, so the terminal's SIGINT does not reach them):
+    // trainers finish their step, save a checkpoint and exit. A second signal, or
     // `interruptGraceMs` without them exiting, stops them hard.
     let interrupting = false;
     const onSignal = (sig: NodeJS.Signals) => {
       if (interrupting) return terminate();
-      if (sig !== 'SIGINT' || failure) return stopAll(new ParallelError('INTERRUPTED', `launch got ${sig}; every rank was stopped.`), false);
+      if (sig === 'SIGHUP' || failure) return stopAll(new InterruptedError(sig, `launch got ${sig}; every rank was stopped.`), false);
       interrupting = true;
-      failure = new ParallelError('INTERRUPTED', 'launch got SIGINT; every rank was asked to stop (trainers save a checkpoint first).');
-      for (const c of children) kill(c, 'SIGINT');
+      failure = new InterruptedError(sig, `launch got ${sig}; every rank was asked to stop (trainers save a checkpoint first).`);
+      for (const c of children) kill(c, sig);
       killTimer = setTimeout(terminate, interruptGrace);
       killTimer.unref();
     };

@@ -1,9 +1,8 @@
 import { type TrainingSequence, loadEnvironment } from '@rl2/rollout';
-import { resolveCheckpoint } from '../checkpoint/resolve-checkpoint.js';
 import type { MetricRecord } from '../metrics/metrics-log.js';
 import { type DataParallel, openDataParallel } from '../parallel-model/data-parallel.js';
 import { type RunIo, RunSession, type SessionResult } from '../run/run-session.js';
-import { openTokenizer, startEngine } from '../run/run-setup.js';
+import { openSaveDir, openTokenizer, startEngine } from '../run/run-setup.js';
 import { dataMetrics, describeCounts } from '../dataset/data-counts.js';
 import { actorObjective } from './actor-objective.js';
 import { criticObjective } from './critic-objective.js';
@@ -57,14 +56,14 @@ async function trainPpo(config: PpoConfig, io: RunIo, dp: DataParallel): Promise
   const tokenizer = await openTokenizer(a.tokenizer_name ?? a.model_name, a.tokenizer_name ? 'actor.tokenizer_name' : 'actor.model_name');
   const prompts = await loadPpoPrompts(tokenizer, config.data, trainer.seed, ppoSequenceBudget(config));
   const env = await loadEnvironment(r.env_path, { timeoutMs: r.env_timeout_s * 1000, workers: r.env_workers });
-  const resumeFrom = resolveCheckpoint(trainer.save_dir, trainer.load_ckpt_from);
+  const out = io.stdout ?? process.stdout;
+  const resumeFrom = openSaveDir(trainer, dp.rank, (line) => out.write(`rl2 ppo: ${line}\n`));
   const saved = resumeFrom ? loadPpoCheckpoint(resumeFrom) : undefined;
   const totalSteps = Math.min(trainer.max_steps ?? Number.POSITIVE_INFINITY, trainer.n_epochs * Math.max(1, Math.floor(prompts.train.length / r.train_prompts_per_rollout)));
   const models = await openPpoModels(config, dp, totalSteps, resumeFrom, saved);
   const { actor, ref, critic } = models;
   const stream = new PromptStream(prompts.train, config.data.shuffle, trainer.seed, saved?.stream);
   const testPrompts = r.test_prompts_per_rollout ? prompts.test.slice(0, r.test_prompts_per_rollout) : prompts.test;
-  const out = io.stdout ?? process.stdout;
   const rollout = await openPpoRollout(config, dp, { actor: models.fullActor, generationConfig: models.generationConfig, tokenizer, env, stream, testPrompts, writeActor: models.writeActor, out });
   const session = new RunSession({ trainer, config, io, world: dp, totalSteps, resumeFrom, step: saved?.state.step ?? 0 });
   session.say(

@@ -1,5 +1,6 @@
-import { existsSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
+import { writeFileAtomic } from '../checkpoint/atomic-write.js';
 import { TrainersError } from '../errors.js';
 import { readMetrics } from '../metrics/metrics-log.js';
 import { renderHtmlReport } from './html-report.js';
@@ -14,7 +15,6 @@ export function writeReport(runDir: string): string {
   const out = join(runDir, 'report.html');
   const last = records[records.length - 1];
   const notes = [`Run directory: ${resolve(runDir)}`, `${records.length} records${last ? `, last step ${last.step}` : ''}.`];
-  writeFileSync(`${out}.tmp`, renderHtmlReport(`rl2 run ${basename(resolve(runDir))}`, records, notes));
-  renameSync(`${out}.tmp`, out);
+  writeFileAtomic(out, renderHtmlReport(`rl2 run ${basename(resolve(runDir))}`, records, notes));
   return out;
 }

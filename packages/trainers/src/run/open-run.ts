@@ -1,5 +1,5 @@
 import type { DecoderModel, LoadModelOptions } from '@rl2/models';
-import { resolveCheckpoint } from '../checkpoint/resolve-checkpoint.js';
+import { readLaunchEnv } from '@rl2/parallel';
 import type { ModelSection, TrainerSection } from '../config/sections.js';
 import type { BadRowPolicy } from '@rl2/data';
 import { dataMetrics, describeCounts } from '../dataset/data-counts.js';
@@ -7,7 +7,7 @@ import { type ItemKind, type SplitConfig, loadItems } from '../dataset/load-item
 import { microBatchBudget, planRankLayout } from '../parallel-model/rank-layout.js';
 import { trainModel } from '../parallel-model/trained-model.js';
 import { openDataParallel } from '../parallel-model/data-parallel.js';
-import { modelSaver, openModel, openTokenizer, startEngine, startingWeights } from './run-setup.js';
+import { modelSaver, openModel, openSaveDir, openTokenizer, startEngine, startingWeights } from './run-setup.js';
 import type { RunIo } from './run-session.js';
 import type { LoopSpec } from './train-loop.js';
 
@@ -46,11 +46,12 @@ export async function openRun(
   const tokenizer = await openTokenizer(tokenizerDir, section.tokenizer_name ? `${key}.tokenizer_name` : `${key}.model_name`);
   // lengths are checked here, once, against the micro-batch budget: not mid-epoch when a batch is packed
   const { train, test, dropped, counts } = await loadItems(kind, tokenizer, data, trainer.seed, microBatchBudget(section, key));
-  const resumeFrom = resolveCheckpoint(trainer.save_dir, trainer.load_ckpt_from);
+  const out = io.stdout ?? process.stdout;
+  const resumeFrom = openSaveDir(trainer, readLaunchEnv(process.env).rank, (line) => out.write(`rl2 ${kind}: ${line}\n`));
   const { model: full, generationConfig } = await openModel(startingWeights(section.model_name, resumeFrom), `${key}.model_name`, modelOptions);
   const world = await openDataParallel();
   try {
-    if (world.rank === 0) for (const line of describeCounts(counts, (split) => (split === 'train' ? data.train : data.test).max_length)) (io.stdout ?? process.stdout).write(`rl2 ${kind}: ${line}\n`);
+    if (world.rank === 0) for (const line of describeCounts(counts, (split) => (split === 'train' ? data.train : data.test).max_length)) out.write(`rl2 ${kind}: ${line}\n`);
     const layout = planRankLayout(world, section, key);
     const trained = trainModel(full, layout, key);
     const model = trained.model;

@@ -2,8 +2,19 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { type Tokenizer, downloadProgressLines, loadTokenizer } from '@rl2/data';
 import { type EngineBackendChoice, initEngine } from '@rl2/engine';
-import { type DecoderModel, type GenerationConfig, type LoadModelOptions, type ParamMap, createDecoderModel, loadModel, resolveModelDir, saveCheckpoint as saveHfModel } from '@rl2/models';
+import {
+  type DecoderModel,
+  type GenerationConfig,
+  type LoadModelOptions,
+  type ParamMap,
+  createDecoderModel,
+  loadModel,
+  removeStaleSaves,
+  resolveModelDir,
+  saveCheckpoint as saveHfModel,
+} from '@rl2/models';
 import { readLaunchEnv } from '@rl2/parallel';
+import { resolveCheckpoint } from '../checkpoint/resolve-checkpoint.js';
 import type { ModelSection, TrainerSection } from '../config/sections.js';
 import { TrainersError } from '../errors.js';
 import { copyTokenizerFiles } from '../model-init/tokenizer-files.js';
@@ -25,6 +36,20 @@ export async function startEngine(trainer: TrainerSection, io: RunIo): Promise<v
     training: true,
     logger: (line) => out.write(`${line}\n`),
   });
+}
+
+/**
+ * The checkpoint to resume from (`trainer.load_ckpt_from`), once the writing rank (world rank 0)
+ * has cleaned the run folder of what a killed save left there, on a fresh start and on a resume
+ * alike (`.tmp-*` / `.old-*` of processes that are gone; a save killed between its two renames
+ * gets its folder back). `say` gets a line naming what was removed.
+ */
+export function openSaveDir(trainer: TrainerSection, rank: number, say: (line: string) => void): string | undefined {
+  if (rank === 0) {
+    const removed = removeStaleSaves(trainer.save_dir);
+    if (removed.length > 0) say(`removed ${removed.length} unfinished save(s) left in ${trainer.save_dir} by a killed run: ${removed.join(', ')}`);
+  }
+  return resolveCheckpoint(trainer.save_dir, trainer.load_ckpt_from);
 }
 
 /** Download progress of hub models, as lines on stderr (where huggingface_hub's bars go). */

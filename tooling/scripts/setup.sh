@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.."
 PNPM_VERSION=10.34.9
 if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   need=()
-  for p in libopenblas-dev libopenblas0-pthread g++ make python3; do
+  for p in libopenblas-dev libopenblas0-pthread libgloo-dev g++ make python3; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
   done
   if [ ${#need[@]} -gt 0 ]; then
@@ -16,7 +16,7 @@ if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
   fi
 else
-  echo "setup: not root or no apt-get; native kernels need libopenblas-dev and a C++ compiler (the pure path is used without them)"
+  echo "setup: not root or no apt-get; native kernels need libopenblas-dev and a C++ compiler (the pure path is used without them); Gloo collectives need libgloo-dev (socket collectives are used without it)"
 fi
 
 if [ "$(pnpm --version 2>/dev/null || true)" != "$PNPM_VERSION" ]; then

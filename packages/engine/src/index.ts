@@ -8,7 +8,7 @@ export type { EngineErrorCode } from './errors.js';
 
 // Training ops with one fused kernel on `native` and the stock composite ops elsewhere.
 export { softmaxCrossEntropy } from './softmax-cross-entropy.js';
-export { adamWUpdate } from './fused/fused-adamw.js';
+export { adamWInPlace, adamWUpdate, scaleInPlace } from './fused/fused-adamw.js';
 export type { AdamWStep } from './fused/fused-adamw.js';
 
 // Fused decoder-layer kernels: each returns undefined when the active backend lacks it, so the

@@ -78,9 +78,11 @@ export type { TrainingItem, TrainingSequence } from './dataset/training-item.js'
 export type { TrainerSection, ModelSection } from './config/sections.js';
 
 // PPO / GRPO (rl2 ppo); serving a checkpoint (rl2 serve) is @rl2/rollout's serveModel.
-export { ppoConfigSchema } from './ppo/ppo-config.js';
+export { PPO_ADV_ESTIMATORS, PPO_AVG_LEVELS, checkPpoConfig, ppoConfigSchema } from './ppo/ppo-config.js';
 export type { PpoConfig } from './ppo/ppo-config.js';
 export { runPpo } from './ppo/run-ppo.js';
 export type { PpoRunResult } from './ppo/run-ppo.js';
 export { computePpoAdvantages } from './ppo/ppo-advantages.js';
+export { ppoTrainStep } from './ppo/ppo-train-step.js';
+export type { PpoPasses, PpoStepState } from './ppo/ppo-train-step.js';
 export type { AdvantageInputs, AdvantageOutputs } from './ppo/ppo-advantages.js';

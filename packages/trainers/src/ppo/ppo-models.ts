@@ -34,7 +34,7 @@ export interface PpoModels {
    * The checkpoint `dir` (see `savePpoCheckpoint`): every rank joins the gathers of sharded
    * optimizer state and critic weights, rank 0 (`isMain`) writes.
    */
-  saveCheckpoint(dir: string, isMain: boolean, state: Pick<Parameters<typeof savePpoCheckpoint>[1], 'step' | 'totalSteps' | 'lr' | 'stream'>): Promise<void>;
+  saveCheckpoint(dir: string, isMain: boolean, state: Pick<Parameters<typeof savePpoCheckpoint>[1], 'step' | 'totalSteps' | 'lr' | 'klCoef' | 'stream'>): Promise<void>;
   dispose(): void;
 }
 

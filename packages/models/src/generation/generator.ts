@@ -1,7 +1,7 @@
 import { ModelsError } from '../errors.js';
 import type { DecoderModel } from '../model/decoder-model.js';
 import type { FinishReason, GenerationRequest, GenerationResult } from './generation-request.js';
-import { sampleToken, type TokenLogprob } from './sample-token.js';
+import { sampleRows, type TokenLogprob } from './sample-token.js';
 import { deriveSeed, SeededRng } from './seeded-rng.js';
 import { chooseDecoder, type KvDecoder } from './kv-decoder.js';
 
@@ -111,10 +111,13 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
   };
 
   const sampleInto = (active: Row[], data: Float32Array) => {
-    const v = model.config.vocabSize;
+    // every row in one call where the backend samples natively
+    const skip = active.map((row) => !!(row.request.signal?.aborted || row.aborted));
+    const picked = sampleRows(data, active.map((r) => r.request), active.map((r) => r.rng), active.map((r) => r.request.topLogprobs ?? 0), skip);
     active.forEach((row, i) => {
-      if (row.request.signal?.aborted || row.aborted) return;
-      const { token, logprob, top } = sampleToken(data.subarray(i * v, (i + 1) * v), row.request, row.rng, row.request.topLogprobs);
+      // (an onToken callback may have aborted a later row meanwhile)
+      if (skip[i] || row.request.signal?.aborted || row.aborted) return;
+      const { token, logprob, top } = picked[i]!;
       row.tokens.push(token);
       row.logprobs.push(logprob);
       if (top) row.top.push(top);

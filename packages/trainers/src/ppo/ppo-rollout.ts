@@ -13,6 +13,7 @@ import {
 } from '@rl2/rollout';
 import { TrainersError } from '../errors.js';
 import type { DataParallel } from '../parallel-model/data-parallel.js';
+import { shareFromMain } from '../parallel-model/share-from-main.js';
 import { checkSameRollout } from './check-same-rollout.js';
 import { type RolloutShard, gatherRollout } from './gather-rollout.js';
 import type { PpoConfig } from './ppo-config.js';
@@ -32,15 +33,15 @@ export interface PpoRollout {
 
 /** What the rollout is built from besides the config. */
 export interface PpoRolloutParts {
-  /** The full actor the embedded engine generates with. */
-  readonly actor: DecoderModel;
+  /** The full actor the embedded engine generates with (unused with rollout.engine=sglang). */
+  readonly actor?: DecoderModel;
   readonly generationConfig?: GenerationConfig;
   readonly tokenizer: Tokenizer;
   readonly env: Environment;
   readonly stream: PromptStream;
   readonly testPrompts: readonly RolloutPrompt[];
-  /** Writes the actor as a HF folder (the SGLang weight sync). */
-  readonly saveActor: (dir: string) => Promise<void>;
+  /** Writes the actor as a HF folder (the SGLang weight sync): every rank calls it, rank 0 writes. */
+  readonly writeActor: (dir: string, isMain: boolean) => Promise<void>;
   readonly out: NodeJS.WriteStream;
 }
 
@@ -62,7 +63,7 @@ export function samplingParams(p: PpoConfig['rollout']['train_sampling_params'])
  * optimizer step is seen by the next rollout with no copy. SGLang: servers at
  * rollout.server_urls, synced through /update_weights_from_disk.
  */
-export function createPpoEngine(cfg: PpoConfig['rollout'], actor: DecoderModel, generationConfig: GenerationConfig | undefined, tokenizer: Tokenizer): RolloutEngine {
+export function createPpoEngine(cfg: PpoConfig['rollout'], actor: DecoderModel | undefined, generationConfig: GenerationConfig | undefined, tokenizer: Tokenizer): RolloutEngine {
   if (cfg.engine === 'sglang') {
     if (cfg.server_urls.length === 0) {
       throw new TrainersError('INVALID_ARGUMENT', 'rollout.engine=sglang needs rollout.server_urls=[http://host:port] (an SGLang server or `rl2 serve --model PATH`)');
@@ -71,6 +72,7 @@ export function createPpoEngine(cfg: PpoConfig['rollout'], actor: DecoderModel, 
     const apiKey = process.env.RL2_API_KEY;
     return createSGLangEngine({ urls: cfg.server_urls, ...(apiKey ? { apiKey } : {}) });
   }
+  if (!actor) throw new TrainersError('INVALID_ARGUMENT', 'rollout.engine=embedded needs the full actor to generate with');
   const eos = generationConfig?.eosTokenIds?.length ? generationConfig.eosTokenIds : [tokenizer.eosTokenId];
   const generator = createGenerator(actor, { maxBatch: cfg.max_batch, decode: (ids) => tokenizer.decode(ids), eosTokenIds: eos });
   return createEmbeddedEngine({ generator });
@@ -99,15 +101,22 @@ const prefixed = (prefix: string, m: object) => Object.fromEntries(Object.entrie
 
 /**
  * Starts the engine of rollout.engine (checking SGLang servers are up) and the rollout runner
- * over the prompt stream. Under several ranks see {@link ranksRollout}.
+ * over the prompt stream. Under several ranks: the embedded engine as in {@link ranksRollout};
+ * SGLang servers are driven by rank 0 alone (its runner spreads the requests over
+ * rollout.server_urls, or sends them to the router there), and every step's batch, every
+ * evaluation and every failure reaches the other ranks from it. The weight sync gathers the
+ * actor's shards on every rank, rank 0 writes the folder once and has every server reload it.
  */
 export async function openPpoRollout(config: PpoConfig, dp: DataParallel, parts: PpoRolloutParts): Promise<PpoRollout> {
   const { trainer, rollout: r } = config;
   const { stream, out } = parts;
   const isMain = dp.rank === 0;
-  const engine = createPpoEngine(r, parts.actor, parts.generationConfig, parts.tokenizer);
-  await checkEngine(engine, r);
-  const runnerOptions = {
+  const servers = r.engine === 'sglang';
+  // with SGLang the other ranks never talk to the servers
+  const engine = servers && !isMain ? undefined : createPpoEngine(r, parts.actor, parts.generationConfig, parts.tokenizer);
+  const onServers = <T>(fn: (engine: RolloutEngine) => Promise<T>): Promise<T> => shareFromMain(dp, () => fn(engine as RolloutEngine));
+  if (servers) await onServers((e) => checkEngine(e, r));
+  const runnerOptions = engine && {
     engine,
     env: parts.env,
     tokenizer: parts.tokenizer,
@@ -135,32 +144,42 @@ export async function openPpoRollout(config: PpoConfig, dp: DataParallel, parts:
       if (isMain) out.write(`${line}\n`);
     },
   };
-  const runner: RolloutRunner = createRolloutRunner(runnerOptions);
+  const runner: RolloutRunner | undefined = runnerOptions && createRolloutRunner(runnerOptions);
+  const evaluate = async (step: number) => {
+    if (parts.testPrompts.length === 0 || !runner) return undefined;
+    const res = await runner.evaluate(parts.testPrompts, step);
+    const { rollout_s: _s, tokens_per_s: _t, groups: _g, carried_groups: _c, filtering_ratio: _f, ...shown } = res.metrics;
+    const line = `evaluation @ step ${step}: reward ${shown['reward/mean'].toFixed(4)} (${parts.testPrompts.length} prompts, temperature ${r.test_sampling_params.temperature}), response length ${shown['response_length/mean'].toFixed(1)}`;
+    return { values: prefixed('test', shown), line };
+  };
+  if (servers) {
+    const main = runner as RolloutRunner;
+    return {
+      step: (k) => shareFromMain(dp, () => main.step(k)),
+      evaluate: (step) => shareFromMain(dp, () => evaluate(step)),
+      syncWeights: async () => {
+        await parts.writeActor(r.weight_sync_dir, isMain);
+        await onServers((e) => e.updateWeights(r.weight_sync_dir));
+      },
+      close: async () => runner?.close(),
+    };
+  }
+  const local = runner as RolloutRunner;
   const shardRunner = (share: RolloutPrompt[], seed: number) =>
     createRolloutRunner({
-      ...runnerOptions,
+      ...(runnerOptions as NonNullable<typeof runnerOptions>),
       nextPrompts: once(share),
       promptsPerStep: Math.max(1, share.length),
       seed,
       ...(r.save_rollouts ? { saveDir: join(trainer.save_dir, 'rollouts', `rank-${dp.rank}`) } : {}),
       log: (line: string) => out.write(`${line}\n`),
     });
-  const training = ranksRollout(dp, r, stream, trainer.seed, runner, shardRunner);
+  const training = ranksRollout(dp, r, stream, trainer.seed, local, shardRunner);
   return {
     step: (k) => training.step(k),
-    evaluate: async (step) => {
-      if (parts.testPrompts.length === 0) return undefined;
-      const res = await runner.evaluate(parts.testPrompts, step);
-      const { rollout_s: _s, tokens_per_s: _t, groups: _g, carried_groups: _c, filtering_ratio: _f, ...shown } = res.metrics;
-      const line = `evaluation @ step ${step}: reward ${shown['reward/mean'].toFixed(4)} (${parts.testPrompts.length} prompts, temperature ${r.test_sampling_params.temperature}), response length ${shown['response_length/mean'].toFixed(1)}`;
-      return { values: prefixed('test', shown), line };
-    },
-    syncWeights: async () => {
-      if (r.engine === 'embedded') return engine.flushCache();
-      await parts.saveActor(r.weight_sync_dir);
-      await engine.updateWeights(r.weight_sync_dir);
-    },
-    close: () => runner.close(),
+    evaluate,
+    syncWeights: () => (engine as RolloutEngine).flushCache(),
+    close: () => local.close(),
   };
 }
 

@@ -1,5 +1,5 @@
 // pnpm bench ppo-memory: tensor memory each rank holds during `rl2 ppo` (GRPO, embedded engine,
-// 2 steps on a random Qwen3 of hidden 128, 4 layers, 4 query / 2 kv heads, the tinyRun digits
+// 2 steps on a random Qwen3 of hidden 128, 1 layer, 4 query / 2 kv heads, the tinyRun digits
 // env) on 1 process, 2 data-parallel processes and actor TP(2): with actor.tp_size=2 the tp group
 // generates with its shards (tensor-parallel generation), so no rank holds a full actor.
 // Tensor memory = tf.memory().numBytes at the end of each step, the most over steps and ranks.

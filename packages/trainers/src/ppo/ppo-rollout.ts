@@ -45,7 +45,7 @@ export interface PpoRolloutParts {
 }
 
 /** rollout.*_sampling_params as the engine takes them (SGLang names; null stop dropped). */
-export function samplingParams(p: PpoConfig['rollout']['train_sampling_params']): SamplingParams {
+function samplingParams(p: PpoConfig['rollout']['train_sampling_params']): SamplingParams {
   return {
     temperature: p.temperature,
     top_p: p.top_p,
@@ -62,7 +62,7 @@ export function samplingParams(p: PpoConfig['rollout']['train_sampling_params'])
  * optimizer step is seen by the next rollout with no copy. SGLang: servers at
  * rollout.server_urls, synced through /update_weights_from_disk.
  */
-export function createPpoEngine(cfg: PpoConfig['rollout'], actor: DecoderModel, generationConfig: GenerationConfig | undefined, tokenizer: Tokenizer): RolloutEngine {
+function createPpoEngine(cfg: PpoConfig['rollout'], actor: DecoderModel, generationConfig: GenerationConfig | undefined, tokenizer: Tokenizer): RolloutEngine {
   if (cfg.engine === 'sglang') {
     if (cfg.server_urls.length === 0) {
       throw new TrainersError('INVALID_ARGUMENT', 'rollout.engine=sglang needs rollout.server_urls=[http://host:port] (an SGLang server or `rl2 serve --model PATH`)');

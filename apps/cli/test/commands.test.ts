@@ -15,6 +15,24 @@ describe('rl2 <trainer> --help', () => {
     expect(sft.stdout).toMatch(/actor\.avg_level\s+= "token"/);
     expect(sft.stdout).not.toMatch(/actor\.beta\s/);
   });
+  it('rl2 ppo --help documents every algorithm key with its allowed values', async () => {
+    const r = await rl2(['ppo', '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/adv\.estimator\s+= "reinforce".*\(reinforce \| grpo \| dr-grpo \| rloo \| reinforce\+\+ \| reinforce\+\+-baseline \| gae\)/);
+    expect(r.stdout).toMatch(/actor\.loss\s+= "ppo".*GSPO.*\(ppo \| gspo\)/);
+    expect(r.stdout).toMatch(/actor\.clip_high\s+= "\$\{actor\.clip\}".*clip-higher/);
+    expect(r.stdout).toMatch(/actor\.dual_clip\s+= null/);
+    expect(r.stdout).toMatch(/actor\.avg_level\s+= "token".*\(token \| sequence \| token-mean \| seq-mean-token-sum \| seq-mean-token-mean \| seq-mean-token-sum-norm\)/);
+    expect(r.stdout).toMatch(/kl\.type\s+= null.*\(reward \| advantage \| loss \| null\)/);
+    expect(r.stdout).toMatch(/kl\.loss_estimator\s+= "k2".*\(k1 \| k2 \| k3\)/);
+    expect(r.stdout).toMatch(/kl\.target\s+= null.*adaptive KL/);
+    expect(r.stdout).toMatch(/kl\.horizon\s+= 10000/);
+    expect(r.stdout).toMatch(/actor\.tis_coef\s+= 0/);
+    // the CLI README's example of a bad value
+    const bad = await rl2(['ppo', 'actor.model_name=m', 'data.train.path=t.jsonl', 'rollout.env_path=env.mjs', 'actor.loss=kimi']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('actor.loss: Invalid option: expected one of "ppo"|"gspo", got "kimi" (from the command line; set actor.loss=... to fix)');
+  });
   it('top-level help lists the commands; an unknown command fails', async () => {
     const r = await rl2([]);
     expect(r.code).toBe(0);

@@ -8,7 +8,7 @@ export type { EngineErrorCode } from './errors.js';
 
 // Training ops with one fused kernel on `native` and the stock composite ops elsewhere.
 export { softmaxCrossEntropy } from './softmax-cross-entropy.js';
-export { adamWUpdate } from './fused/fused-adamw.js';
+export { adamWInPlace, adamWUpdate, scaleInPlace } from './fused/fused-adamw.js';
 export type { AdamWStep } from './fused/fused-adamw.js';
 
 // Fused decoder-layer kernels: each returns undefined when the active backend lacks it, so the
@@ -17,6 +17,7 @@ export { fusedRmsNorm } from './fused/fused-rms-norm.js';
 export { fusedSwiGlu } from './fused/fused-swiglu.js';
 export { fusedRotary } from './fused/fused-rotary.js';
 export { fusedAttention } from './fused/fused-attention.js';
+export { flashAttention, hasFlashAttention } from './fused/fused-flash-attention.js';
 export { hasLogprobStats, logprobStats, logprobStatsGrad } from './fused/fused-logprob-stats.js';
 
 // Decoding as one native call per layer over an append-friendly KV cache (undefined off `native`).

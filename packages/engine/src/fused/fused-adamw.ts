@@ -1,11 +1,14 @@
 // One AdamW step per parameter as a single native pass (the composite is ~15 elementwise
 // kernels, each a full pass over the parameter), composite tfjs ops on other backends.
+import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import * as tf from '@tensorflow/tfjs-core';
 import { asKernelFunc, f32Values, uninitF32 } from '../kernels/native-kernel.js';
 import type { NativeAddon } from '../native-addon.js';
 import { hasKernel } from './fused-kernel.js';
 
 export const ADAMW = 'Rl2AdamW';
+/** The same pass writing p, m and v over their own buffers (returns a scalar 0 to dispose). */
+export const ADAMW_IN_PLACE = 'Rl2AdamWInPlace';
 
 /** AdamW hyper-parameters of one step; `step` counts from 1 (bias correction). */
 export interface AdamWStep {
@@ -39,6 +42,43 @@ export function adamWUpdate(param: tf.Tensor, grad: tf.Tensor, m: tf.Tensor, v: 
   });
 }
 
+/**
+ * One AdamW step that updates `param`, `m` and `v` themselves. On the native backend, when
+ * each of the three variables is the only holder of its buffer, the fused kernel writes over
+ * those buffers: no new parameter-sized arrays (a step on a 0.6B model would otherwise allocate
+ * three more copies of its largest tensor at a time, and leave them to the garbage collector).
+ * Elsewhere (or when a buffer is shared, e.g. with a clone) it is `adamWUpdate` + `assign`.
+ */
+export function adamWInPlace(param: tf.Variable, grad: tf.Tensor, m: tf.Variable, v: tf.Variable, h: AdamWStep): void {
+  if (hasKernel(ADAMW_IN_PLACE) && [param, grad, m, v].every((t) => t.dtype === 'float32' && t.size === param.size) && [param, m, v].every(ownsF32Buffer)) {
+    const hp = [h.lr, h.beta1, h.beta2, h.eps, h.weightDecay, 1 - h.beta1 ** h.step, 1 - h.beta2 ** h.step];
+    (tf.engine().runKernel(ADAMW_IN_PLACE, { param, grad, m, v }, { hp }) as tf.Tensor).dispose();
+    return;
+  }
+  const next = adamWUpdate(param, grad, m, v, h);
+  param.assign(next.param);
+  m.assign(next.m);
+  v.assign(next.v);
+  tf.dispose([next.param, next.m, next.v]);
+}
+
+/**
+ * Multiplies `t` by `c` over its own buffer, when `t` alone holds a float32 array on a cpu-style
+ * backend (e.g. a gradient about to be consumed): true; otherwise nothing is changed: false.
+ */
+export function scaleInPlace(t: tf.Tensor, c: number): boolean {
+  if (t.dtype !== 'float32' || !ownsF32Buffer(t)) return false;
+  const values = (tf.backend() as unknown as MathBackendCPU).data.get(t.dataId)!.values as Float32Array;
+  if (c !== 1) for (let i = 0; i < values.length; i++) values[i]! *= c;
+  return true;
+}
+
+/** Whether `t` is the only tensor over its Float32Array on a cpu-style backend (safe to write in place). */
+function ownsF32Buffer(t: tf.Tensor): boolean {
+  const backend = tf.backend() as unknown as Partial<MathBackendCPU>;
+  return typeof backend.refCount === 'function' && backend.refCount(t.dataId) === 1 && backend.data?.get(t.dataId)?.values instanceof Float32Array;
+}
+
 /** The kernel for `backendName` on the addon. */
 export function adamWKernels(addon: NativeAddon, backendName: string): tf.KernelConfig[] {
   const kernelFunc = asKernelFunc(({ inputs, backend, attrs }) => {
@@ -49,5 +89,17 @@ export function adamWKernels(addon: NativeAddon, backendName: string): tf.Kernel
     addon.adamw(p, g, mv, vv, Float32Array.from(attrs!.hp as number[]), ...outs);
     return outs.map((o) => backend.makeTensorInfo(param!.shape, 'float32', o));
   });
-  return [{ kernelName: ADAMW, backendName, kernelFunc }];
+  const inPlace = asKernelFunc(({ inputs, backend, attrs }) => {
+    const { param, grad, m, v } = inputs as Record<string, tf.TensorInfo>;
+    const [p, mv, vv] = [param, m, v].map((t) => backend.data.get(t!.dataId)?.values);
+    const g = f32Values(backend, grad);
+    if (!(p instanceof Float32Array && mv instanceof Float32Array && vv instanceof Float32Array && g)) throw new Error(`${ADAMW_IN_PLACE}: needs float32 param, grad, m and v`);
+    // elementwise: each output element is written after its inputs are read, so aliasing is safe
+    addon.adamw(p, g, mv, vv, Float32Array.from(attrs!.hp as number[]), p, mv, vv);
+    return backend.makeTensorInfo([], 'float32', new Float32Array(1));
+  });
+  return [
+    { kernelName: ADAMW, backendName, kernelFunc },
+    { kernelName: ADAMW_IN_PLACE, backendName, kernelFunc: inPlace },
+  ];
 }

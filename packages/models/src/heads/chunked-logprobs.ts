@@ -35,45 +35,51 @@ export function chunkedLogprobsEntropy(
   if (single && hasLogprobStats()) return nativeSingleChunk(hidden, weight, targets, inv, logitsOf);
   const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const [h, w, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.GradSaveFunc];
-    const outs = tf.tidy(() => {
-      let m: tf.Tensor | undefined;
-      let s: tf.Tensor = tf.zeros([n]);
-      let t: tf.Tensor = tf.zeros([n]);
-      let z: tf.Tensor2D | undefined;
-      let e: tf.Tensor | undefined;
-      for (const [c0, size] of chunks) {
-        z = logitsOf(h, chunkWeight(w, c0, size));
+    // each chunk in its own tidy: only the running (m, s, t) outlive it, never all chunks' logits
+    let m: tf.Tensor | undefined;
+    let s: tf.Tensor = tf.zeros([n]);
+    let t: tf.Tensor = tf.zeros([n]);
+    let singleKept: tf.Tensor2D[] = [];
+    for (const [c0, size] of chunks) {
+      const next = tf.tidy(() => {
+        const z = logitsOf(h, chunkWeight(w, c0, size));
         const mc = tf.max(z, 1);
         const mNew = m ? tf.maximum(m, mc) : mc;
-        e = tf.exp(tf.sub(z, tf.expandDims(mNew, 1)));
+        const e = tf.exp(tf.sub(z, tf.expandDims(mNew, 1)));
         const scale = m ? tf.exp(tf.sub(m, mNew)) : tf.onesLike(mNew);
-        s = tf.add(tf.mul(s, scale), tf.sum(e, 1));
-        t = tf.add(tf.mul(t, scale), tf.sum(tf.mul(e, z), 1));
-        m = mNew;
-      }
+        const sNew = tf.add(tf.mul(s, scale), tf.sum(e, 1));
+        const tNew = tf.add(tf.mul(t, scale), tf.sum(tf.mul(e, z), 1));
+        // one chunk: keep z and p = exp(z - m) / s for the backward instead of recomputing them
+        return [mNew, sNew, tNew, ...(single ? [z, tf.div(e, tf.expandDims(sNew, 1))] : [])];
+      });
+      tf.dispose([m, s, t].filter((x): x is tf.Tensor => x !== undefined));
+      [m, s, t] = next as [tf.Tensor, tf.Tensor, tf.Tensor];
+      singleKept = next.slice(3) as tf.Tensor2D[];
+    }
+    const outs = tf.tidy(() => {
       const lse = tf.add(m!, tf.log(s));
       const zy = tf.mul(tf.sum(tf.mul(h, tf.gather(w, tf.tensor1d(targets, 'int32'))), 1), inv); // z[y], [N]
       const stats = tf.stack([tf.sub(zy, lse), tf.sub(lse, tf.div(t, s))], 1) as tf.Tensor2D;
-      // one chunk: keep z and p = exp(z - m) / s for the backward instead of recomputing them
-      const kept = single ? [z!, tf.div(e!, tf.expandDims(s, 1))] : [];
-      return [stats, tf.expandDims(lse, 1), ...kept] as tf.Tensor2D[];
+      return [stats, tf.expandDims(lse, 1)] as tf.Tensor2D[];
     });
-    const [stats, lse, ...kept] = outs as [tf.Tensor2D, tf.Tensor2D, ...tf.Tensor2D[]];
+    tf.dispose([m!, s, t]);
+    const [stats, lse] = outs as [tf.Tensor2D, tf.Tensor2D];
+    const kept = singleKept;
     save([h, w, stats, lse, ...kept]);
     tf.dispose([lse, ...kept]);
     return {
       value: stats,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
         const [hs, ws, st, lseS, z1, p1] = saved as tf.Tensor2D[];
-        return tf.tidy(() => {
-          const gLogp = tf.slice(dy, [0, 0], [n, 1]);
-          const gEnt = tf.slice(dy, [0, 1], [n, 1]);
-          const entropyUsed = tf.any(tf.notEqual(gEnt, 0)).dataSync()[0] === 1;
-          const ent = tf.slice(st!, [0, 1], [n, 1]);
-          const ids = tf.tensor1d(targets, 'int32');
-          let dh: tf.Tensor = tf.zeros([n, dim]);
-          const dws: tf.Tensor[] = [];
-          for (const [c0, size] of chunks) {
+        const gLogp = tf.slice(dy, [0, 0], [n, 1]);
+        const gEnt = tf.slice(dy, [0, 1], [n, 1]);
+        const entropyUsed = tf.tidy(() => tf.any(tf.notEqual(gEnt, 0)).dataSync()[0] === 1);
+        const ent = tf.slice(st!, [0, 1], [n, 1]);
+        // dW [V, H] is filled chunk by chunk in one array (no list of chunks, no concat, no dense scatter)
+        const dwValues = new Float32Array(v * dim);
+        let dh: tf.Tensor = tf.zeros([n, dim]);
+        for (const [c0, size] of chunks) {
+          const next = tf.tidy(() => {
             const wc = chunkWeight(ws!, c0, size);
             const z = single ? z1! : logitsOf(hs!, wc);
             const lp = () => tf.sub(z, lseS!);
@@ -81,16 +87,25 @@ export function chunkedLogprobsEntropy(
             // dz (without the target term) = -p * (g_logp + g_H (logp + H)) / tau
             const coef = entropyUsed ? tf.add(gLogp, tf.mul(gEnt, tf.add(lp(), ent))) : gLogp;
             const dz = tf.mul(p, tf.mul(coef, -inv)) as tf.Tensor2D;
-            dh = tf.add(dh, tf.matMul(dz, wc));
-            dws.push(tf.matMul(dz, hs!, true, false));
-          }
-          // target term: d z[y] = g_logp / tau
-          const gy = tf.mul(gLogp, inv);
-          dh = tf.add(dh, tf.mul(gy, tf.gather(ws!, ids)));
-          const dwTarget = tf.unsortedSegmentSum(tf.mul(gy, hs!), ids, v);
-          const dw = tf.add(dws.length === 1 ? dws[0]! : tf.concat(dws, 0), dwTarget);
-          return [dh, dw];
-        });
+            dwValues.set(tf.matMul(dz, hs!, true, false).dataSync(), c0 * dim);
+            return tf.add(dh, tf.matMul(dz, wc));
+          });
+          dh.dispose();
+          dh = next;
+        }
+        // target term: d z[y] = g_logp / tau, scattered into the rows of the targets
+        const gy = tf.mul(gLogp, inv);
+        const hv = hs!.dataSync();
+        const gv = gy.dataSync();
+        for (let i = 0; i < n; i++) {
+          const g = gv[i]!;
+          if (g === 0) continue;
+          const row = targets[i]! * dim;
+          for (let j = 0; j < dim; j++) dwValues[row + j]! += g * hv[i * dim + j]!;
+        }
+        const dhAll = tf.tidy(() => tf.add(dh, tf.mul(gy, tf.gather(ws!, tf.tensor1d(targets, 'int32')))));
+        tf.dispose([dh, gy, gLogp, gEnt, ent]);
+        return [dhAll, tf.tensor2d(dwValues, [v, dim])];
       },
     };
   });

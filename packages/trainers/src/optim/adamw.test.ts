@@ -1,9 +1,11 @@
 import '@tensorflow/tfjs-backend-cpu';
+import { initEngine } from '@rl2/engine';
+import { nativeForTests } from '@rl2/engine/testing';
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import fixture from '../../fixtures/optim.json' with { type: 'json' };
 import { AdamW } from './adamw.js';
-import { clipGradNorm } from './clip-grad-norm.js';
+import { clipCoefficient, clipGradNorm, gradNorm } from './clip-grad-norm.js';
 import { scheduledLr, warmupSteps } from './cosine-schedule.js';
 
 const cfg = fixture.config;
@@ -49,6 +51,43 @@ describe('AdamW + clipGradNorm (torch 1.13 reference)', () => {
       tf.dispose([...Object.values(raw), ...Object.values(grads)]);
     });
     expect(opt.stepCount).toBe(10);
+  });
+
+  // what layoutStep does: no clipped copy of the gradients, the factor applied inside the update,
+  // each gradient freed once used; on native the update writes over the parameter and moments
+  it.each(['cpu', 'native'])('reproduces the same 10 torch steps with the clip factor folded in and the gradients released (%s)', async (backend) => {
+    if (backend === 'native') {
+      if (!nativeForTests().ok) return expect(nativeForTests().ok).toBe(false);
+      await initEngine({ backend: 'native', threads: 1, logger: () => {}, env: {} });
+    } else await tf.setBackend('cpu');
+    const before = tf.memory().numTensors;
+    const shapes = fixture.shapes as Record<string, number[]>;
+    const params = Object.fromEntries(Object.entries(fixture.init as Named).map(([k, v]) => [k, tf.tidy(() => tf.variable(tf.tensor(v, shapes[k]), true))]));
+    const opt = new AdamW(params, { betas: cfg.betas as [number, number], eps: cfg.eps, weightDecay: cfg.weight_decay });
+    let clipped = 0;
+    fixture.steps.forEach((s, i) => {
+      const raw = Object.fromEntries(Object.entries(s.grads as Named).map(([k, g]) => [k, tf.tensor(g, shapes[k])]));
+      const norm = gradNorm(raw);
+      expect(norm).toBeCloseTo(s.grad_norm, 4);
+      if (clipCoefficient(norm, cfg.max_norm) < 1) clipped++;
+      opt.step(raw, scheduledLr(i, schedule), { gradScale: clipCoefficient(norm, cfg.max_norm), release: true });
+      for (const g of Object.values(raw)) expect(g.isDisposed).toBe(true);
+      for (const [k, expected] of Object.entries(s.params as Named)) expectClose(params[k].dataSync(), expected, 2e-5);
+    });
+    expect(clipped).toBeGreaterThan(0); // the fixture does exercise clipping
+    opt.dispose();
+    tf.dispose(Object.values(params));
+    expect(tf.memory().numTensors).toBe(before);
+    await tf.setBackend('cpu');
+  });
+
+  it('gradScale without release leaves the caller gradients as they were', () => {
+    const p = { w: tf.variable(tf.tensor([1, 2]), true) };
+    const g = tf.tensor([4, -8]);
+    new AdamW(p, { betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0 }).step({ w: g }, 0.1, { gradScale: 0.5 });
+    expect(Array.from(g.dataSync())).toEqual([4, -8]);
+    expect(g.isDisposed).toBe(false);
+    tf.dispose([g, p.w]);
   });
 
   it('state round-trips: a restored optimizer continues identically', () => {

@@ -1,4 +1,4 @@
-import { adamWUpdate } from '@rl2/engine';
+import { adamWInPlace, scaleInPlace } from '@rl2/engine';
 import * as tf from '@tensorflow/tfjs-core';
 import { TrainersError } from '../errors.js';
 import type { NamedGrads } from './clip-grad-norm.js';
@@ -48,25 +48,37 @@ export class AdamW {
     return slot;
   }
 
-  /** One update with learning rate `lr`; parameters without a gradient are left untouched. */
-  step(grads: NamedGrads, lr: number): void {
+  /**
+   * One update with learning rate `lr`; parameters without a gradient are left untouched.
+   * `gradScale` multiplies every gradient first (the clipping factor, so that no clipped copy
+   * of all gradients is made); `release` disposes each gradient as soon as its parameter is
+   * updated, so that the moments created on the first step take the gradients' place in memory.
+   */
+  step(grads: NamedGrads, lr: number, options: { gradScale?: number; release?: boolean } = {}): void {
+    const { gradScale = 1, release = false } = options;
+    for (const name of Object.keys(grads)) {
+      if (!this.params[name]) throw new TrainersError('INVALID_ARGUMENT', `AdamW.step: gradient for unknown parameter "${name}"`);
+    }
     this.t += 1;
     const [b1, b2] = this.opts.betas;
-    for (const [name, g] of Object.entries(grads)) {
-      const p = this.params[name];
-      if (!p) throw new TrainersError('INVALID_ARGUMENT', `AdamW.step: gradient for unknown parameter "${name}"`);
+    for (const [name, raw] of Object.entries(grads)) {
+      const p = this.params[name] as tf.Variable;
       const m = this.moment(this.m, name);
       const v = this.moment(this.v, name);
-      // one fused pass on the native backend (~15 tfjs ops otherwise), see @rl2/models adamWUpdate
-      const next = adamWUpdate(p, g, m, v, { lr, beta1: b1, beta2: b2, eps: this.opts.eps, weightDecay: this.opts.weightDecay, step: this.t });
-      p.assign(next.param);
-      m.assign(next.m);
-      v.assign(next.v);
-      tf.dispose([next.param, next.m, next.v]);
+      // a released gradient is scaled over its own buffer; otherwise into a new tensor (one parameter's size at a time)
+      const g = gradScale === 1 || (release && scaleInPlace(raw, gradScale)) ? raw : tf.mul(raw, gradScale);
+      if (release && g !== raw) raw.dispose();
+      // one fused pass over the variables' own buffers on the native backend (~15 tfjs ops and new tensors otherwise)
+      adamWInPlace(p, g, m, v, { lr, beta1: b1, beta2: b2, eps: this.opts.eps, weightDecay: this.opts.weightDecay, step: this.t });
+      if (g !== raw) g.dispose();
+      else if (release) raw.dispose();
     }
   }
 
-  /** Copies the state out (for checkpoints). */
+  /**
+   * The state (for checkpoints). On cpu-style backends the arrays are views of the live moment
+   * buffers, which the next `step` updates in place: write them out before stepping again.
+   */
   state(): AdamWState {
     const moments: AdamWState['moments'] = {};
     for (const [name, m] of this.m) {

@@ -18,6 +18,11 @@ export function gradNorm(grads: NamedGrads, options: FsdpNormOptions = {}): numb
   return Math.sqrt(sq);
 }
 
+/** The factor torch.nn.utils.clip_grad_norm_ scales gradients by: min(1, maxNorm / (norm + 1e-6)); 1 without clipping. */
+export function clipCoefficient(norm: number, maxNorm: number | null): number {
+  return maxNorm === null ? 1 : Math.min(1, maxNorm / (norm + 1e-6));
+}
+
 /**
  * Clips by the global L2 norm over all gradients, like torch.nn.utils.clip_grad_norm_:
  *   norm = sqrt(sum_i ||g_i||^2);  g_i *= min(1, maxNorm / (norm + 1e-6)).
@@ -27,7 +32,7 @@ export function gradNorm(grads: NamedGrads, options: FsdpNormOptions = {}): numb
  */
 export function clipGradNorm(grads: NamedGrads, maxNorm: number | null, normOf: (grads: NamedGrads) => number = gradNorm): { norm: number; grads: NamedGrads } {
   const norm = normOf(grads);
-  const coef = maxNorm === null ? 1 : Math.min(1, maxNorm / (norm + 1e-6));
+  const coef = clipCoefficient(norm, maxNorm);
   const out: NamedGrads = {};
   for (const n of Object.keys(grads)) out[n] = tf.tidy(() => tf.mul(grads[n], coef));
   return { norm, grads: out };

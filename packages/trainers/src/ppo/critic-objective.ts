@@ -3,7 +3,7 @@ import { type DecoderModel, tokenValues } from '@rl2/models';
 import * as tf from '@tensorflow/tfjs-core';
 import { binBatch, binLayout } from '../bins/bin-tensors.js';
 import type { Objective } from '../step/objective.js';
-import { AVG_LEVELS } from '../sft/sft-objective.js';
+import { sectionAggregation } from './actor-objective.js';
 import type { PerSequence } from './forward-passes.js';
 import type { PpoConfig } from './ppo-config.js';
 import { type RolloutBin, binRow } from './rollout-bins.js';
@@ -30,7 +30,7 @@ export function criticObjective(critic: DecoderModel, targets: CriticTargets, cf
           oldValues: binRow(bin, targets.oldValues),
           returns: binRow(bin, targets.returns),
         },
-        { clip: cfg.critic.clip, aggregation: { mode: AVG_LEVELS[cfg.critic.avg_level], totals: { actionTokens: totals.actionTokens, sequences: totals.sequences } } },
+        { clip: cfg.critic.clip, aggregation: sectionAggregation(cfg.critic, totals) },
       );
     },
   };

@@ -23,7 +23,7 @@ const batch: TrainingBatch = { sequences: [seq([0, 0, 1], 0), seq([0, 0, 0], 1)]
 const refLogps = [[-1, -1.2, -0.9], [-1, -1, -1.3]];
 const oldLogps = [[-1, -1, -1], [-1, -1, -1]];
 const adv = { estimator: 'reinforce' as const, gamma: 1, lamda: 1, norm_var: false, global_norm: false };
-const kl = (type: 'reward' | 'advantage' | 'loss' | null) => ({ coef: 0.1, type, reward_estimator: 'k1' as const, loss_estimator: 'k2' as const });
+const kl = (type: 'reward' | 'advantage' | 'loss' | null) => ({ coef: 0.1, type, reward_estimator: 'k1' as const, loss_estimator: 'k2' as const, target: null, horizon: 10000 });
 const close = (got: number[][], want: number[][]) => {
   expect(got.length).toBe(want.length);
   got.forEach((row, i) => {

@@ -11,6 +11,8 @@ import type { PromptStreamState } from './prompt-stream.js';
 export interface PpoTrainerState extends Omit<TrainerState, 'trainer'> {
   readonly trainer: 'ppo';
   readonly criticOptimizerStep: number;
+  /** The KL coefficient of the next step (adaptive with kl.target); absent in older checkpoints. */
+  readonly klCoef?: number;
 }
 
 /** The checkpoint's trainer kind as the shared reader types it (the PPO state adds fields, it changes none). */
@@ -28,6 +30,7 @@ export async function savePpoCheckpoint(
     step: number;
     totalSteps: number;
     lr: number;
+    klCoef: number;
     stream: PromptStreamState;
     actorOptimizer: Pick<AdamW, 'state'>;
     criticOptimizer?: Pick<AdamW, 'state'>;
@@ -51,6 +54,7 @@ export async function savePpoCheckpoint(
     lr: opts.lr,
     savedAt: new Date().toISOString(),
     criticOptimizerStep: critic?.step ?? 0,
+    klCoef: opts.klCoef,
   };
   await saveCheckpoint(dir, {
     state: state as unknown as TrainerState,

@@ -1,9 +1,11 @@
+import { LOSS_AGGREGATIONS } from '@rl2/algos';
 import { z } from 'zod';
 import { onBadRow } from '../config/data-config.js';
 import { modelSection } from '../config/model-config.js';
 import { option } from '../config/option.js';
 import { parallelOptions } from '../config/parallel-config.js';
 import { trainerSection } from '../config/trainer-config.js';
+import { TrainersError } from '../errors.js';
 
 type Inherit = (key: string, value: unknown) => unknown;
 
@@ -35,6 +37,19 @@ function samplingSection(test: boolean) {
     no_stop_trim: option(z.boolean(), inherit('no_stop_trim', true), 'keep the stop string in the output (the trainer trains on exactly the generated ids)'),
   });
 }
+
+/** `actor.avg_level` / `critic.avg_level`: RL2's token / sequence, or any of the four @rl2/algos aggregation modes. */
+export const PPO_AVG_LEVELS = ['token', 'sequence', ...LOSS_AGGREGATIONS] as const;
+
+/** Every `adv.estimator` (the @rl2/algos registry names). */
+export const PPO_ADV_ESTIMATORS = ['reinforce', 'grpo', 'dr-grpo', 'rloo', 'reinforce++', 'reinforce++-baseline', 'gae'] as const;
+
+const avgLevel = (dflt: string, what: string) =>
+  option(
+    z.enum(PPO_AVG_LEVELS),
+    dflt,
+    `${what} aggregation: token (= token-mean, sum over all action tokens / their count; Dr. GRPO, DAPO), sequence (= seq-mean-token-mean, mean of per-sequence means; GRPO), seq-mean-token-sum (per-sequence sums / sequences), seq-mean-token-sum-norm (per-sequence sums / (sequences x norm_length); Dr. GRPO's constant horizon)`,
+  );
 
 /**
  * `rl2 ppo`: PPO / GRPO with RL2's config tree. Defaults are RL2's recipe Dr. GRPO:
@@ -77,11 +92,16 @@ export const ppoConfigSchema = z.strictObject({
   actor: z.strictObject({
     ...modelSection({ lr: 1e-6 }),
     ...parallelOptions(),
-    avg_level: option(z.enum(['token', 'sequence']), 'token', 'loss mean over all action tokens (Dr. GRPO), or over per-sequence means (GRPO)'),
+    avg_level: avgLevel('token', 'actor loss'),
+    norm_length: option(z.number().positive(), '${rollout.train_sampling_params.max_new_tokens}', 'the constant horizon avg_level=seq-mean-token-sum-norm divides per-sequence sums by'),
     temperature: option(z.number().positive(), '${rollout.train_sampling_params.temperature}', 'logits are divided by this in the logprob passes (the sampling temperature)'),
     update_per_rollout: option(z.number().int().positive(), 1, 'optimizer steps per rollout (the batch is split in this many contiguous chunks)'),
-    clip: option(z.number().positive(), 0.2, 'PPO ratio clip epsilon'),
-    tis_coef: option(z.number().nonnegative(), 0, 'truncated importance sampling cap on exp(logp - engine_logp) (0: off)'),
+    loss: option(z.enum(['ppo', 'gspo']), 'ppo', 'ppo: per-token ratio exp(logp - old_logp); gspo: sequence-level ratio exp(mean over the sequence of (logp - old_logp)) for every token (GSPO, arxiv 2507.18071; pair with avg_level=sequence)'),
+    clip: option(z.number().positive().lt(1), 0.2, 'PPO ratio clip epsilon (the default of clip_low and clip_high)'),
+    clip_low: option(z.number().min(0).lt(1), '${actor.clip}', 'lower clip: the ratio is clipped at 1 - clip_low'),
+    clip_high: option(z.number().min(0), '${actor.clip}', 'upper clip: the ratio is clipped at 1 + clip_high (DAPO clip-higher: 0.28, arxiv 2503.14476)'),
+    dual_clip: option(z.number().gt(1).nullable(), null, 'dual-clip constant c > 1: for negative advantages the loss is capped at -c * A (e.g. 3, arxiv 1912.09729; null: off)'),
+    tis_coef: option(z.number().nonnegative(), 0, 'truncated importance sampling: the per-token loss is multiplied by min(exp(logp - engine_logp), tis_coef) (e.g. 2; 0: off)'),
     freeze_steps: option(z.number().int().nonnegative(), 0, 'steps the actor waits while the critic warms up'),
   }),
   ref_actor: z.strictObject({
@@ -92,31 +112,51 @@ export const ppoConfigSchema = z.strictObject({
     ...parallelOptions(),
     model_name: option(z.string().min(1), '${actor.model_name}', 'critic initialisation (a causal LM gets a zero value head); used only with adv.estimator=gae'),
     max_length_per_device: option(z.number().int().positive(), '${actor.max_length_per_device}', 'token budget of one packed micro-batch'),
-    avg_level: option(z.enum(['token', 'sequence']), '${actor.avg_level}', 'value-loss aggregation'),
+    avg_level: avgLevel('${actor.avg_level}', 'value-loss'),
+    norm_length: option(z.number().positive(), '${actor.norm_length}', 'the constant horizon of avg_level=seq-mean-token-sum-norm'),
     update_per_rollout: option(z.number().int().positive(), '${actor.update_per_rollout}', 'critic optimizer steps per rollout'),
     clip: option(z.number().nonnegative(), 0.5, 'value clip around the rollout-time values'),
   }),
   kl: z.strictObject({
-    coef: option(z.number().nonnegative(), 0, 'KL penalty coefficient against ref_actor (0: no reference pass)'),
-    type: option(z.enum(['reward', 'advantage', 'loss']).nullable(), null, 'where the KL goes: subtracted from rewards or advantages, or added to the loss (http://joschu.net/blog/kl-approx.html)'),
-    reward_estimator: option(z.enum(['k1', 'k2', 'k3']), 'k1', 'estimator for kl.type=reward / advantage'),
-    loss_estimator: option(z.enum(['k1', 'k2', 'k3']), 'k2', 'estimator for kl.type=loss'),
+    coef: option(z.number().nonnegative(), 0, 'KL penalty coefficient against ref_actor (0: no reference pass); the starting value when kl.target is set'),
+    type: option(z.enum(['reward', 'advantage', 'loss']).nullable(), null, 'where the KL goes: reward (coef * KL subtracted from the token rewards before the estimator; OpenAI PPO), advantage (subtracted from the advantages after it), loss (added to the actor loss; DeepSeek GRPO); null: logged only'),
+    reward_estimator: option(z.enum(['k1', 'k2', 'k3']), 'k1', 'KL estimator for kl.type=reward / advantage, on lr = old_logp - ref_logp: k1 = lr, k2 = lr^2 / 2, k3 = exp(-lr) - 1 + lr (http://joschu.net/blog/kl-approx.html)'),
+    loss_estimator: option(z.enum(['k1', 'k2', 'k3']), 'k2', 'KL estimator for kl.type=loss, on lr = logp - ref_logp'),
+    target: option(z.number().positive().nullable(), null, 'adaptive KL (arxiv 1909.08593): after each step kl.coef *= 1 + clip(KL / target - 1, -0.2, 0.2) * sequences / horizon, KL = mean over sequences of the summed k1 KL(old || ref); null: fixed kl.coef'),
+    horizon: option(z.number().positive(), 10000, 'adaptive KL horizon in sequences (kl.target)'),
   }),
   entropy: z.strictObject({
     coef: option(z.number(), 0, 'entropy bonus coefficient (subtracted from the actor loss)'),
   }),
   adv: z.strictObject({
     estimator: option(
-      z.enum(['reinforce', 'grpo', 'dr-grpo', 'rloo', 'reinforce++', 'reinforce++-baseline', 'gae']),
+      z.enum(PPO_ADV_ESTIMATORS),
       'reinforce',
-      'advantage estimator (@rl2/algos); gae trains a critic',
+      'advantage estimator (@rl2/algos): reinforce (R - group mean; / std with norm_var), grpo (reinforce with norm_var), dr-grpo (reinforce without), rloo (leave-one-out baseline), reinforce++ (return-to-go whitened over the batch), reinforce++-baseline (minus the group mean, then whitened), gae (trains a critic)',
     ),
-    gamma: option(z.number().min(0).max(1), 1, 'discount'),
+    gamma: option(z.number().min(0).max(1), 1, 'discount (gae, reinforce++)'),
     lamda: option(z.number().min(0).max(1), 1, 'GAE lambda (RL2 spelling)'),
-    norm_var: option(z.boolean(), false, 'reinforce: divide by the group std (GRPO)'),
-    global_norm: option(z.boolean(), false, 'reinforce: baseline over the whole batch instead of the group'),
+    norm_var: option(z.boolean(), false, 'reinforce: divide by the group std (GRPO; grpo sets it, dr-grpo clears it)'),
+    global_norm: option(z.boolean(), false, 'reinforce / grpo / dr-grpo: baseline (and std) over the whole batch instead of the group'),
   }),
   trainer: trainerSection('ppo'),
 });
 
 export type PpoConfig = z.infer<typeof ppoConfigSchema>;
+
+/**
+ * Checks across keys that the schema cannot express one key at a time; throws
+ * CONFIG_INVALID_VALUE naming the keys and what to set.
+ */
+export function checkPpoConfig(config: PpoConfig): void {
+  const { kl } = config;
+  const fail = (message: string) => {
+    throw new TrainersError('CONFIG_INVALID_VALUE', message);
+  };
+  if (kl.target !== null && kl.coef === 0) {
+    fail(`kl.target=${kl.target} (adaptive KL) adapts kl.coef from its starting value, but kl.coef=0; set kl.coef > 0 (e.g. 0.05) or kl.target=null`);
+  }
+  if (kl.target !== null && kl.type === null) {
+    fail(`kl.target=${kl.target} (adaptive KL) needs the KL applied somewhere; set kl.type to one of reward, advantage, loss`);
+  }
+}

@@ -1,20 +1,16 @@
-import { readLaunchEnv } from '@rl2/parallel';
-import { type TrainingSequence, loadEnvironment } from '@rl2/rollout';
-import { TrainersError } from '../errors.js';
+import { loadEnvironment } from '@rl2/rollout';
 import type { MetricRecord } from '../metrics/metrics-log.js';
 import { type DataParallel, openDataParallel } from '../parallel-model/data-parallel.js';
 import { type RunIo, RunSession, type SessionResult } from '../run/run-session.js';
 import { openSaveDir, openTokenizer, startEngine } from '../run/run-setup.js';
 import { dataMetrics, describeCounts } from '../dataset/data-counts.js';
-import { actorObjective } from './actor-objective.js';
-import { criticObjective } from './critic-objective.js';
 import { stopOnFailedSteps } from './failed-steps.js';
 import { loadPpoPrompts } from './load-ppo-prompts.js';
-import { computePpoAdvantages } from './ppo-advantages.js';
 import { loadPpoCheckpoint } from './ppo-checkpoint.js';
-import type { PpoConfig } from './ppo-config.js';
+import { type PpoConfig, checkPpoConfig } from './ppo-config.js';
 import { openPpoModels } from './ppo-models.js';
 import { openPpoRollout } from './ppo-rollout.js';
+import { ppoTrainStep } from './ppo-train-step.js';
 import { ppoSequenceBudget } from './prompt-budget.js';
 import { PromptStream } from './prompt-stream.js';
 import { PpoStepMetrics, secondsSince } from './step-metrics.js';
@@ -38,17 +34,11 @@ export interface PpoRunResult extends SessionResult {
  * rank holds the whole rollout (sharded over the ranks and gathered, see `openPpoRollout`),
  * computes the same advantages, and the passes and updates are data parallel (each rank its
  * slice of the balanced bins, totals and gradients summed over the ranks; tp/cp/FSDP by
- * actor.* and critic.*). Rank 0 alone writes.
+ * actor.* and critic.*). Rank 0 alone writes. With rollout.engine=sglang rank 0 drives the
+ * servers and hands every rank the batch; the weights are gathered and written once per update.
  */
 export async function runPpo(config: PpoConfig, io: RunIo = {}, dataParallel?: DataParallel): Promise<PpoRunResult> {
-  const world = dataParallel?.size ?? readLaunchEnv(process.env).worldSize;
-  if (world > 1 && config.rollout.engine === 'sglang') {
-    // checked before joining the process group, so a misconfigured launch fails at once on every rank
-    throw new TrainersError(
-      'INVALID_ARGUMENT',
-      `rl2 ppo over ${world} ranks supports rollout.engine=embedded only (each rank samples the same seeded batch), not sglang; set rollout.engine=embedded or run rl2 ppo in one process (WORLD_SIZE=${world})`,
-    );
-  }
+  checkPpoConfig(config);
   const dp = dataParallel ?? (await openDataParallel());
   try {
     return await trainPpo(config, io, dp);
@@ -57,10 +47,8 @@ export async function runPpo(config: PpoConfig, io: RunIo = {}, dataParallel?: D
   }
 }
 
-const tokensOf = (sequences: readonly TrainingSequence[]) => sequences.reduce((n, s) => n + s.states.length, 0);
-
 async function trainPpo(config: PpoConfig, io: RunIo, dp: DataParallel): Promise<PpoRunResult> {
-  const { trainer, rollout: r, actor: a, critic: c, kl } = config;
+  const { trainer, rollout: r, actor: a } = config;
   await startEngine(trainer, io);
   const tokenizer = await openTokenizer(a.tokenizer_name ?? a.model_name, a.tokenizer_name ? 'actor.tokenizer_name' : 'actor.model_name');
   const prompts = await loadPpoPrompts(tokenizer, config.data, trainer.seed, ppoSequenceBudget(config));
@@ -70,10 +58,10 @@ async function trainPpo(config: PpoConfig, io: RunIo, dp: DataParallel): Promise
   const saved = resumeFrom ? loadPpoCheckpoint(resumeFrom) : undefined;
   const totalSteps = Math.min(trainer.max_steps ?? Number.POSITIVE_INFINITY, trainer.n_epochs * Math.max(1, Math.floor(prompts.train.length / r.train_prompts_per_rollout)));
   const models = await openPpoModels(config, dp, totalSteps, resumeFrom, saved);
-  const { actor, ref, critic } = models;
+  const { actor, critic } = models;
   const stream = new PromptStream(prompts.train, config.data.shuffle, trainer.seed, saved?.stream);
   const testPrompts = r.test_prompts_per_rollout ? prompts.test.slice(0, r.test_prompts_per_rollout) : prompts.test;
-  const rollout = await openPpoRollout(config, dp, { actor: models.fullActor, generationConfig: models.generationConfig, tokenizer, env, stream, testPrompts, saveActor: models.saveActor, out });
+  const rollout = await openPpoRollout(config, dp, { actor: models.fullActor, ...(models.tpActor ? { tpActor: models.tpActor } : {}), generationConfig: models.generationConfig, tokenizer, env, stream, testPrompts, writeActor: models.writeActor, out });
   const session = new RunSession({ trainer, config, io, world: dp, totalSteps, resumeFrom, step: saved?.state.step ?? 0 });
   session.say(
     `rl2 ppo: ${prompts.train.length} train / ${prompts.test.length} test prompts, ${r.train_prompts_per_rollout} x ${r.responses_per_prompt} responses per step, ` +
@@ -85,8 +73,9 @@ async function trainPpo(config: PpoConfig, io: RunIo, dp: DataParallel): Promise
   const counted = dataMetrics(prompts.counts);
   if (counted && !resumeFrom) session.record(counted);
   let lr = saved?.state.lr ?? 0;
+  let klCoef = saved?.state.klCoef ?? config.kl.coef;
   const evaluate = () => session.test(() => rollout.evaluate(session.step));
-  const save = () => session.save((dir) => models.saveCheckpoint(dir, session.isMain, { step: session.step, totalSteps, lr, stream: stream.state() }));
+  const save = () => session.save((dir) => models.saveCheckpoint(dir, session.isMain, { step: session.step, totalSteps, lr, klCoef, stream: stream.state() }));
   // a step where every sample failed counts; past rollout.max_failed_steps, or with the engine gone, the run stops (exit 1)
   const training = stopOnFailedSteps(rollout, { maxFailedSteps: r.max_failed_steps, log: (line) => session.say(line), beforeStop: async () => (session.step > 0 ? save() : undefined) });
   const steps: MetricRecord[] = [];
@@ -96,30 +85,12 @@ async function trainPpo(config: PpoConfig, io: RunIo, dp: DataParallel): Promise
       const step = session.step;
       const { batch, metrics: rolloutMetrics } = await training.step(step + 1);
       const metrics = new PpoStepMetrics(rolloutMetrics);
-      const seqs = batch.sequences;
       // a step whose groups were all filtered out or failed has nothing to learn from
-      if (seqs.length > 0) {
-        const began = performance.now();
-        const refLogps = ref?.computeLogps(seqs, a.temperature);
-        const values = critic?.computeValues(seqs);
-        const oldLogps = kl.coef > 0 || a.update_per_rollout > 1 ? actor.computeLogps(seqs, a.temperature) : undefined;
-        metrics.forwardPasses(tokensOf(seqs), [refLogps, values, oldLogps].filter(Boolean).length, secondsSince(began));
-
-        const adv = computePpoAdvantages(batch, { refLogps, oldLogps, values }, config);
-        metrics.kl(adv.kl);
-
-        const actorTrains = step >= a.freeze_steps;
-        if (actorTrains) {
-          const objective = actorObjective(actor.trained.model, { sequences: seqs, advantages: adv.advantages, oldLogps, refLogps }, config);
-          metrics.update('actor', actor.update(seqs, objective, (step - a.freeze_steps) * a.update_per_rollout));
-        }
-        if (critic && values && adv.returns) {
-          const objective = criticObjective(critic.trained.model, { oldValues: values, returns: adv.returns }, config);
-          metrics.update('critic', critic.update(seqs, objective, step * c.update_per_rollout));
-        }
-
+      if (batch.sequences.length > 0) {
+        const trained = ppoTrainStep(models, batch, config, { step, klCoef }, metrics);
+        klCoef = trained.klCoef;
         const syncStart = performance.now();
-        if (actorTrains) {
+        if (trained.actorTrained) {
           models.refreshFullActor();
           await rollout.syncWeights();
         }

@@ -1,6 +1,5 @@
-import * as tf from '@tensorflow/tfjs-core';
 import type { AdamW } from '../optim/adamw.js';
-import { clipGradNorm } from '../optim/clip-grad-norm.js';
+import { clipCoefficient } from '../optim/clip-grad-norm.js';
 import type { RankLayout } from '../parallel-model/rank-layout.js';
 import { reduceTensorParallelPartials } from '../parallel-model/tensor-parallel-model.js';
 import type { TrainedModel } from '../parallel-model/trained-model.js';
@@ -48,10 +47,9 @@ export function layoutStep<P>(o: {
     res = sumStepOverRanks(layout.replicas, share, flags, layout.replicas.size > 1 ? trained.params : undefined);
   }
   const grads = res.grads ?? local.grads;
-  const clipped = clipGradNorm(grads, o.maxGradNorm, trained.gradNorm);
-  tf.dispose(Object.values(grads));
-  o.optimizer.step(clipped.grads, o.lr);
-  tf.dispose(Object.values(clipped.grads));
+  const norm = trained.gradNorm(grads);
+  // clipping folded into the update and each gradient freed once used: no second set of gradients
+  o.optimizer.step(grads, o.lr, { gradScale: clipCoefficient(norm, o.maxGradNorm), release: true });
   trained.afterStep();
-  return { loss: res.loss, metrics: res.metrics, gradNorm: clipped.norm, flags: res.flags };
+  return { loss: res.loss, metrics: res.metrics, gradNorm: norm, flags: res.flags };
 }

@@ -21,6 +21,10 @@ describe('rl2 plan', () => {
     expect(r.stdout).toMatch(/optimizer state\s+1\.84 GiB/);
     expect(r.stdout).toMatch(/activations\s+\d+\.\d\d GiB/);
     expect(r.stdout).toContain('fits in 80.00 GiB');
+    // tiled attention (the default) plans a log-sum-exp per query and head, not 14 x 1024 x 1024 scores
+    expect(r.stdout).toMatch(/attention \(tiled, lse\)\s+0\.00 GiB/);
+    const full = await rl2(['plan', `model=${dir}`, 'gpus=2', 'max_length_per_device=1024', 'tiled_attention=false']);
+    expect(full.stdout).toMatch(/attention scores\s+0\.11 GiB/);
   });
 
   it('tp and ddp change the layout; a config.json path works too', async () => {

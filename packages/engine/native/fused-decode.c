@@ -14,9 +14,12 @@
  *   h = rms(x) ; q, k, v = h Wq^T (+b), h Wk^T (+b), h Wv^T (+b) ; q, k = rms per head (Qwen3)
  *   q, k = rope(q), rope(k) ; cache[len] = k, v ; a = softmax(q K^T / sqrt(d)) V per head
  *   x += a Wo^T (+b) ; h = rms(x) ; x += (silu(h Wg^T) * (h Wu^T)) Wd^T (each + bias if given)
- * Projections are cblas_sgemm with the configured threads; attention is split over (row, kv
- * head) groups on plain loops.
+ * Projections are cblas_sgemm, threaded only when a product is large (a few rows times a small
+ * matrix finishes before threads pay off, and idle OpenBLAS threads spin on the CPU); attention
+ * is split over (row, kv head) groups on plain loops when the cache is long.
  */
+/* Multiply-adds per product (or attention call) below which one thread does it. */
+#define DECODE_THREAD_WORK (1 << 24)
 enum {
   W_IN_NORM, W_Q, W_K, W_V, B_Q, B_K, B_V, W_Q_NORM, W_K_NORM, W_O, B_O, W_POST_NORM, W_GATE, W_UP, W_DOWN,
   B_GATE, B_UP, B_DOWN, DECODE_SLOTS
@@ -53,8 +56,11 @@ static void linear_rows(const float *x, const float *w, const float *bias, int64
   } else if (accumulate) {
     beta = 1.0f;
   }
+  int configured = openblas_get_num_threads(), small = rows * in * out < DECODE_THREAD_WORK;
+  if (small && configured > 1) openblas_set_num_threads(1);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)out, (int)in, 1.0f, x, (int)in, w, (int)in, beta, y,
               (int)out);
+  if (small && configured > 1) openblas_set_num_threads(configured);
 }
 
 /* x [rows, heads, d] in place: rotate-half RoPE with cos/sin [rows, d] */
@@ -206,7 +212,7 @@ KERNEL(decode_layer) {
     }
   struct decode_attn c = {q, kc, vc, pad, a, nH, nKv, d, cap, len, 1.0f / sqrtf((float)d)};
   int64_t work = B * nH * (len + 1) * d;
-  if (work >= GRAIN) parallel_for_threads(B * nKv, openblas_get_num_threads(), decode_attn_groups, &c);
+  if (work >= DECODE_THREAD_WORK / 4) parallel_for_threads(B * nKv, openblas_get_num_threads(), decode_attn_groups, &c);
   else decode_attn_groups(&c, 0, B * nKv);
   linear_rows(a, W[W_O], W[B_O], B, qw, H, x, 1);
 

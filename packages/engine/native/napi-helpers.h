@@ -41,6 +41,7 @@
 /*
  * Reads the call's arguments, one letter of `fmt` per argument, into the pointers that follow:
  *   f  Float32Array                          -> float **, size_t *length
+ *   F  Float64Array                          -> double **, size_t *length
  *   i  Int32Array                            -> int32_t **, size_t *length
  *   u  Uint8Array                            -> uint8_t **, size_t *length
  *   w  Float32Array or Int32Array (4-byte words, read as bits) -> void **, size_t *length, napi_typedarray_type *
@@ -71,7 +72,7 @@ static inline int read_args(napi_env env, napi_callback_info info, const char *w
   for (size_t k = 0; k < want && ok; k++) {
     napi_value v = argv[k];
     char c = fmt[k];
-    if (c == 'f' || c == 'i' || c == 'u' || c == 'w') {
+    if (c == 'f' || c == 'F' || c == 'i' || c == 'u' || c == 'w') {
       void **data = va_arg(ap, void **);
       size_t *len = va_arg(ap, size_t *);
       napi_typedarray_type type, *type_out = c == 'w' ? va_arg(ap, napi_typedarray_type *) : NULL;
@@ -81,6 +82,7 @@ static inline int read_args(napi_env env, napi_callback_info info, const char *w
         break;
       }
       if (c == 'f') ok = type == napi_float32_array;
+      else if (c == 'F') ok = type == napi_float64_array;
       else if (c == 'i') ok = type == napi_int32_array;
       else if (c == 'u') ok = type == napi_uint8_array;
       else ok = type == napi_float32_array || type == napi_int32_array;

@@ -17,6 +17,7 @@ export { fusedRmsNorm } from './fused/fused-rms-norm.js';
 export { fusedSwiGlu } from './fused/fused-swiglu.js';
 export { fusedRotary } from './fused/fused-rotary.js';
 export { fusedAttention } from './fused/fused-attention.js';
+export { flashAttention, hasFlashAttention } from './fused/fused-flash-attention.js';
 export { hasLogprobStats, logprobStats, logprobStatsGrad } from './fused/fused-logprob-stats.js';
 
 // Decoding as one native call per layer over an append-friendly KV cache (undefined off `native`).

@@ -19,7 +19,8 @@ describe.skipIf(!load.ok)('native backend registration', () => {
     const native = tf.getKernelsForBackend(NATIVE_BACKEND).map((k) => k.kernelName).sort();
     expect(native).toEqual([
       ...cpu, 'Rl2SoftmaxCrossEntropy', 'Rl2SoftmaxCrossEntropyGrad', 'Rl2RmsNorm', 'Rl2RmsNormGrad', 'Rl2SwiGlu', 'Rl2SwiGluGrad',
-      'Rl2Rotary', 'Rl2Attention', 'Rl2AttentionGrad', 'Rl2LogprobStats', 'Rl2LogprobStatsGrad', 'Rl2AdamW', 'Rl2AdamWInPlace',
+      'Rl2Rotary', 'Rl2Attention', 'Rl2AttentionGrad', 'Rl2FlashAttention', 'Rl2FlashAttentionGrad', 'Rl2LogprobStats', 'Rl2LogprobStatsGrad', 'Rl2AdamW',
+      'Rl2AdamWInPlace',
     ].sort());
     for (const o of nativeKernelOverrides()) expect(cpu).toContain(o.kernelName);
   });

@@ -11,6 +11,7 @@ import { reduceOverrides } from './kernels/native-reduce.js';
 import type { NativeAddon } from './native-addon.js';
 import { softmaxCrossEntropyKernels } from './softmax-cross-entropy.js';
 import { attentionKernels } from './fused/fused-attention.js';
+import { flashAttentionKernels } from './fused/fused-flash-attention.js';
 import { rmsNormKernels } from './fused/fused-rms-norm.js';
 import { rotaryKernels } from './fused/fused-rotary.js';
 import { swiGluKernels } from './fused/fused-swiglu.js';
@@ -57,7 +58,7 @@ export function registerNativeBackend(addon: NativeAddon | undefined, backendNam
   }
   if (!addon) useJsSegmentSum(backendName); // without the addon: still not the O(segments x rows) stock one
   if (addon) {
-    const fused = [softmaxCrossEntropyKernels, rmsNormKernels, swiGluKernels, rotaryKernels, attentionKernels, logprobStatsKernels, adamWKernels].flatMap((k) => k(addon, backendName));
+    const fused = [softmaxCrossEntropyKernels, rmsNormKernels, swiGluKernels, rotaryKernels, attentionKernels, flashAttentionKernels, logprobStatsKernels, adamWKernels].flatMap((k) => k(addon, backendName));
     for (const config of fused) {
       if (!getKernel(config.kernelName, backendName)) registerKernel({ ...config, kernelFunc: countingKernel(config.kernelFunc) });
     }

@@ -1,8 +1,10 @@
-// `pnpm bench models [--steps N] [--batch B] [--quick] [--recompute] [--unfused-decode] [--only train|generate]`: the tiny Llama (vocab 8192, hidden 256, 4 layers,
+// `pnpm bench models [--steps N] [--batch B] [--quick] [--recompute] [--unfused-decode] [--only train|generate|long]`: the tiny Llama (vocab 8192, hidden 256, 4 layers,
 // 4 heads, MLP 768) trained with AdamW at batch 8 x 256 tokens, and sampled with the KV-cache
 // generator (16 requests, 128 prompt + 128 new tokens), each next to the same model in
-// PyTorch 1.13 CPU (scripts/bench_torch.py) measured in the same run. Every measurement runs
-// in its own process so peak RSS belongs to it alone. Decode dispatches/step: kernel calls
+// PyTorch 1.13 CPU (scripts/bench_torch.py) measured in the same run. The long rows train one
+// row of 8192 tokens per step (one sequence, causal) with the tiled attention kernel and with
+// the unfused one (the model's attention wrapped so the [1, T, T] mask path runs), for peak
+// RSS before and after. Every measurement runs in its own process so peak RSS belongs to it alone. Decode dispatches/step: kernel calls
 // between two tokens of one request (tfjs kernels and direct addon calls, see kernelDispatches).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -10,7 +12,8 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { adamWUpdate, initEngine, kernelDispatches } from '@rl2/engine';
-import { createGenerator, initRandomModel, type ParamMap, tokenLogprobs } from '../src/index.js';
+import { createDecoderModel, createGenerator, initRandomModel, type ParamMap, tokenLogprobs } from '../src/index.js';
+import { groupedQueryAttention } from '../src/layers/attention.js';
 
 const SPEC = { family: 'llama', vocabSize: 8192, hiddenSize: 256, intermediateSize: 768, numLayers: 4, numHeads: 4, tieWordEmbeddings: false } as const;
 const HERE = import.meta.dirname;
@@ -25,12 +28,16 @@ const quick = args.includes('--quick');
 const RECOMPUTE = args.includes('--recompute');
 /** `--unfused-decode`: generation on the tfjs ops path instead of the fused native decode step. */
 const UNFUSED = args.includes('--unfused-decode');
-/** `--only train|generate`: measure one of the two. */
+/** `--only train|generate|long`: measure one of the three. */
 const ONLY = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
 const STEPS = flag('--steps', quick ? 1 : 3);
 /** `--batch B`: training rows of SEQ tokens per step (default 8). */
 const BATCH = flag('--batch', 8);
-const SEQ = 256;
+/** `--seq T`: tokens per training row (default 256; the long rows use LONG_SEQ). */
+const SEQ = flag('--seq', 256);
+const LONG_SEQ = 8192;
+/** `--unfused-attention`: training through the masked attention path instead of the tiled kernel. */
+const UNFUSED_ATTENTION = args.includes('--unfused-attention');
 const GEN = { batch: 16, prompt: 128, newTokens: quick ? 16 : 128 };
 
 interface Measured {
@@ -74,7 +81,10 @@ function randomIds(n: number, seed: number): number[] {
 
 async function childTrain(): Promise<Measured> {
   const engine = await initEngine({ backend: 'auto', logger: () => {} });
-  const model = initRandomModel(SPEC, 0);
+  const random = initRandomModel(SPEC, 0);
+  const model = UNFUSED_ATTENTION
+    ? createDecoderModel(random.config, random.params, { attention: (q, k, v, m) => groupedQueryAttention(q, k, v, m) })
+    : random;
   const ids = randomIds(BATCH * (SEQ + 1), 1);
   const rows = Array.from({ length: BATCH }, (_, r) => ids.slice(r * (SEQ + 1), (r + 1) * (SEQ + 1)));
   const batch = { inputIds: rows.flatMap((r) => r.slice(0, SEQ)), positionIds: rows.flatMap(() => [...Array(SEQ).keys()]), rows: BATCH };
@@ -141,12 +151,12 @@ function runChild(cmd: string, argv: string[]): Measured | string {
   }
 }
 
-function torchBest(mode: string, extra: string[]): Measured | string {
+function torchBest(mode: string, extra: string[], threadCounts = [1, availableParallelism()]): Measured | string {
   const python = ['/usr/bin/python3', 'python3'].find((p) => p === 'python3' || existsSync(p))!;
   const probe = spawnSync(python, ['-c', 'import torch'], { encoding: 'utf8' });
   if (probe.status !== 0) return 'python3-torch not installed';
   let best: Measured | string = 'no result';
-  const threads = [...new Set([1, availableParallelism()])];
+  const threads = [...new Set(threadCounts)];
   for (const t of threads) {
     const r = runChild(python, [join(HERE, '..', 'scripts', 'bench_torch.py'), mode, '--threads', String(t), ...extra]);
     if (typeof r !== 'string' && (typeof best === 'string' || r.tokens_per_s > best.tokens_per_s)) best = r;
@@ -163,21 +173,25 @@ async function main() {
   }
   const tsx = join(ROOT, 'node_modules', '.bin', 'tsx');
   const self = join(HERE, 'models.bench.ts');
-  const pass = [
-    '--steps', String(STEPS), '--batch', String(BATCH), ...(quick ? ['--quick'] : []), ...(RECOMPUTE ? ['--recompute'] : []),
-    ...(UNFUSED ? ['--unfused-decode'] : []),
-  ];
+  const common = [...(quick ? ['--quick'] : []), ...(RECOMPUTE ? ['--recompute'] : []), ...(UNFUSED ? ['--unfused-decode'] : [])];
+  const pass = ['--steps', String(STEPS), '--batch', String(BATCH), '--seq', String(SEQ), ...common];
+  const longPass = ['--steps', '1', '--batch', '1', '--seq', String(LONG_SEQ), ...common];
   console.log(
-    `models bench: train ${BATCH}x${SEQ} tokens/step, AdamW${RECOMPUTE ? ', recompute' : ''}, ${STEPS} timed steps; generate ${GEN.batch} x (${GEN.prompt} prompt + ${GEN.newTokens} new)${UNFUSED ? ', unfused decode' : ''}`,
+    `models bench: train ${BATCH}x${SEQ} tokens/step, AdamW${RECOMPUTE ? ', recompute' : ''}, ${STEPS} timed steps; generate ${GEN.batch} x (${GEN.prompt} prompt + ${GEN.newTokens} new)${UNFUSED ? ', unfused decode' : ''}; long: 1x${LONG_SEQ}, 1 timed step`,
   );
   const skipped = 'not measured (--only)';
+  const want = (what: string) => ONLY === undefined || ONLY === what;
   const ours = {
-    train: ONLY === 'generate' ? skipped : runChild(tsx, [self, '--child', 'train', ...pass]),
-    gen: ONLY === 'train' ? skipped : runChild(tsx, [self, '--child', 'generate', ...pass]),
+    train: want('train') ? runChild(tsx, [self, '--child', 'train', ...pass]) : skipped,
+    gen: want('generate') ? runChild(tsx, [self, '--child', 'generate', ...pass]) : skipped,
+    long: want('long') ? runChild(tsx, [self, '--child', 'train', ...longPass]) : skipped,
+    longUnfused: want('long') ? runChild(tsx, [self, '--child', 'train', ...longPass, '--unfused-attention']) : skipped,
   };
   const torch = {
-    train: ONLY === 'generate' ? skipped : torchBest('train', ['--steps', String(STEPS), '--batch', String(BATCH), '--seq', String(SEQ)]),
-    gen: ONLY === 'train' ? skipped : torchBest('generate', ['--batch', String(GEN.batch), '--prompt', String(GEN.prompt), '--new', String(GEN.newTokens)]),
+    train: want('train') ? torchBest('train', ['--steps', String(STEPS), '--batch', String(BATCH), '--seq', String(SEQ)]) : skipped,
+    gen: want('generate') ? torchBest('generate', ['--batch', String(GEN.batch), '--prompt', String(GEN.prompt), '--new', String(GEN.newTokens)]) : skipped,
+    // one run, all threads: its [1, 4, T, T] scores take GiBs per layer
+    long: want('long') ? torchBest('train', ['--steps', '1', '--batch', '1', '--seq', String(LONG_SEQ)], [availableParallelism()]) : skipped,
   };
   type Key = 'tokens_per_s' | 'tokens_per_cpu_s' | 'peak_rss_mib';
   const fmt = (m: Measured | string, key: Key) => (typeof m === 'string' ? 'n/a' : m[key].toFixed(key === 'peak_rss_mib' ? 0 : 1));
@@ -191,13 +205,17 @@ async function main() {
     ['generate tokens/s', fmt(ours.gen, 'tokens_per_s'), fmt(torch.gen, 'tokens_per_s'), ratio(ours.gen, torch.gen, 'tokens_per_s')],
     ['generate tokens/CPU-s', fmt(ours.gen, 'tokens_per_cpu_s'), fmt(torch.gen, 'tokens_per_cpu_s'), ratio(ours.gen, torch.gen, 'tokens_per_cpu_s')],
     ['generate peak RSS MiB', fmt(ours.gen, 'peak_rss_mib'), fmt(torch.gen, 'peak_rss_mib'), ratio(ours.gen, torch.gen, 'peak_rss_mib')],
+    [`train 1x${LONG_SEQ} tokens/CPU-s, tiled attention`, fmt(ours.long, 'tokens_per_cpu_s'), fmt(torch.long, 'tokens_per_cpu_s'), ratio(ours.long, torch.long, 'tokens_per_cpu_s')],
+    [`train 1x${LONG_SEQ} peak RSS MiB, tiled attention`, fmt(ours.long, 'peak_rss_mib'), fmt(torch.long, 'peak_rss_mib'), ratio(ours.long, torch.long, 'peak_rss_mib')],
+    [`train 1x${LONG_SEQ} tokens/CPU-s, unfused attention`, fmt(ours.longUnfused, 'tokens_per_cpu_s'), fmt(torch.long, 'tokens_per_cpu_s'), ratio(ours.longUnfused, torch.long, 'tokens_per_cpu_s')],
+    [`train 1x${LONG_SEQ} peak RSS MiB, unfused attention`, fmt(ours.longUnfused, 'peak_rss_mib'), fmt(torch.long, 'peak_rss_mib'), ratio(ours.longUnfused, torch.long, 'peak_rss_mib')],
     ['decode dispatches/step', typeof ours.gen === 'string' ? 'n/a' : String(ours.gen.dispatches_per_step ?? 'n/a'), 'n/a', ''],
   ];
   const head = ['metric', `rl2 (${who(ours.train)})`, `torch 1.13 (${who(torch.train)} / ${who(torch.gen)})`, 'rl2 / torch'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
   console.log([line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n'));
-  for (const [k, v] of Object.entries({ ...ours, torchTrain: torch.train, torchGen: torch.gen })) if (typeof v === 'string') console.log(`${k}: ${v}`);
+  for (const [k, v] of Object.entries({ ...ours, torchTrain: torch.train, torchGen: torch.gen, torchLong: torch.long })) if (typeof v === 'string' && v !== skipped) console.log(`${k}: ${v}`);
 }
 
 await main();

@@ -1,8 +1,14 @@
 // Test helper: start a rank script under `launch` (node --import tsx) and collect its RESULT lines.
 import { join } from 'node:path';
+import { loadGlooAddon } from '../src/comm/gloo-addon.js';
 import { type LaunchOptions, freePort, launch } from '../src/index.js';
 
 export { freePort };
+
+const gloo = loadGlooAddon();
+if (!gloo.ok && process.env.RL2_REQUIRE_GLOO === '1') throw new Error(`RL2_REQUIRE_GLOO=1 but ${gloo.reason}`);
+/** The collectives the rank tests run on: Gloo when its addon is built, and the socket fallback. */
+export const COLLECTIVES: readonly ('gloo' | 'sockets')[] = gloo.ok ? ['gloo', 'sockets'] : ['sockets'];
 
 export interface RankResults<T> {
   results: T[];

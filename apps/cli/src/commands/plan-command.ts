@@ -15,6 +15,7 @@ const PLAN_KEYS = {
   max_length_per_device: 'tokens one device holds in a micro-batch (default 8192)',
   dtype: 'float32 (default) or bfloat16 (float32 master weights in the optimizer state)',
   gradient_checkpointing: 'true (default) keeps only layer inputs; false keeps every intermediate',
+  tiled_attention: 'true (default): attention in tiles, no T x T scores (cp=1 only); false plans the full score matrices',
   device_memory_gib: 'memory of one device in GiB: says whether the plan fits',
 } as const;
 type PlanKey = keyof typeof PLAN_KEYS;
@@ -60,6 +61,8 @@ export function parsePlanArgs(words: readonly string[]): { options: PlanMemoryOp
   if (dtype !== 'float32' && dtype !== 'bfloat16') throw new TrainersError('INVALID_ARGUMENT', `rl2 plan: dtype=${dtype} must be float32 or bfloat16`);
   const ckpt = values.gradient_checkpointing ?? 'true';
   if (ckpt !== 'true' && ckpt !== 'false') throw new TrainersError('INVALID_ARGUMENT', `rl2 plan: gradient_checkpointing=${ckpt} must be true or false`);
+  const tiled = values.tiled_attention ?? 'true';
+  if (tiled !== 'true' && tiled !== 'false') throw new TrainersError('INVALID_ARGUMENT', `rl2 plan: tiled_attention=${tiled} must be true or false`);
   let deviceBytes: number | undefined;
   if (values.device_memory_gib !== undefined) {
     const gib = Number(values.device_memory_gib);
@@ -75,6 +78,7 @@ export function parsePlanArgs(words: readonly string[]): { options: PlanMemoryOp
     maxLengthPerDevice: int('max_length_per_device'),
     dtype,
     gradientCheckpointing: ckpt === 'true',
+    tiledAttention: tiled === 'true',
   };
   return { options, deviceBytes };
 }

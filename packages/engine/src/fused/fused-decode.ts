@@ -58,6 +58,13 @@ export interface DecodeKernels {
   rmsNorm(x: Float32Array, w: Float32Array, rows: number, h: number, eps: number, y: Float32Array): void;
   /** out [m, n] = a [m, k] b^T with b [n, k]. */
   matMulTransposed(a: Float32Array, b: Float32Array, m: number, n: number, k: number, out: Float32Array): void;
+  /**
+   * Samples one token per row of `logits` [rows, vocab] in one call: row b by the inverse CDF
+   * of softmax(logits / temperature[b]) at u[b] in [0, 1), greedy (first argmax) at temperature
+   * 0, skipped at NaN. Writes tokens[b] and logprobs[b] (log-probability of the token under the
+   * temperature-scaled distribution; temperature 1 for greedy).
+   */
+  sampleRows(logits: Float32Array, rows: number, vocab: number, temperature: Float64Array, u: Float64Array, tokens: Int32Array, logprobs: Float64Array): void;
 }
 
 /** The decode kernels when the active backend is `native` with the addon loaded, else undefined. */
@@ -78,6 +85,10 @@ export function decodeKernels(): DecodeKernels | undefined {
     matMulTransposed(a, b, m, n, k, out) {
       countDispatches();
       addon.gemm(false, true, 1, m, n, k, a, 0, b, 0, out);
+    },
+    sampleRows(logits, rows, vocab, temperature, u, tokens, logprobs) {
+      countDispatches();
+      addon.sampleRows(logits, rows, vocab, temperature, u, tokens, logprobs);
     },
   };
 }

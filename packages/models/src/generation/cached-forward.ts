@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { MASKED } from '../layers/attention.js';
+import { hasFlashAttention } from '@rl2/engine';
+import { groupedQueryAttention, MASKED } from '../layers/attention.js';
 import { decoderLayer, type LayerContext, type LayerKv } from '../layers/decoder-layer.js';
 import { rmsNorm } from '../layers/rms-norm.js';
 import { ropeTables, rotateHalfMatrix } from '../layers/rotary.js';
@@ -18,7 +19,8 @@ export interface KvBatch {
 /**
  * One incremental forward: S new tokens per row (left-padded by `newPad[r]` within the S),
  * attending to the cache and causally to each other. Returns the next-token logits of each
- * row's last position [B, V] and the grown cache (the caller disposes the old one).
+ * row's last position [B, V] (this rank's [B, V/tp] vocabulary slice when the LM head is
+ * vocab-parallel) and the grown cache (the caller disposes the old one).
  */
 export function cachedForward(
   model: DecoderModel,
@@ -33,9 +35,12 @@ export function cachedForward(
   const pastLen = past?.length ?? 0;
   const total = pastLen + s;
   const padLeft = past ? past.padLeft : newPad;
+  // a prefill with the default kernel: tiled causal attention, the left padding of each row
+  // its own segment (no [B, S, S] mask)
+  const flash = !past && model.attention === groupedQueryAttention && hasFlashAttention();
   // allowed(r, i, j): key j is real for row r and not in the future of query i
-  const m = new Float32Array(b * s * total);
-  for (let r = 0; r < b; r++) {
+  const m = new Float32Array(flash ? 0 : b * s * total);
+  for (let r = 0; r < (flash ? 0 : b); r++) {
     for (let i = 0; i < s; i++) {
       for (let j = 0; j < total; j++) {
         const real = j < pastLen ? j >= padLeft[r]! : j - pastLen >= newPad[r]!;
@@ -53,10 +58,14 @@ export function cachedForward(
       cos,
       sin,
       rotate: rotateHalfMatrix(c.headDim),
-      mask: tf.tensor3d(m, [b, s, total]),
     };
+    if (flash) {
+      const seg = Int32Array.from({ length: b * s }, (_, i) => (i % s < newPad[Math.floor(i / s)]! ? -1 : 0));
+      ctx.causalSegments = tf.tensor2d(seg, [b, s], 'int32');
+    } else ctx.mask = tf.tensor3d(m, [b, s, total]);
     const ids = tf.tensor1d(Int32Array.from(tokens.flat()), 'int32');
-    let x = tf.gather(model.params.get('model.embed_tokens.weight')!, ids) as tf.Tensor2D;
+    // a replaced embedding (vocab-parallel under tensor parallelism) looks up its own shard
+    let x = model.embedding ? model.embedding(ids, model.params) : (tf.gather(model.params.get('model.embed_tokens.weight')!, ids) as tf.Tensor2D);
     const layers: LayerKv[] = [];
     for (let i = 0; i < c.numLayers; i++) {
       const res = decoderLayer(x, i, model.params, ctx, past?.layers[i]);

@@ -1,3 +1,4 @@
+import { decodeKernels } from '@rl2/engine';
 import type { SeededRng } from './seeded-rng.js';
 
 /** Sampling parameters of one request (SGLang `sampling_params` names in camelCase). */
@@ -33,6 +34,44 @@ export function sampleToken(logits: Float32Array, params: SamplingParams, rng: S
   const picked = pickToken(logits, params, rng);
   if (topLogprobs <= 0) return { token: picked.token, logprob: picked.logprob };
   return { token: picked.token, logprob: picked.logprob, top: mostLikely(picked.w, picked.sum, topLogprobs) };
+}
+
+/**
+ * `sampleToken` for each row of `logits` [rows, V] (row i with params[i], rngs[i] and
+ * topLogprobs[i]). On `native`, rows without top-k, top-p or top log-probs are sampled in one
+ * addon call (the same inverse CDF and one draw of their rng, weights in float32 there: a token
+ * within ~1e-7 of a CDF boundary may differ from `sampleToken`'s, logprobs agree to ~1e-6);
+ * `skip[i]` leaves row i unsampled (undefined in the result).
+ */
+export function sampleRows(
+  logits: Float32Array, params: readonly SamplingParams[], rngs: readonly SeededRng[], topLogprobs: readonly number[] = [], skip: readonly boolean[] = [],
+): (SampledToken | undefined)[] {
+  const rows = params.length;
+  const v = logits.length / rows;
+  const out: (SampledToken | undefined)[] = new Array(rows);
+  const kernels = decodeKernels();
+  const plain = (i: number) => !skip[i] && !(topLogprobs[i]! > 0) && !(params[i]!.topK! > 0 && params[i]!.topK! < v) && !((params[i]!.topP ?? 1) < 1);
+  const batched = kernels ? params.map((_, i) => plain(i)) : [];
+  if (kernels && batched.some((b) => b)) {
+    const temperature = new Float64Array(rows).fill(Number.NaN);
+    const u = new Float64Array(rows);
+    params.forEach((p, i) => {
+      if (!batched[i]) return;
+      const t = p.temperature ?? 1;
+      temperature[i] = t > 0 ? t : 0;
+      if (t > 0) u[i] = rngs[i]!.next();
+    });
+    const tokens = new Int32Array(rows);
+    const logprobs = new Float64Array(rows);
+    kernels.sampleRows(logits, rows, v, temperature, u, tokens, logprobs);
+    batched.forEach((b, i) => {
+      if (b) out[i] = { token: tokens[i]!, logprob: logprobs[i]! };
+    });
+  }
+  for (let i = 0; i < rows; i++) {
+    if (!skip[i] && !out[i]) out[i] = sampleToken(logits.subarray(i * v, (i + 1) * v), params[i]!, rngs[i]!, topLogprobs[i] ?? 0);
+  }
+  return out;
 }
 
 /** The `n` largest weights as {id, log(w / sum)}, most likely first (ties: lower id first). */

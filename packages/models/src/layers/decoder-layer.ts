@@ -4,7 +4,7 @@ import { type AttentionKernel, blockedAttention, groupedQueryAttention } from '.
 import type { LinearFactory, ParamLookup } from './linear.js';
 import { rmsNorm } from './rms-norm.js';
 import { applyRotary } from './rotary.js';
-import { fusedSwiGlu } from '@rl2/engine';
+import { flashAttention, fusedSwiGlu } from '@rl2/engine';
 import { ModelsError } from '../errors.js';
 
 /**
@@ -23,6 +23,12 @@ export interface LayerContext {
   rotate: tf.Tensor2D;
   mask?: tf.Tensor3D;
   segments?: PackedSegments;
+  /**
+   * Segment ids [B, S] (int32) for the tiled causal attention kernel (`flashAttention`): set
+   * instead of `mask`/`segments` when the default attention runs on a backend that has it;
+   * token i sees token j iff j <= i within the same segment. Never with a KV cache.
+   */
+  causalSegments?: tf.Tensor2D;
 }
 
 /** Sequence lengths of one packed row and the causal mask of each distinct length. */
@@ -102,7 +108,10 @@ export function decoderLayer(
       vt = tf.concat([past.v, ...(past.vRecent ? [past.vRecent] : []), vt], 2);
     }
     kv = { k: kt, v: vt };
-    if (ctx.segments && !past) {
+    const flash = ctx.causalSegments && !past ? flashAttention(q4, kt, vt, ctx.causalSegments) : undefined;
+    if (flash) {
+      attn = flash;
+    } else if (ctx.segments && !past) {
       // block-diagonal attention as one small causal attention per sequence of the packed row
       const { lengths, masks } = ctx.segments;
       const qs = tf.split(q4, lengths, 1) as tf.Tensor4D[];
@@ -113,7 +122,7 @@ export function decoderLayer(
         0,
       );
     } else {
-      if (!ctx.mask) throw new ModelsError('INVALID_ARGUMENT', 'decoderLayer: LayerContext needs a mask or packed segments');
+      if (!ctx.mask) throw new ModelsError('INVALID_ARGUMENT', 'decoderLayer: LayerContext needs a mask, packed segments or causalSegments on a backend with flashAttention');
       attn = ctx.attention(q4, kt, vt, ctx.mask);
     }
   }

@@ -30,7 +30,10 @@ export function recomputedDecoderLayer(x: tf.Tensor2D, layer: number, p: Sourced
   const source = p.layerSource?.(names);
   const paramInputs = source ? source.inputs : names.map((n) => p.get(n)!);
   const maskLengths = ctx.segments ? [...ctx.segments.masks.keys()] : [];
-  const constants: tf.Tensor[] = [ctx.cos, ctx.sin, ctx.rotate, ...(ctx.mask ? [ctx.mask] : []), ...(ctx.segments?.masks.values() ?? [])];
+  const constants: tf.Tensor[] = [
+    ctx.cos, ctx.sin, ctx.rotate, ...(ctx.mask ? [ctx.mask] : []), ...(ctx.causalSegments ? [ctx.causalSegments] : []),
+    ...(ctx.segments?.masks.values() ?? []),
+  ];
   const run = (inputs: tf.Tensor[]): tf.Tensor2D => {
     const k = 1 + paramInputs.length;
     const local = source ? source.open(inputs.slice(1, k)) : new Map<string, tf.Tensor>(names.map((n, i) => [n, inputs[1 + i]!]));
@@ -42,6 +45,7 @@ export function recomputedDecoderLayer(x: tf.Tensor2D, layer: number, p: Sourced
     };
     let m = k + 3;
     if (ctx.mask) c.mask = inputs[m++] as tf.Tensor3D;
+    if (ctx.causalSegments) c.causalSegments = inputs[m++] as tf.Tensor2D;
     if (ctx.segments) {
       c.segments = { lengths: ctx.segments.lengths, masks: new Map(maskLengths.map((l, i) => [l, inputs[m + i] as tf.Tensor3D])) };
     }

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { hasFlashAttention } from '@rl2/engine';
 import { causalMask, contiguousSegments, groupedQueryAttention, packedCausalMask } from '../layers/attention.js';
 import { decoderLayer, type LayerContext } from '../layers/decoder-layer.js';
 import { recomputedDecoderLayer } from '../layers/recomputed-layer.js';
@@ -34,10 +35,14 @@ export function forwardHidden(model: DecoderModel, batch: TokenBatch, options: F
       sin,
       rotate: rotateHalfMatrix(c.headDim),
     };
-    // one packed row of several sequences: the default kernel attends per sequence instead of
-    // over a T x T mask; a replaced kernel (e.g. context parallelism) always sees the whole row
-    const lengths = rows === 1 && model.attention === groupedQueryAttention ? contiguousSegments(segmentIds) : undefined;
-    if (lengths) ctx.segments = { lengths, masks: new Map([...new Set(lengths)].map((l) => [l, causalMask(l)])) };
+    // the default kernel: tiled causal attention within segments where the backend has it (no
+    // T x T mask or scores); else one packed row of several sequences attends per sequence
+    // instead of over a T x T mask. A replaced kernel (e.g. context parallelism) always sees
+    // the whole row and its mask.
+    const flash = model.attention === groupedQueryAttention && hasFlashAttention();
+    const lengths = !flash && rows === 1 && model.attention === groupedQueryAttention ? contiguousSegments(segmentIds) : undefined;
+    if (flash) ctx.causalSegments = tf.tensor2d(Int32Array.from(segmentIds), [rows, segmentIds.length / rows], 'int32');
+    else if (lengths) ctx.segments = { lengths, masks: new Map([...new Set(lengths)].map((l) => [l, causalMask(l)])) };
     else ctx.mask = packedCausalMask(segmentIds, rows);
     const table = model.params.get('model.embed_tokens.weight')!;
     let x = model.embedding

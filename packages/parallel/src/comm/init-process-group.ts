@@ -3,18 +3,35 @@ import { ParallelError, type ParallelErrorCode } from '../errors.js';
 import { type LaunchEnv, readLaunchEnv } from '../launch/read-launch-env.js';
 import type { GroupSpec, PendingOp, ProcessGroup, ReduceOp } from './collective.js';
 import type { CommReply, CommRequest } from './comm-worker.js';
+import { loadGlooAddon } from './gloo-addon.js';
+import { joinGlooWorld } from './gloo-process-group.js';
 import { LocalProcessGroup } from './local-process-group.js';
 import { type SocketWorldOptions, resolveTimeouts } from './socket-world.js';
 
 /** The world group plus what it was built from; `close()` ends the connections. */
 export interface World extends ProcessGroup {
   readonly env: LaunchEnv;
+  /** What runs the collectives: `gloo`, `sockets`, or `single` (world size 1, none needed). */
+  readonly collectives: 'gloo' | 'sockets' | 'single';
   close(): Promise<void>;
 }
+
+/** Which implementation runs the collectives; `auto` is Gloo when its addon is built, else sockets. */
+export type CollectivesChoice = 'auto' | 'gloo' | 'sockets';
 
 export interface InitProcessGroupOptions extends SocketWorldOptions {
   /** Rank layout; default `readLaunchEnv()`. */
   env?: LaunchEnv;
+  /** Default `RL2_COLLECTIVES` or `auto`. Every rank of a job must end up with the same one. */
+  collectives?: CollectivesChoice;
+  /** Receives the one line saying which collectives run (local rank 0 only); default console.info. */
+  logger?: (line: string) => void;
+}
+
+function parseCollectives(v: string | undefined, from: string): CollectivesChoice {
+  if (v === undefined || v === '') return 'auto';
+  if (v === 'auto' || v === 'gloo' || v === 'sockets') return v;
+  throw new ParallelError('INVALID_ARGUMENT', `${from}="${v}" is not one of auto, gloo, sockets.`);
 }
 
 /** Blocking request/reply to the communication worker (one per process). */
@@ -132,6 +149,7 @@ class WorkerProcessGroup implements ProcessGroup {
 }
 
 class WorkerWorld extends WorkerProcessGroup implements World {
+  readonly collectives = 'sockets';
   constructor(
     channel: CommChannel,
     readonly env: LaunchEnv,
@@ -159,18 +177,34 @@ function startWorker(options: ConstructorParameters<typeof Worker>[1]): Worker {
 
 /**
  * Join the world described by the launcher environment and return its blocking process group.
- * World size 1 needs no sockets. Otherwise a worker thread connects to every rank
- * (rendezvous at MASTER_ADDR:MASTER_PORT; Unix sockets within a node, TCP across nodes) and
- * runs the collectives, while calls on the returned group block on Atomics until done, so
- * they can be made from inside synchronous tfjs gradient functions.
+ * World size 1 needs no connections. Otherwise the collectives run on Gloo when its addon is
+ * built (rendezvous store on rank 0 at MASTER_ADDR:MASTER_PORT; see README), or else on the
+ * socket transport: a worker thread connects to every rank (Unix sockets within a node, TCP
+ * across nodes). Either way calls on the returned group block until done, so they can be made
+ * from inside synchronous tfjs gradient functions. `RL2_COLLECTIVES=gloo|sockets` or
+ * `options.collectives` forces one; local rank 0 logs one line saying which runs.
  */
 export async function initProcessGroup(options: InitProcessGroupOptions = {}): Promise<World> {
   const env = options.env ?? readLaunchEnv();
   if (env.worldSize === 1) {
     const g = new LocalProcessGroup();
-    return Object.assign(g, { env, close: async () => {} });
+    return Object.assign(g, { env, collectives: 'single' as const, close: async () => {} });
   }
   const { timeoutMs, rendezvousTimeoutMs } = resolveTimeouts(options);
+  const choice = options.collectives ?? parseCollectives(process.env.RL2_COLLECTIVES, 'RL2_COLLECTIVES');
+  const log = env.localRank === 0 ? (options.logger ?? ((line: string) => console.info(line))) : () => {};
+  let fallback = '';
+  if (choice !== 'sockets') {
+    const load = loadGlooAddon();
+    if (load.ok) {
+      const world = await joinGlooWorld(load.addon, env, timeoutMs, rendezvousTimeoutMs);
+      log(`rl2 parallel: collectives on gloo ${load.addon.glooVersion} (tcp), ${env.worldSize} ranks`);
+      return world;
+    }
+    if (choice === 'gloo') throw new ParallelError('INVALID_ARGUMENT', `RL2_COLLECTIVES=gloo but the gloo addon is unavailable: ${load.reason}.`);
+    fallback = `; gloo unavailable: ${load.reason}`;
+  }
+  log(`rl2 parallel: collectives on sockets (${options.transport === 'tcp' ? 'tcp' : 'unix sockets within a node, tcp across'}), ${env.worldSize} ranks${fallback}`);
   const { port1, port2 } = new MessageChannel();
   const ctrl = new Int32Array(new SharedArrayBuffer(8));
   const worker = startWorker({

@@ -13,7 +13,7 @@ export function formatMemoryPlan(plan: MemoryPlan, deviceBytes?: number): string
     ['optimizer state', b.optimizerState],
     ['gathered layers (fsdp)', b.gatheredLayers],
     ['activations', b.activations],
-    ['attention scores', b.attentionScores],
+    [plan.attention === 'tiled' ? 'attention (tiled, lse)' : 'attention scores', b.attentionScores],
     ['logits', b.logits],
   ];
   const width = Math.max(...rows.map(([k]) => k.length), 'total per device'.length);
@@ -27,7 +27,7 @@ export function formatMemoryPlan(plan: MemoryPlan, deviceBytes?: number): string
     const [largest] = rows.reduce((m, r) => (r[1] > m[1] ? r : m));
     const hint =
       largest === 'attention scores'
-        ? 'attention scores dominate (tfjs has no fused attention kernel): lower max_length_per_device'
+        ? 'attention scores dominate (context parallelism attends over a T x T mask): lower max_length_per_device or cp'
         : 'raise tp or the number of devices, or lower max_length_per_device';
     lines.push(b.total <= deviceBytes ? `fits in ${gib(deviceBytes)}` : `does NOT fit in ${gib(deviceBytes)}: ${hint}`);
   }

@@ -29,6 +29,16 @@ describe('planMemory', () => {
     expect(p.bytes.optimizerState).toBe(247_016_384 * 8);
   });
 
+  it('tiled attention without cp holds one log-sum-exp per query and head, not T x T scores', () => {
+    const tiled = planMemory({ config: qwen72b, gpus: 64, tp: 8, dtype: 'bfloat16', maxLengthPerDevice: 8192 });
+    expect(tiled.bytes.attentionScores).toBe((64 / 8) * (8192 * 8) * 4);
+    const full = planMemory({ config: qwen72b, gpus: 64, tp: 8, dtype: 'bfloat16', maxLengthPerDevice: 8192, tiledAttention: false });
+    expect(full.bytes.attentionScores).toBe(2 * (64 / 8) * (8192 * 8) * (8192 * 8) * 4);
+    expect([tiled.attention, full.attention]).toEqual(['tiled', 'scores']);
+    expect(formatMemoryPlan(tiled)).toMatch(/attention \(tiled, lse\)\s+0\.00 GiB/);
+    expect(formatMemoryPlan(full)).toMatch(/attention scores\s+256\.00 GiB/);
+  });
+
   it('72B on 64 GPUs with tp=8: matrices / 8, norms replicated, then / fsdp=8', () => {
     const p = planMemory({ config: qwen72b, gpus: 64, tp: 8, cp: 2, dtype: 'bfloat16', maxLengthPerDevice: 4096 });
     // 80 * (877,668,352 / 8 + 16,384) + 2 * 152064 * 8192 / 8 + 8192 = 9,089,429,504; / 8
@@ -36,6 +46,8 @@ describe('planMemory', () => {
     expect(p.bytes.parameters).toBe(1_136_178_688 * 2);
     expect(p.bytes.optimizerState).toBe(1_136_178_688 * 12); // m, v and fp32 master weights
     expect(p.bytes.logits).toBe(2 * (4096 * 8) * (152064 / 8) * 4);
+    // cp 2: the context-parallel kernel attends over a mask of the whole row, scores planned
+    expect(p.attention).toBe('scores');
     expect(p.bytes.attentionScores).toBe(2 * (64 / 8) * (4096 * 8) * (4096 * 8 * 2) * 4);
     expect(p.layout).toMatchObject({ fsdp: 8, dp: 4 });
     const text = formatMemoryPlan(p, 80 * 2 ** 30);

@@ -20,11 +20,19 @@ export interface PlanMemoryOptions {
   dtype?: 'float32' | 'bfloat16';
   /** Recompute each layer in backward, keeping only layer inputs (default true, as RL2). */
   gradientCheckpointing?: boolean;
+  /**
+   * Attention runs in tiles (@rl2/engine `flashAttention`, the `native` backend's default for
+   * training and prefill without context parallelism): nothing T x T is held. Default true;
+   * false plans the [heads, T, T] scores of the composite ops.
+   */
+  tiledAttention?: boolean;
 }
 
 /** Bytes one device needs, by kind. */
 export interface MemoryPlan {
   layout: { gpus: number; ddp: number; fsdp: number; tp: number; dp: number; cp: number };
+  /** How attention was planned: `tiled` (no T x T tensor) or `scores` (full score matrices). */
+  attention: 'tiled' | 'scores';
   parameters: ParameterCount;
   /** Parameters stored per device (after tp and fsdp sharding). */
   paramsPerDevice: number;
@@ -37,7 +45,11 @@ export interface MemoryPlan {
     gatheredLayers: number;
     /** Saved layer inputs (checkpointing) or every layer's intermediates, plus one layer's recompute. */
     activations: number;
-    /** Attention scores and probabilities of one layer, [heads/tp, T*tp, T*tp*cp] (no fused attention kernel in tfjs). */
+    /**
+     * Attention of one layer beyond its inputs and output: with tiled attention (cp 1) the
+     * log-sum-exp of each query [heads/tp, T*tp]; else scores and probabilities
+     * [heads/tp, T*tp, T*tp*cp] (the context-parallel kernel takes a mask over the whole row).
+     */
     attentionScores: number;
     /** Float32 logits [T*tp, V/tp] (sequence gathered, vocabulary split) and their gradient. */
     logits: number;
@@ -73,6 +85,7 @@ export function planMemory(o: PlanMemoryOptions): MemoryPlan {
   const layerPerTp = p.layerSharded / tp + p.layerReplicated;
   const perTokenLayer = 2 * H + ((c.num_attention_heads + 2 * p.kvHeads) * hd) / tp + (c.num_attention_heads * hd) / tp + (3 * c.intermediate_size) / tp;
   const checkpointing = o.gradientCheckpointing ?? true;
+  const tiled = cp === 1 && (o.tiledAttention ?? true);
   const activations = checkpointing ? (L * T * H + T * tp * perTokenLayer) * wBytes : L * T * tp * perTokenLayer * wBytes;
   const bytes = {
     parameters: paramsPerDevice * wBytes,
@@ -81,10 +94,10 @@ export function planMemory(o: PlanMemoryOptions): MemoryPlan {
     gatheredLayers: fsdp > 1 ? Math.ceil(layerPerTp * (2 * wBytes + wBytes)) : 0,
     activations: Math.ceil(activations),
     // tp ranks see the whole (sequence-gathered) chunk of T*tp queries, keys over the cp group too
-    attentionScores: 2 * heads * (T * tp) * (T * tp * cp) * 4,
+    attentionScores: tiled ? heads * (T * tp) * 4 : 2 * heads * (T * tp) * (T * tp * cp) * 4,
     logits: 2 * (T * tp) * (c.vocab_size / tp) * 4,
     total: 0,
   };
   bytes.total = Object.entries(bytes).reduce((s, [k, v]) => (k === 'total' ? s : s + v), 0);
-  return { layout: { gpus: o.gpus, ddp, fsdp, tp, dp: mesh.sizes.dp, cp }, parameters: p, paramsPerDevice, bytes };
+  return { layout: { gpus: o.gpus, ddp, fsdp, tp, dp: mesh.sizes.dp, cp }, attention: tiled ? 'tiled' : 'scores', parameters: p, paramsPerDevice, bytes };
 }

@@ -238,5 +238,5 @@ if (cases.includes('tpxcp')) {
   tpMlp(g.tp, 'TP(2) inside a 4-rank world');
 }
 world.barrier();
-console.log(`RESULT ${JSON.stringify({ rank: world.rank, errors })}`);
+console.log(`RESULT ${JSON.stringify({ rank: world.rank, collectives: world.collectives, errors })}`);
 await world.close();

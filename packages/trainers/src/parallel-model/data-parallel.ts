@@ -26,7 +26,8 @@ export const SINGLE_PROCESS: DataParallel = Object.freeze({
 /**
  * Data parallelism over the world the launcher started (`rl2 launch`, torchrun, Slurm, Open MPI,
  * PyTorchJob: see @rl2/parallel `readLaunchEnv`): one process is {@link SINGLE_PROCESS}, more
- * join the process group at MASTER_ADDR:MASTER_PORT (collectives over Unix sockets or TCP).
+ * join the process group at MASTER_ADDR:MASTER_PORT (collectives on Gloo, or on Unix sockets / TCP
+ * when its addon is not built; RL2_COLLECTIVES picks one).
  */
 export async function openDataParallel(env: Record<string, string | undefined> = process.env): Promise<DataParallel> {
   const launchEnv = readLaunchEnv(env);

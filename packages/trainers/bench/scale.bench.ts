@@ -19,7 +19,8 @@ import { createServer } from 'node:net';
 import { availableParallelism, cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadTokenizer } from '@rl2/data';
-import { loadConfig, loadItems, sftConfigSchema } from '../src/index.js';
+import { loadItems } from '../src/dataset/load-items.js';
+import { loadConfig, sftConfigSchema } from '../src/index.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..', '..');
 const CLI = join(ROOT, 'apps', 'cli', 'dist', 'cli.js');

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { DecoderModel, GenerationConfig, ParamMap } from '@rl2/models';
+import type { ProcessGroup } from '@rl2/parallel';
 import * as tf from '@tensorflow/tfjs-core';
 import type { DataParallel } from '../parallel-model/data-parallel.js';
 import { ONE_PROCESS, planRankLayout } from '../parallel-model/rank-layout.js';
@@ -21,6 +22,11 @@ export interface PpoModels {
    * rollout.engine=sglang, where no rank keeps a full copy (the servers hold the weights).
    */
   readonly fullActor?: DecoderModel;
+  /**
+   * actor.tp_size > 1 without FSDP and the embedded engine: the actor's tp shards and their
+   * group, which generate together (tensor-parallel generation); no rank keeps a full copy.
+   */
+  readonly tpActor?: { readonly model: DecoderModel; readonly tp: ProcessGroup };
   readonly generationConfig?: GenerationConfig;
   /** After an actor update under tp or FSDP: the full actor gathered again from the shards (no-op without a full actor). */
   refreshFullActor(): void;
@@ -41,8 +47,9 @@ export interface PpoModels {
 /**
  * Loads the actor (from the checkpoint when resuming), the reference and the critic and lays
  * them out on the ranks: the actor and its reference by actor.{tp,cp,ddp}_size, the critic by
- * critic.*. With the embedded engine the full actor stays alongside tp or FSDP shards: the
- * engine generates with it; with SGLang no rank keeps one (`writeActor` gathers the shards).
+ * critic.*. With the embedded engine and actor tp alone the tp group generates with its shards
+ * (`tpActor`); with FSDP the full actor stays alongside the shards and the engine generates
+ * with it; with SGLang no rank keeps one (`writeActor` gathers the shards).
  * Optimizer states come back from `saved`.
  */
 export async function openPpoModels(config: PpoConfig, dp: DataParallel, totalSteps: number, resumeFrom?: string, saved?: ReturnType<typeof loadPpoCheckpoint>): Promise<PpoModels> {
@@ -52,8 +59,10 @@ export async function openPpoModels(config: PpoConfig, dp: DataParallel, totalSt
   const actorLayout = planRankLayout(dp, a, 'actor');
   const criticLayout = useCritic ? planRankLayout(dp, c, 'critic') : ONE_PROCESS;
   const full = await openModel(startingWeights(a.model_name, resumeFrom), 'actor.model_name');
-  // the embedded engine generates with a full copy; SGLang servers hold their own
-  const keepFull = config.rollout.engine === 'embedded';
+  // the embedded engine generates with the tp shards themselves under tp alone, else with a
+  // full copy; SGLang servers hold their own
+  const tpGeneration = config.rollout.engine === 'embedded' && actorLayout.tp !== undefined && !actorLayout.fsdp;
+  const keepFull = config.rollout.engine === 'embedded' && !tpGeneration;
   const trainedActor = trainModel(full.model, actorLayout, 'actor', { keepFull });
   const actor = new PpoWorker(trainedActor, actorLayout, a, 'actor', (totalSteps - a.freeze_steps) * a.update_per_rollout);
   let ref: PpoWorker | undefined;
@@ -86,6 +95,7 @@ export async function openPpoModels(config: PpoConfig, dp: DataParallel, totalSt
     ref,
     critic,
     ...(keepFull ? { fullActor: full.model } : {}),
+    ...(tpGeneration && actorLayout.tp ? { tpActor: { model: trainedActor.model, tp: actorLayout.tp } } : {}),
     generationConfig: full.generationConfig,
     refreshFullActor: () => {
       if (!keepFull || (!actorLayout.tp && !trainedActor.sharded)) return;

@@ -61,7 +61,7 @@ async function trainPpo(config: PpoConfig, io: RunIo, dp: DataParallel): Promise
   const { actor, critic } = models;
   const stream = new PromptStream(prompts.train, config.data.shuffle, trainer.seed, saved?.stream);
   const testPrompts = r.test_prompts_per_rollout ? prompts.test.slice(0, r.test_prompts_per_rollout) : prompts.test;
-  const rollout = await openPpoRollout(config, dp, { actor: models.fullActor, generationConfig: models.generationConfig, tokenizer, env, stream, testPrompts, writeActor: models.writeActor, out });
+  const rollout = await openPpoRollout(config, dp, { actor: models.fullActor, ...(models.tpActor ? { tpActor: models.tpActor } : {}), generationConfig: models.generationConfig, tokenizer, env, stream, testPrompts, writeActor: models.writeActor, out });
   const session = new RunSession({ trainer, config, io, world: dp, totalSteps, resumeFrom, step: saved?.state.step ?? 0 });
   session.say(
     `rl2 ppo: ${prompts.train.length} train / ${prompts.test.length} test prompts, ${r.train_prompts_per_rollout} x ${r.responses_per_prompt} responses per step, ` +

@@ -106,11 +106,15 @@ async function main(): Promise<void> {
 function printTable(table: Map<string, number[]>, numpy: number[] | undefined): void {
   console.log(`\nmatMul GFLOP/s, ${threads} thread(s) (numpy/OpenBLAS sgemm measured in the same run${numpy ? '' : ': python3-numpy not found'})`);
   const names = [...table.keys()];
-  console.log(`${pad('shape', W)}${names.map((n) => pad(n, 9)).join('')}${table.has('native') ? 'native/plain  native/numpy' : ''}`);
+  // the speedup over stock tfjs-backend-wasm and tfjs-backend-cpu, then native's own shape balance and numpy
+  const ratios = ['native/wasm', 'native/cpu', 'native/plain', 'native/numpy'];
+  console.log(`${pad('shape', W)}${names.map((n) => pad(n, 9)).join('')}${table.has('native') ? ratios.map((n) => pad(n, 14)).join('').trimEnd() : ''}`);
   const native = table.get('native');
+  const over = (other: number[] | undefined, i: number) => (native && other ? native[i] / other[i] : undefined);
   SHAPES.forEach((s, i) => {
     const cells = names.map((n) => pad(fmt(table.get(n)?.[i]), 9)).join('');
-    const extra = native ? `${pad(fmt(native[i] / native[0], 2), 14)}${fmt(numpy ? native[i] / numpy[i] : undefined, 2)}` : '';
+    const speedups = [over(table.get('wasm'), i), over(table.get('cpu'), i)].map((x) => pad(x === undefined ? '-' : `${fmt(x, x < 10 ? 1 : 0)}x`, 14)).join('');
+    const extra = native ? `${speedups}${pad(fmt(native[i] / native[0], 2), 14)}${fmt(over(numpy, i), 2)}` : '';
     console.log(`${pad(`${s.kind.padEnd(11)}${s.label}`, W)}${cells}${extra}`);
   });
   if (native) {

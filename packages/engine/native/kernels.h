@@ -11,7 +11,16 @@
 #define RL2_KERNELS_H
 
 #include "napi-helpers.h"
+#ifdef __APPLE__
+/* macOS: Accelerate's cblas_sgemm (part of the OS; its threads are its own). Accelerate has no
+   thread-count API, so the count the addon splits its loops over is a variable (matmul.c). */
+#include <Accelerate/Accelerate.h>
+extern int rl2_threads;
+#define openblas_get_num_threads() (rl2_threads)
+#define openblas_set_num_threads(n) ((void)(rl2_threads = (n)))
+#else
 #include <cblas.h>
+#endif
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>

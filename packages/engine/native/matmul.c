@@ -1,6 +1,10 @@
 /* Matrix products (OpenBLAS cblas_sgemm) and the thread count every kernel splits over. */
 #include "kernels.h"
 
+#ifdef __APPLE__
+int rl2_threads = 1; /* see kernels.h: Accelerate keeps no thread count of its own */
+#endif
+
 /*
  * gemm(transA, transB, batch, M, N, K, A, strideA, B, strideB, C)
  * C[b] = op(A[b]) @ op(B[b]) for b < batch, row-major; C[b] is [M, N] at offset b*M*N.

@@ -2,9 +2,13 @@ import { getBackend } from '@tensorflow/tfjs-core';
 import { describe, expect, it } from 'vitest';
 import { EngineError } from './errors.js';
 import { initEngine } from './init-engine.js';
+import { loadNativeAddon } from './native-addon.js';
 import { nativeForTests } from './testing/native-for-tests.js';
 
 const hasNative = nativeForTests().ok;
+// Where initEngine({ env: {} }) finds the addon: the prebuilt package, else build/.
+const defaultLoad = loadNativeAddon({});
+const nativeFrom = defaultLoad.ok ? defaultLoad.from : 'nowhere';
 
 describe('initEngine', () => {
   it('starts the requested cpu backend and logs exactly one line naming it', async () => {
@@ -50,7 +54,7 @@ describe('initEngine', () => {
     const info = await initEngine({ threads: 1, env: {}, logger: (l) => lines.push(l) });
     expect(info).toEqual({ backend: 'native', threads: 1, nativeKernels: true });
     expect(getBackend()).toBe('native');
-    expect(lines).toEqual(['rl2 engine: backend native, 1 thread (OpenBLAS sgemm + C kernels)']);
+    expect(lines).toEqual([`rl2 engine: backend native, 1 thread (OpenBLAS sgemm + C kernels from ${nativeFrom})`]);
   });
 
   it('training: auto without the addon skips wasm for cpu and says so; an explicit wasm throws', async () => {

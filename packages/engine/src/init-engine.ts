@@ -121,7 +121,8 @@ async function startNative(load: NativeLoad, threads: number): Promise<boolean> 
 
 /**
  * Chooses the tfjs backend (see `EngineOptions.backend`), starts it, installs the engine's
- * gradient fixes, and logs one line: `rl2 engine: backend native, 2 threads (OpenBLAS sgemm + C kernels)`.
+ * gradient fixes, and logs one line that says which backend and, for native, where its addon
+ * came from: `rl2 engine: backend native, 2 threads (OpenBLAS sgemm + C kernels from @rl2/engine-linux-x64-gnu)`.
  * An explicit `native` without the addon falls back like `auto` (wasm, then cpu) with the reason
  * on that same line; an explicit `tensorflow` without tfjs-node throws BACKEND_UNAVAILABLE.
  */
@@ -134,17 +135,18 @@ export async function initEngine(options: EngineOptions = {}): Promise<EngineInf
   await installGradients();
 
   const notices: string[] = [];
-  const done = (backend: EngineBackend, usedThreads: number, nativeKernels: boolean): EngineInfo => {
+  const done = (backend: EngineBackend, usedThreads: number, nativeFrom?: string): EngineInfo => {
     silenceNodeBanner(backend);
     const notice = notices.length > 0 ? notices.join('; ') : undefined;
-    const what = nativeKernels ? ' (OpenBLAS sgemm + C kernels)' : backend === 'native' ? ' (pure kernels)' : '';
+    const nativeKernels = nativeFrom !== undefined;
+    const what = nativeKernels ? ` (OpenBLAS sgemm + C kernels from ${nativeFrom})` : backend === 'native' ? ' (pure kernels)' : '';
     log(`rl2 engine: backend ${backend}, ${usedThreads} thread${usedThreads === 1 ? '' : 's'}${what}${notice ? `; ${notice}` : ''}`);
     return { backend, threads: usedThreads, nativeKernels, ...(notice ? { notice } : {}) };
   };
 
   if (choice === 'tensorflow' || choice === 'auto') {
     const reason = await startTensorflow();
-    if (reason === undefined) return done('tensorflow', threads, false);
+    if (reason === undefined) return done('tensorflow', threads);
     if (choice === 'tensorflow') {
       throw new EngineError(
         'BACKEND_UNAVAILABLE',
@@ -154,7 +156,7 @@ export async function initEngine(options: EngineOptions = {}): Promise<EngineInf
   }
   if (choice === 'auto' || choice === 'native') {
     const load = loadNativeAddon(env);
-    if (await startNative(load, threads)) return done('native', threads, true);
+    if (load.ok && (await startNative(load, threads))) return done('native', threads, load.from);
     notices.push(`native kernels unavailable: ${load.ok ? 'the native backend failed to start' : load.reason}`);
   }
   if (choice === 'wasm' && options.training) {
@@ -164,9 +166,9 @@ export async function initEngine(options: EngineOptions = {}): Promise<EngineInf
     );
   }
   if (choice !== 'cpu' && options.training) notices.push('wasm skipped for training (no UnsortedSegmentSum kernel)');
-  else if (choice !== 'cpu' && (await startWasm())) return done('wasm', 1, false);
+  else if (choice !== 'cpu' && (await startWasm())) return done('wasm', 1);
   if (choice === 'wasm') notices.push('wasm backend failed to start');
   useJsSegmentSum('cpu'); // the stock one is O(segments x rows)
   if (!(await setBackend('cpu'))) throw new EngineError('BACKEND_UNAVAILABLE', `tfjs could not start the cpu backend (current: ${getBackend()})`);
-  return done('cpu', 1, false);
+  return done('cpu', 1);
 }

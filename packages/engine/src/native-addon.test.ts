@@ -1,4 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { thisHost } from './addon-places.js';
 import { loadNativeAddon, NATIVE_ABI } from './native-addon.js';
 import { nativeForTests } from './testing/native-for-tests.js';
 
@@ -7,10 +11,38 @@ describe('loadNativeAddon', () => {
     expect(loadNativeAddon({ RL2_NO_NATIVE: '1' })).toEqual({ ok: false, reason: 'RL2_NO_NATIVE=1 is set' });
   });
 
-  it('names the missing file and the command that builds it', () => {
+  it('names the missing RL2_NATIVE_ADDON file, and looks nowhere else', () => {
     const r = loadNativeAddon({ RL2_NATIVE_ADDON: '/nonexistent/rl2_kernels.node' });
+    expect(r).toEqual({ ok: false, reason: 'RL2_NATIVE_ADDON=/nonexistent/rl2_kernels.node not found (unset it, or point it at a built rl2_kernels.node)' });
+  });
+
+  it('without a prebuilt package or a build, names both and how to get each, in one line', () => {
+    const host = { ...thisHost(), packageDir: () => undefined, sourceBuild: '/nonexistent/build/rl2_kernels.node' };
+    const r = loadNativeAddon({}, host);
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.reason).toMatch(/\/nonexistent\/rl2_kernels\.node not found \(build it with `pnpm --filter @rl2\/engine build`/);
+    if (r.ok) return;
+    expect(r.reason).toMatch(/^@rl2\/engine-\S+ is not installed \(an optional dependency of @rl2\/engine; npm skips it with --omit=optional/);
+    expect(r.reason).toMatch(/; \/nonexistent\/build\/rl2_kernels\.node not found \(build it with `pnpm --filter @rl2\/engine build` in the repository, or `node \S+engine-build-native\.mjs`/);
+    expect(r.reason).not.toContain('\n');
+  });
+
+  describe('a prebuilt binary that does not load', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rl2-prebuilt-'));
+    writeFileSync(join(dir, 'rl2_kernels.node'), 'not an ELF file');
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+    it('is reported, rather than the missing source build', () => {
+      const r = loadNativeAddon({}, { ...thisHost(), packageDir: () => dir, sourceBuild: '/nonexistent/build/rl2_kernels.node' });
+      expect(r.ok).toBe(false);
+      if (!r.ok) expect(r.reason).toMatch(new RegExp(`^${dir}/rl2_kernels\\.node failed to load: `));
+    });
+
+    it('is passed over for a source build that loads', () => {
+      const built = nativeForTests({ RL2_REQUIRE_NATIVE: process.env.RL2_REQUIRE_NATIVE });
+      if (!built.ok) return; // no addon on this machine (and none required)
+      const r = loadNativeAddon({}, { ...thisHost(), packageDir: () => dir, sourceBuild: built.path });
+      expect(r.ok && r.path).toBe(built.path);
+    });
   });
 
   it('reports a file that is not a Node addon as failing to load, in one line', () => {
@@ -35,7 +67,7 @@ describe('nativeForTests', () => {
 
   it('fails, naming the reason and the fix, when RL2_REQUIRE_NATIVE=1 and the addon is missing', () => {
     expect(() => nativeForTests({ RL2_REQUIRE_NATIVE: '1', RL2_NATIVE_ADDON: missing })).toThrow(
-      /RL2_REQUIRE_NATIVE=1, but the native addon did not load: \/nonexistent\/rl2_kernels\.node not found.*pnpm --filter @rl2\/engine build/,
+      /RL2_REQUIRE_NATIVE=1, but the native addon did not load: RL2_NATIVE_ADDON=\/nonexistent\/rl2_kernels\.node not found/,
     );
   });
 

@@ -1,9 +1,10 @@
-// Loads the optional N-API addon (native/*.c, built into build/ by
-// scripts/engine-build-native.mjs). Never throws: a missing or broken addon is reported as a
-// reason string so the engine can fall back to the pure kernels with one line of notice.
+// Loads the optional N-API addon (native/*.c: prebuilt in @rl2/engine-<platform>, or built
+// into build/ by scripts/engine-build-native.mjs; addon-places.ts says where). Never throws:
+// a missing or broken addon is reported as a reason string so the engine can fall back to the
+// pure kernels with one line of notice.
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
+import { type AddonHost, addonPlaces } from './addon-places.js';
 
 /** Binary op codes of `NativeAddon.binary` (enum in native/elementwise.c). */
 export const BinaryOp = { add: 0, sub: 1, mul: 2, div: 3, max: 4, min: 5, squaredDiff: 6, pow: 7 } as const;
@@ -110,33 +111,42 @@ export interface NativeAddon {
   ): void;
 }
 
-/** `path` on a failure: an addon file was there but did not load (stale, broken, wrong platform). */
-export type NativeLoad = { ok: true; addon: NativeAddon; path: string } | { ok: false; reason: string; path?: string };
+/**
+ * `from` names the place it loaded from (`addonPlaces`' label, e.g. `@rl2/engine-linux-x64-gnu`).
+ * `path` on a failure: an addon file was there but did not load (stale, broken, wrong platform).
+ */
+export type NativeLoad = { ok: true; addon: NativeAddon; path: string; from: string } | { ok: false; reason: string; path?: string };
 
 /**
- * Finds and loads rl2_kernels.node: `RL2_NATIVE_ADDON` if set, else build/ of this
- * package (works from src/ when tests run on source and from dist/ when bundled).
- * `RL2_NO_NATIVE=1` forces the pure path.
+ * Finds and loads rl2_kernels.node from the first place of `addonPlaces` that has a loadable
+ * one: `RL2_NATIVE_ADDON` if set (alone), else the prebuilt package for this platform, else
+ * build/ of this package. `RL2_NO_NATIVE=1` forces the pure path. When none loads, the reason
+ * is the first file that failed to load, else every place that was empty, in one line.
  */
-export function loadNativeAddon(env: NodeJS.ProcessEnv = process.env): NativeLoad {
+export function loadNativeAddon(env: NodeJS.ProcessEnv = process.env, host?: AddonHost): NativeLoad {
   if (env.RL2_NO_NATIVE === '1') return { ok: false, reason: 'RL2_NO_NATIVE=1 is set' };
-  const candidates = env.RL2_NATIVE_ADDON
-    ? [env.RL2_NATIVE_ADDON]
-    : [fileURLToPath(new URL('../build/rl2_kernels.node', import.meta.url))];
-  const path = candidates.find((p) => existsSync(p));
-  if (!path) {
-    return {
-      ok: false,
-      reason: `${candidates.join(' or ')} not found (build it with \`pnpm --filter @rl2/engine build\`; needs libopenblas-dev and a C compiler)`,
-    };
+  const missing: string[] = [];
+  let failed: NativeLoad | undefined;
+  for (const place of addonPlaces(env, host)) {
+    if (place.path === undefined || !existsSync(place.path)) {
+      missing.push(place.missing);
+      continue;
+    }
+    const load = loadAddonFile(place.path, place.label);
+    if (load.ok) return load;
+    failed ??= load;
   }
+  return failed ?? { ok: false, reason: missing.join('; ') };
+}
+
+function loadAddonFile(path: string, from: string): NativeLoad {
   try {
     const addon = createRequire(import.meta.url)(path) as NativeAddon;
     if (typeof addon.gemm !== 'function') return { ok: false, reason: `${path} is not the rl2 kernels addon`, path };
     if (addon.abi !== NATIVE_ABI) {
       return { ok: false, reason: `${path} is a stale build (abi ${addon.abi}, expected ${NATIVE_ABI}); rebuild with \`pnpm --filter @rl2/engine build\``, path };
     }
-    return { ok: true, addon, path };
+    return { ok: true, addon, path, from };
   } catch (err) {
     const message = err instanceof Error ? err.message.split('\n')[0] : String(err);
     return { ok: false, reason: `${path} failed to load: ${message}`, path };

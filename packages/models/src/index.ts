@@ -56,6 +56,12 @@ export { createGenerator } from './generation/generator.js';
 export type { Generator, GeneratorOptions, GeneratorStats } from './generation/generator.js';
 export type { FinishReason, GenerationRequest, GenerationResult } from './generation/generation-request.js';
 export type { SamplingParams } from './generation/sample-token.js';
+export type { BatchStepper, SamplingRow } from './generation/batch-stepper.js';
+
+// Tensor-parallel generation: the lead's stepper, the followers' loop, vocab-parallel sampling.
+export { followTensorParallel, tensorParallelStepper } from './generation/tensor-parallel-generation.js';
+export { sampleVocabParallel, vocabParallelRow } from './generation/vocab-parallel-sampling.js';
+export type { VocabParallelRow } from './generation/vocab-parallel-sampling.js';
 
 // Streaming and top logprobs of the generator (rl2 serve's OpenAI API).
 export type { GeneratedToken } from './generation/generation-request.js';

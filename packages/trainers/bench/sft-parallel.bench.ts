@@ -5,6 +5,8 @@
 // that tp = 2 divides the vocabulary.
 // tokens/s = the step's tokens over all ranks / the step's wall time (gradient all-reduce
 // included), median over steps 2..N; losses must agree across the runs (same global batch).
+// The collectives are the default (Gloo when its addon is built); `RL2_COLLECTIVES=sockets pnpm
+// bench sft-parallel` times the socket fallback.
 import { mkdtempSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -22,8 +24,9 @@ interface RankResult {
   tensorBytes: number;
 }
 
-async function run(n: number, port: number, label: string, overrides: string[]): Promise<{ rank0: RankResult; wallS: number }> {
+async function run(n: number, port: number, label: string, overrides: string[]): Promise<{ rank0: RankResult; wallS: number; collectives: string }> {
   const results: RankResult[] = [];
+  let collectives = n === 1 ? '-' : '?';
   const began = performance.now();
   await launch({
     nprocPerNode: n,
@@ -33,17 +36,20 @@ async function run(n: number, port: number, label: string, overrides: string[]):
     command: [process.execPath, '--import', 'tsx', '--import', resolve(import.meta.dirname, '../test/ranks/register-source.mjs'), join(import.meta.dirname, 'sft-parallel-rank.ts')],
     onOutput: (_r, stream, line) => {
       if (stream === 'stdout' && line.startsWith('RESULT ')) results.push(JSON.parse(line.slice(7)) as RankResult);
+      // initProcessGroup's one line on local rank 0: `rl2 parallel: collectives on gloo 0.5.0 (tcp), ...`
+      const m = stream === 'stdout' ? /rl2 parallel: collectives on (gloo [\d.]+|sockets)/.exec(line) : null;
+      if (m) collectives = m[1]!;
     },
   });
   const rank0 = results.find((r) => r.rank === 0);
   if (!rank0) throw new Error(`no result from rank 0 of ${n}`);
-  return { rank0, wallS: (performance.now() - began) / 1000 };
+  return { rank0, wallS: (performance.now() - began) / 1000, collectives };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 console.log(`tiny SFT (examples/addition/sft.yaml, batch 32, ${STEPS} steps) on ${availableParallelism()} cores, Node ${process.version}, load average ${loadavg()[0]?.toFixed(1)} at start\n`);
-console.log('| processes | layout | engine (per process) | tokens/s (median, steps 2..N) | vs 1 process | run wall time | loss at last step | tensor KiB rank 0 holds between steps |');
-console.log('|---:|---|---|---:|---:|---:|---:|---:|');
+console.log('| processes | layout | collectives | engine (per process) | tokens/s (median, steps 2..N) | vs 1 process | run wall time | loss at last step | tensor KiB rank 0 holds between steps |');
+console.log('|---:|---|---|---|---:|---:|---:|---:|---:|');
 let base = 0;
 let port = 29700 + Math.floor(Math.random() * 90);
 const runs: [number, string, string[]][] = [
@@ -58,9 +64,9 @@ const runs: [number, string, string[]][] = [
   [4, 'TP(2) x DP(2)', ['actor.tp_size=2']],
 ];
 for (const [n, layout, overrides] of runs) {
-  const { rank0, wallS } = await run(n, port++, layout, overrides);
+  const { rank0, wallS, collectives } = await run(n, port++, layout, overrides);
   const tps = median(rank0.steps.slice(1).map((s) => s.tokensPerSecond));
   if (n === 1) base = tps;
-  console.log(`| ${n} | ${layout} | ${rank0.engine} | ${tps.toFixed(0)} | ${(tps / base).toFixed(2)}x | ${wallS.toFixed(1)} s | ${rank0.steps.at(-1)?.loss.toFixed(4)} | ${(rank0.tensorBytes / 1024).toFixed(0)} |`);
+  console.log(`| ${n} | ${layout} | ${collectives} | ${rank0.engine} | ${tps.toFixed(0)} | ${(tps / base).toFixed(2)}x | ${wallS.toFixed(1)} s | ${rank0.steps.at(-1)?.loss.toFixed(4)} | ${(rank0.tensorBytes / 1024).toFixed(0)} |`);
 }
 console.log(`\nload average ${loadavg()[0]?.toFixed(1)} at the end.`);

@@ -131,7 +131,7 @@ describe('one PPO step on 2 processes equals the one-process step', () => {
     expectSameWeights(join(saveDir, 'step-1/critic/model.safetensors'), join(t.dir, 'single/step-1/critic/model.safetensors'), join(t.model, 'model.safetensors'), 'gae critic');
   }, 90_000);
 
-  it('GAE with the KL in the reward and 2 updates per rollout, actor and critic under TP / CP / FSDP (the engine generates with the gathered full actor), two steps: the same metrics and weights', async () => {
+  it('GAE with the KL in the reward and 2 updates per rollout, actor and critic under TP / CP / FSDP (the actor tp group generates with its shards), two steps: the same metrics and weights', async () => {
     // 4 query / 2 kv heads and 34 embedding rows, so tp = 2 divides them
     const t = tinyRun('gae-tp', { heads: 4, kvHeads: 2, vocabSize: 34 });
     // AdamW eps 1e-6: entries with |g| near eps (1e-8 by default) turn float32 rounding of the

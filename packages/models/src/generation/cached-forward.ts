@@ -19,7 +19,8 @@ export interface KvBatch {
 /**
  * One incremental forward: S new tokens per row (left-padded by `newPad[r]` within the S),
  * attending to the cache and causally to each other. Returns the next-token logits of each
- * row's last position [B, V] and the grown cache (the caller disposes the old one).
+ * row's last position [B, V] (this rank's [B, V/tp] vocabulary slice when the LM head is
+ * vocab-parallel) and the grown cache (the caller disposes the old one).
  */
 export function cachedForward(
   model: DecoderModel,
@@ -63,7 +64,8 @@ export function cachedForward(
       ctx.causalSegments = tf.tensor2d(seg, [b, s], 'int32');
     } else ctx.mask = tf.tensor3d(m, [b, s, total]);
     const ids = tf.tensor1d(Int32Array.from(tokens.flat()), 'int32');
-    let x = tf.gather(model.params.get('model.embed_tokens.weight')!, ids) as tf.Tensor2D;
+    // a replaced embedding (vocab-parallel under tensor parallelism) looks up its own shard
+    let x = model.embedding ? model.embedding(ids, model.params) : (tf.gather(model.params.get('model.embed_tokens.weight')!, ids) as tf.Tensor2D);
     const layers: LayerKv[] = [];
     for (let i = 0; i < c.numLayers; i++) {
       const res = decoderLayer(x, i, model.params, ctx, past?.layers[i]);

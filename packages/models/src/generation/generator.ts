@@ -1,9 +1,9 @@
 import { ModelsError } from '../errors.js';
 import type { DecoderModel } from '../model/decoder-model.js';
 import type { FinishReason, GenerationRequest, GenerationResult } from './generation-request.js';
-import { sampleRows, type TokenLogprob } from './sample-token.js';
+import { type BatchStepper, localStepper, type SamplingRow } from './batch-stepper.js';
+import type { SampledToken, TokenLogprob } from './sample-token.js';
 import { deriveSeed, SeededRng } from './seeded-rng.js';
-import { chooseDecoder, type KvDecoder } from './kv-decoder.js';
 
 /** Options of `createGenerator`. */
 export interface GeneratorOptions {
@@ -22,6 +22,8 @@ export interface GeneratorOptions {
    * false keeps the tfjs ops path (for comparisons).
    */
   fusedDecode?: boolean;
+  /** Runs the batch on the model (default: this process, `localStepper`); tensor parallelism passes its own. */
+  stepper?: BatchStepper;
 }
 
 /** Counters of a generator, for logging. */
@@ -70,9 +72,7 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
   const eos = options.eosTokenIds ?? model.config.eosTokenIds;
   const queue: Row[] = [];
   let rows: Row[] = [];
-  // chosen when the batch is empty, so a backend set after createGenerator is used
-  let decoder: KvDecoder<unknown> | undefined;
-  let kv: unknown;
+  const stepper = options.stepper ?? localStepper(model, options.fusedDecode ?? true);
   let loop: Promise<void> | undefined;
   let counter = 0;
   let steps = 0;
@@ -110,13 +110,14 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
     return true;
   };
 
-  const sampleInto = (active: Row[], data: Float32Array) => {
-    // every row in one call where the backend samples natively
-    const skip = active.map((row) => !!(row.request.signal?.aborted || row.aborted));
-    const picked = sampleRows(data, active.map((r) => r.request), active.map((r) => r.rng), active.map((r) => r.request.topLogprobs ?? 0), skip);
+  // aborted rows need no token (a stepper may still sample them)
+  const samplingRows = (active: Row[]): SamplingRow[] =>
+    active.map((row) => ({ params: row.request, rng: row.rng, topLogprobs: row.request.topLogprobs ?? 0, skip: !!(row.request.signal?.aborted || row.aborted) }));
+
+  const sampleInto = (active: Row[], picked: (SampledToken | undefined)[]) => {
     active.forEach((row, i) => {
-      // (an onToken callback may have aborted a later row meanwhile)
-      if (skip[i] || row.request.signal?.aborted || row.aborted) return;
+      // (aborted during the forward, or an onToken callback aborted a later row meanwhile)
+      if (!picked[i] || row.request.signal?.aborted || row.aborted) return;
       const { token, logprob, top } = picked[i]!;
       row.tokens.push(token);
       row.logprobs.push(logprob);
@@ -140,20 +141,17 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
     const pad = open.map((r) => len - r.request.inputIds.length);
     const tokens = open.map((r, i) => [...new Array<number>(pad[i]!).fill(0), ...r.request.inputIds]);
     const positions = open.map((_, i) => Array.from({ length: len }, (_, t) => Math.max(0, t - pad[i]!)));
-    if (kv === undefined) decoder = chooseDecoder(model, options.fusedDecode ?? true);
-    const out = await decoder!.prefill(tokens, positions, pad);
-    kv = decoder!.merge(kv, out.kv);
+    const picked = await stepper.prefill(tokens, positions, pad, samplingRows(open));
     rows = [...rows, ...open];
-    sampleInto(open, out.logits);
+    sampleInto(open, picked);
   };
 
   const decodeStep = async () => {
     const tokens = rows.map((r) => r.tokens.at(-1)!);
     const positions = rows.map((r) => r.request.inputIds.length + r.tokens.length - 1);
-    const out = await decoder!.step(kv, tokens, positions);
-    kv = out.kv;
+    const picked = await stepper.step(tokens, positions, samplingRows(rows));
     steps += 1;
-    sampleInto(rows, out.logits);
+    sampleInto(rows, picked);
   };
 
   const dropFinished = () => {
@@ -164,8 +162,8 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
     rows.forEach((row, i) => {
       if (!finishRow(row)) keep.push(i);
     });
-    if (keep.length !== rows.length && kv !== undefined) {
-      kv = decoder!.select(kv, keep);
+    if (keep.length !== rows.length) {
+      stepper.select(keep);
       rows = keep.map((i) => rows[i]!);
     }
   };
@@ -185,8 +183,7 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
     } catch (e) {
       for (const row of [...rows, ...queue.splice(0)]) row.reject(e);
       rows = [];
-      decoder?.dispose(kv);
-      kv = undefined;
+      stepper.reset();
     } finally {
       loop = undefined;
     }

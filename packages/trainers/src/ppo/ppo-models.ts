@@ -1,5 +1,6 @@
 import { join } from 'node:path';
-import type { DecoderModel, GenerationConfig } from '@rl2/models';
+import type { DecoderModel, GenerationConfig, ParamMap } from '@rl2/models';
+import type { ProcessGroup } from '@rl2/parallel';
 import * as tf from '@tensorflow/tfjs-core';
 import type { DataParallel } from '../parallel-model/data-parallel.js';
 import { ONE_PROCESS, planRankLayout } from '../parallel-model/rank-layout.js';
@@ -16,13 +17,25 @@ export interface PpoModels {
   readonly ref?: PpoWorker;
   /** The critic (adv.estimator=gae), laid out by critic.*. */
   readonly critic?: PpoWorker;
-  /** The full actor the embedded engine generates with and checkpoints hold. */
-  readonly fullActor: DecoderModel;
+  /**
+   * The full actor the embedded engine generates with (rollout.engine=embedded); undefined with
+   * rollout.engine=sglang, where no rank keeps a full copy (the servers hold the weights).
+   */
+  readonly fullActor?: DecoderModel;
+  /**
+   * actor.tp_size > 1 without FSDP and the embedded engine: the actor's tp shards and their
+   * group, which generate together (tensor-parallel generation); no rank keeps a full copy.
+   */
+  readonly tpActor?: { readonly model: DecoderModel; readonly tp: ProcessGroup };
   readonly generationConfig?: GenerationConfig;
-  /** After an actor update under tp or FSDP: the full actor gathered again from the shards. */
+  /** After an actor update under tp or FSDP: the full actor gathered again from the shards (no-op without a full actor). */
   refreshFullActor(): void;
-  /** Writes the full actor as a HF folder with the tokenizer files. */
-  saveActor(dir: string): Promise<void>;
+  /**
+   * Writes the full actor as a HF folder with the tokenizer files: a collective when the actor
+   * is sharded and no full copy is kept (every rank calls it, the shards are gathered), rank 0
+   * (`isMain`) writes.
+   */
+  writeActor(dir: string, isMain: boolean): Promise<void>;
   /**
    * The checkpoint `dir` (see `savePpoCheckpoint`): every rank joins the gathers of sharded
    * optimizer state and critic weights, rank 0 (`isMain`) writes.
@@ -34,8 +47,10 @@ export interface PpoModels {
 /**
  * Loads the actor (from the checkpoint when resuming), the reference and the critic and lays
  * them out on the ranks: the actor and its reference by actor.{tp,cp,ddp}_size, the critic by
- * critic.*. Under tp or FSDP the full actor stays alongside the shards: the engine generates
- * with it. Optimizer states come back from `saved`.
+ * critic.*. With the embedded engine and actor tp alone the tp group generates with its shards
+ * (`tpActor`); with FSDP the full actor stays alongside the shards and the engine generates
+ * with it; with SGLang no rank keeps one (`writeActor` gathers the shards).
+ * Optimizer states come back from `saved`.
  */
 export async function openPpoModels(config: PpoConfig, dp: DataParallel, totalSteps: number, resumeFrom?: string, saved?: ReturnType<typeof loadPpoCheckpoint>): Promise<PpoModels> {
   const { actor: a, critic: c } = config;
@@ -44,7 +59,11 @@ export async function openPpoModels(config: PpoConfig, dp: DataParallel, totalSt
   const actorLayout = planRankLayout(dp, a, 'actor');
   const criticLayout = useCritic ? planRankLayout(dp, c, 'critic') : ONE_PROCESS;
   const full = await openModel(startingWeights(a.model_name, resumeFrom), 'actor.model_name');
-  const trainedActor = trainModel(full.model, actorLayout, 'actor', { keepFull: true });
+  // the embedded engine generates with the tp shards themselves under tp alone, else with a
+  // full copy; SGLang servers hold their own
+  const tpGeneration = config.rollout.engine === 'embedded' && actorLayout.tp !== undefined && !actorLayout.fsdp;
+  const keepFull = config.rollout.engine === 'embedded' && !tpGeneration;
+  const trainedActor = trainModel(full.model, actorLayout, 'actor', { keepFull });
   const actor = new PpoWorker(trainedActor, actorLayout, a, 'actor', (totalSteps - a.freeze_steps) * a.update_per_rollout);
   let ref: PpoWorker | undefined;
   if (config.kl.coef > 0) {
@@ -61,22 +80,34 @@ export async function openPpoModels(config: PpoConfig, dp: DataParallel, totalSt
     if (critic) critic.optimizer?.loadState(critic.trained.localOptimizerState(saved.critic));
   }
   const saveActor = modelSaver(full.model, full.generationConfig, tokenizerDir, a);
+  /** The full actor's tensors: the kept copy, or gathered from the shards (a collective under tp or FSDP). */
+  const fullActorParams = (): { params: ParamMap; dispose(): void } => (keepFull ? { params: full.model.params, dispose: () => {} } : trainedActor.fullParams());
+  const writeActor = async (dir: string, isMain: boolean) => {
+    const gathered = fullActorParams();
+    try {
+      if (isMain) await saveActor(dir, gathered.params);
+    } finally {
+      gathered.dispose();
+    }
+  };
   return {
     actor,
     ref,
     critic,
-    fullActor: full.model,
+    ...(keepFull ? { fullActor: full.model } : {}),
+    ...(tpGeneration && actorLayout.tp ? { tpActor: { model: trainedActor.model, tp: actorLayout.tp } } : {}),
     generationConfig: full.generationConfig,
     refreshFullActor: () => {
-      if (!actorLayout.tp && !trainedActor.sharded) return;
+      if (!keepFull || (!actorLayout.tp && !trainedActor.sharded)) return;
       const gathered = trainedActor.fullParams();
       for (const [name, t] of gathered.params) (full.model.params.get(name) as tf.Variable).assign(t);
       gathered.dispose();
     },
-    saveActor,
+    writeActor,
     saveCheckpoint: async (dir, isMain, state) => {
       const actorState = actor.checkpointState(isMain);
       const criticState = critic?.checkpointState(isMain);
+      const actorFull = fullActorParams();
       const criticFull = critic?.trained.fullParams();
       try {
         if (!isMain || !actorState) return;
@@ -84,16 +115,17 @@ export async function openPpoModels(config: PpoConfig, dp: DataParallel, totalSt
           ...state,
           actorOptimizer: { state: () => actorState },
           ...(criticState ? { criticOptimizer: { state: () => criticState } } : {}),
-          saveActor,
+          saveActor: (d: string) => saveActor(d, actorFull.params),
           ...(critic && criticFull ? { saveCritic: (d: string) => modelSaver(critic.trained.model, undefined, tokenizerDir, c)(d, criticFull.params) } : {}),
         });
       } finally {
+        actorFull.dispose();
         criticFull?.dispose();
       }
     },
     dispose: () => {
       for (const w of [actor, ref, critic]) w?.dispose();
-      tf.dispose([...full.model.params.values()]); // the full actor the engine generated with
+      if (keepFull) tf.dispose([...full.model.params.values()]); // the full actor the engine generated with
     },
   };
 }

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import type { Tokenizer } from '@rl2/data';
-import { type DecoderModel, type GenerationConfig, createGenerator } from '@rl2/models';
+import { type BatchStepper, type DecoderModel, type GenerationConfig, createGenerator, followTensorParallel, tensorParallelStepper } from '@rl2/models';
+import type { ProcessGroup } from '@rl2/parallel';
 import {
   type Environment,
   type RolloutEngine,
@@ -13,6 +14,7 @@ import {
 } from '@rl2/rollout';
 import { TrainersError } from '../errors.js';
 import type { DataParallel } from '../parallel-model/data-parallel.js';
+import { shareFromMain } from '../parallel-model/share-from-main.js';
 import { checkSameRollout } from './check-same-rollout.js';
 import { type RolloutShard, gatherRollout } from './gather-rollout.js';
 import type { PpoConfig } from './ppo-config.js';
@@ -32,20 +34,22 @@ export interface PpoRollout {
 
 /** What the rollout is built from besides the config. */
 export interface PpoRolloutParts {
-  /** The full actor the embedded engine generates with. */
-  readonly actor: DecoderModel;
+  /** The full actor the embedded engine generates with (unused with rollout.engine=sglang). */
+  readonly actor?: DecoderModel;
+  /** Tensor-parallel generation (embedded engine): this rank's actor shards and tp group; the group's rank 0 drives, the others follow. */
+  readonly tpActor?: { readonly model: DecoderModel; readonly tp: ProcessGroup };
   readonly generationConfig?: GenerationConfig;
   readonly tokenizer: Tokenizer;
   readonly env: Environment;
   readonly stream: PromptStream;
   readonly testPrompts: readonly RolloutPrompt[];
-  /** Writes the actor as a HF folder (the SGLang weight sync). */
-  readonly saveActor: (dir: string) => Promise<void>;
+  /** Writes the actor as a HF folder (the SGLang weight sync): every rank calls it, rank 0 writes. */
+  readonly writeActor: (dir: string, isMain: boolean) => Promise<void>;
   readonly out: NodeJS.WriteStream;
 }
 
 /** rollout.*_sampling_params as the engine takes them (SGLang names; null stop dropped). */
-export function samplingParams(p: PpoConfig['rollout']['train_sampling_params']): SamplingParams {
+function samplingParams(p: PpoConfig['rollout']['train_sampling_params']): SamplingParams {
   return {
     temperature: p.temperature,
     top_p: p.top_p,
@@ -62,7 +66,13 @@ export function samplingParams(p: PpoConfig['rollout']['train_sampling_params'])
  * optimizer step is seen by the next rollout with no copy. SGLang: servers at
  * rollout.server_urls, synced through /update_weights_from_disk.
  */
-export function createPpoEngine(cfg: PpoConfig['rollout'], actor: DecoderModel, generationConfig: GenerationConfig | undefined, tokenizer: Tokenizer): RolloutEngine {
+function createPpoEngine(
+  cfg: PpoConfig['rollout'],
+  actor: DecoderModel | undefined,
+  generationConfig: GenerationConfig | undefined,
+  tokenizer: Tokenizer,
+  stepper?: BatchStepper,
+): RolloutEngine {
   if (cfg.engine === 'sglang') {
     if (cfg.server_urls.length === 0) {
       throw new TrainersError('INVALID_ARGUMENT', 'rollout.engine=sglang needs rollout.server_urls=[http://host:port] (an SGLang server or `rl2 serve --model PATH`)');
@@ -71,8 +81,9 @@ export function createPpoEngine(cfg: PpoConfig['rollout'], actor: DecoderModel, 
     const apiKey = process.env.RL2_API_KEY;
     return createSGLangEngine({ urls: cfg.server_urls, ...(apiKey ? { apiKey } : {}) });
   }
+  if (!actor) throw new TrainersError('INVALID_ARGUMENT', 'rollout.engine=embedded needs the full actor to generate with');
   const eos = generationConfig?.eosTokenIds?.length ? generationConfig.eosTokenIds : [tokenizer.eosTokenId];
-  const generator = createGenerator(actor, { maxBatch: cfg.max_batch, decode: (ids) => tokenizer.decode(ids), eosTokenIds: eos });
+  const generator = createGenerator(actor, { maxBatch: cfg.max_batch, decode: (ids) => tokenizer.decode(ids), eosTokenIds: eos, ...(stepper ? { stepper } : {}) });
   return createEmbeddedEngine({ generator });
 }
 
@@ -99,15 +110,26 @@ const prefixed = (prefix: string, m: object) => Object.fromEntries(Object.entrie
 
 /**
  * Starts the engine of rollout.engine (checking SGLang servers are up) and the rollout runner
- * over the prompt stream. Under several ranks see {@link ranksRollout}.
+ * over the prompt stream. Under several ranks: the embedded engine as in {@link ranksRollout};
+ * SGLang servers are driven by rank 0 alone (its runner spreads the requests over
+ * rollout.server_urls, or sends them to the router there), and every step's batch, every
+ * evaluation and every failure reaches the other ranks from it. The weight sync gathers the
+ * actor's shards on every rank, rank 0 writes the folder once and has every server reload it.
  */
 export async function openPpoRollout(config: PpoConfig, dp: DataParallel, parts: PpoRolloutParts): Promise<PpoRollout> {
   const { trainer, rollout: r } = config;
   const { stream, out } = parts;
   const isMain = dp.rank === 0;
-  const engine = createPpoEngine(r, parts.actor, parts.generationConfig, parts.tokenizer);
-  await checkEngine(engine, r);
-  const runnerOptions = {
+  const servers = r.engine === 'sglang';
+  const tpGen = servers ? undefined : tensorParallelGeneration(parts.tpActor);
+  // with SGLang the other ranks never talk to the servers; under tp generation only each tp group's rank 0 has an engine
+  const engine =
+    (servers && !isMain) || (tpGen && !tpGen.lead)
+      ? undefined
+      : createPpoEngine(r, tpGen ? parts.tpActor?.model : parts.actor, parts.generationConfig, parts.tokenizer, tpGen?.stepper);
+  const onServers = <T>(fn: (engine: RolloutEngine) => Promise<T>): Promise<T> => shareFromMain(dp, () => fn(engine as RolloutEngine));
+  if (servers) await onServers((e) => checkEngine(e, r));
+  const runnerOptions = engine && {
     engine,
     env: parts.env,
     tokenizer: parts.tokenizer,
@@ -135,32 +157,123 @@ export async function openPpoRollout(config: PpoConfig, dp: DataParallel, parts:
       if (isMain) out.write(`${line}\n`);
     },
   };
-  const runner: RolloutRunner = createRolloutRunner(runnerOptions);
+  const runner: RolloutRunner | undefined = runnerOptions && createRolloutRunner(runnerOptions);
+  const evaluateHere = async (step: number) => {
+    if (parts.testPrompts.length === 0 || !runner) return undefined;
+    const res = await runner.evaluate(parts.testPrompts, step);
+    const { rollout_s: _s, tokens_per_s: _t, groups: _g, carried_groups: _c, filtering_ratio: _f, ...shown } = res.metrics;
+    const line = `evaluation @ step ${step}: reward ${shown['reward/mean'].toFixed(4)} (${parts.testPrompts.length} prompts, temperature ${r.test_sampling_params.temperature}), response length ${shown['response_length/mean'].toFixed(1)}`;
+    return { values: prefixed('test', shown), line };
+  };
+  // under tp generation the tp group's rank 0 evaluates and hands the result to its group
+  const evaluate = (step: number) => (tpGen && parts.testPrompts.length > 0 ? tpGen.shared(() => evaluateHere(step)) : evaluateHere(step));
+  if (servers) {
+    const main = runner as RolloutRunner;
+    return {
+      step: (k) => shareFromMain(dp, () => main.step(k)),
+      evaluate: (step) => shareFromMain(dp, () => evaluate(step)),
+      syncWeights: async () => {
+        await parts.writeActor(r.weight_sync_dir, isMain);
+        await onServers((e) => e.updateWeights(r.weight_sync_dir));
+      },
+      close: async () => runner?.close(),
+    };
+  }
+  const local = runner;
   const shardRunner = (share: RolloutPrompt[], seed: number) =>
     createRolloutRunner({
-      ...runnerOptions,
+      ...(runnerOptions as NonNullable<typeof runnerOptions>),
       nextPrompts: once(share),
       promptsPerStep: Math.max(1, share.length),
       seed,
       ...(r.save_rollouts ? { saveDir: join(trainer.save_dir, 'rollouts', `rank-${dp.rank}`) } : {}),
       log: (line: string) => out.write(`${line}\n`),
     });
-  const training = ranksRollout(dp, r, stream, trainer.seed, runner, shardRunner);
+  const training = ranksRollout(dp, r, stream, trainer.seed, local, shardRunner, tpGen);
   return {
     step: (k) => training.step(k),
-    evaluate: async (step) => {
-      if (parts.testPrompts.length === 0) return undefined;
-      const res = await runner.evaluate(parts.testPrompts, step);
-      const { rollout_s: _s, tokens_per_s: _t, groups: _g, carried_groups: _c, filtering_ratio: _f, ...shown } = res.metrics;
-      const line = `evaluation @ step ${step}: reward ${shown['reward/mean'].toFixed(4)} (${parts.testPrompts.length} prompts, temperature ${r.test_sampling_params.temperature}), response length ${shown['response_length/mean'].toFixed(1)}`;
-      return { values: prefixed('test', shown), line };
+    evaluate,
+    syncWeights: async () => engine?.flushCache(),
+    close: async () => local?.close(),
+  };
+}
+
+/** How a tp group generates together (see {@link tensorParallelGeneration}). */
+interface TensorParallelGeneration {
+  readonly lead: boolean;
+  readonly size: number;
+  readonly stepper?: BatchStepper;
+  /** The lead runs `fn` while the others run its forwards; the lead's value (or error) on every rank of the group. */
+  shared<T>(fn: () => Promise<T>): Promise<T>;
+  /** As `shared`, but the others get `empty` instead of the lead's value. */
+  led<T>(fn: () => Promise<T>, empty: T): Promise<T>;
+}
+
+/**
+ * Tensor-parallel generation: the tp group's rank 0 (the lead) runs the engine over its shards
+ * with `tensorParallelStepper`; during each rollout phase the other ranks run the forwards it
+ * broadcasts (`followTensorParallel`) until it releases them.
+ */
+function tensorParallelGeneration(tpActor: PpoRolloutParts['tpActor']): TensorParallelGeneration | undefined {
+  if (!tpActor) return undefined;
+  const { model, tp } = tpActor;
+  const lead = tp.rank === 0;
+  const stepper = lead ? tensorParallelStepper(model, tp) : undefined;
+  const group: DataParallel = { rank: tp.rank, size: tp.size, allReduceSum: (b) => tp.allReduce(b, 'sum'), close: async () => {}, group: tp };
+  const led = async <T>(fn: () => Promise<T>, empty: T): Promise<T> => {
+    if (!stepper) {
+      await followTensorParallel(model, tp);
+      return empty;
+    }
+    try {
+      return await fn();
+    } finally {
+      stepper.close();
+    }
+  };
+  return {
+    lead,
+    size: tp.size,
+    ...(stepper ? { stepper } : {}),
+    led,
+    shared: async <T>(fn: () => Promise<T>) => {
+      let outcome: { ok: T } | { error: unknown } | undefined;
+      await led(async () => {
+        try {
+          outcome = { ok: await fn() };
+        } catch (error) {
+          outcome = { error };
+        }
+      }, undefined);
+      return shareFromMain(group, async () => {
+        if (outcome && 'error' in outcome) throw outcome.error;
+        return (outcome as { ok: T }).ok;
+      });
     },
-    syncWeights: async () => {
-      if (r.engine === 'embedded') return engine.flushCache();
-      await parts.saveActor(r.weight_sync_dir);
-      await engine.updateWeights(r.weight_sync_dir);
+  };
+}
+
+/** The rollout shard of a rank that rolled out nothing (a follower of tensor-parallel generation). */
+function emptyShard(responsesPerPrompt: number): RolloutShard {
+  return {
+    batch: { sequences: [], trajectoryIds: [], responsesPerPrompt, trajectories: 0 },
+    metrics: {
+      'reward/mean': 0,
+      'reward/std': 0,
+      'response_length/mean': 0,
+      'turns/mean': 0,
+      length_clip_ratio: 0,
+      samples: 0,
+      failures: 0,
+      env_errors: 0,
+      env_timeouts: 0,
+      engine_errors: 0,
+      filtering_ratio: 0,
+      groups: 0,
+      carried_groups: 0,
+      tokens_per_s: 0,
+      rollout_s: 0,
     },
-    close: () => runner.close(),
   };
 }
 
@@ -177,29 +290,35 @@ function ranksRollout(
   r: PpoConfig['rollout'],
   stream: PromptStream,
   seed: number,
-  runner: RolloutRunner,
+  runner: RolloutRunner | undefined,
   shardRunner: (share: RolloutPrompt[], seed: number) => RolloutRunner,
+  tpGen?: TensorParallelGeneration,
 ): Pick<PpoRollout, 'step'> {
-  if (dp.size === 1) return runner;
+  const whole = (k: number) => (tpGen ? tpGen.shared(() => (runner as RolloutRunner).step(k)) : (runner as RolloutRunner).step(k));
+  if (dp.size === 1) return { step: whole };
   const shardable = !r.refill && !r.partial_rollout && r.groups_in_flight === null && r.train_prompts_per_rollout >= dp.size;
   if (!shardable) {
     return {
       step: async (k) => {
-        const res = await runner.step(k);
+        const res = await whole(k);
         checkSameRollout(dp, res.batch.sequences, k);
         return res;
       },
     };
   }
+  // under tp generation a group's lead rolls out the shares of its group's ranks (consecutive), the others none
+  const span = tpGen ? tpGen.size : 1;
   return {
     step: async (k) => {
       const before = stream.consumed;
       const prompts = stream.next(r.train_prompts_per_rollout);
-      const from = Math.floor((dp.rank * prompts.length) / dp.size);
-      const share = prompts.slice(from, Math.floor(((dp.rank + 1) * prompts.length) / dp.size));
+      const first = dp.rank - (dp.rank % span);
+      const from = Math.floor((first * prompts.length) / dp.size);
+      const share = prompts.slice(from, Math.floor(((first + span) * prompts.length) / dp.size));
+      if (tpGen && !tpGen.lead) return gatherRollout(dp, await tpGen.led(async () => emptyShard(r.responses_per_prompt), emptyShard(r.responses_per_prompt)), 0);
       const shard = shardRunner(share, seed + (before + from) * r.responses_per_prompt * 1000);
       try {
-        return gatherRollout(dp, await shard.step(k), share.length);
+        return gatherRollout(dp, await (tpGen ? tpGen.led(() => shard.step(k), emptyShard(r.responses_per_prompt)) : shard.step(k)), share.length);
       } finally {
         await shard.close();
       }

@@ -1,6 +1,4 @@
-import { readLaunchEnv } from '@rl2/parallel';
 import { loadEnvironment } from '@rl2/rollout';
-import { TrainersError } from '../errors.js';
 import type { MetricRecord } from '../metrics/metrics-log.js';
 import { type DataParallel, openDataParallel } from '../parallel-model/data-parallel.js';
 import { type RunIo, RunSession, type SessionResult } from '../run/run-session.js';
@@ -36,18 +34,11 @@ export interface PpoRunResult extends SessionResult {
  * rank holds the whole rollout (sharded over the ranks and gathered, see `openPpoRollout`),
  * computes the same advantages, and the passes and updates are data parallel (each rank its
  * slice of the balanced bins, totals and gradients summed over the ranks; tp/cp/FSDP by
- * actor.* and critic.*). Rank 0 alone writes.
+ * actor.* and critic.*). Rank 0 alone writes. With rollout.engine=sglang rank 0 drives the
+ * servers and hands every rank the batch; the weights are gathered and written once per update.
  */
 export async function runPpo(config: PpoConfig, io: RunIo = {}, dataParallel?: DataParallel): Promise<PpoRunResult> {
   checkPpoConfig(config);
-  const world = dataParallel?.size ?? readLaunchEnv(process.env).worldSize;
-  if (world > 1 && config.rollout.engine === 'sglang') {
-    // checked before joining the process group, so a misconfigured launch fails at once on every rank
-    throw new TrainersError(
-      'INVALID_ARGUMENT',
-      `rl2 ppo over ${world} ranks supports rollout.engine=embedded only (each rank samples the same seeded batch), not sglang; set rollout.engine=embedded or run rl2 ppo in one process (WORLD_SIZE=${world})`,
-    );
-  }
   const dp = dataParallel ?? (await openDataParallel());
   try {
     return await trainPpo(config, io, dp);
@@ -70,7 +61,7 @@ async function trainPpo(config: PpoConfig, io: RunIo, dp: DataParallel): Promise
   const { actor, critic } = models;
   const stream = new PromptStream(prompts.train, config.data.shuffle, trainer.seed, saved?.stream);
   const testPrompts = r.test_prompts_per_rollout ? prompts.test.slice(0, r.test_prompts_per_rollout) : prompts.test;
-  const rollout = await openPpoRollout(config, dp, { actor: models.fullActor, generationConfig: models.generationConfig, tokenizer, env, stream, testPrompts, saveActor: models.saveActor, out });
+  const rollout = await openPpoRollout(config, dp, { actor: models.fullActor, ...(models.tpActor ? { tpActor: models.tpActor } : {}), generationConfig: models.generationConfig, tokenizer, env, stream, testPrompts, writeActor: models.writeActor, out });
   const session = new RunSession({ trainer, config, io, world: dp, totalSteps, resumeFrom, step: saved?.state.step ?? 0 });
   session.say(
     `rl2 ppo: ${prompts.train.length} train / ${prompts.test.length} test prompts, ${r.train_prompts_per_rollout} x ${r.responses_per_prompt} responses per step, ` +

@@ -53,7 +53,7 @@ function exists(mention: string): boolean {
 }
 
 /** Flags of other tools that messages may name (`pnpm --filter ...`). */
-const OTHER_TOOLS = new Set(['--filter']);
+const OTHER_TOOLS = new Set(['--filter', '--omit']); // pnpm's --filter, npm's --omit=optional
 
 describe('every config key and CLI flag that a message names exists', () => {
   const all = sources().flatMap(literals);

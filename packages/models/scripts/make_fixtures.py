@@ -56,8 +56,9 @@ def write_safetensors(path, tensors, dtype="F32", metadata=None):
             f.write(b)
 
 
-def read_safetensors(path):
-    """Reads every tensor as float64 (strict: checks offsets are contiguous and in range)."""
+def read_safetensors(path, keep_dtype=False):
+    """Reads every tensor as float64, or as stored with keep_dtype (strict: checks offsets are
+    contiguous and in range)."""
     with open(path, "rb") as f:
         raw = f.read()
     (n,) = struct.unpack("<Q", raw[:8])
@@ -76,7 +77,7 @@ def read_safetensors(path):
             t = torch.frombuffer(chunk, dtype=torch.int16).view(torch.bfloat16)
         else:
             t = torch.frombuffer(chunk, dtype=torch_dtype)
-        out[name] = t.to(torch.float64).reshape(info["shape"])
+        out[name] = (t if keep_dtype else t.to(torch.float64)).reshape(info["shape"])
     assert end == len(body), f"{path}: {len(body) - end} trailing bytes"
     return out
 
@@ -370,10 +371,79 @@ def verify_ts():
         json.dump(report, f, indent=1)
 
 
+class Float64OnRead(dict):
+    """Weights kept as read (bf16: 1.2 GB for the 0.6B shape) and widened to float64 per use,
+    so the real-size reference needs no 4.8 GB float64 copy of the model."""
+
+    def __getitem__(self, key):
+        return super().__getitem__(key).to(torch.float64)
+
+
+def read_checkpoint_raw(folder):
+    """Like read_checkpoint (index + shards, same strict parser), keeping each tensor's stored dtype."""
+    with open(os.path.join(folder, "model.safetensors.index.json")) as f:
+        weight_map = json.load(f)["weight_map"]
+    out = Float64OnRead()
+    for shard in sorted(set(weight_map.values())):
+        out.update(read_safetensors(os.path.join(folder, shard), keep_dtype=True))
+    assert set(out) == set(weight_map), "index weight_map and shards disagree"
+    return out
+
+
+REAL_PROMPT = [151643, 9707, 11, 1879, 0, 576, 3974, 13876, 38835, 34208, 916, 279, 15678, 5562]
+REAL_NEW_TOKENS = 4
+
+
+def make_real_size(folder):
+    """fixtures/qwen3-0.6b-bf16/reference.json: greedy decoding of REAL_NEW_TOKENS tokens from
+    REAL_PROMPT on the Qwen3-0.6B-shaped bf16 checkpoint in `folder` (written by
+    scripts/real-size-checkpoint.ts), with the sha256 of its weight files so that the test
+    knows it regenerated the same weights."""
+    import hashlib
+
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    P = read_checkpoint_raw(folder)
+    expected = param_shapes(cfg)
+    assert set(P) == set(expected), sorted(set(P) ^ set(expected))
+    assert all(dict.__getitem__(P, k).dtype == torch.bfloat16 for k in P), "expected bf16 weights"
+    ids, greedy, greedy_lp, margins = list(REAL_PROMPT), [], [], []
+    for _ in range(REAL_NEW_TOKENS):
+        t = torch.tensor(ids)
+        h = forward_hidden(cfg, P, t, torch.arange(len(ids)), torch.zeros(len(ids), dtype=torch.long))
+        lp = lm_logits(cfg, P, h[-1:])[0].log_softmax(-1)
+        top = lp.topk(2)
+        greedy.append(int(top.indices[0]))
+        greedy_lp.append(float(top.values[0]))
+        margins.append(float(top.values[0] - top.values[1]))
+        ids.append(greedy[-1])
+        print("token", greedy[-1], "logprob", greedy_lp[-1], "margin to 2nd", margins[-1], flush=True)
+    # teacher-forced logprobs of every next token of prompt + greedy (the last one predicts token 0)
+    t = torch.tensor(ids)
+    h = forward_hidden(cfg, P, t, torch.arange(len(ids)), torch.zeros(len(ids), dtype=torch.long))
+    targets = ids[1:] + [0]
+    forced = lm_logits(cfg, P, h).log_softmax(-1).gather(-1, torch.tensor(targets)[:, None])[:, 0]
+    hashes = {}
+    for fname in sorted(f for f in os.listdir(folder) if f.startswith("model")):
+        with open(os.path.join(folder, fname), "rb") as f:
+            hashes[fname] = hashlib.file_digest(f, "sha256").hexdigest() if hasattr(hashlib, "file_digest") else hashlib.sha256(f.read()).hexdigest()
+    out = os.path.join(FIX, "qwen3-0.6b-bf16")
+    os.makedirs(out, exist_ok=True)
+    ref = dict(config=cfg, sha256=hashes, prompt_ids=REAL_PROMPT, greedy_ids=greedy, greedy_logprobs=greedy_lp,
+               greedy_margins=margins, targets=targets, target_logprobs=forced.tolist(),
+               computed_by="scripts/make_fixtures.py --real-size (float64 torch reference on the bf16 weights)")
+    with open(os.path.join(out, "reference.json"), "w") as f:
+        json.dump(ref, f, indent=1)
+    print("written", os.path.normpath(out))
+
+
 def main():
     torch.set_default_dtype(torch.float64)
     if "--verify-ts" in sys.argv:
         verify_ts()
+        return
+    if "--real-size" in sys.argv:
+        make_real_size(sys.argv[sys.argv.index("--real-size") + 1])
         return
     os.makedirs(FIX, exist_ok=True)
     for name, cfg in FAMILIES.items():

@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { hasLogprobStats, logprobStats, logprobStatsGrad } from '@rl2/engine';
+import type { TiedEmbeddingGrad } from './tied-embedding-grad.js';
 
 /**
  * Fused lm_head + log-softmax + entropy with a vocabulary-chunked custom gradient, so neither
@@ -13,6 +14,7 @@ import { hasLogprobStats, logprobStats, logprobStatsGrad } from '@rl2/engine';
  *   dh = dz W,  dW = dz^T h.
  * The g_H term is skipped when the entropy output receives no gradient.
  * `hidden` [N, H], `weight` [V, H]; returns [N, 2] = (logp, entropy), float32.
+ * With `tied` (several chunks only), dW is also left there for the tied embedding lookup.
  */
 export function chunkedLogprobsEntropy(
   hidden: tf.Tensor2D,
@@ -20,6 +22,7 @@ export function chunkedLogprobsEntropy(
   targets: Int32Array,
   temperature: number,
   chunkSize: number,
+  tied?: TiedEmbeddingGrad,
 ): tf.Tensor2D {
   const [n] = hidden.shape;
   const [v, dim] = weight.shape;
@@ -105,7 +108,9 @@ export function chunkedLogprobsEntropy(
         }
         const dhAll = tf.tidy(() => tf.add(dh, tf.mul(gy, tf.gather(ws!, tf.tensor1d(targets, 'int32')))));
         tf.dispose([dh, gy, gLogp, gEnt, ent]);
-        return [dhAll, tf.tensor2d(dwValues, [v, dim])];
+        const dw = tf.tensor2d(dwValues, [v, dim]);
+        if (tied) tied.headGrad = { tensor: dw, values: dwValues };
+        return [dhAll, dw];
       },
     };
   });

@@ -4,6 +4,7 @@ import { type DecoderModel, lmHeadWeight } from '../model/decoder-model.js';
 import { type ForwardOptions, forwardHidden } from '../model/forward-hidden.js';
 import type { TokenBatch } from '../model/token-batch.js';
 import { chunkedLogprobsEntropy } from './chunked-logprobs.js';
+import { type TiedEmbeddingGrad, untrackedView } from './tied-embedding-grad.js';
 
 /** Options of `tokenLogprobs`. */
 export interface LogprobOptions extends ForwardOptions {
@@ -39,9 +40,14 @@ export function tokenLogprobs(
   const shard = model.splitRow?.(batch, tgt);
   const run = shard ? { ...model, attention: shard.attention } : model;
   const localTargets = shard ? Int32Array.from(shard.targets ?? []) : tgt;
+  const chunk = options.vocabChunk ?? 8192;
   const both = tf.tidy(() => {
-    const hidden = forwardHidden(run, shard?.batch ?? batch, options);
-    if (!model.logprobHead) return chunkedLogprobsEntropy(hidden, lmHeadWeight(model), localTargets, temperature, options.vocabChunk ?? 8192);
+    // tied embeddings over several vocabulary chunks: one [V, H] gradient array instead of three
+    const plainTied = !model.logprobHead && !model.embedding && !shard && model.config.tieWordEmbeddings && lmHeadWeight(model).shape[0] > chunk;
+    const view = plainTied ? untrackedView(lmHeadWeight(model)) : undefined;
+    const tied: TiedEmbeddingGrad | undefined = view ? {} : undefined;
+    const hidden = forwardHidden(run, shard?.batch ?? batch, options, tied);
+    if (!model.logprobHead) return chunkedLogprobsEntropy(hidden, view ?? lmHeadWeight(model), localTargets, temperature, chunk, tied);
     const head = model.logprobHead(hidden, lmHeadWeight(model), localTargets, temperature);
     return tf.stack([head.logprobs, head.entropy], 1) as tf.Tensor2D;
   });

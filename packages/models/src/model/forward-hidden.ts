@@ -3,6 +3,7 @@ import { hasFlashAttention } from '@rl2/engine';
 import { causalMask, contiguousSegments, groupedQueryAttention, packedCausalMask } from '../layers/attention.js';
 import { decoderLayer, type LayerContext } from '../layers/decoder-layer.js';
 import { recomputedDecoderLayer } from '../layers/recomputed-layer.js';
+import { type TiedEmbeddingGrad, tiedEmbeddingLookup } from '../heads/tied-embedding-grad.js';
 import { rmsNorm } from '../layers/rms-norm.js';
 import { ropeTables, rotateHalfMatrix } from '../layers/rotary.js';
 import type { DecoderModel } from './decoder-model.js';
@@ -16,9 +17,10 @@ export interface ForwardOptions {
 
 /**
  * Final hidden states [N, H] (after the last RMSNorm) for N = rows*T tokens, differentiable
- * w.r.t. `model.params`. Attention is block-diagonal causal over `segmentIds`.
+ * w.r.t. `model.params`. Attention is block-diagonal causal over `segmentIds`. `tied`: the
+ * embedding lookup's gradient goes into the tied LM head's (see tied-embedding-grad.ts).
  */
-export function forwardHidden(model: DecoderModel, batch: TokenBatch, options: ForwardOptions = {}): tf.Tensor2D {
+export function forwardHidden(model: DecoderModel, batch: TokenBatch, options: ForwardOptions = {}, tied?: TiedEmbeddingGrad): tf.Tensor2D {
   const c = model.config;
   const { rows, segmentIds } = resolveBatch(batch);
   return tf.tidy(() => {
@@ -42,7 +44,12 @@ export function forwardHidden(model: DecoderModel, batch: TokenBatch, options: F
     if (flash) ctx.causalSegments = tf.tensor2d(Int32Array.from(segmentIds), [rows, segmentIds.length / rows], 'int32');
     else if (lengths) ctx.segments = { lengths, masks: new Map([...new Set(lengths)].map((l) => [l, causalMask(l)])) };
     else ctx.mask = packedCausalMask(segmentIds, rows);
-    let x = model.embedding ? model.embedding(ids, model.params) : (tf.gather(model.params.get('model.embed_tokens.weight')!, ids) as tf.Tensor2D);
+    const table = model.params.get('model.embed_tokens.weight')!;
+    let x = model.embedding
+      ? model.embedding(ids, model.params)
+      : tied
+        ? tiedEmbeddingLookup(table as tf.Tensor2D, Int32Array.from(batch.inputIds), tied)
+        : (tf.gather(table, ids) as tf.Tensor2D);
     for (let i = 0; i < c.numLayers; i++) {
       x = options.recompute ? recomputedDecoderLayer(x, i, model.params, ctx) : decoderLayer(x, i, model.params, ctx).x;
     }

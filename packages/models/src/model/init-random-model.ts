@@ -92,13 +92,13 @@ export function initRandomModel(config: ModelConfig | ModelSpec, seed = 0): Deco
 export async function initModelCheckpoint(
   dir: string,
   spec: ModelSpec,
-  options: { seed?: number; dtype?: 'float32' | 'bfloat16' } = {},
+  options: { seed?: number; dtype?: 'float32' | 'bfloat16'; maxShardSize?: number | string } = {},
 ): Promise<{ model: DecoderModel; files: string[] }> {
   const model = initRandomModel(spec, options.seed ?? 0);
   const generationConfig = parseGenerationConfig({
     bos_token_id: spec.bosTokenId ?? 1,
     eos_token_id: spec.eosTokenId ?? 2,
   });
-  const files = await saveCheckpoint(dir, model, { dtype: options.dtype, generationConfig });
+  const files = await saveCheckpoint(dir, model, { dtype: options.dtype, maxShardSize: options.maxShardSize, generationConfig });
   return { model, files };
 }

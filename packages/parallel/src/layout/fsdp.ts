@@ -2,20 +2,7 @@ import type * as tf from '@tensorflow/tfjs-core';
 import type { PendingOp, ProcessGroup } from '../comm/collective.js';
 import { ParallelError } from '../errors.js';
 import { type FlatParamLayout, flattenParams, planUnits, shardOf, shardSquares, unflattenParams } from './flat-params.js';
-
-/** The groups FSDP works over: shard over `fsdp`, replicate over `ddp` (size 1 = ZeRO-3). */
-export interface FsdpGroups {
-  fsdp: ProcessGroup;
-  ddp?: ProcessGroup;
-}
-
-/** How {@link FullyShardedParams.gradNorm} adds up the norm when the units hold tensor-parallel shards. */
-export interface FsdpNormOptions {
-  /** Weight of each parameter's squared norm (default 1). */
-  weightOf?: (name: string) => number;
-  /** A further group whose sums are added (the tp group). */
-  across?: ProcessGroup;
-}
+import type { FsdpGroups, FsdpNormOptions } from './zero3-params.js';
 
 /** One FSDP unit (typically a decoder layer, or the embedding): its layout and this rank's shards. */
 export interface FsdpUnit {

@@ -30,25 +30,6 @@ export function reduceFromTensorParallel<T extends tf.Tensor>(x: T, tp: ProcessG
   return op(x) as T;
 }
 
-/** Concatenate the tp ranks' last-axis slices; backward keeps this rank's slice of the gradient. */
-export function gatherFromTensorParallel<T extends tf.Tensor>(x: T, tp: ProcessGroup): T {
-  if (tp.size === 1) return x;
-  const op = unaryCustomGrad((input) => {
-    const last = input.shape[input.shape.length - 1]!;
-    const rows = input.size / last;
-    const all = tp.allGather(valuesOf(input)); // [tp, rows, last]
-    const out = new Float32Array(input.size * tp.size);
-    for (let r = 0; r < tp.size; r++) {
-      for (let i = 0; i < rows; i++) out.set(all.subarray(r * input.size + i * last, r * input.size + (i + 1) * last), i * last * tp.size + r * last);
-    }
-    return {
-      value: tf.tensor(out, [...input.shape.slice(0, -1), last * tp.size]),
-      gradFunc: (dy) => tf.slice(dy, [...input.shape.slice(0, -1).map(() => 0), tp.rank * last], input.shape),
-    };
-  });
-  return op(x) as T;
-}
-
 /** Rows [start, end) of a dimension of size `n` owned by tp rank `rank`; n must divide evenly. */
 export function shardRange(n: number, rank: number, size: number, what: string): [number, number] {
   if (n % size !== 0) throw new ParallelError('LAYOUT', `${what}=${n} is not divisible by tp=${size}; choose a tp that divides it.`);

@@ -1,9 +1,22 @@
 import * as tf from '@tensorflow/tfjs-core';
-import type { PendingOp } from '../comm/collective.js';
+import type { PendingOp, ProcessGroup } from '../comm/collective.js';
 import { ParallelError } from '../errors.js';
 import { unaryCustomGrad, valuesOf } from './custom-grad.js';
 import { type FlatParamLayout, flattenParams, planUnits, shardOf, shardSquares } from './flat-params.js';
-import type { FsdpGroups, FsdpNormOptions } from './fsdp.js';
+
+/** The groups FSDP works over: shard over `fsdp`, replicate over `ddp` (size 1 = ZeRO-3). */
+export interface FsdpGroups {
+  fsdp: ProcessGroup;
+  ddp?: ProcessGroup;
+}
+
+/** How `gradNorm` adds up the norm when the units hold tensor-parallel shards. */
+export interface FsdpNormOptions {
+  /** Weight of each parameter's squared norm (default 1). */
+  weightOf?: (name: string) => number;
+  /** A further group whose sums are added (the tp group). */
+  across?: ProcessGroup;
+}
 
 /** A ZeRO-3 unit: its flat layout and this rank's shard, the variable an optimizer updates. */
 export interface Zero3Unit {

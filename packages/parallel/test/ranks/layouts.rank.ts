@@ -5,14 +5,12 @@ import '@tensorflow/tfjs-backend-cpu';
 import '@tensorflow/tfjs'; // registers tfjs's gradient functions (tfjs-core's Node build has none)
 import * as tf from '@tensorflow/tfjs-core';
 import {
-  FullyShardedParams,
   LocalProcessGroup,
   type ProcessGroup,
   columnParallelLinear,
   contextParallelAttention,
   contextParallelAttentionKernel,
   createMeshGroups,
-  fsdpTrainStep,
   initProcessGroup,
   planDeviceMesh,
   planZigzag,
@@ -26,6 +24,9 @@ import {
   vocabRange,
   zigzagSplit,
 } from '../../src/index.js';
+// the first FSDP path (flat Float32Array shards, hand-written AdamW), kept for these tests; trainers use Zero3Params
+import { FullyShardedParams } from '../../src/layout/fsdp.js';
+import { fsdpTrainStep } from '../../src/layout/fsdp-train-step.js';
 import { fixture, relErr, tensor } from '../fixture.js';
 
 await tf.setBackend('cpu');

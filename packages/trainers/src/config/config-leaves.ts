@@ -11,7 +11,7 @@ export interface ConfigLeaf {
   readonly type: string;
 }
 
-type Def = { type: string; innerType?: z.ZodType; shape?: Record<string, z.ZodType>; entries?: Record<string, string> };
+type Def = { type: string; innerType?: z.ZodType; out?: z.ZodType; shape?: Record<string, z.ZodType>; entries?: Record<string, string> };
 const defOf = (schema: z.ZodType) => (schema as unknown as { _zod: { def: Def } })._zod.def;
 
 /** Human-readable type of a leaf schema, e.g. `number | null`, `token | sequence`. */
@@ -19,6 +19,8 @@ export function typeName(schema: z.ZodType): string {
   const def = defOf(schema);
   if (def.type === 'nullable' && def.innerType) return `${typeName(def.innerType)} | null`;
   if (def.type === 'enum' && def.entries) return Object.keys(def.entries).join(' | ');
+  // z.preprocess (an alias spelling mapped onto the enum): show what it validates against
+  if (def.type === 'pipe' && def.out) return typeName(def.out);
   if (def.type === 'tuple') return '[number, number]';
   return def.type;
 }

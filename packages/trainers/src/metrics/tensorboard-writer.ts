@@ -8,7 +8,7 @@ import { ProtobufWriter } from './protobuf-writer.js';
  * One TFRecord: uint64 length, masked crc32c(length), data, masked crc32c(data), little-endian
  * (https://www.tensorflow.org/tutorials/load_data/tfrecord#tfrecords_format_details).
  */
-export function tfRecord(data: Uint8Array): Uint8Array {
+function tfRecord(data: Uint8Array): Uint8Array {
   const out = new Uint8Array(8 + 4 + data.length + 4);
   const view = new DataView(out.buffer);
   view.setBigUint64(0, BigInt(data.length), true);
@@ -19,7 +19,7 @@ export function tfRecord(data: Uint8Array): Uint8Array {
 }
 
 /** tensorflow.Event { wall_time = 1 (double); step = 2 (int64); file_version = 3; summary = 5 }. */
-export function scalarEvent(step: number, wallTime: number, scalars: Record<string, number>): Uint8Array {
+function scalarEvent(step: number, wallTime: number, scalars: Record<string, number>): Uint8Array {
   const summary = new ProtobufWriter();
   for (const [tag, value] of Object.entries(scalars)) {
     // Summary.Value { tag = 1; simple_value = 2 (float) }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { TrainersError } from '../errors.js';
 
 /** The HF tokenizer files copied next to a model when present. */
-export const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'vocab.json', 'merges.txt', 'generation_config.json'] as const;
+const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'vocab.json', 'merges.txt', 'generation_config.json'] as const;
 
 /** Token ids a model config needs from its tokenizer. */
 export interface TokenizerFacts {

@@ -51,7 +51,7 @@ export function microBatchBudget(section: ParallelSizes & { readonly max_length_
 export const ONE_PROCESS: RankLayout = Object.freeze({ world: SINGLE_PROCESS, data: SINGLE_PROCESS, replicas: SINGLE_PROCESS, countsLoss: true, summary: '' });
 
 /** A process group as the loop's DataParallel (closing is left to the world). */
-export function groupParallel(group: ProcessGroup): DataParallel {
+function groupParallel(group: ProcessGroup): DataParallel {
   return { rank: group.rank, size: group.size, allReduceSum: (buf) => group.allReduce(buf, 'sum'), close: async () => {}, group };
 }
 

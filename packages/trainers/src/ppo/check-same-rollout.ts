@@ -3,7 +3,7 @@ import { TrainersError } from '../errors.js';
 import type { DataParallel } from '../parallel-model/data-parallel.js';
 
 /** Three 20-bit FNV-1a digests of the batch (token ids, masks, engine log-probs, rewards, ids): exact in float32. */
-export function rolloutDigest(sequences: readonly TrainingSequence[]): [number, number, number] {
+function rolloutDigest(sequences: readonly TrainingSequence[]): [number, number, number] {
   const words = new Uint32Array(3).fill(2166136261);
   const f32 = new Float32Array(1);
   const u32 = new Uint32Array(f32.buffer);

@@ -17,7 +17,7 @@ export interface FailedStepPolicy {
 }
 
 /** Whether a rollout step yielded no usable sample: every sample failed (env or engine). */
-export const noUsableSample = (m: RolloutShard['metrics']) => m.samples > 0 && m.failures === m.samples;
+const noUsableSample = (m: RolloutShard['metrics']) => m.samples > 0 && m.failures === m.samples;
 
 const causes = (m: RolloutShard['metrics']) => `${m.env_errors} env errors, ${m.env_timeouts} env timeouts, ${m.engine_errors} engine errors`;
 

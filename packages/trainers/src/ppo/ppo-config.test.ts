@@ -29,6 +29,12 @@ describe('ppoConfigSchema', () => {
     expect(formatConfigHelp(ppoConfigSchema)).toContain('rollout.responses_per_prompt');
   });
 
+  it('adv.estimator=dr_grpo is an alias of dr-grpo', () => {
+    const c = loadConfig(ppoConfigSchema, { overrides: [...required, 'adv.estimator=dr_grpo'] });
+    expect(c.adv.estimator).toBe('dr-grpo');
+    expect(formatConfigHelp(ppoConfigSchema)).toMatch(/adv\.estimator.*reinforce \| grpo \| dr-grpo/);
+  });
+
   it('clip_low / clip_high follow actor.clip unless set; the critic follows actor.avg_level', () => {
     const c = loadConfig(ppoConfigSchema, { overrides: [...required, 'actor.clip=0.1', 'actor.clip_high=0.28', 'actor.avg_level=seq-mean-token-sum-norm'] });
     expect(c.actor).toMatchObject({ clip_low: 0.1, clip_high: 0.28 });

@@ -130,9 +130,10 @@ export const ppoConfigSchema = z.strictObject({
   }),
   adv: z.strictObject({
     estimator: option(
-      z.enum(PPO_ADV_ESTIMATORS),
+      // dr_grpo: the underscore spelling (as in the Dr. GRPO literature) is accepted for dr-grpo
+      z.preprocess((v) => (v === 'dr_grpo' ? 'dr-grpo' : v), z.enum(PPO_ADV_ESTIMATORS)),
       'reinforce',
-      'advantage estimator (@rl2/algos): reinforce (R - group mean; / std with norm_var), grpo (reinforce with norm_var), dr-grpo (reinforce without), rloo (leave-one-out baseline), reinforce++ (return-to-go whitened over the batch), reinforce++-baseline (minus the group mean, then whitened), gae (trains a critic)',
+      'advantage estimator (@rl2/algos): reinforce (R - group mean; / std with norm_var), grpo (reinforce with norm_var), dr-grpo (reinforce without; dr_grpo also accepted), rloo (leave-one-out baseline), reinforce++ (return-to-go whitened over the batch), reinforce++-baseline (minus the group mean, then whitened), gae (trains a critic)',
     ),
     gamma: option(z.number().min(0).max(1), 1, 'discount (gae, reinforce++)'),
     lamda: option(z.number().min(0).max(1), 1, 'GAE lambda (RL2 spelling)'),

@@ -49,7 +49,7 @@ export interface PpoRolloutParts {
 }
 
 /** rollout.*_sampling_params as the engine takes them (SGLang names; null stop dropped). */
-export function samplingParams(p: PpoConfig['rollout']['train_sampling_params']): SamplingParams {
+function samplingParams(p: PpoConfig['rollout']['train_sampling_params']): SamplingParams {
   return {
     temperature: p.temperature,
     top_p: p.top_p,
@@ -66,7 +66,7 @@ export function samplingParams(p: PpoConfig['rollout']['train_sampling_params'])
  * optimizer step is seen by the next rollout with no copy. SGLang: servers at
  * rollout.server_urls, synced through /update_weights_from_disk.
  */
-export function createPpoEngine(
+function createPpoEngine(
   cfg: PpoConfig['rollout'],
   actor: DecoderModel | undefined,
   generationConfig: GenerationConfig | undefined,

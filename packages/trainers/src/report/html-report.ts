@@ -29,7 +29,7 @@ export function chartSeries(records: readonly MetricRecord[]): Map<string, Serie
 }
 
 /** One inline-SVG line chart; single points are drawn as dots. */
-export function svgChart(title: string, series: readonly Series[]): string {
+function svgChart(title: string, series: readonly Series[]): string {
   const all = series.flatMap((s) => s.points);
   const [x0, x1] = [Math.min(...all.map((p) => p[0])), Math.max(...all.map((p) => p[0]))];
   let [y0, y1] = [Math.min(...all.map((p) => p[1])), Math.max(...all.map((p) => p[1]))];

@@ -6,7 +6,7 @@ import type { StepOutcome } from './gradient-step.js';
 import type { StepTotals } from '../bins/pack-bins.js';
 
 /** Metric slots reserved in the reduced buffer (a rank without bins knows no metric names). */
-export const MAX_REDUCED_METRICS = 32;
+const MAX_REDUCED_METRICS = 32;
 
 /** Sums a step's counts over the ranks: the global totals every loss divides by. */
 export function sumTotalsOverRanks(dp: DataParallel, local: StepTotals): StepTotals {

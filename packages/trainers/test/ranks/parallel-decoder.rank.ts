@@ -14,11 +14,9 @@
 import { initEngine } from '@rl2/engine';
 import { createDecoderModel, type DecoderModel, initRandomModel, type ModelSpec, type ParamLookup, type ParamMap, forwardHidden, lmHeadWeight, packSequences, tokenLogprobs, type TokenBatch } from '@rl2/models';
 import {
-  adamwShardStep,
   allGatherContext,
   contextParallelAttentionKernel,
   copyToTensorParallel,
-  createAdamWShardState,
   initProcessGroup,
   planZigzag,
   type ProcessGroup,
@@ -29,6 +27,8 @@ import {
   vocabParallelEmbedding,
   vocabParallelLogprobs,
 } from '@rl2/parallel';
+// torch-order AdamW on a flat buffer: @rl2/parallel's first FSDP path, not public; the reference optimizer here
+import { adamwShardStep, createAdamWShardState } from '../../../parallel/src/layout/adamw-shard.js';
 import * as tf from '@tensorflow/tfjs-core';
 import { relTensor } from '../rank-runs.js';
 

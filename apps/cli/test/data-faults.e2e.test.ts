@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_TOKENIZER, QUIET_RUN, rl2, tmp, writeTinyData } from './helpers.js';
+import { EXAMPLE_TOKENIZER, initTinyModel, QUIET_RUN, rl2, tmp, writeTinyData } from './helpers.js';
 
 let dir: string;
 let model: string;
@@ -10,22 +10,7 @@ let data: ReturnType<typeof writeTinyData>;
 beforeAll(async () => {
   dir = tmp('data-faults');
   model = join(dir, 'model');
-  const r = await rl2([
-    'init-model',
-    '--arch',
-    'qwen3',
-    '--tokenizer',
-    EXAMPLE_TOKENIZER,
-    '--out',
-    model,
-    '--hidden-size',
-    '16',
-    '--layers',
-    '1',
-    '--heads',
-    '2',
-  ]);
-  expect(r.code, r.stderr).toBe(0);
+  await initTinyModel(model);
   data = writeTinyData(dir);
 });
 

@@ -1,7 +1,7 @@
 import { existsSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_TOKENIZER, QUIET_RUN, rl2, tmp, writeTinyData } from './helpers.js';
+import { EXAMPLE_TOKENIZER, initTinyModel, QUIET_RUN, rl2, tmp, writeTinyData } from './helpers.js';
 import { spawnCli } from './spawn-cli.js';
 
 // The real process, from source: a signal is delivered through the event loop, which an
@@ -15,22 +15,7 @@ beforeAll(async () => {
   dir = tmp('signals');
   model = join(dir, 'model');
   data = writeTinyData(dir);
-  const r = await rl2([
-    'init-model',
-    '--arch',
-    'qwen3',
-    '--tokenizer',
-    EXAMPLE_TOKENIZER,
-    '--out',
-    model,
-    '--hidden-size',
-    '16',
-    '--layers',
-    '1',
-    '--heads',
-    '2',
-  ]);
-  expect(r.code, r.stderr).toBe(0);
+  await initTinyModel(model);
   const prompts = `${['1+2=', '3+4=', '5+6=', '7+8='].map((q) => JSON.stringify({ messages: [{ role: 'user', content: q }], answer: 0 })).join('\n')}\n`;
   writeFileSync(join(dir, 'prompts.jsonl'), prompts);
   writeFileSync(

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_TOKENIZER, QUIET_RUN, rl2, tmp } from './helpers.js';
+import { EXAMPLE_TOKENIZER, initTinyModel, QUIET_RUN, rl2, tmp } from './helpers.js';
 import { spawnCli } from './spawn-cli.js';
 
 let dir: string;
@@ -15,22 +15,7 @@ const env = (name: string, source: string) => {
 beforeAll(async () => {
   dir = tmp('ppo-faults');
   model = join(dir, 'model');
-  const r = await rl2([
-    'init-model',
-    '--arch',
-    'qwen3',
-    '--tokenizer',
-    EXAMPLE_TOKENIZER,
-    '--out',
-    model,
-    '--hidden-size',
-    '16',
-    '--layers',
-    '1',
-    '--heads',
-    '2',
-  ]);
-  expect(r.code, r.stderr).toBe(0);
+  await initTinyModel(model);
   const rows = `${['1+2=', '3+4=', '5+6=', '7+8='].map((q) => JSON.stringify({ messages: [{ role: 'user', content: q }], answer: 0 })).join('\n')}\n`;
   writeFileSync(join(dir, 'train.jsonl'), rows);
   writeFileSync(join(dir, 'test.jsonl'), rows);

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_TOKENIZER, rl2, tmp } from './helpers.js';
+import { EXAMPLE_TOKENIZER, initTinyModel, rl2, tmp } from './helpers.js';
 
 let dir: string;
 let model: string;
@@ -10,22 +10,7 @@ let model: string;
 beforeAll(async () => {
   dir = tmp('ppo');
   model = join(dir, 'model');
-  const r = await rl2([
-    'init-model',
-    '--arch',
-    'qwen3',
-    '--tokenizer',
-    EXAMPLE_TOKENIZER,
-    '--out',
-    model,
-    '--hidden-size',
-    '16',
-    '--layers',
-    '1',
-    '--heads',
-    '2',
-  ]);
-  expect(r.code, r.stderr).toBe(0);
+  await initTinyModel(model);
   const rows = (qs: string[]) =>
     `${qs.map((q) => JSON.stringify({ messages: [{ role: 'user', content: q }], answer: 0 })).join('\n')}\n`;
   writeFileSync(

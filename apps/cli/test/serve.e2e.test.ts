@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { shapeMismatches } from '../../../packages/rollout/test/sglang-fixtures.js';
-import { EXAMPLE_TOKENIZER, rl2, tmp } from './helpers.js';
+import { EXAMPLE_TOKENIZER, initTinyModel, rl2, tmp } from './helpers.js';
 
 // The real `rl2 serve` process, from source (as interrupt.e2e does): Ctrl-C and SIGTERM stop it
 // cleanly without talk of checkpoints; --api-key and RL2_API_KEY guard it; it answers /generate
@@ -60,22 +60,7 @@ let made: string | undefined;
 async function modelDir() {
   if (made) return made;
   const model = join(tmp('serve'), 'model');
-  const init = await rl2([
-    'init-model',
-    '--arch',
-    'qwen3',
-    '--tokenizer',
-    EXAMPLE_TOKENIZER,
-    '--out',
-    model,
-    '--hidden-size',
-    '16',
-    '--layers',
-    '1',
-    '--heads',
-    '2',
-  ]);
-  expect(init.code, init.stderr).toBe(0);
+  await initTinyModel(model);
   made = model;
   return model;
 }

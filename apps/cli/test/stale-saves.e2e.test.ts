@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_TOKENIZER, QUIET_RUN, rl2, tmp, writeTinyData } from './helpers.js';
+import { EXAMPLE_TOKENIZER, initTinyModel, QUIET_RUN, rl2, tmp, writeTinyData } from './helpers.js';
 
 // A save killed mid-way (SIGKILL, OOM, a node lost) leaves its work folder beside the checkpoints;
 // these used to stay for ever, even after a resume. They are named as the savers name them, by a
@@ -15,22 +15,7 @@ beforeAll(async () => {
   dir = tmp('stale-saves');
   model = join(dir, 'model');
   data = writeTinyData(dir);
-  const r = await rl2([
-    'init-model',
-    '--arch',
-    'qwen3',
-    '--tokenizer',
-    EXAMPLE_TOKENIZER,
-    '--out',
-    model,
-    '--hidden-size',
-    '16',
-    '--layers',
-    '1',
-    '--heads',
-    '2',
-  ]);
-  expect(r.code, r.stderr).toBe(0);
+  await initTinyModel(model);
 });
 
 const sft = (saveDir: string, extra: string[]) => [

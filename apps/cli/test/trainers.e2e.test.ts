@@ -1,7 +1,14 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_TOKENIZER, rl2, tmp, trainLosses, writeTinyData } from './helpers.js';
+import {
+  EXAMPLE_TOKENIZER,
+  initTinyModel,
+  rl2,
+  tmp,
+  trainLosses,
+  writeTinyData,
+} from './helpers.js';
 
 let model: string;
 let data: ReturnType<typeof writeTinyData>;
@@ -10,22 +17,7 @@ beforeAll(async () => {
   const dir = tmp('e2e');
   model = join(dir, 'model');
   data = writeTinyData(dir);
-  const r = await rl2([
-    'init-model',
-    '--arch',
-    'qwen3',
-    '--tokenizer',
-    EXAMPLE_TOKENIZER,
-    '--out',
-    model,
-    '--hidden-size',
-    '16',
-    '--layers',
-    '1',
-    '--heads',
-    '2',
-  ]);
-  expect(r.code, r.stderr).toBe(0);
+  await initTinyModel(model);
 });
 
 /** Common overrides: 8 train rows, batches of 4, 3 epochs = 6 steps, plain progress lines. */

@@ -5,7 +5,11 @@
  * (units under units), over the longer of the two. Anything but digits earns 0.
  * Point rollout.env_path at this file; rows are {messages, answer}.
  */
-export async function step(_state: string, action: string, answer: unknown): Promise<[null, number, true]> {
+export async function step(
+  _state: string,
+  action: string,
+  answer: unknown,
+): Promise<[null, number, true]> {
   return [null, additionReward(action.replace('<|im_end|>', '').trim(), String(answer)), true];
 }
 

@@ -15,17 +15,52 @@ const tokenizer = {
   version: '1.0',
   truncation: null,
   padding: null,
-  added_tokens: specials.map((content, id) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
+  added_tokens: specials.map((content, id) => ({
+    id,
+    content,
+    single_word: false,
+    lstrip: false,
+    rstrip: false,
+    normalized: false,
+    special: true,
+  })),
   normalizer: null,
-  pre_tokenizer: { type: 'Split', pattern: { Regex: '[\\s\\S]' }, behavior: 'Isolated', invert: false },
+  pre_tokenizer: {
+    type: 'Split',
+    pattern: { Regex: '[\\s\\S]' },
+    behavior: 'Isolated',
+    invert: false,
+  },
   post_processor: null,
   decoder: { type: 'Fuse' },
-  model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, vocab, merges: [] },
+  model: {
+    type: 'BPE',
+    dropout: null,
+    unk_token: null,
+    continuing_subword_prefix: null,
+    end_of_word_suffix: null,
+    fuse_unk: false,
+    byte_fallback: false,
+    vocab,
+    merges: [],
+  },
 };
 const chatTemplate =
   "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 const tokenizerConfig = {
-  added_tokens_decoder: Object.fromEntries(specials.map((content, id) => [id, { content, lstrip: false, normalized: false, rstrip: false, single_word: false, special: true }])),
+  added_tokens_decoder: Object.fromEntries(
+    specials.map((content, id) => [
+      id,
+      {
+        content,
+        lstrip: false,
+        normalized: false,
+        rstrip: false,
+        single_word: false,
+        special: true,
+      },
+    ]),
+  ),
   bos_token: null,
   eos_token: '<|im_end|>',
   pad_token: '<|endoftext|>',
@@ -36,7 +71,10 @@ const tokenizerConfig = {
 };
 mkdirSync(join(here, 'tokenizer'), { recursive: true });
 writeFileSync(join(here, 'tokenizer', 'tokenizer.json'), `${JSON.stringify(tokenizer, null, 1)}\n`);
-writeFileSync(join(here, 'tokenizer', 'tokenizer_config.json'), `${JSON.stringify(tokenizerConfig, null, 1)}\n`);
+writeFileSync(
+  join(here, 'tokenizer', 'tokenizer_config.json'),
+  `${JSON.stringify(tokenizerConfig, null, 1)}\n`,
+);
 
 // --- data: a + b with 1-3 digit operands.
 let state = 20240601;
@@ -61,7 +99,8 @@ function rows(n, kind) {
     const a = operand();
     const b = operand();
     const messages = [{ role: 'user', content: `${a}+${b}=` }];
-    if (kind === 'sft') return { messages: [...messages, { role: 'assistant', content: String(a + b) }] };
+    if (kind === 'sft')
+      return { messages: [...messages, { role: 'assistant', content: String(a + b) }] };
     return { messages, chosen: String(a + b), rejected: rejected(a, b) };
   });
 }

@@ -31,7 +31,16 @@ const transcript = ({ q, answer }) => ({
 const prompt = ({ q, answer }) => ({ messages: [{ role: 'user', content: q }], answer });
 
 const jsonl = (rows) => `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`;
-writeFileSync(join(here, 'data', 'sft-train.jsonl'), jsonl(Array.from({ length: 512 }, () => transcript(question()))));
-writeFileSync(join(here, 'data', 'train.jsonl'), jsonl(Array.from({ length: 512 }, () => prompt(question()))));
-writeFileSync(join(here, 'data', 'test.jsonl'), jsonl(Array.from({ length: 64 }, () => prompt(question()))));
+writeFileSync(
+  join(here, 'data', 'sft-train.jsonl'),
+  jsonl(Array.from({ length: 512 }, () => transcript(question()))),
+);
+writeFileSync(
+  join(here, 'data', 'train.jsonl'),
+  jsonl(Array.from({ length: 512 }, () => prompt(question()))),
+);
+writeFileSync(
+  join(here, 'data', 'test.jsonl'),
+  jsonl(Array.from({ length: 64 }, () => prompt(question()))),
+);
 console.log(`wrote ${here}/data/{sft-train,train,test}.jsonl`);

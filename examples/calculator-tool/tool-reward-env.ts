@@ -10,7 +10,11 @@ import { step as calculatorStep } from '../../packages/rollout/src/envs/calculat
 const answerTag = /<answer>\s*(-?\d+)\s*<\/answer>/;
 const resultTag = /<result>(-?\d+)<\/result>/g;
 
-export async function step(state: string, action: string, answer: unknown): Promise<[string | null, number, boolean]> {
+export async function step(
+  state: string,
+  action: string,
+  answer: unknown,
+): Promise<[string | null, number, boolean]> {
   const [next, reward, done] = await calculatorStep(state, action, answer);
   const given = answerTag.exec(action);
   if (!done || reward === 1 || !given) return [next, reward, done];

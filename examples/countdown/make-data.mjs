@@ -37,7 +37,8 @@ export function countdownProblem() {
     // Parentheses only where precedence needs them: (a+b)*c, but a*b+c.
     const low = (op) => op === '+' || op === '-';
     const solution = low(op1) && !low(op2) ? `(${inner})${op2}${c}` : `${inner}${op2}${c}`;
-    if (Function(`return ${solution}`)() !== target) throw new Error(`bad solution ${solution} for ${target}`);
+    if (Function(`return ${solution}`)() !== target)
+      throw new Error(`bad solution ${solution} for ${target}`);
     return { numbers, target, solution };
   }
 }
@@ -66,10 +67,25 @@ if (process.argv[1] === import.meta.filename) {
   const test = unique(128);
   const train = unique(2048);
   const sft = unique(1024);
-  const ppoRow = (p) => ({ messages: [{ role: 'user', content: prompt(p) }], answer: { numbers: p.numbers, target: p.target } });
+  const ppoRow = (p) => ({
+    messages: [{ role: 'user', content: prompt(p) }],
+    answer: { numbers: p.numbers, target: p.target },
+  });
   mkdirSync(join(here, 'data'), { recursive: true });
-  writeFileSync(join(here, 'data', 'sft-train.jsonl'), jsonl(sft.map((p) => ({ messages: [{ role: 'user', content: prompt(p) }, { role: 'assistant', content: `<answer>${p.solution}</answer>` }] }))));
+  writeFileSync(
+    join(here, 'data', 'sft-train.jsonl'),
+    jsonl(
+      sft.map((p) => ({
+        messages: [
+          { role: 'user', content: prompt(p) },
+          { role: 'assistant', content: `<answer>${p.solution}</answer>` },
+        ],
+      })),
+    ),
+  );
   writeFileSync(join(here, 'data', 'train.jsonl'), jsonl(train.map(ppoRow)));
   writeFileSync(join(here, 'data', 'test.jsonl'), jsonl(test.map(ppoRow)));
-  console.log(`wrote ${sft.length} SFT, ${train.length} train and ${test.length} test problems to ${join(here, 'data')}`);
+  console.log(
+    `wrote ${sft.length} SFT, ${train.length} train and ${test.length} test problems to ${join(here, 'data')}`,
+  );
 }

@@ -10,7 +10,9 @@ import { join, resolve } from 'node:path';
 const root = resolve(import.meta.dirname, '..', '..');
 const cli = join(root, 'apps', 'cli', 'dist', 'cli.js');
 if (!existsSync(cli)) {
-  console.error('countdown: apps/cli/dist/cli.js is missing; run `bash tooling/scripts/setup.sh` (or `pnpm build`) first');
+  console.error(
+    'countdown: apps/cli/dist/cli.js is missing; run `bash tooling/scripts/setup.sh` (or `pnpm build`) first',
+  );
   process.exit(1);
 }
 const run = (args) => {
@@ -18,7 +20,23 @@ const run = (args) => {
   const r = spawnSync(process.execPath, [cli, ...args], { stdio: 'inherit', cwd: root });
   if (r.status !== 0) process.exit(r.status ?? 1);
 };
-run(['init-model', '--arch', 'qwen3', '--tokenizer', 'examples/addition/tokenizer', '--out', 'runs/countdown/tiny-qwen3', '--hidden-size', '64', '--layers', '2', '--heads', '4']);
+run([
+  'init-model',
+  '--arch',
+  'qwen3',
+  '--tokenizer',
+  'examples/addition/tokenizer',
+  '--out',
+  'runs/countdown/tiny-qwen3',
+  '--hidden-size',
+  '64',
+  '--layers',
+  '2',
+  '--heads',
+  '4',
+]);
 run(['sft', '--config', 'examples/countdown/sft.yaml']);
 run(['ppo', '--config', 'examples/countdown/grpo.yaml', ...process.argv.slice(2)]);
-console.log('countdown: done; runs/countdown-grpo/report.html plots the rewards, runs/countdown-grpo/rollouts/ holds the samples');
+console.log(
+  'countdown: done; runs/countdown-grpo/report.html plots the rewards, runs/countdown-grpo/rollouts/ holds the samples',
+);

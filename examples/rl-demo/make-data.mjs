@@ -34,7 +34,12 @@ const jsonl = (list) => `${list.map((r) => JSON.stringify(r)).join('\n')}\n`;
 const sft = Array.from({ length: 512 }, () => {
   const { digits } = problem();
   const pick = digits[Math.floor(rand() * digits.length)];
-  return { messages: [{ role: 'user', content: prompt(digits) }, { role: 'assistant', content: String(pick) }] };
+  return {
+    messages: [
+      { role: 'user', content: prompt(digits) },
+      { role: 'assistant', content: String(pick) },
+    ],
+  };
 });
 const ppoRows = (n) =>
   Array.from({ length: n }, () => {

@@ -3,7 +3,11 @@
  * surrounding whitespace) is the largest digit of the prompt, 0 otherwise. The answer column
  * holds that digit. Point rollout.env_path at this file; rows are {messages, answer}.
  */
-export async function step(_state: string, action: string, answer: unknown): Promise<[null, number, true]> {
+export async function step(
+  _state: string,
+  action: string,
+  answer: unknown,
+): Promise<[null, number, true]> {
   return [null, maxDigitReward(action, String(answer)), true];
 }
 

@@ -15,7 +15,9 @@ import { join, resolve } from 'node:path';
 const root = resolve(import.meta.dirname, '..', '..');
 const cli = join(root, 'apps', 'cli', 'dist', 'cli.js');
 if (!existsSync(cli)) {
-  console.error('main: apps/cli/dist/cli.js is missing; run `bash tooling/scripts/setup.sh` (or `pnpm build`) first');
+  console.error(
+    'main: apps/cli/dist/cli.js is missing; run `bash tooling/scripts/setup.sh` (or `pnpm build`) first',
+  );
   process.exit(1);
 }
 const run = (args) => {
@@ -23,8 +25,24 @@ const run = (args) => {
   const r = spawnSync(process.execPath, [cli, ...args], { stdio: 'inherit', cwd: root });
   if (r.status !== 0) process.exit(r.status ?? 1);
 };
-run(['init-model', '--arch', 'qwen3', '--tokenizer', 'examples/addition/tokenizer', '--out', 'runs/rl-demo/tiny-qwen3', '--hidden-size', '64', '--layers', '2', '--heads', '4']);
+run([
+  'init-model',
+  '--arch',
+  'qwen3',
+  '--tokenizer',
+  'examples/addition/tokenizer',
+  '--out',
+  'runs/rl-demo/tiny-qwen3',
+  '--hidden-size',
+  '64',
+  '--layers',
+  '2',
+  '--heads',
+  '4',
+]);
 run(['sft', '--config', 'examples/rl-demo/sft.yaml']);
 // Then GRPO from the SFT checkpoint (runs/rl-demo-sft/latest/model) with a verifiable reward.
 run(['ppo', '--config', 'examples/rl-demo/grpo.yaml', ...process.argv.slice(2)]);
-console.log('main: done; open runs/rl-demo-sft/report.html and runs/rl-demo-grpo/report.html, or `tensorboard --logdir runs`');
+console.log(
+  'main: done; open runs/rl-demo-sft/report.html and runs/rl-demo-grpo/report.html, or `tensorboard --logdir runs`',
+);

@@ -1,2 +1,5 @@
 import type { Options } from 'tsup';
-export declare function packageBuild(entry?: string[] | Record<string, string>, options?: Options): Options;
+export declare function packageBuild(
+  entry?: string[] | Record<string, string>,
+  options?: Options,
+): Options;

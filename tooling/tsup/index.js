@@ -7,5 +7,13 @@
  * @returns {import('tsup').Options}
  */
 export function packageBuild(entry = ['src/index.ts'], options = {}) {
-  return { entry, format: ['esm'], dts: true, clean: true, sourcemap: true, target: 'node20', ...options };
+  return {
+    entry,
+    format: ['esm'],
+    dts: true,
+    clean: true,
+    sourcemap: true,
+    target: 'node20',
+    ...options,
+  };
 }

@@ -1,7 +1,13 @@
 import { EventEmitter } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { STOP_NOTICE, interruptNotice, interruptSignal, interruptedExitCode, signalExitCode } from './interrupt.js';
+import {
+  STOP_NOTICE,
+  interruptNotice,
+  interruptSignal,
+  interruptedExitCode,
+  signalExitCode,
+} from './interrupt.js';
 
 describe('interruptSignal', () => {
   it('first Ctrl-C aborts (save and exit 130), second exits with 130 at once', () => {
@@ -14,7 +20,9 @@ describe('interruptSignal', () => {
     expect(signal.aborted).toBe(true);
     expect(interruptedExitCode(signal)).toBe(130);
     expect(exits).toEqual([]);
-    expect(String(stderr.read())).toBe('\nrl2: interrupted; saving a checkpoint after this step (Ctrl-C again to quit without saving)\n');
+    expect(String(stderr.read())).toBe(
+      '\nrl2: interrupted; saving a checkpoint after this step (Ctrl-C again to quit without saving)\n',
+    );
     proc.emit('SIGINT');
     expect(exits).toEqual([130]);
   });
@@ -28,7 +36,9 @@ describe('interruptSignal', () => {
     expect(signal.aborted).toBe(true);
     expect(signal.reason).toBe('SIGTERM');
     expect(interruptedExitCode(signal)).toBe(143);
-    expect(String(stderr.read())).toBe('\nrl2: got SIGTERM; saving a checkpoint after this step (SIGTERM again to quit without saving)\n');
+    expect(String(stderr.read())).toBe(
+      '\nrl2: got SIGTERM; saving a checkpoint after this step (SIGTERM again to quit without saving)\n',
+    );
     expect(exits).toEqual([]);
     proc.emit('SIGINT');
     expect(exits).toEqual([130]);
@@ -40,7 +50,10 @@ describe('interruptSignal', () => {
     const proc = new EventEmitter();
     const exits: number[] = [];
     let now = 1000;
-    interruptSignal(proc as never, new PassThrough(), (c) => exits.push(c), { repeatWindowMs: 2000, now: () => now });
+    interruptSignal(proc as never, new PassThrough(), (c) => exits.push(c), {
+      repeatWindowMs: 2000,
+      now: () => now,
+    });
     proc.emit('SIGTERM');
     now += 10;
     proc.emit('SIGTERM');
@@ -53,7 +66,9 @@ describe('interruptSignal', () => {
   });
 
   it('exit codes: 128 + the signal number; an abort without a signal counts as Ctrl-C', () => {
-    expect([signalExitCode('SIGINT'), signalExitCode('SIGTERM'), signalExitCode('SIGHUP')]).toEqual([130, 143, 129]);
+    expect([signalExitCode('SIGINT'), signalExitCode('SIGTERM'), signalExitCode('SIGHUP')]).toEqual(
+      [130, 143, 129],
+    );
     const ac = new AbortController();
     ac.abort();
     expect(interruptedExitCode(ac.signal)).toBe(130);
@@ -65,7 +80,9 @@ describe('interruptSignal', () => {
     expect(interruptNotice(['sft'])).toMatch(/saving a checkpoint/);
     const proc = new EventEmitter();
     const stderr = new PassThrough();
-    const signal = interruptSignal(proc as never, stderr, () => {}, { notice: interruptNotice(['serve']) });
+    const signal = interruptSignal(proc as never, stderr, () => {}, {
+      notice: interruptNotice(['serve']),
+    });
     proc.emit('SIGINT');
     expect(signal.aborted).toBe(true);
     const said = String(stderr.read());

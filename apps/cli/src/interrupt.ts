@@ -47,7 +47,12 @@ export function interruptedExitCode(signal: AbortSignal | undefined): number {
  * prints the notice: a trainer finishes its step, saves a checkpoint and exits with 130 / 143;
  * `rl2 serve` stops. A second one calls `exit(128 + its number)` at once.
  */
-export function interruptSignal(source: SignalSource, stderr: NodeJS.WritableStream, exit: (code: number) => void, options: InterruptOptions = {}): AbortSignal {
+export function interruptSignal(
+  source: SignalSource,
+  stderr: NodeJS.WritableStream,
+  exit: (code: number) => void,
+  options: InterruptOptions = {},
+): AbortSignal {
   const controller = new AbortController();
   const { notice = SAVE_NOTICE, repeatWindowMs = 0, now = Date.now } = options;
   let firstAt = 0;
@@ -57,7 +62,9 @@ export function interruptSignal(source: SignalSource, stderr: NodeJS.WritableStr
         firstAt = now();
         const again = sig === 'SIGINT' ? 'Ctrl-C again' : 'SIGTERM again';
         const what = notice === SAVE_NOTICE ? 'quit without saving' : 'quit at once';
-        stderr.write(`\nrl2: ${sig === 'SIGINT' ? 'interrupted' : 'got SIGTERM'}; ${notice} (${again} to ${what})\n`);
+        stderr.write(
+          `\nrl2: ${sig === 'SIGINT' ? 'interrupted' : 'got SIGTERM'}; ${notice} (${again} to ${what})\n`,
+        );
         controller.abort(sig);
       } else if (!(sig === controller.signal.reason && now() - firstAt < repeatWindowMs)) {
         exit(signalExitCode(sig));

@@ -3,14 +3,22 @@ import { TrainersError, writeRandomCheckpoint, writeReport } from '@rl2/trainers
 import { cac } from 'cac';
 import type { CliIo } from './cli-io.js';
 import { resolveTokenizerDir } from './commands/resolve-tokenizer-dir.js';
-import { TRAINER_COMMANDS, type TrainerName, printConfig, resolveTrainerConfig, trainerHelp } from './commands/trainer-command.js';
+import {
+  TRAINER_COMMANDS,
+  type TrainerName,
+  printConfig,
+  resolveTrainerConfig,
+  trainerHelp,
+} from './commands/trainer-command.js';
 import { runTrainerCommand } from './commands/run-trainer.js';
 import { ppoHelp, registerPpoCommand } from './commands/ppo-command.js';
 import { registerServeCommand } from './commands/serve-command.js';
 import { registerLaunchCommand } from './commands/launch-command.js';
 import { planHelp, registerPlanCommand } from './commands/plan-command.js';
 
-const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+const { version } = JSON.parse(
+  readFileSync(new URL('../package.json', import.meta.url), 'utf8'),
+) as {
   version: string;
 };
 
@@ -19,26 +27,34 @@ export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.
   const cli = cac('rl2');
   cli.usage('<command> [key=value ...]');
 
-  for (const [name, { summary }] of Object.entries(TRAINER_COMMANDS) as [TrainerName, (typeof TRAINER_COMMANDS)[TrainerName]][]) {
+  for (const [name, { summary }] of Object.entries(TRAINER_COMMANDS) as [
+    TrainerName,
+    (typeof TRAINER_COMMANDS)[TrainerName],
+  ][]) {
     cli
       .command(`${name} [...overrides]`, summary)
       .usage(`${name} [--config FILE.yaml] [key=value ...]`)
       .option('--config <file>', 'YAML config file; key=value arguments override it')
       .option('--dry-run', 'print the resolved config as YAML and exit')
       .example(`rl2 ${name} --config examples/addition/${name}.yaml trainer.n_epochs=2`)
-      .action(async (overrides: string[], flags: { config?: string; dryRun?: boolean | string }) => {
-        // `--dry-run key=value`: the argument parser hands the next word to the flag; keep it as an override
-        if (typeof flags.dryRun === 'string') overrides.unshift(flags.dryRun);
-        const config = resolveTrainerConfig(name, { configFile: flags.config, overrides });
-        if (flags.dryRun) return printConfig(io, config);
-        return runTrainerCommand(name, config, io);
-      });
+      .action(
+        async (overrides: string[], flags: { config?: string; dryRun?: boolean | string }) => {
+          // `--dry-run key=value`: the argument parser hands the next word to the flag; keep it as an override
+          if (typeof flags.dryRun === 'string') overrides.unshift(flags.dryRun);
+          const config = resolveTrainerConfig(name, { configFile: flags.config, overrides });
+          if (flags.dryRun) return printConfig(io, config);
+          return runTrainerCommand(name, config, io);
+        },
+      );
   }
 
   cli
     .command('init-model', 'write a randomly initialised Hugging Face checkpoint (no download)')
     .option('--arch <arch>', 'llama | qwen2 | qwen3', { default: 'qwen3' })
-    .option('--tokenizer <dir>', 'tokenizer folder (tokenizer.json, tokenizer_config.json), or "qwen3" for the Qwen3 tokenizer')
+    .option(
+      '--tokenizer <dir>',
+      'tokenizer folder (tokenizer.json, tokenizer_config.json), or "qwen3" for the Qwen3 tokenizer',
+    )
     .option('--out <dir>', 'output folder')
     .option('--hidden-size <n>', 'hidden size', { default: 64 })
     .option('--intermediate-size <n>', 'MLP size (default 2 x hidden)')
@@ -47,16 +63,37 @@ export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.
     .option('--kv-heads <n>', 'key/value heads (default heads / 2)')
     .option('--head-dim <n>', 'per-head size (default hidden / heads)')
     .option('--max-position <n>', 'max_position_embeddings', { default: 2048 })
-    .option('--vocab-size <n>', 'embedding rows (default the tokenizer size; pad to a multiple of tp_size for tensor parallelism)')
+    .option(
+      '--vocab-size <n>',
+      'embedding rows (default the tokenizer size; pad to a multiple of tp_size for tensor parallelism)',
+    )
     .option('--no-tie-word-embeddings', 'separate lm_head weights')
     .option('--seed <n>', 'initialisation seed', { default: 0 })
-    .option('--dtype <dtype>', 'stored weights: float32 | bfloat16 | float16', { default: 'float32' })
-    .option('--max-shard-size <size>', 'largest safetensors file: bytes, or 5GB, 500MB, 2GiB (as save_pretrained)', { default: '5GB' })
-    .example('rl2 init-model --arch qwen3 --tokenizer examples/addition/tokenizer --out models/tiny')
-    .example('rl2 init-model --tokenizer qwen3 --hidden-size 1024 --layers 28 --heads 16 --kv-heads 8 --head-dim 128 --intermediate-size 3072 --dtype bfloat16 --out models/qwen3-0.6b-shape')
+    .option('--dtype <dtype>', 'stored weights: float32 | bfloat16 | float16', {
+      default: 'float32',
+    })
+    .option(
+      '--max-shard-size <size>',
+      'largest safetensors file: bytes, or 5GB, 500MB, 2GiB (as save_pretrained)',
+      { default: '5GB' },
+    )
+    .example(
+      'rl2 init-model --arch qwen3 --tokenizer examples/addition/tokenizer --out models/tiny',
+    )
+    .example(
+      'rl2 init-model --tokenizer qwen3 --hidden-size 1024 --layers 28 --heads 16 --kv-heads 8 --head-dim 128 --intermediate-size 3072 --dtype bfloat16 --out models/qwen3-0.6b-shape',
+    )
     .action((flags: Record<string, string | number | boolean | undefined>) => {
-      if (!flags.out) throw new TrainersError('INVALID_ARGUMENT', 'rl2 init-model needs --out DIR (where to write the checkpoint)');
-      if (!flags.tokenizer) throw new TrainersError('INVALID_ARGUMENT', 'rl2 init-model needs --tokenizer DIR (a Hugging Face tokenizer folder) or --tokenizer qwen3');
+      if (!flags.out)
+        throw new TrainersError(
+          'INVALID_ARGUMENT',
+          'rl2 init-model needs --out DIR (where to write the checkpoint)',
+        );
+      if (!flags.tokenizer)
+        throw new TrainersError(
+          'INVALID_ARGUMENT',
+          'rl2 init-model needs --tokenizer DIR (a Hugging Face tokenizer folder) or --tokenizer qwen3',
+        );
       const num = (k: string) => (flags[k] === undefined ? undefined : Number(flags[k]));
       const config = writeRandomCheckpoint({
         arch: String(flags.arch) as 'llama' | 'qwen2' | 'qwen3',
@@ -85,9 +122,14 @@ export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.
   registerLaunchCommand(cli, io);
   registerPlanCommand(cli, io);
 
-  cli.command('report <run-dir>', 'write RUN_DIR/report.html (loss and metric curves, opens offline)').action((runDir: string) => {
-    io.stdout.write(`wrote ${writeReport(runDir)}\n`);
-  });
+  cli
+    .command(
+      'report <run-dir>',
+      'write RUN_DIR/report.html (loss and metric curves, opens offline)',
+    )
+    .action((runDir: string) => {
+      io.stdout.write(`wrote ${writeReport(runDir)}\n`);
+    });
 
   cli.help((sections) => {
     const name = cli.matchedCommandName as TrainerName | undefined;
@@ -104,7 +146,10 @@ export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.
  * Runs `rl2` with `argv` (without node and script) and returns the exit code. Errors of
  * the library are printed as one line without a stack trace.
  */
-export async function main(argv: readonly string[], io: CliIo = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+export async function main(
+  argv: readonly string[],
+  io: CliIo = { stdout: process.stdout, stderr: process.stderr },
+): Promise<number> {
   const cli = createCli(io);
   // cac prints help and version with console.info; route them to io.stdout for this call.
   const info = console.info;

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_TOKENIZER, QUIET_RUN, rl2, tmp, writeTinyData } from './helpers.js';
+import { EXAMPLE_TOKENIZER, initTinyModel, QUIET_RUN, rl2, tmp, writeTinyData } from './helpers.js';
 
 let dir: string;
 let model: string;
@@ -10,8 +10,7 @@ let data: ReturnType<typeof writeTinyData>;
 beforeAll(async () => {
   dir = tmp('data-faults');
   model = join(dir, 'model');
-  const r = await rl2(['init-model', '--arch', 'qwen3', '--tokenizer', EXAMPLE_TOKENIZER, '--out', model, '--hidden-size', '16', '--layers', '1', '--heads', '2']);
-  expect(r.code, r.stderr).toBe(0);
+  await initTinyModel(model);
   data = writeTinyData(dir);
 });
 
@@ -29,7 +28,12 @@ const sft = (saveDir: string, train: string, extra: string[] = []) => [
 /** The tiny SFT rows with one long reply (row 9 of the file): about 300 tokens. */
 function withLongRow(): string {
   const file = join(dir, 'long.jsonl');
-  const long = { messages: [{ role: 'user', content: '1+1=' }, { role: 'assistant', content: '2'.repeat(300) }] };
+  const long = {
+    messages: [
+      { role: 'user', content: '1+1=' },
+      { role: 'assistant', content: '2'.repeat(300) },
+    ],
+  };
   writeFileSync(file, `${readFileSync(data.sftTrain, 'utf8')}${JSON.stringify(long)}\n`);
   return file;
 }
@@ -39,21 +43,43 @@ describe('sequence lengths are checked when the data is tokenized, before step 1
     const saveDir = join(tmp('long-row'), 'run');
     const r = await rl2(sft(saveDir, withLongRow(), ['actor.max_length_per_device=128']));
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/long\.jsonl row 9 \(data\.train\.path\): a sequence has 3\d\d tokens, more than actor\.max_length_per_device=128 holds\. Raise actor\.max_length_per_device, or set data\.train\.max_length=128 to truncate/);
+    expect(r.stderr).toMatch(
+      /long\.jsonl row 9 \(data\.train\.path\): a sequence has 3\d\d tokens, more than actor\.max_length_per_device=128 holds\. Raise actor\.max_length_per_device, or set data\.train\.max_length=128 to truncate/,
+    );
     expect(r.stdout).not.toMatch(/step 1\//);
-    expect(existsSync(saveDir) ? readdirSync(saveDir).filter((f) => f.startsWith('step-')) : []).toEqual([]);
+    expect(
+      existsSync(saveDir) ? readdirSync(saveDir).filter((f) => f.startsWith('step-')) : [],
+    ).toEqual([]);
   });
 
   it('data.train.max_length truncates, or with over_max_length=drop drops, and says how many (printed and in metrics.jsonl)', async () => {
     const cut = join(tmp('long-cut'), 'run');
-    const r = await rl2(sft(cut, withLongRow(), ['actor.max_length_per_device=128', 'data.train.max_length=128']));
+    const r = await rl2(
+      sft(cut, withLongRow(), ['actor.max_length_per_device=128', 'data.train.max_length=128']),
+    );
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toContain('rl2 sft: data.train: truncated 1 row(s) to data.train.max_length=128 tokens');
-    const first = JSON.parse(readFileSync(join(cut, 'metrics.jsonl'), 'utf8').split('\n')[0] as string) as Record<string, number>;
-    expect(first).toMatchObject({ step: 0, 'data/train/truncated_rows': 1, 'data/train/long_rows_dropped': 0, 'data/test/truncated_rows': 0 });
-    const dropped = await rl2(sft(join(tmp('long-drop'), 'run'), withLongRow(), ['data.train.max_length=128', 'data.train.over_max_length=drop']));
+    expect(r.stdout).toContain(
+      'rl2 sft: data.train: truncated 1 row(s) to data.train.max_length=128 tokens',
+    );
+    const first = JSON.parse(
+      readFileSync(join(cut, 'metrics.jsonl'), 'utf8').split('\n')[0] as string,
+    ) as Record<string, number>;
+    expect(first).toMatchObject({
+      step: 0,
+      'data/train/truncated_rows': 1,
+      'data/train/long_rows_dropped': 0,
+      'data/test/truncated_rows': 0,
+    });
+    const dropped = await rl2(
+      sft(join(tmp('long-drop'), 'run'), withLongRow(), [
+        'data.train.max_length=128',
+        'data.train.over_max_length=drop',
+      ]),
+    );
     expect(dropped.code, dropped.stderr).toBe(0);
-    expect(dropped.stdout).toContain('data.train: dropped 1 row(s) longer than data.train.max_length=128 (data.train.over_max_length=drop)');
+    expect(dropped.stdout).toContain(
+      'data.train: dropped 1 row(s) longer than data.train.max_length=128 (data.train.over_max_length=drop)',
+    );
     expect(dropped.stdout).toMatch(/8 train \/ 2 test items/);
   });
 });
@@ -62,11 +88,18 @@ describe('bad bytes and bad rows in a data file', () => {
   it('invalid UTF-8 is an error naming the file and line (it used to become U+FFFD)', async () => {
     const file = join(dir, 'latin1.jsonl');
     const lines = readFileSync(data.sftTrain, 'utf8').split('\n');
-    lines[2] = JSON.stringify({ messages: [{ role: 'user', content: 'caf\u00e9' }, { role: 'assistant', content: 'ok' }] });
+    lines[2] = JSON.stringify({
+      messages: [
+        { role: 'user', content: 'caf\u00e9' },
+        { role: 'assistant', content: 'ok' },
+      ],
+    });
     writeFileSync(file, Buffer.from(lines.join('\n'), 'latin1'));
     const r = await rl2(sft(join(tmp('latin1'), 'run'), file));
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/rl2: data\.train\.path=.*latin1\.jsonl: .*latin1\.jsonl line 3 \(byte \d+\) is not valid UTF-8: bytes 0xe9 0x22/);
+    expect(r.stderr).toMatch(
+      /rl2: data\.train\.path=.*latin1\.jsonl: .*latin1\.jsonl line 3 \(byte \d+\) is not valid UTF-8: bytes 0xe9 0x22/,
+    );
   });
 
   it('a malformed row names data.on_bad_row; with data.on_bad_row=skip it is skipped and counted', async () => {
@@ -79,7 +112,11 @@ describe('bad bytes and bad rows in a data file', () => {
     const skipDir = join(tmp('skip'), 'run');
     const skipped = await rl2(sft(skipDir, file, ['data.on_bad_row=skip']));
     expect(skipped.code, skipped.stderr).toBe(0);
-    expect(skipped.stdout).toContain('rl2 sft: data.train: skipped 1 malformed row(s) (data.on_bad_row=skip)');
-    expect(readFileSync(join(skipDir, 'metrics.jsonl'), 'utf8')).toContain('"data/train/malformed_rows":1');
+    expect(skipped.stdout).toContain(
+      'rl2 sft: data.train: skipped 1 malformed row(s) (data.on_bad_row=skip)',
+    );
+    expect(readFileSync(join(skipDir, 'metrics.jsonl'), 'utf8')).toContain(
+      '"data/train/malformed_rows":1',
+    );
   });
 });

@@ -4,7 +4,10 @@ import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { main } from '../src/program.js';
 
-export const EXAMPLE_TOKENIZER = resolve(import.meta.dirname, '../../../examples/addition/tokenizer');
+export const EXAMPLE_TOKENIZER = resolve(
+  import.meta.dirname,
+  '../../../examples/addition/tokenizer',
+);
 
 /** A writable that records text and can react to it (e.g. press Ctrl-C at a step). */
 export function sink(onText?: (text: string) => void) {
@@ -20,7 +23,10 @@ export function sink(onText?: (text: string) => void) {
 }
 
 /** Runs `rl2 ...argv` in-process; returns the exit code and what it printed. */
-export async function rl2(argv: string[], opts: { signal?: AbortSignal; onStdout?: (text: string) => void } = {}) {
+export async function rl2(
+  argv: string[],
+  opts: { signal?: AbortSignal; onStdout?: (text: string) => void } = {},
+) {
   const out = sink(opts.onStdout);
   const err = sink();
   const code = await main(argv, { stdout: out.stream, stderr: err.stream, signal: opts.signal });
@@ -28,15 +34,40 @@ export async function rl2(argv: string[], opts: { signal?: AbortSignal; onStdout
 }
 
 /** Overrides for a quiet, small test run: progress as lines, one thread, no report or TensorBoard files. */
-export const QUIET_RUN = ['trainer.progress=lines', 'trainer.threads=1', 'trainer.report=false', 'trainer.use_tensorboard=false'];
+export const QUIET_RUN = [
+  'trainer.progress=lines',
+  'trainer.threads=1',
+  'trainer.report=false',
+  'trainer.use_tensorboard=false',
+];
 
 export const tmp = (name: string) => mkdtempSync(join(tmpdir(), `rl2-cli-${name}-`));
 
 /** Tiny addition data in chat format: SFT rows and preference pairs. */
 export function writeTinyData(dir: string) {
-  const pairs: [number, number][] = [[12, 7], [3, 45], [60, 21], [8, 8], [33, 14], [5, 90], [71, 2], [40, 40], [9, 16], [27, 30]];
-  const sft = pairs.map(([a, b]) => ({ messages: [{ role: 'user', content: `${a}+${b}=` }, { role: 'assistant', content: String(a + b) }] }));
-  const pref = pairs.map(([a, b]) => ({ messages: [{ role: 'user', content: `${a}+${b}=` }], chosen: String(a + b), rejected: String(a) }));
+  const pairs: [number, number][] = [
+    [12, 7],
+    [3, 45],
+    [60, 21],
+    [8, 8],
+    [33, 14],
+    [5, 90],
+    [71, 2],
+    [40, 40],
+    [9, 16],
+    [27, 30],
+  ];
+  const sft = pairs.map(([a, b]) => ({
+    messages: [
+      { role: 'user', content: `${a}+${b}=` },
+      { role: 'assistant', content: String(a + b) },
+    ],
+  }));
+  const pref = pairs.map(([a, b]) => ({
+    messages: [{ role: 'user', content: `${a}+${b}=` }],
+    chosen: String(a + b),
+    rejected: String(a),
+  }));
   const jsonl = (rows: unknown[]) => `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`;
   const files = {
     sftTrain: join(dir, 'sft-train.jsonl'),
@@ -60,4 +91,19 @@ export function trainLosses(runDir: string): Map<number, number> {
     if (r['train/loss'] !== undefined) out.set(r.step, r['train/loss']);
   }
   return out;
+}
+
+/** `rl2 init-model` of the tiny Qwen3 (hidden 16, 1 layer, 2 heads) the e2e tests train. */
+export async function initTinyModel(out: string): Promise<void> {
+  const r = await rl2(
+    ['init-model', '--arch', 'qwen3', '--tokenizer', EXAMPLE_TOKENIZER, '--out', out].concat([
+      '--hidden-size',
+      '16',
+      '--layers',
+      '1',
+      '--heads',
+      '2',
+    ]),
+  );
+  if (r.code !== 0) throw new Error(`rl2 init-model failed (${r.code}): ${r.stderr}`);
 }

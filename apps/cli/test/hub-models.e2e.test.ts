@@ -17,11 +17,33 @@ beforeAll(async () => {
   const dir = tmp('hub');
   const model = join(dir, 'model');
   data = writeTinyData(dir);
-  const made = await rl2(['init-model', '--tokenizer', EXAMPLE_TOKENIZER, '--out', model, '--hidden-size', '16', '--layers', '1', '--heads', '2', '--max-shard-size', '4KB']);
+  const made = await rl2([
+    'init-model',
+    '--tokenizer',
+    EXAMPLE_TOKENIZER,
+    '--out',
+    model,
+    '--hidden-size',
+    '16',
+    '--layers',
+    '1',
+    '--heads',
+    '2',
+    '--max-shard-size',
+    '4KB',
+  ]);
   expect(made.code, made.stderr).toBe(0);
-  const files = Object.fromEntries(readdirSync(model).map((f) => [f, new Uint8Array(readFileSync(join(model, f)))]));
-  hub = await startFakeHub({ 'rl2/tiny-qwen3': { token: 'hf_cli_token', revisions: { main: { sha: SHA, files } } } });
-  Object.assign(process.env, { HF_ENDPOINT: hub.url, HF_TOKEN: 'hf_cli_token', HF_HUB_CACHE: freshCache() });
+  const files = Object.fromEntries(
+    readdirSync(model).map((f) => [f, new Uint8Array(readFileSync(join(model, f)))]),
+  );
+  hub = await startFakeHub({
+    'rl2/tiny-qwen3': { token: 'hf_cli_token', revisions: { main: { sha: SHA, files } } },
+  });
+  Object.assign(process.env, {
+    HF_ENDPOINT: hub.url,
+    HF_TOKEN: 'hf_cli_token',
+    HF_HUB_CACHE: freshCache(),
+  });
   delete process.env.HF_HUB_OFFLINE;
 });
 afterAll(async () => {
@@ -48,9 +70,15 @@ describe('hub model names (HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE)', () => {
     const run = tmp('hub-sft');
     const r = await rl2(sft('rl2/tiny-qwen3', run));
     expect(r.code, r.stderr).toBe(0);
-    const snapshot = join(process.env.HF_HUB_CACHE as string, 'models--rl2--tiny-qwen3', 'snapshots', SHA);
+    const snapshot = join(
+      process.env.HF_HUB_CACHE as string,
+      'models--rl2--tiny-qwen3',
+      'snapshots',
+      SHA,
+    );
     expect(existsSync(join(snapshot, 'model.safetensors.index.json'))).toBe(true);
-    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']) expect(existsSync(join(run, 'step-1', 'model', f)), f).toBe(true);
+    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'])
+      expect(existsSync(join(run, 'step-1', 'model', f)), f).toBe(true);
     const requests = hub.log.requests.length;
     process.env.HF_HUB_OFFLINE = '1';
     const offline = await rl2(sft('rl2/tiny-qwen3', tmp('hub-sft-offline')));
@@ -62,10 +90,15 @@ describe('hub model names (HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE)', () => {
   it('rl2 serve --model owner/name shows the download and serves it', async () => {
     process.env.HF_HUB_CACHE = freshCache();
     const controller = new AbortController();
-    const serving = rl2(['serve', '--model', 'rl2/tiny-qwen3', '--port', '0', '--threads', '1'], { signal: controller.signal, onStdout: (t) => t.includes('ready: ') && controller.abort() });
+    const serving = rl2(['serve', '--model', 'rl2/tiny-qwen3', '--port', '0', '--threads', '1'], {
+      signal: controller.signal,
+      onStdout: (t) => t.includes('ready: ') && controller.abort(),
+    });
     const r = await serving;
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/downloaded rl2\/tiny-qwen3\/model-00001-of-0000\d\.safetensors \([\d.]+ kB in/);
+    expect(r.stdout).toMatch(
+      /downloaded rl2\/tiny-qwen3\/model-00001-of-0000\d\.safetensors \([\d.]+ kB in/,
+    );
     expect(r.stdout).toContain('ready: http://127.0.0.1:');
   });
 
@@ -77,6 +110,8 @@ describe('hub model names (HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE)', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('actor.model_name=rl2/tiny-qwen3');
     expect(r.stderr).toContain('the hub at http://127.0.0.1:9 cannot be reached');
-    expect(r.stderr).toContain(`nothing is cached under ${join(process.env.HF_HUB_CACHE, 'models--rl2--tiny-qwen3')}`);
+    expect(r.stderr).toContain(
+      `nothing is cached under ${join(process.env.HF_HUB_CACHE, 'models--rl2--tiny-qwen3')}`,
+    );
   });
 });

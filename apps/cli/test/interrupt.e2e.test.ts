@@ -1,7 +1,7 @@
 import { existsSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_TOKENIZER, QUIET_RUN, rl2, tmp, writeTinyData } from './helpers.js';
+import { EXAMPLE_TOKENIZER, initTinyModel, QUIET_RUN, rl2, tmp, writeTinyData } from './helpers.js';
 import { spawnCli } from './spawn-cli.js';
 
 // The real process, from source: a signal is delivered through the event loop, which an
@@ -15,11 +15,13 @@ beforeAll(async () => {
   dir = tmp('signals');
   model = join(dir, 'model');
   data = writeTinyData(dir);
-  const r = await rl2(['init-model', '--arch', 'qwen3', '--tokenizer', EXAMPLE_TOKENIZER, '--out', model, '--hidden-size', '16', '--layers', '1', '--heads', '2']);
-  expect(r.code, r.stderr).toBe(0);
+  await initTinyModel(model);
   const prompts = `${['1+2=', '3+4=', '5+6=', '7+8='].map((q) => JSON.stringify({ messages: [{ role: 'user', content: q }], answer: 0 })).join('\n')}\n`;
   writeFileSync(join(dir, 'prompts.jsonl'), prompts);
-  writeFileSync(join(dir, 'env.mjs'), 'export async function step(state, action) { return [null, action.length % 2, true]; }\n');
+  writeFileSync(
+    join(dir, 'env.mjs'),
+    'export async function step(state, action) { return [null, action.length % 2, true]; }\n',
+  );
 });
 
 type Trainer = 'sft' | 'rm' | 'dpo' | 'ppo';
@@ -29,13 +31,32 @@ function longRun(kind: Trainer, saveDir: string, extra: string[] = []): string[]
   const common = [`trainer.save_dir=${saveDir}`, 'trainer.backend=cpu', ...QUIET_RUN, ...extra];
   if (kind === 'ppo') {
     const prompts = join(dir, 'prompts.jsonl');
-    return ['ppo', `actor.model_name=${model}`, `data.train.path=${prompts}`, `data.test.path=${prompts}`, `rollout.env_path=${join(dir, 'env.mjs')}`,
-      'rollout.train_prompts_per_rollout=2', 'rollout.responses_per_prompt=2', 'rollout.train_sampling_params.max_new_tokens=4', 'trainer.test_freq=null',
-      'trainer.n_epochs=1000', ...common];
+    return [
+      'ppo',
+      `actor.model_name=${model}`,
+      `data.train.path=${prompts}`,
+      `data.test.path=${prompts}`,
+      `rollout.env_path=${join(dir, 'env.mjs')}`,
+      'rollout.train_prompts_per_rollout=2',
+      'rollout.responses_per_prompt=2',
+      'rollout.train_sampling_params.max_new_tokens=4',
+      'trainer.test_freq=null',
+      'trainer.n_epochs=1000',
+      ...common,
+    ];
   }
   const key = kind === 'rm' ? 'critic' : 'actor';
-  const [train, test] = kind === 'sft' ? [data.sftTrain, data.sftTest] : [data.pairTrain, data.pairTest];
-  return [kind, `${key}.model_name=${model}`, `data.train.path=${train}`, `data.test.path=${test}`, 'data.train.batch_size=2', 'trainer.n_epochs=1000', ...common];
+  const [train, test] =
+    kind === 'sft' ? [data.sftTrain, data.sftTest] : [data.pairTrain, data.pairTest];
+  return [
+    kind,
+    `${key}.model_name=${model}`,
+    `data.train.path=${train}`,
+    `data.test.path=${test}`,
+    'data.train.batch_size=2',
+    'trainer.n_epochs=1000',
+    ...common,
+  ];
 }
 
 const savedStep = (saveDir: string) => join(saveDir, readlinkSync(join(saveDir, 'latest')));
@@ -53,8 +74,12 @@ describe.each(['sft', 'rm', 'dpo', 'ppo'] as const)('SIGTERM during rl2 %s', (ki
     const code = await run.exited;
     expect(sent, run.output()).toBe(true);
     expect(code, run.output()).toBe(143);
-    expect(run.output()).toContain('rl2: got SIGTERM; saving a checkpoint after this step (SIGTERM again to quit without saving)');
-    expect(run.output()).toMatch(/interrupted at step \d+\/\d+; resume with trainer.load_ckpt_from=latest/);
+    expect(run.output()).toContain(
+      'rl2: got SIGTERM; saving a checkpoint after this step (SIGTERM again to quit without saving)',
+    );
+    expect(run.output()).toMatch(
+      /interrupted at step \d+\/\d+; resume with trainer.load_ckpt_from=latest/,
+    );
     expect(existsSync(join(savedStep(saveDir), 'trainer_state.json'))).toBe(true);
   }, 120_000);
 });
@@ -72,7 +97,9 @@ describe('Ctrl-C during rl2 sft', () => {
     const code = await run.exited;
     expect(sent, run.output()).toBe(true);
     expect(code, run.output()).toBe(130);
-    expect(run.output()).toMatch(/interrupted at step \d+\/4000; resume with trainer.load_ckpt_from=latest/);
+    expect(run.output()).toMatch(
+      /interrupted at step \d+\/4000; resume with trainer.load_ckpt_from=latest/,
+    );
     expect(existsSync(join(savedStep(saveDir), 'trainer_state.json'))).toBe(true);
   }, 120_000);
 });
@@ -80,20 +107,26 @@ describe('Ctrl-C during rl2 sft', () => {
 describe('a second signal', () => {
   it('quits at once, without waiting for the step (an env step() that takes 10 minutes) or saving', async () => {
     const slowEnv = join(dir, 'slow-env.mjs');
-    writeFileSync(slowEnv, 'export async function step() { console.log("env step began"); await new Promise((r) => setTimeout(r, 600_000)); return [null, 0, true]; }\n');
+    writeFileSync(
+      slowEnv,
+      'export async function step() { console.log("env step began"); await new Promise((r) => setTimeout(r, 600_000)); return [null, 0, true]; }\n',
+    );
     const saveDir = join(tmp('second-signal'), 'run');
     let first = false;
     let second = false;
-    const run = spawnCli(longRun('ppo', saveDir, [`rollout.env_path=${slowEnv}`, 'rollout.env_timeout_s=1000']), (out, child) => {
-      if (!first && out.includes('env step began')) {
-        first = true;
-        child.kill('SIGTERM');
-      }
-      if (first && !second && out.includes('rl2: got SIGTERM')) {
-        second = true;
-        child.kill('SIGTERM');
-      }
-    });
+    const run = spawnCli(
+      longRun('ppo', saveDir, [`rollout.env_path=${slowEnv}`, 'rollout.env_timeout_s=1000']),
+      (out, child) => {
+        if (!first && out.includes('env step began')) {
+          first = true;
+          child.kill('SIGTERM');
+        }
+        if (first && !second && out.includes('rl2: got SIGTERM')) {
+          second = true;
+          child.kill('SIGTERM');
+        }
+      },
+    );
     const code = await run.exited;
     expect(second, run.output()).toBe(true);
     expect(code, run.output()).toBe(143);
@@ -108,17 +141,33 @@ describe('SIGTERM to rl2 launch', () => {
     const port = String(20000 + Math.floor(Math.random() * 12000));
     let sent = false;
     // a leading `rl2` runs this same CLI (from source) on every rank
-    const run = spawnCli(['launch', '--nproc-per-node', '2', '--master-port', port, '--', 'rl2', ...longRun('sft', saveDir)], (out, child) => {
-      if (!sent && /\[rank 0\] step 2\//.test(out)) {
-        sent = true;
-        child.kill('SIGTERM');
-      }
-    });
+    const run = spawnCli(
+      [
+        'launch',
+        '--nproc-per-node',
+        '2',
+        '--master-port',
+        port,
+        '--',
+        'rl2',
+        ...longRun('sft', saveDir),
+      ],
+      (out, child) => {
+        if (!sent && /\[rank 0\] step 2\//.test(out)) {
+          sent = true;
+          child.kill('SIGTERM');
+        }
+      },
+    );
     const code = await run.exited;
     expect(sent, run.output()).toBe(true);
     expect(code, run.output()).toBe(143);
-    expect(run.output()).toContain('rl2 launch: launch got SIGTERM; every rank was asked to stop (trainers save a checkpoint first).');
-    expect(run.output()).toMatch(/\[rank 0\] interrupted at step \d+\/\d+; resume with trainer.load_ckpt_from=latest/);
+    expect(run.output()).toContain(
+      'rl2 launch: launch got SIGTERM; every rank was asked to stop (trainers save a checkpoint first).',
+    );
+    expect(run.output()).toMatch(
+      /\[rank 0\] interrupted at step \d+\/\d+; resume with trainer.load_ckpt_from=latest/,
+    );
     expect(existsSync(join(savedStep(saveDir), 'trainer_state.json'))).toBe(true);
   }, 120_000);
 });

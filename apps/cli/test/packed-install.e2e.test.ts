@@ -15,10 +15,16 @@ const expected = process.env.RL2_REQUIRE_NATIVE === '1' || existsSync(prebuilt);
 
 describe.skipIf(!expected)('packed npm install', () => {
   it('trains the tiny example on the native engine from the prebuilt binary package', () => {
-    const r = spawnSync(process.execPath, [resolve(root, 'tooling/scripts/packed-install.mjs'), '--steps', '2'], { encoding: 'utf8', timeout: 240_000 });
+    const r = spawnSync(
+      process.execPath,
+      [resolve(root, 'tooling/scripts/packed-install.mjs'), '--steps', '2'],
+      { encoding: 'utf8', timeout: 240_000 },
+    );
     const out = `${r.stdout}${r.stderr}`;
     expect(r.status, out).toBe(0);
-    expect(out).toMatch(/packed-install: rl2 engine: backend native, \d+ threads? \(OpenBLAS sgemm \+ C kernels from @rl2\/engine-linux-x64-gnu\)/);
+    expect(out).toMatch(
+      /packed-install: rl2 engine: backend native, \d+ threads? \(OpenBLAS sgemm \+ C kernels from @rl2\/engine-linux-x64-gnu\)/,
+    );
     expect(out).toMatch(/packed-install: ok, \d+ tok\/s/);
   }, 300_000);
 });

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_TOKENIZER, rl2, tmp } from './helpers.js';
+import { EXAMPLE_TOKENIZER, initTinyModel, rl2, tmp } from './helpers.js';
 
 let dir: string;
 let model: string;
@@ -10,10 +10,13 @@ let model: string;
 beforeAll(async () => {
   dir = tmp('ppo');
   model = join(dir, 'model');
-  const r = await rl2(['init-model', '--arch', 'qwen3', '--tokenizer', EXAMPLE_TOKENIZER, '--out', model, '--hidden-size', '16', '--layers', '1', '--heads', '2']);
-  expect(r.code, r.stderr).toBe(0);
-  const rows = (qs: string[]) => `${qs.map((q) => JSON.stringify({ messages: [{ role: 'user', content: q }], answer: 0 })).join('\n')}\n`;
-  writeFileSync(join(dir, 'train.jsonl'), rows(['1+2=', '3+4=', '5+6=', '7+8=', '9+1=', '2+2=', '4+4=', '6+6=']));
+  await initTinyModel(model);
+  const rows = (qs: string[]) =>
+    `${qs.map((q) => JSON.stringify({ messages: [{ role: 'user', content: q }], answer: 0 })).join('\n')}\n`;
+  writeFileSync(
+    join(dir, 'train.jsonl'),
+    rows(['1+2=', '3+4=', '5+6=', '7+8=', '9+1=', '2+2=', '4+4=', '6+6=']),
+  );
   writeFileSync(join(dir, 'test.jsonl'), rows(['8+1=', '2+7=']));
   writeFileSync(
     join(dir, 'env.mjs'),
@@ -51,10 +54,24 @@ describe('rl2 ppo end to end', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/evaluation @ step 0: reward/);
     expect(r.stdout).toMatch(/done: 3 steps, test reward \d\.\d{4} -> \d\.\d{4}, checkpoint/);
-    const records = readFileSync(join(saveDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, number>);
-    expect(records.filter((x) => x['train/reward/mean'] !== undefined).map((x) => x.step)).toEqual([1, 2, 3]);
-    expect(records.filter((x) => x['test/reward/mean'] !== undefined).map((x) => x.step)).toEqual([0, 3]);
-    for (const f of ['step-3/model/model.safetensors', 'step-3/model/tokenizer.json', 'step-3/trainer_state.json', 'rollouts/step-1.jsonl', 'rollouts/eval-step-3.jsonl', 'report.html']) {
+    const records = readFileSync(join(saveDir, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, number>);
+    expect(records.filter((x) => x['train/reward/mean'] !== undefined).map((x) => x.step)).toEqual([
+      1, 2, 3,
+    ]);
+    expect(records.filter((x) => x['test/reward/mean'] !== undefined).map((x) => x.step)).toEqual([
+      0, 3,
+    ]);
+    for (const f of [
+      'step-3/model/model.safetensors',
+      'step-3/model/tokenizer.json',
+      'step-3/trainer_state.json',
+      'rollouts/step-1.jsonl',
+      'rollouts/eval-step-3.jsonl',
+      'report.html',
+    ]) {
       expect(existsSync(join(saveDir, f)), f).toBe(true);
     }
   });
@@ -90,18 +107,33 @@ describe('rl2 serve + rl2 ppo over the SGLang client', () => {
         }
       },
     });
-    await Promise.race([started, serving.then((r) => Promise.reject(new Error(`rl2 serve exited: ${r.stderr}`)))]);
+    await Promise.race([
+      started,
+      serving.then((r) => Promise.reject(new Error(`rl2 serve exited: ${r.stderr}`))),
+    ]);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const saveDir = tmp('ppo-sglang');
-    const r = await rl2(args(saveDir, ['rollout.engine=sglang', `rollout.server_urls=["${url}"]`, 'trainer.max_steps=2', 'trainer.test_freq=null']));
+    const r = await rl2(
+      args(saveDir, [
+        'rollout.engine=sglang',
+        `rollout.server_urls=["${url}"]`,
+        'trainer.max_steps=2',
+        'trainer.test_freq=null',
+      ]),
+    );
     expect(r.code, r.stderr).toBe(0);
-    expect(existsSync(join(saveDir, 'weights', 'model.safetensors')), 'weights pushed for /update_weights_from_disk').toBe(true);
+    expect(
+      existsSync(join(saveDir, 'weights', 'model.safetensors')),
+      'weights pushed for /update_weights_from_disk',
+    ).toBe(true);
     controller.abort();
     const served = await serving;
     expect(served.code, served.stderr).toBe(0);
     expect(served.stdout).toContain('stopped');
 
-    const down = await rl2(args(tmp('ppo-down'), ['rollout.engine=sglang', `rollout.server_urls=["${url}"]`]));
+    const down = await rl2(
+      args(tmp('ppo-down'), ['rollout.engine=sglang', `rollout.server_urls=["${url}"]`]),
+    );
     expect(down.code).toBe(1);
     expect(down.stderr).toContain('rollout.server_urls: no healthy SGLang server');
     expect(down.stderr).toContain(url);

@@ -3,18 +3,37 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { shapeMismatches } from '../../../packages/rollout/test/sglang-fixtures.js';
-import { EXAMPLE_TOKENIZER, rl2, tmp } from './helpers.js';
+import { EXAMPLE_TOKENIZER, initTinyModel, rl2, tmp } from './helpers.js';
 
 // The real `rl2 serve` process, from source (as interrupt.e2e does): Ctrl-C and SIGTERM stop it
 // cleanly without talk of checkpoints; --api-key and RL2_API_KEY guard it; it answers /generate
 // in the shape of SGLang's fixture.
-const hooks = resolve(import.meta.dirname, '../../../packages/trainers/test/ranks/register-source.mjs');
-const cli = [process.execPath, '--import', 'tsx', '--import', hooks, resolve(import.meta.dirname, '../src/cli.ts')];
-const fixture = (name: string) => JSON.parse(readFileSync(resolve(import.meta.dirname, `../../../packages/rollout/fixtures/sglang/${name}.json`), 'utf8'));
+const hooks = resolve(
+  import.meta.dirname,
+  '../../../packages/trainers/test/ranks/register-source.mjs',
+);
+const cli = [
+  process.execPath,
+  '--import',
+  'tsx',
+  '--import',
+  hooks,
+  resolve(import.meta.dirname, '../src/cli.ts'),
+];
+const fixture = (name: string) =>
+  JSON.parse(
+    readFileSync(
+      resolve(import.meta.dirname, `../../../packages/rollout/fixtures/sglang/${name}.json`),
+      'utf8',
+    ),
+  );
 
 /** Starts `rl2 serve`; resolves with its URL once it prints `ready:`. */
 function startServe(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const child = spawn(cli[0]!, [...cli.slice(1), 'serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const child = spawn(cli[0]!, [...cli.slice(1), 'serve', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   let stdout = '';
   let stderr = '';
   child.stderr.on('data', (b: Buffer) => {
@@ -41,8 +60,7 @@ let made: string | undefined;
 async function modelDir() {
   if (made) return made;
   const model = join(tmp('serve'), 'model');
-  const init = await rl2(['init-model', '--arch', 'qwen3', '--tokenizer', EXAMPLE_TOKENIZER, '--out', model, '--hidden-size', '16', '--layers', '1', '--heads', '2']);
-  expect(init.code, init.stderr).toBe(0);
+  await initTinyModel(model);
   made = model;
   return model;
 }
@@ -50,13 +68,25 @@ async function modelDir() {
 const generate = (url: string, key?: string) =>
   fetch(`${url}/generate`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    headers: {
+      'content-type': 'application/json',
+      ...(key ? { authorization: `Bearer ${key}` } : {}),
+    },
     body: JSON.stringify(fixture('generate-input-ids').request.body),
   });
 
 describe('rl2 serve as a process', () => {
   it('--api-key guards every endpoint but /health; Ctrl-C stops it with exit 0 and no checkpoint talk', async () => {
-    const s = startServe(['--model', await modelDir(), '--port', '0', '--threads', '1', '--api-key', 'sk-flag']);
+    const s = startServe([
+      '--model',
+      await modelDir(),
+      '--port',
+      '0',
+      '--threads',
+      '1',
+      '--api-key',
+      'sk-flag',
+    ]);
     const url = await s.ready;
     expect((await fetch(`${url}/health`)).status).toBe(200);
     const refused = await generate(url);
@@ -75,7 +105,9 @@ describe('rl2 serve as a process', () => {
   }, 90_000);
 
   it('takes the key from RL2_API_KEY; SIGTERM stops it cleanly', async () => {
-    const s = startServe(['--model', await modelDir(), '--port', '0', '--threads', '1'], { RL2_API_KEY: 'sk-env' });
+    const s = startServe(['--model', await modelDir(), '--port', '0', '--threads', '1'], {
+      RL2_API_KEY: 'sk-env',
+    });
     const url = await s.ready;
     expect((await generate(url)).status).toBe(401);
     expect((await generate(url, 'sk-env')).status).toBe(200);

@@ -1,7 +1,14 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_TOKENIZER, rl2, tmp, trainLosses, writeTinyData } from './helpers.js';
+import {
+  EXAMPLE_TOKENIZER,
+  initTinyModel,
+  rl2,
+  tmp,
+  trainLosses,
+  writeTinyData,
+} from './helpers.js';
 
 let model: string;
 let data: ReturnType<typeof writeTinyData>;
@@ -10,14 +17,14 @@ beforeAll(async () => {
   const dir = tmp('e2e');
   model = join(dir, 'model');
   data = writeTinyData(dir);
-  const r = await rl2(['init-model', '--arch', 'qwen3', '--tokenizer', EXAMPLE_TOKENIZER, '--out', model, '--hidden-size', '16', '--layers', '1', '--heads', '2']);
-  expect(r.code, r.stderr).toBe(0);
+  await initTinyModel(model);
 });
 
 /** Common overrides: 8 train rows, batches of 4, 3 epochs = 6 steps, plain progress lines. */
 function args(kind: 'sft' | 'rm' | 'dpo', saveDir: string, extra: string[] = []) {
   const modelKey = kind === 'rm' ? 'critic' : 'actor';
-  const [train, test] = kind === 'sft' ? [data.sftTrain, data.sftTest] : [data.pairTrain, data.pairTest];
+  const [train, test] =
+    kind === 'sft' ? [data.sftTrain, data.sftTest] : [data.pairTrain, data.pairTest];
   return [
     kind,
     `${modelKey}.model_name=${model}`,
@@ -47,7 +54,12 @@ describe.each(['sft', 'rm', 'dpo'] as const)('rl2 %s end to end', (kind) => {
     expect([...lossA.keys()]).toEqual([1, 2, 3, 4, 5, 6]);
     const losses = [...lossA.values()];
     expect(mean(losses.slice(4))).toBeLessThan(mean(losses.slice(0, 2)));
-    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']) {
+    for (const f of [
+      'config.json',
+      'model.safetensors',
+      'tokenizer.json',
+      'tokenizer_config.json',
+    ]) {
       expect(existsSync(join(full, 'step-6', 'model', f)), f).toBe(true);
     }
     expect(existsSync(join(full, 'step-6', 'optimizer.safetensors'))).toBe(true);
@@ -57,7 +69,10 @@ describe.each(['sft', 'rm', 'dpo'] as const)('rl2 %s end to end', (kind) => {
     // Ctrl-C while step 3 is printed (mid epoch 2): saves step-3 and exits with 130.
     const parted = tmp(`${kind}-parted`);
     const controller = new AbortController();
-    const b = await rl2(args(kind, parted), { signal: controller.signal, onStdout: (t) => t.startsWith('step 3/') && controller.abort() });
+    const b = await rl2(args(kind, parted), {
+      signal: controller.signal,
+      onStdout: (t) => t.startsWith('step 3/') && controller.abort(),
+    });
     expect(b.code, b.stderr).toBe(130);
     expect(b.stdout).toContain('resume with trainer.load_ckpt_from=latest');
     expect(existsSync(join(parted, 'step-3', 'trainer_state.json'))).toBe(true);
@@ -75,15 +90,31 @@ describe.each(['sft', 'rm', 'dpo'] as const)('rl2 %s end to end', (kind) => {
 describe('a trained checkpoint is a model folder', () => {
   it('DPO starts from the SFT checkpoint (actor.model_name=<save_dir>/step-N/model), saved as bf16 shards', async () => {
     const sftDir = tmp('chain-sft');
-    const sft = await rl2(args('sft', sftDir, ['trainer.n_epochs=1', 'trainer.report=false', 'actor.save_dtype=bfloat16', 'actor.max_shard_size=4KB']));
+    const sft = await rl2(
+      args('sft', sftDir, [
+        'trainer.n_epochs=1',
+        'trainer.report=false',
+        'actor.save_dtype=bfloat16',
+        'actor.max_shard_size=4KB',
+      ]),
+    );
     expect(sft.code, sft.stderr).toBe(0);
     const saved = join(sftDir, 'step-2', 'model');
-    expect(JSON.parse(readFileSync(join(saved, 'config.json'), 'utf8')).torch_dtype).toBe('bfloat16');
-    const shards = new Set(Object.values(JSON.parse(readFileSync(join(saved, 'model.safetensors.index.json'), 'utf8')).weight_map));
+    expect(JSON.parse(readFileSync(join(saved, 'config.json'), 'utf8')).torch_dtype).toBe(
+      'bfloat16',
+    );
+    const shards = new Set(
+      Object.values(
+        JSON.parse(readFileSync(join(saved, 'model.safetensors.index.json'), 'utf8')).weight_map,
+      ),
+    );
     expect(shards.size).toBeGreaterThan(1);
     expect(existsSync(join(saved, 'tokenizer.json'))).toBe(true);
     const dpoDir = tmp('chain-dpo');
-    const r = await rl2([...args('dpo', dpoDir, ['trainer.n_epochs=1', 'trainer.use_tensorboard=false']), `actor.model_name=${join(sftDir, 'step-2', 'model')}`]);
+    const r = await rl2([
+      ...args('dpo', dpoDir, ['trainer.n_epochs=1', 'trainer.use_tensorboard=false']),
+      `actor.model_name=${join(sftDir, 'step-2', 'model')}`,
+    ]);
     expect(r.code, r.stderr).toBe(0);
     expect(trainLosses(dpoDir).size).toBe(2);
   });

@@ -11,8 +11,33 @@ describe('backend fallback', () => {
     const dir = tmp('wasm');
     const model = join(dir, 'model');
     const data = writeTinyData(dir);
-    expect((await rl2(['init-model', '--tokenizer', EXAMPLE_TOKENIZER, '--out', model, '--hidden-size', '8', '--layers', '1', '--heads', '2'])).code).toBe(0);
-    const args = ['sft', `actor.model_name=${model}`, `data.train.path=${data.sftTrain}`, 'data.test_ratio=0', 'data.train.batch_size=4', 'trainer.max_steps=2', `trainer.save_dir=${join(dir, 'run')}`, 'trainer.progress=none'];
+    expect(
+      (
+        await rl2([
+          'init-model',
+          '--tokenizer',
+          EXAMPLE_TOKENIZER,
+          '--out',
+          model,
+          '--hidden-size',
+          '8',
+          '--layers',
+          '1',
+          '--heads',
+          '2',
+        ])
+      ).code,
+    ).toBe(0);
+    const args = [
+      'sft',
+      `actor.model_name=${model}`,
+      `data.train.path=${data.sftTrain}`,
+      'data.test_ratio=0',
+      'data.train.batch_size=4',
+      'trainer.max_steps=2',
+      `trainer.save_dir=${join(dir, 'run')}`,
+      'trainer.progress=none',
+    ];
     const refused = await rl2([...args, 'trainer.backend=wasm']);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('UnsortedSegmentSum');

@@ -43,10 +43,15 @@ async function main() {
   const logps = seeded(1);
   const oldLogps = tf.add(logps, tf.randomNormal([rows, cols], 0, 0.1, 'float32', 2));
   const advantages = tf.randomNormal([rows, cols], 0, 1, 'float32', 3);
-  const actionMask = tf.cast(tf.greater(tf.randomUniform([rows, cols], 0, 1, 'float32', 4), 0.2), 'float32');
+  const actionMask = tf.cast(
+    tf.greater(tf.randomUniform([rows, cols], 0, 1, 'float32', 4), 0.2),
+    'float32',
+  );
   const per = Math.ceil(cols / 4);
   const sequenceIds = tf.tensor2d(
-    Array.from({ length: rows }, (_, r) => Array.from({ length: cols }, (_, c) => r * 4 + Math.floor(c / per))),
+    Array.from({ length: rows }, (_, r) =>
+      Array.from({ length: cols }, (_, c) => r * 4 + Math.floor(c / per)),
+    ),
     undefined,
     'int32',
   );
@@ -55,7 +60,10 @@ async function main() {
   const bare = (x: tf.Tensor) =>
     tf.tidy(() => {
       const ratio = tf.exp(tf.sub(x, oldLogps));
-      const l = tf.maximum(tf.neg(tf.mul(advantages, ratio)), tf.neg(tf.mul(advantages, tf.clipByValue(ratio, 0.8, 1.2))));
+      const l = tf.maximum(
+        tf.neg(tf.mul(advantages, ratio)),
+        tf.neg(tf.mul(advantages, tf.clipByValue(ratio, 0.8, 1.2))),
+      );
       return tf.div(tf.sum(tf.mul(l, actionMask)), n) as tf.Scalar;
     });
   const forward = (f: (x: tf.Tensor) => tf.Scalar) => () => f(logps).dispose();
@@ -73,8 +81,10 @@ async function main() {
     ...time(
       forward(
         (x) =>
-          actorPpoLoss({ logps: x, oldLogps, advantages, actionMask, sequenceIds }, { aggregation: { mode: 'seq-mean-token-mean' } })
-            .loss,
+          actorPpoLoss(
+            { logps: x, oldLogps, advantages, actionMask, sequenceIds },
+            { aggregation: { mode: 'seq-mean-token-mean' } },
+          ).loss,
       ),
     ),
     ref: 'ref1',
@@ -83,21 +93,23 @@ async function main() {
   const rewards = tf.mul(tf.randomNormal([rows, cols], 0, 1, 'float32', 5), actionMask);
   const values = tf.randomNormal([rows, cols], 0, 1, 'float32', 6);
   const rl2Style = () =>
-    tf.tidy(() => {
-      // RL2: deltas on the padded tensor, then a reverse loop of tensor ops over T
-      const next = tf.pad(tf.slice(values, [0, 1], [-1, -1]), [
-        [0, 0],
-        [0, 1],
-      ]);
-      const deltas = tf.sub(tf.add(rewards, next), values);
-      let gae: tf.Tensor = tf.zeros([rows]);
-      const out: tf.Tensor[] = [];
-      for (let t = cols - 1; t >= 0; t--) {
-        gae = tf.add(tf.squeeze(tf.slice(deltas, [0, t], [-1, 1]), [1]), gae);
-        out.push(gae);
-      }
-      return tf.stack(out.reverse(), 1);
-    }).dispose();
+    tf
+      .tidy(() => {
+        // RL2: deltas on the padded tensor, then a reverse loop of tensor ops over T
+        const next = tf.pad(tf.slice(values, [0, 1], [-1, -1]), [
+          [0, 0],
+          [0, 1],
+        ]);
+        const deltas = tf.sub(tf.add(rewards, next), values);
+        let gae: tf.Tensor = tf.zeros([rows]);
+        const out: tf.Tensor[] = [];
+        for (let t = cols - 1; t >= 0; t--) {
+          gae = tf.add(tf.squeeze(tf.slice(deltas, [0, t], [-1, 1]), [1]), gae);
+          out.push(gae);
+        }
+        return tf.stack(out.reverse(), 1);
+      })
+      .dispose();
   const ref2 = time(rl2Style);
   table.push({ name: 'GAE as RL2: tensor-op loop over T (reference)', ...ref2, ref: 'ref2' });
   table.push({
@@ -109,12 +121,16 @@ async function main() {
     ref: 'ref2',
   });
 
-  console.log(`@rl2/algos on tfjs cpu, [${rows}, ${cols}] per-token tensors, median of 5 (process CPU is steadier on a shared machine)`);
+  console.log(
+    `@rl2/algos on tfjs cpu, [${rows}, ${cols}] per-token tensors, median of 5 (process CPU is steadier on a shared machine)`,
+  );
   console.log('| case | wall ms | cpu ms | cpu vs reference |');
   console.log('| --- | ---: | ---: | ---: |');
   for (const r of table) {
     const base = r.ref === 'ref1' ? ref1 : ref2;
-    console.log(`| ${r.name} | ${r.ms.toFixed(1)} | ${r.cpuMs.toFixed(1)} | ${(r.cpuMs / base.cpuMs).toFixed(2)}x |`);
+    console.log(
+      `| ${r.name} | ${r.ms.toFixed(1)} | ${r.cpuMs.toFixed(1)} | ${(r.cpuMs / base.cpuMs).toFixed(2)}x |`,
+    );
   }
 }
 

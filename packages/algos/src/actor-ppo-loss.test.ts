@@ -1,6 +1,14 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { disposeAll, expectClose, expectNoLeak, fixture, take, tensorsOf, useCpu } from '../test/helpers.js';
+import {
+  disposeAll,
+  expectClose,
+  expectNoLeak,
+  fixture,
+  take,
+  tensorsOf,
+  useCpu,
+} from '../test/helpers.js';
 import { type ActorPpoInputs, type ActorPpoOptions, actorPpoLoss } from './actor-ppo-loss.js';
 import type { LossAggregation } from './aggregate-loss.js';
 import { countTotals } from './aggregate-loss.js';
@@ -69,7 +77,8 @@ describe('actorPpoLoss matches torch (loss, metrics, autograd gradient)', () => 
           const { loss, metrics } = actorPpoLoss(inputs(t.logps!), options);
           expectClose(take(loss), c.loss, 1e-6, `${layoutName} loss`);
           expect(Object.keys(metrics).sort()).toEqual(Object.keys(c.metrics).sort());
-          for (const [k, v] of Object.entries(c.metrics)) expectClose(metrics[k as keyof typeof metrics]!, v, 1e-6, k);
+          for (const [k, v] of Object.entries(c.metrics))
+            expectClose(metrics[k as keyof typeof metrics]!, v, 1e-6, k);
           const g = tf.grad((x: tf.Tensor) => actorPpoLoss(inputs(x), options).loss)(t.logps!);
           expectClose(take(g), c.grad[layoutName].logps, 1e-6, `${layoutName} grad`);
         });
@@ -91,9 +100,12 @@ describe('actorPpoLoss behaviour', () => {
       [1, 3],
       [4, rows - 4],
     ] as const) {
-      const part = (x: tf.Tensor | undefined) => (x === undefined ? undefined : tf.slice(x, [start, 0], [size, -1]));
+      const part = (x: tf.Tensor | undefined) =>
+        x === undefined ? undefined : tf.slice(x, [start, 0], [size, -1]);
       const full = inputs(t.logps!);
-      const sliced = Object.fromEntries(Object.entries(full).map(([k, v]) => [k, part(v as tf.Tensor)])) as unknown as ActorPpoInputs;
+      const sliced = Object.fromEntries(
+        Object.entries(full).map(([k, v]) => [k, part(v as tf.Tensor)]),
+      ) as unknown as ActorPpoInputs;
       const r = actorPpoLoss(sliced, { ...options, aggregation: { totals } });
       sum += take(r.loss)[0]!;
       tf.dispose(Object.values(sliced) as tf.Tensor[]);
@@ -111,7 +123,10 @@ describe('actorPpoLoss behaviour', () => {
       const r = actorPpoLoss({ logps, advantages: adv, actionMask: z, oldLogps: z }, opts);
       expect(take(r.loss)[0]).toBe(0);
       expect(Object.values(r.metrics).every(Number.isFinite)).toBe(true);
-      const g = tf.grad((x: tf.Tensor) => actorPpoLoss({ logps: x, advantages: adv, actionMask: z, oldLogps: z }, opts).loss)(logps);
+      const g = tf.grad(
+        (x: tf.Tensor) =>
+          actorPpoLoss({ logps: x, advantages: adv, actionMask: z, oldLogps: z }, opts).loss,
+      )(logps);
       expect(Array.from(take(g))).toEqual([0, 0]);
     }
     tf.dispose([logps, z, adv]);
@@ -121,7 +136,9 @@ describe('actorPpoLoss behaviour', () => {
     const logps = tf.tensor([[-1, -2, -3]]);
     const advantages = tf.tensor([[0.5, -2, 4]]);
     const actionMask = tf.tensor([[1, 1, 0]]);
-    const g = tf.grad((x: tf.Tensor) => actorPpoLoss({ logps: x, advantages, actionMask }).loss)(logps);
+    const g = tf.grad((x: tf.Tensor) => actorPpoLoss({ logps: x, advantages, actionMask }).loss)(
+      logps,
+    );
     expectClose(take(g), [[-0.25, 1, 0]]);
     tf.dispose([logps, advantages, actionMask]);
   });
@@ -130,7 +147,9 @@ describe('actorPpoLoss behaviour', () => {
     const x = tf.zeros([1, 2]);
     const m = tf.ones([1, 2]);
     const base = { logps: x, advantages: x, actionMask: m };
-    expect(() => actorPpoLoss(base, { tisCoef: 2 })).toThrow(/tisCoef = 2 needs inputs.engineLogps/);
+    expect(() => actorPpoLoss(base, { tisCoef: 2 })).toThrow(
+      /tisCoef = 2 needs inputs.engineLogps/,
+    );
     expect(() => actorPpoLoss(base, { kl: { coef: 0.1 } })).toThrow(/needs inputs.refLogps/);
     expect(() => actorPpoLoss(base, { entropyCoef: 0.1 })).toThrow(/needs inputs.entropy/);
     expect(() => actorPpoLoss(base, { dualClip: 0.5 })).toThrow(/dualClip = 0.5/);

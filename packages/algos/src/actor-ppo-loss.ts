@@ -94,10 +94,20 @@ export type ActorPpoMetric =
  * clipped), dualClipFraction, approxKl = k3 KL(old || current), engineApproxKl = k3
  * KL(engine || old), klLoss = mean KL to the reference, entropy, pgLoss (the clipped term alone).
  */
-export function actorPpoLoss(inputs: ActorPpoInputs, options: ActorPpoOptions = {}): LossResult<ActorPpoMetric> {
+export function actorPpoLoss(
+  inputs: ActorPpoInputs,
+  options: ActorPpoOptions = {},
+): LossResult<ActorPpoMetric> {
   const fn = 'actorPpoLoss';
   const shape = inputs.actionMask.shape;
-  for (const key of ['logps', 'oldLogps', 'advantages', 'engineLogps', 'refLogps', 'entropy'] as const) {
+  for (const key of [
+    'logps',
+    'oldLogps',
+    'advantages',
+    'engineLogps',
+    'refLogps',
+    'entropy',
+  ] as const) {
     const t = inputs[key];
     if (t !== undefined) expectShape(t, shape, key, fn);
   }
@@ -106,17 +116,32 @@ export function actorPpoLoss(inputs: ActorPpoInputs, options: ActorPpoOptions = 
   const clipHigh = options.clipHigh ?? clip;
   expectNumber(clipLow, (v) => v >= 0 && v < 1, 'clipLow', fn, 'in [0, 1)');
   expectNumber(clipHigh, (v) => v >= 0, 'clipHigh', fn, '>= 0');
-  if (options.dualClip !== undefined) expectNumber(options.dualClip, (v) => v > 1, 'dualClip', fn, '> 1 (e.g. 3)');
+  if (options.dualClip !== undefined)
+    expectNumber(options.dualClip, (v) => v > 1, 'dualClip', fn, '> 1 (e.g. 3)');
   const tisCoef = options.tisCoef ?? 0;
-  expectNumber(tisCoef, (v) => v >= 0, 'tisCoef', fn, '>= 0 (0 turns truncated importance sampling off)');
+  expectNumber(
+    tisCoef,
+    (v) => v >= 0,
+    'tisCoef',
+    fn,
+    '>= 0 (0 turns truncated importance sampling off)',
+  );
   const klCoef = options.kl?.coef ?? 0;
   const entropyCoef = options.entropyCoef ?? 0;
   const need = (ok: boolean, key: string, why: string) => {
-    if (!ok) throw new AlgosError('INVALID_ARGUMENT', `${fn}: ${why} needs inputs.${key} ([B, T]); pass it or turn the option off`);
+    if (!ok)
+      throw new AlgosError(
+        'INVALID_ARGUMENT',
+        `${fn}: ${why} needs inputs.${key} ([B, T]); pass it or turn the option off`,
+      );
   };
   need(tisCoef === 0 || inputs.engineLogps !== undefined, 'engineLogps', `tisCoef = ${tisCoef}`);
   need(klCoef === 0 || inputs.refLogps !== undefined, 'refLogps', `kl.coef = ${klCoef}`);
-  need(entropyCoef === 0 || inputs.entropy !== undefined, 'entropy', `entropyCoef = ${entropyCoef}`);
+  need(
+    entropyCoef === 0 || inputs.entropy !== undefined,
+    'entropy',
+    `entropyCoef = ${entropyCoef}`,
+  );
   // one set of per-token weights serves the loss and every metric
   const weights = aggregationWeights(inputs, options.aggregation);
   const agg = (x: Tensor) => sum(mul(x, weights)) as Scalar;

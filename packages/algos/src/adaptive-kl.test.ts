@@ -12,7 +12,10 @@ describe('adaptiveKlCoef', () => {
   it('follows the reference over several steps (raises above target, lowers below, clips the error at 0.2)', () => {
     let coef = fx.steps[0]!.coef;
     for (const s of fx.steps) {
-      coef = adaptiveKlCoef(coef, s.observedKl, s.nSteps, { target: fx.target, horizon: fx.horizon });
+      coef = adaptiveKlCoef(coef, s.observedKl, s.nSteps, {
+        target: fx.target,
+        horizon: fx.horizon,
+      });
       expectClose(coef, s.next, 1e-12);
     }
   });

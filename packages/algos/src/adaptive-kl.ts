@@ -14,7 +14,12 @@ export interface AdaptiveKlOptions {
  * Pure: give it the current coefficient, get the next one (keep it in your trainer state).
  * `nSteps` is the number of samples (sequences) the KL was measured on.
  */
-export function adaptiveKlCoef(coef: number, observedKl: number, nSteps: number, options: AdaptiveKlOptions): number {
+export function adaptiveKlCoef(
+  coef: number,
+  observedKl: number,
+  nSteps: number,
+  options: AdaptiveKlOptions,
+): number {
   const fn = 'adaptiveKlCoef';
   expectNumber(coef, (v) => v >= 0, 'coef', fn, '>= 0');
   expectNumber(observedKl, () => true, 'observedKl', fn, 'a finite number');

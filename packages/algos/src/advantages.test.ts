@@ -8,10 +8,26 @@ import { computeRlooAdvantages } from './rloo.js';
 import { whitenAdvantages } from './whiten-advantages.js';
 
 interface Fx {
-  batch: { rewards: number[][]; values: number[][]; actionMask: number[][]; trajectoryIds: number[] };
+  batch: {
+    rewards: number[][];
+    values: number[][];
+    actionMask: number[][];
+    trajectoryIds: number[];
+  };
   cases: {
-    gae: { gamma: number; lambda: number; whiten: boolean; advantages: number[][]; returns: number[][] }[];
-    reinforce: { responsesPerPrompt: number; globalBaseline: boolean; normVar: boolean; advantages: number[][] }[];
+    gae: {
+      gamma: number;
+      lambda: number;
+      whiten: boolean;
+      advantages: number[][];
+      returns: number[][];
+    }[];
+    reinforce: {
+      responsesPerPrompt: number;
+      globalBaseline: boolean;
+      normVar: boolean;
+      advantages: number[][];
+    }[];
     rloo: { responsesPerPrompt: number; advantages: number[][] }[];
     reinforcePlusPlus: {
       gamma: number;
@@ -38,7 +54,9 @@ function batch() {
 /** The same batch with per-token trajectory ids (-1 off action tokens is allowed too). */
 function perTokenIds(b: ReturnType<typeof batch>) {
   const [rows, cols] = b.rewards.shape as [number, number];
-  const ids = fx.batch.trajectoryIds.map((id, r) => Array.from({ length: cols }, (_, c) => (fx.batch.actionMask[r]![c] ? id : -1)));
+  const ids = fx.batch.trajectoryIds.map((id, r) =>
+    Array.from({ length: cols }, (_, c) => (fx.batch.actionMask[r]![c] ? id : -1)),
+  );
   expect(ids.length).toBe(rows);
   return { ...b, trajectoryIds: tf.tensor(ids, undefined, 'int32') };
 }
@@ -51,7 +69,12 @@ describe('advantage estimators match the torch reference (multi-turn trajectorie
       for (const c of fx.cases.gae) {
         for (const input of [b, bt]) {
           const { advantages, returns } = computeGae(input, c);
-          expectClose(take(advantages), c.advantages, 1e-6, `gae ${c.gamma}/${c.lambda} advantages`);
+          expectClose(
+            take(advantages),
+            c.advantages,
+            1e-6,
+            `gae ${c.gamma}/${c.lambda} advantages`,
+          );
           expectClose(take(returns), c.returns, 1e-6, `gae ${c.gamma}/${c.lambda} returns`);
         }
       }
@@ -82,7 +105,12 @@ describe('advantage estimators match the torch reference (multi-turn trajectorie
     const b = batch();
     expectNoLeak(() => {
       for (const c of fx.cases.reinforce) {
-        expectClose(take(computeReinforceAdvantages(b, c)), c.advantages, 1e-6, JSON.stringify(c).slice(0, 80));
+        expectClose(
+          take(computeReinforceAdvantages(b, c)),
+          c.advantages,
+          1e-6,
+          JSON.stringify(c).slice(0, 80),
+        );
       }
     });
     tf.dispose(Object.values(b));
@@ -91,7 +119,12 @@ describe('advantage estimators match the torch reference (multi-turn trajectorie
   it('RLOO', () => {
     const b = batch();
     for (const c of fx.cases.rloo) {
-      expectClose(take(computeRlooAdvantages(b, c)), c.advantages, 1e-6, `rloo G=${c.responsesPerPrompt}`);
+      expectClose(
+        take(computeRlooAdvantages(b, c)),
+        c.advantages,
+        1e-6,
+        `rloo G=${c.responsesPerPrompt}`,
+      );
     }
     tf.dispose(Object.values(b));
   });
@@ -99,7 +132,12 @@ describe('advantage estimators match the torch reference (multi-turn trajectorie
   it('REINFORCE++ and REINFORCE++-baseline', () => {
     const b = batch();
     for (const c of fx.cases.reinforcePlusPlus) {
-      expectClose(take(computeReinforcePlusPlusAdvantages(b, c)), c.advantages, 1e-6, `r++ ${c.baseline} ${c.gamma}`);
+      expectClose(
+        take(computeReinforcePlusPlusAdvantages(b, c)),
+        c.advantages,
+        1e-6,
+        `r++ ${c.baseline} ${c.gamma}`,
+      );
     }
     tf.dispose(Object.values(b));
   });
@@ -120,11 +158,17 @@ describe('advantage edge cases', () => {
       [0, 1],
     ]);
     for (const normVar of [false, true]) {
-      const a = take(computeReinforceAdvantages({ rewards, actionMask }, { responsesPerPrompt: 2, normVar }));
+      const a = take(
+        computeReinforceAdvantages({ rewards, actionMask }, { responsesPerPrompt: 2, normVar }),
+      );
       expect(Array.from(a.slice(0, 4))).toEqual([0, 0, 0, 0]);
       expect(a[5]! > 0 && a[7]! < 0).toBe(true);
     }
-    expect(Array.from(take(computeRlooAdvantages({ rewards, actionMask }, { responsesPerPrompt: 2 })).slice(0, 4))).toEqual([0, 0, 0, 0]);
+    expect(
+      Array.from(
+        take(computeRlooAdvantages({ rewards, actionMask }, { responsesPerPrompt: 2 })).slice(0, 4),
+      ),
+    ).toEqual([0, 0, 0, 0]);
     tf.dispose([rewards, actionMask]);
   });
 
@@ -132,7 +176,9 @@ describe('advantage edge cases', () => {
     const rewards = tf.tensor([[0, 0, 3]]);
     const actionMask = tf.tensor([[0, 1, 1]]);
     const values = tf.tensor([[0, 0.5, 0.25]]);
-    expect(Array.from(take(computeReinforceAdvantages({ rewards, actionMask }, { normVar: true })))).toEqual([0, 0, 0]);
+    expect(
+      Array.from(take(computeReinforceAdvantages({ rewards, actionMask }, { normVar: true }))),
+    ).toEqual([0, 0, 0]);
     const gae = computeGae({ rewards, actionMask, values });
     take(gae.returns);
     for (const a of [gae.advantages, computeReinforcePlusPlusAdvantages({ rewards, actionMask })]) {
@@ -169,7 +215,10 @@ describe('advantage edge cases', () => {
     const rewards = tf.tensor([[2], [-1]]);
     const actionMask = tf.ones([2, 1]);
     const values = tf.tensor([[0.5], [0.25]]);
-    const { advantages, returns } = computeGae({ rewards, actionMask, values }, { whiten: false, gamma: 0.9, lambda: 0.8 });
+    const { advantages, returns } = computeGae(
+      { rewards, actionMask, values },
+      { whiten: false, gamma: 0.9, lambda: 0.8 },
+    );
     expectClose(take(advantages), [[1.5], [-1.25]]);
     expectClose(take(returns), [[2], [-1]]);
     tf.dispose([rewards, actionMask, values]);
@@ -178,14 +227,28 @@ describe('advantage edge cases', () => {
   it('names what to fix on bad grouping and bad ids', () => {
     const rewards = tf.zeros([3, 2]);
     const actionMask = tf.ones([3, 2]);
-    expect(() => computeReinforceAdvantages({ rewards, actionMask }, { responsesPerPrompt: 2 })).toThrow(
-      /3 trajectories do not split into groups of responsesPerPrompt = 2/,
+    expect(() =>
+      computeReinforceAdvantages({ rewards, actionMask }, { responsesPerPrompt: 2 }),
+    ).toThrow(/3 trajectories do not split into groups of responsesPerPrompt = 2/);
+    const ids = tf.tensor(
+      [
+        [0, 0],
+        [1, -1],
+        [2, 2],
+      ],
+      undefined,
+      'int32',
     );
-    const ids = tf.tensor([[0, 0], [1, -1], [2, 2]], undefined, 'int32');
-    expect(() => computeReinforceAdvantages({ rewards, actionMask, trajectoryIds: ids })).toThrow(/row 1, position 1/);
+    expect(() => computeReinforceAdvantages({ rewards, actionMask, trajectoryIds: ids })).toThrow(
+      /row 1, position 1/,
+    );
     const badIds = tf.tensor1d([0, 1], 'int32');
-    expect(() => computeRlooAdvantages({ rewards, actionMask, trajectoryIds: badIds })).toThrow(/must be \[3, 2\]/);
-    expect(() => computeGae({ rewards, actionMask, values: rewards }, { gamma: 1.5 })).toThrow(/gamma = 1.5/);
+    expect(() => computeRlooAdvantages({ rewards, actionMask, trajectoryIds: badIds })).toThrow(
+      /must be \[3, 2\]/,
+    );
+    expect(() => computeGae({ rewards, actionMask, values: rewards }, { gamma: 1.5 })).toThrow(
+      /gamma = 1.5/,
+    );
     tf.dispose([rewards, actionMask, ids, badIds]);
   });
 });

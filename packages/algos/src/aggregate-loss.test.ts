@@ -1,7 +1,20 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { disposeAll, expectClose, expectNoLeak, fixture, take, tensorsOf, useCpu } from '../test/helpers.js';
-import { type LossAggregation, aggregateLoss, aggregationWeights, countTotals } from './aggregate-loss.js';
+import {
+  disposeAll,
+  expectClose,
+  expectNoLeak,
+  fixture,
+  take,
+  tensorsOf,
+  useCpu,
+} from '../test/helpers.js';
+import {
+  type LossAggregation,
+  aggregateLoss,
+  aggregationWeights,
+  countTotals,
+} from './aggregate-loss.js';
 import { AlgosError } from './errors.js';
 
 interface Fx {
@@ -26,7 +39,12 @@ describe('aggregateLoss', () => {
       expect(countTotals(layout)).toEqual(fx.localTotals);
       for (const c of fx.cases) {
         const options = { mode: c.mode, totals: c.totals ?? undefined, normLength: c.normLength };
-        expectClose(take(aggregateLoss(t.values!, layout, options)), c.expected, 1e-6, `${c.mode} ${JSON.stringify(c.totals)}`);
+        expectClose(
+          take(aggregateLoss(t.values!, layout, options)),
+          c.expected,
+          1e-6,
+          `${c.mode} ${JSON.stringify(c.totals)}`,
+        );
       }
       disposeAll(t);
     });
@@ -45,7 +63,13 @@ describe('aggregateLoss', () => {
       ] as const) {
         const values = tf.slice(t.values!, [start, 0], [size, -1]);
         const actionMask = tf.slice(t.actionMask!, [start, 0], [size, -1]);
-        total += take(aggregateLoss(values, { actionMask }, { mode: c.mode, totals: fx.localTotals, normLength: c.normLength }))[0]!;
+        total += take(
+          aggregateLoss(
+            values,
+            { actionMask },
+            { mode: c.mode, totals: fx.localTotals, normLength: c.normLength },
+          ),
+        )[0]!;
         tf.dispose([values, actionMask]);
       }
       expectClose(total, c.expected, 1e-6, c.mode);
@@ -66,16 +90,34 @@ describe('aggregateLoss', () => {
     });
     perSeq.delete(-1);
     const s = fx.localTotals.sequences;
-    expectClose([...perSeq.values()].filter((x) => x > 0), Array(s).fill(1 / s), 1e-6, 'per sequence');
+    expectClose(
+      [...perSeq.values()].filter((x) => x > 0),
+      Array(s).fill(1 / s),
+      1e-6,
+      'per sequence',
+    );
     disposeAll(t);
   });
 
   it('gives 0, not NaN, for an all-zero mask and zero totals', () => {
     const values = tf.tensor([[1, 2, 3]]);
     const actionMask = tf.zeros([1, 3]);
-    for (const mode of ['token-mean', 'seq-mean-token-sum', 'seq-mean-token-mean', 'seq-mean-token-sum-norm'] as const) {
+    for (const mode of [
+      'token-mean',
+      'seq-mean-token-sum',
+      'seq-mean-token-mean',
+      'seq-mean-token-sum-norm',
+    ] as const) {
       expect(take(aggregateLoss(values, { actionMask }, { mode }))[0]).toBe(0);
-      expect(take(aggregateLoss(values, { actionMask }, { mode, totals: { actionTokens: 0, sequences: 0 } }))[0]).toBe(0);
+      expect(
+        take(
+          aggregateLoss(
+            values,
+            { actionMask },
+            { mode, totals: { actionTokens: 0, sequences: 0 } },
+          ),
+        )[0],
+      ).toBe(0);
     }
     tf.dispose([values, actionMask]);
   });
@@ -83,7 +125,9 @@ describe('aggregateLoss', () => {
   it('has a gradient of mask / N in token-mean mode', () => {
     const values = tf.tensor([[1, 2, 3, 4]]);
     const actionMask = tf.tensor([[0, 1, 1, 0]]);
-    const g = tf.grad((v: tf.Tensor) => aggregateLoss(v, { actionMask }, { totals: { actionTokens: 8, sequences: 1 } }))(values);
+    const g = tf.grad((v: tf.Tensor) =>
+      aggregateLoss(v, { actionMask }, { totals: { actionTokens: 8, sequences: 1 } }),
+    )(values);
     expectClose(take(g), [[0, 1 / 8, 1 / 8, 0]]);
     tf.dispose([values, actionMask]);
   });
@@ -94,10 +138,14 @@ describe('aggregateLoss', () => {
     expectNoLeak(() => {
       for (const c of fx.cases) aggregateLoss(t.values!, layout, { mode: c.mode }).dispose();
     });
-    expect(() => aggregateLoss(t.values!, layout, { mode: 'mean' as LossAggregation })).toThrow(/valid modes: token-mean/);
+    expect(() => aggregateLoss(t.values!, layout, { mode: 'mean' as LossAggregation })).toThrow(
+      /valid modes: token-mean/,
+    );
     const wrong = tf.zeros([1, 2]);
     expect(() => aggregateLoss(wrong, layout)).toThrow(AlgosError);
-    expect(() => aggregateLoss(t.values!, layout, { mode: 'seq-mean-token-sum-norm', normLength: 0 })).toThrow(/normLength/);
+    expect(() =>
+      aggregateLoss(t.values!, layout, { mode: 'seq-mean-token-sum-norm', normLength: 0 }),
+    ).toThrow(/normLength/);
     wrong.dispose();
     disposeAll(t);
   });

@@ -15,7 +15,11 @@ import type { GlobalTotals, TokenLayout } from './layout.js';
  * - `seq-mean-token-sum-norm`: sum_i (sum_t m l) / (S * normLength) (Dr. GRPO with a constant
  *   horizon, as TRL's `dr_grpo`: https://arxiv.org/abs/2503.20783)
  */
-export type LossAggregation = 'token-mean' | 'seq-mean-token-sum' | 'seq-mean-token-mean' | 'seq-mean-token-sum-norm';
+export type LossAggregation =
+  | 'token-mean'
+  | 'seq-mean-token-sum'
+  | 'seq-mean-token-mean'
+  | 'seq-mean-token-sum-norm';
 
 /** Every valid `LossAggregation`, in documentation order. */
 export const LOSS_AGGREGATIONS: readonly LossAggregation[] = [
@@ -84,12 +88,19 @@ export function aggregationWeights(layout: TokenLayout, options: AggregationOpti
   } else if (mode === 'seq-mean-token-mean') {
     const counts = new Float64Array(seg.numSequences + 1);
     for (let i = 0; i < w.length; i++) counts[seg.flatIds[i]!]! += mask[i]!;
-    for (let i = 0; i < w.length; i++) w[i] = mask[i]! / (Math.max(counts[seg.flatIds[i]!]!, 1) * seqs);
+    for (let i = 0; i < w.length; i++)
+      w[i] = mask[i]! / (Math.max(counts[seg.flatIds[i]!]!, 1) * seqs);
   } else {
     let denom = seqs;
     if (mode === 'seq-mean-token-sum-norm') {
       const norm = options.normLength ?? seg.cols;
-      expectNumber(norm, (v) => v > 0, 'normLength', fn, 'a positive token count such as max_new_tokens');
+      expectNumber(
+        norm,
+        (v) => v > 0,
+        'normLength',
+        fn,
+        'a positive token count such as max_new_tokens',
+      );
       denom *= norm;
     }
     for (let i = 0; i < w.length; i++) w[i] = mask[i]! / denom;
@@ -106,7 +117,11 @@ export function aggregationWeights(layout: TokenLayout, options: AggregationOpti
  * To aggregate several quantities over one batch, compute `aggregationWeights` once and take
  * sum(values * weights) yourself.
  */
-export function aggregateLoss(values: Tensor, layout: TokenLayout, options: AggregationOptions = {}): Scalar {
+export function aggregateLoss(
+  values: Tensor,
+  layout: TokenLayout,
+  options: AggregationOptions = {},
+): Scalar {
   expectShape(values, layout.actionMask.shape, 'values', 'aggregateLoss');
   const weights = aggregationWeights(layout, options);
   const out = tidy(() => sum(mul(values, weights)) as Scalar);

@@ -1,4 +1,15 @@
-import { type Scalar, type Tensor, cast, div, greater, keep, neg, sub, sum, tidy } from '@tensorflow/tfjs-core';
+import {
+  type Scalar,
+  type Tensor,
+  cast,
+  div,
+  greater,
+  keep,
+  neg,
+  sub,
+  sum,
+  tidy,
+} from '@tensorflow/tfjs-core';
 import { logSigmoid } from './internal/log-sigmoid.js';
 import { pairDivisor } from './internal/pair-totals.js';
 import { readMetrics } from './internal/read-metrics.js';
@@ -22,7 +33,11 @@ export function bradleyTerryLoss(
   scores: PairScores,
   options: { readonly totalPairs?: number } = {},
 ): LossResult<'accuracy' | 'margin' | 'chosen' | 'rejected'> {
-  const d = pairDivisor({ chosen: scores.chosen, rejected: scores.rejected }, options.totalPairs, 'bradleyTerryLoss');
+  const d = pairDivisor(
+    { chosen: scores.chosen, rejected: scores.rejected },
+    options.totalPairs,
+    'bradleyTerryLoss',
+  );
   const mean = (x: Tensor) => keep(div(sum(x), d) as Scalar);
   let named: Record<'accuracy' | 'margin' | 'chosen' | 'rejected', Scalar> | undefined;
   const loss = tidy(() => {

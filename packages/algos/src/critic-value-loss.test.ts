@@ -1,13 +1,27 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { disposeAll, expectClose, expectNoLeak, fixture, take, tensorsOf, useCpu } from '../test/helpers.js';
+import {
+  disposeAll,
+  expectClose,
+  expectNoLeak,
+  fixture,
+  take,
+  tensorsOf,
+  useCpu,
+} from '../test/helpers.js';
 import type { LossAggregation } from './aggregate-loss.js';
 import { criticValueLoss } from './critic-value-loss.js';
 
 type Layouts = Record<'padded' | 'packed', Record<string, number[][]>>;
 interface Fx {
   inputs: Layouts;
-  cases: { clip: number; mode: LossAggregation; loss: number; metrics: Record<string, number>; grad: Layouts }[];
+  cases: {
+    clip: number;
+    mode: LossAggregation;
+    loss: number;
+    metrics: Record<string, number>;
+    grad: Layouts;
+  }[];
 }
 const fx = fixture<Fx>('critic.json');
 

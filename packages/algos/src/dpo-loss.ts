@@ -81,7 +81,10 @@ export function dpoLoss(inputs: DpoInputs, options: DpoOptions = {}): LossResult
   const fn = 'dpoLoss';
   const variant = options.variant ?? 'dpo';
   if (!PREFERENCE_LOSSES.includes(variant)) {
-    throw new AlgosError('UNKNOWN_NAME', `${fn}: unknown variant "${variant}"; valid variants: ${PREFERENCE_LOSSES.join(', ')}`);
+    throw new AlgosError(
+      'UNKNOWN_NAME',
+      `${fn}: unknown variant "${variant}"; valid variants: ${PREFERENCE_LOSSES.join(', ')}`,
+    );
   }
   const beta = options.beta ?? 0.1;
   expectNumber(beta, (v) => v > 0, 'beta', fn, '> 0');
@@ -99,7 +102,11 @@ export function dpoLoss(inputs: DpoInputs, options: DpoOptions = {}): LossResult
     need(inputs.chosenLengths !== undefined, 'chosenLengths', 'variant simpo');
     need(inputs.rejectedLengths !== undefined, 'rejectedLengths', 'variant simpo');
   }
-  need(nllCoef === 0 || inputs.chosenLengths !== undefined, 'chosenLengths', `nllCoef = ${nllCoef}`);
+  need(
+    nllCoef === 0 || inputs.chosenLengths !== undefined,
+    'chosenLengths',
+    `nllCoef = ${nllCoef}`,
+  );
   const d = pairDivisor({ ...inputs }, options.totalPairs, fn);
   const mean = (x: Tensor) => keep(div(sum(stopGradient(x)), d) as Scalar);
   const named: Partial<Record<DpoMetric, Scalar>> = {};

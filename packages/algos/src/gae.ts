@@ -55,5 +55,8 @@ export function computeGae(
     }
   }
   if (options.whiten ?? true) whitenInPlace(adv, tl);
-  return { advantages: tensor(Float32Array.from(adv), shape), returns: tensor(Float32Array.from(ret), shape) };
+  return {
+    advantages: tensor(Float32Array.from(adv), shape),
+    returns: tensor(Float32Array.from(ret), shape),
+  };
 }

@@ -3,7 +3,13 @@ export type { AlgosErrorCode } from './errors.js';
 export type { GlobalTotals, TokenLayout, TrajectoryBatch } from './layout.js';
 export type { LossResult } from './loss-result.js';
 
-export { KL_ESTIMATORS, approxKl, klLossTerm, klPenalizedAdvantages, klPenalizedRewards } from './kl-estimator.js';
+export {
+  KL_ESTIMATORS,
+  approxKl,
+  klLossTerm,
+  klPenalizedAdvantages,
+  klPenalizedRewards,
+} from './kl-estimator.js';
 export type { KlEstimator } from './kl-estimator.js';
 export { adaptiveKlCoef } from './adaptive-kl.js';
 export type { AdaptiveKlOptions } from './adaptive-kl.js';
@@ -18,7 +24,12 @@ export type { RlooOptions } from './rloo.js';
 export { computeReinforcePlusPlusAdvantages } from './reinforce-plus-plus.js';
 export type { ReinforcePlusPlusOptions } from './reinforce-plus-plus.js';
 
-export { LOSS_AGGREGATIONS, aggregateLoss, aggregationWeights, countTotals } from './aggregate-loss.js';
+export {
+  LOSS_AGGREGATIONS,
+  aggregateLoss,
+  aggregationWeights,
+  countTotals,
+} from './aggregate-loss.js';
 export type { AggregationOptions, LossAggregation } from './aggregate-loss.js';
 export { actorPpoLoss } from './actor-ppo-loss.js';
 export type { ActorPpoInputs, ActorPpoMetric, ActorPpoOptions } from './actor-ppo-loss.js';

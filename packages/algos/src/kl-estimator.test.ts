@@ -1,7 +1,13 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { expectClose, expectNoLeak, fixture, take, useCpu } from '../test/helpers.js';
-import { type KlEstimator, approxKl, klLossTerm, klPenalizedAdvantages, klPenalizedRewards } from './kl-estimator.js';
+import {
+  type KlEstimator,
+  approxKl,
+  klLossTerm,
+  klPenalizedAdvantages,
+  klPenalizedRewards,
+} from './kl-estimator.js';
 
 interface Fx {
   logps: number[][];
@@ -10,7 +16,16 @@ interface Fx {
   rewards: number[][];
   advantages: number[][];
   coef: number;
-  estimators: Record<KlEstimator, { kl: number[][]; gradMaskedSum: number[][]; rewards: number[][]; advantages: number[][]; lossTerm: number[][] }>;
+  estimators: Record<
+    KlEstimator,
+    {
+      kl: number[][];
+      gradMaskedSum: number[][];
+      rewards: number[][];
+      advantages: number[][];
+      lossTerm: number[][];
+    }
+  >;
 }
 const fx = fixture<Fx>('kl.json');
 
@@ -32,8 +47,18 @@ describe('KL estimators and placements', () => {
       expectNoLeak(() => {
         const kl = approxKl(logps, ref, est);
         expectClose(kl.dataSync(), e.kl, 1e-6, 'kl');
-        expectClose(take(klPenalizedRewards(rewards, kl, mask, fx.coef)), e.rewards, 1e-6, 'rewards');
-        expectClose(take(klPenalizedAdvantages(adv, kl, mask, fx.coef)), e.advantages, 1e-6, 'advantages');
+        expectClose(
+          take(klPenalizedRewards(rewards, kl, mask, fx.coef)),
+          e.rewards,
+          1e-6,
+          'rewards',
+        );
+        expectClose(
+          take(klPenalizedAdvantages(adv, kl, mask, fx.coef)),
+          e.advantages,
+          1e-6,
+          'advantages',
+        );
         expectClose(take(klLossTerm(logps, ref, fx.coef, est)), e.lossTerm, 1e-6, 'loss term');
         kl.dispose();
         const g = tf.grad((x: tf.Tensor) => tf.sum(tf.mul(approxKl(x, ref, est), mask)))(logps);
@@ -45,7 +70,8 @@ describe('KL estimators and placements', () => {
 
   it('k3 is never negative and all are zero when the policies agree', () => {
     const x = tf.tensor([[-1, -2, -0.5]]);
-    for (const est of ['k1', 'k2', 'k3'] as const) expect(Array.from(take(approxKl(x, x, est)))).toEqual([0, 0, 0]);
+    for (const est of ['k1', 'k2', 'k3'] as const)
+      expect(Array.from(take(approxKl(x, x, est)))).toEqual([0, 0, 0]);
     x.dispose();
   });
 

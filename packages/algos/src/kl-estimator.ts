@@ -48,7 +48,12 @@ function maskedScaled(kl: Tensor, actionMask: Tensor, coef: number): Tensor {
  * `[B, T]` minus `coef * KL` on action tokens, applied BEFORE advantages are estimated.
  * https://arxiv.org/abs/2203.02155
  */
-export function klPenalizedRewards(rewards: Tensor, kl: Tensor, actionMask: Tensor, coef: number): Tensor {
+export function klPenalizedRewards(
+  rewards: Tensor,
+  kl: Tensor,
+  actionMask: Tensor,
+  coef: number,
+): Tensor {
   expectShape(kl, rewards.shape, 'kl', 'klPenalizedRewards');
   expectShape(actionMask, rewards.shape, 'actionMask', 'klPenalizedRewards');
   return tidy(() => sub(rewards, maskedScaled(kl, actionMask, coef)));
@@ -58,7 +63,12 @@ export function klPenalizedRewards(rewards: Tensor, kl: Tensor, actionMask: Tens
  * KL in the advantage (`kl.type=advantage`): advantages `[B, T]` minus `coef * KL` on action
  * tokens, applied AFTER the estimator (and after whitening).
  */
-export function klPenalizedAdvantages(advantages: Tensor, kl: Tensor, actionMask: Tensor, coef: number): Tensor {
+export function klPenalizedAdvantages(
+  advantages: Tensor,
+  kl: Tensor,
+  actionMask: Tensor,
+  coef: number,
+): Tensor {
   expectShape(kl, advantages.shape, 'kl', 'klPenalizedAdvantages');
   expectShape(actionMask, advantages.shape, 'actionMask', 'klPenalizedAdvantages');
   return tidy(() => sub(advantages, maskedScaled(kl, actionMask, coef)));
@@ -69,6 +79,11 @@ export function klPenalizedAdvantages(advantages: Tensor, kl: Tensor, actionMask
  * term `coef * KL(logps, refLogps)` `[B, T]` that is added to the actor's per-token loss.
  * Differentiable in `logps`. https://arxiv.org/abs/2402.03300
  */
-export function klLossTerm(logps: Tensor, refLogps: Tensor, coef: number, estimator: KlEstimator = 'k2'): Tensor {
+export function klLossTerm(
+  logps: Tensor,
+  refLogps: Tensor,
+  coef: number,
+  estimator: KlEstimator = 'k2',
+): Tensor {
   return tidy(() => mul(approxKl(logps, refLogps, estimator), coef));
 }

@@ -17,7 +17,14 @@ interface Fx {
   };
   dpo: {
     inputs: Record<string, number[]>;
-    cases: { name: string; options: DpoOptions; loss: number; metrics: Record<string, number>; gradChosen: number[]; gradRejected: number[] }[];
+    cases: {
+      name: string;
+      options: DpoOptions;
+      loss: number;
+      metrics: Record<string, number>;
+      gradChosen: number[];
+      gradRejected: number[];
+    }[];
   };
 }
 const fx = fixture<Fx>('preference.json');
@@ -32,11 +39,12 @@ describe('bradleyTerryLoss', () => {
     expectNoLeak(() => {
       const r = bradleyTerryLoss({ chosen, rejected }, { totalPairs: bt.totalPairs });
       expectClose(take(r.loss), bt.loss, 1e-6, 'loss');
-      for (const [k, v] of Object.entries(bt.metrics)) expectClose(r.metrics[k as keyof typeof r.metrics]!, v, 1e-6, k);
-      const [gc, gr] = tf.grads((c: tf.Tensor, j: tf.Tensor) => bradleyTerryLoss({ chosen: c, rejected: j }, { totalPairs: bt.totalPairs }).loss)([
-        chosen,
-        rejected,
-      ]);
+      for (const [k, v] of Object.entries(bt.metrics))
+        expectClose(r.metrics[k as keyof typeof r.metrics]!, v, 1e-6, k);
+      const [gc, gr] = tf.grads(
+        (c: tf.Tensor, j: tf.Tensor) =>
+          bradleyTerryLoss({ chosen: c, rejected: j }, { totalPairs: bt.totalPairs }).loss,
+      )([chosen, rejected]);
       expectClose(take(gc!), bt.gradChosen, 1e-6, 'grad chosen');
       expectClose(take(gr!), bt.gradRejected, 1e-6, 'grad rejected');
     });
@@ -57,7 +65,10 @@ describe('bradleyTerryLoss', () => {
 });
 
 describe('dpoLoss', () => {
-  const make = (): DpoInputs => Object.fromEntries(Object.entries(fx.dpo.inputs).map(([k, v]) => [k, tf.tensor1d(v)])) as unknown as DpoInputs;
+  const make = (): DpoInputs =>
+    Object.fromEntries(
+      Object.entries(fx.dpo.inputs).map(([k, v]) => [k, tf.tensor1d(v)]),
+    ) as unknown as DpoInputs;
 
   for (const c of fx.dpo.cases) {
     it(`${c.name} matches torch: loss, rewards, margin, accuracy, gradients`, () => {
@@ -66,8 +77,10 @@ describe('dpoLoss', () => {
         const r = dpoLoss(inputs, c.options);
         expectClose(take(r.loss), c.loss, 1e-6, 'loss');
         expect(Object.keys(r.metrics).sort()).toEqual(Object.keys(c.metrics).sort());
-        for (const [k, v] of Object.entries(c.metrics)) expectClose(r.metrics[k as keyof typeof r.metrics]!, v, 1e-6, k);
-        const f = (cl: tf.Tensor, rl: tf.Tensor) => dpoLoss({ ...inputs, chosenLogps: cl, rejectedLogps: rl }, c.options).loss;
+        for (const [k, v] of Object.entries(c.metrics))
+          expectClose(r.metrics[k as keyof typeof r.metrics]!, v, 1e-6, k);
+        const f = (cl: tf.Tensor, rl: tf.Tensor) =>
+          dpoLoss({ ...inputs, chosenLogps: cl, rejectedLogps: rl }, c.options).loss;
         const [gc, gr] = tf.grads(f)([inputs.chosenLogps, inputs.rejectedLogps]);
         expectClose(take(gc!), c.gradChosen, 1e-6, 'grad chosen');
         expectClose(take(gr!), c.gradRejected, 1e-6, 'grad rejected');
@@ -86,7 +99,9 @@ describe('dpoLoss', () => {
       cl.dispose();
       return v;
     };
-    const [g] = tf.grads((cl: tf.Tensor) => dpoLoss({ ...inputs, chosenLogps: cl }, opts).loss)([inputs.chosenLogps]);
+    const [g] = tf.grads((cl: tf.Tensor) => dpoLoss({ ...inputs, chosenLogps: cl }, opts).loss)([
+      inputs.chosenLogps,
+    ]);
     const analytic = take(g!);
     const h = 1e-2; // float32: a wide step; the loss is smooth so the O(h^2) error is ~1e-5
     base.forEach((x, i) => {
@@ -106,9 +121,13 @@ describe('dpoLoss', () => {
     const { chosenLengths: _l, ...noLen } = inputs;
     expect(() => dpoLoss(noLen, { variant: 'simpo' })).toThrow(/simpo needs inputs.chosenLengths/);
     expect(() => dpoLoss(inputs, { labelSmoothing: 0.7 })).toThrow(/labelSmoothing = 0.7/);
-    expect(() => dpoLoss(inputs, { variant: 'kto' as 'dpo' })).toThrow(/valid variants: dpo, ipo, simpo/);
+    expect(() => dpoLoss(inputs, { variant: 'kto' as 'dpo' })).toThrow(
+      /valid variants: dpo, ipo, simpo/,
+    );
     const short = tf.tensor1d([1]);
-    expect(() => dpoLoss({ ...inputs, rejectedLogps: short })).toThrow(/rejectedLogps has shape \[1\]/);
+    expect(() => dpoLoss({ ...inputs, rejectedLogps: short })).toThrow(
+      /rejectedLogps has shape \[1\]/,
+    );
     tf.dispose([...(Object.values(inputs) as tf.Tensor[]), short]);
   });
 

@@ -51,7 +51,9 @@ describe('registries', () => {
 
   it('gae without values says what to do', () => {
     const r = tf.zeros([1, 1]);
-    expect(() => getAdvantageEstimator('gae')({ rewards: r, actionMask: r })).toThrow(/needs batch.values/);
+    expect(() => getAdvantageEstimator('gae')({ rewards: r, actionMask: r })).toThrow(
+      /needs batch.values/,
+    );
     r.dispose();
   });
 

@@ -33,22 +33,34 @@ export type AdvantageEstimator = (
 export const ADVANTAGE_ESTIMATORS: Readonly<Record<string, AdvantageEstimator>> = {
   gae: (batch, c = {}) => {
     if (batch.values === undefined) {
-      throw new AlgosError('INVALID_ARGUMENT', 'adv.estimator=gae needs batch.values ([B, T] critic values); enable the critic or pick reinforce');
+      throw new AlgosError(
+        'INVALID_ARGUMENT',
+        'adv.estimator=gae needs batch.values ([B, T] critic values); enable the critic or pick reinforce',
+      );
     }
     return computeGae({ ...batch, values: batch.values }, c);
   },
   reinforce: (batch, c = {}) => ({ advantages: computeReinforceAdvantages(batch, c) }),
-  grpo: (batch, c = {}) => ({ advantages: computeReinforceAdvantages(batch, { ...c, normVar: true }) }),
-  'dr-grpo': (batch, c = {}) => ({ advantages: computeReinforceAdvantages(batch, { ...c, normVar: false }) }),
+  grpo: (batch, c = {}) => ({
+    advantages: computeReinforceAdvantages(batch, { ...c, normVar: true }),
+  }),
+  'dr-grpo': (batch, c = {}) => ({
+    advantages: computeReinforceAdvantages(batch, { ...c, normVar: false }),
+  }),
   rloo: (batch, c = {}) => ({ advantages: computeRlooAdvantages(batch, c) }),
-  'reinforce++': (batch, c = {}) => ({ advantages: computeReinforcePlusPlusAdvantages(batch, { ...c, baseline: 'none' }) }),
+  'reinforce++': (batch, c = {}) => ({
+    advantages: computeReinforcePlusPlusAdvantages(batch, { ...c, baseline: 'none' }),
+  }),
   'reinforce++-baseline': (batch, c = {}) => ({
     advantages: computeReinforcePlusPlusAdvantages(batch, { ...c, baseline: 'group-mean' }),
   }),
 };
 
 function unknown(kind: string, name: string, valid: readonly string[]): AlgosError {
-  return new AlgosError('UNKNOWN_NAME', `unknown ${kind} "${name}"; valid names: ${valid.join(', ')}`);
+  return new AlgosError(
+    'UNKNOWN_NAME',
+    `unknown ${kind} "${name}"; valid names: ${valid.join(', ')}`,
+  );
 }
 
 /** Looks up `adv.estimator=<name>`; throws UNKNOWN_NAME listing the valid names. */
@@ -69,7 +81,10 @@ export function parseLossAggregation(name: string): LossAggregation {
   if ((LOSS_AGGREGATIONS as readonly string[]).includes(name)) return name as LossAggregation;
   const alias = Object.hasOwn(AGGREGATION_ALIASES, name) ? AGGREGATION_ALIASES[name] : undefined;
   if (alias !== undefined) return alias;
-  throw unknown('loss aggregation (avg_level / loss_agg_mode)', name, [...LOSS_AGGREGATIONS, ...Object.keys(AGGREGATION_ALIASES)]);
+  throw unknown('loss aggregation (avg_level / loss_agg_mode)', name, [
+    ...LOSS_AGGREGATIONS,
+    ...Object.keys(AGGREGATION_ALIASES),
+  ]);
 }
 
 /** Parses `kl.reward_estimator` / `kl.loss_estimator`: k1, k2 or k3. */

@@ -31,7 +31,10 @@ export interface ReinforceOptions {
  *
  * @returns advantages `[B, T]` float32, 0 off action tokens.
  */
-export function computeReinforceAdvantages(batch: TrajectoryBatch, options: ReinforceOptions = {}): Tensor {
+export function computeReinforceAdvantages(
+  batch: TrajectoryBatch,
+  options: ReinforceOptions = {},
+): Tensor {
   const fn = 'computeReinforceAdvantages';
   const g = options.responsesPerPrompt ?? 1;
   const tl = actionTimelines(batch.actionMask, batch.trajectoryIds, fn);
@@ -40,7 +43,9 @@ export function computeReinforceAdvantages(batch: TrajectoryBatch, options: Rein
   const groups = groupCount(totals.length, g, fn);
   const adv = new Float64Array(totals.length);
   const global = g === 1 || (options.globalBaseline ?? false);
-  const slices = global ? [totals] : Array.from({ length: groups }, (_, k) => totals.subarray(k * g, (k + 1) * g));
+  const slices = global
+    ? [totals]
+    : Array.from({ length: groups }, (_, k) => totals.subarray(k * g, (k + 1) * g));
   let offset = 0;
   for (const group of slices) {
     const { mean, std } = meanStd(group);

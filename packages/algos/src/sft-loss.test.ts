@@ -1,11 +1,22 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { disposeAll, expectClose, expectNoLeak, fixture, take, tensorsOf, useCpu } from '../test/helpers.js';
+import {
+  disposeAll,
+  expectClose,
+  expectNoLeak,
+  fixture,
+  take,
+  tensorsOf,
+  useCpu,
+} from '../test/helpers.js';
 import type { LossAggregation } from './aggregate-loss.js';
 import { sftLoss } from './sft-loss.js';
 
 type Layouts = Record<'padded' | 'packed', Record<string, number[][]>>;
-const fx = fixture<{ inputs: Layouts; cases: { mode: LossAggregation; loss: number; grad: Layouts }[] }>('sft.json');
+const fx = fixture<{
+  inputs: Layouts;
+  cases: { mode: LossAggregation; loss: number; grad: Layouts }[];
+}>('sft.json');
 
 beforeAll(useCpu);
 
@@ -20,7 +31,9 @@ describe('sftLoss', () => {
           const r = sftLoss({ ...layout, logps: t.logps! }, options);
           expectClose(take(r.loss), c.loss, 1e-6, c.mode);
           expectClose(r.metrics.nll!, c.loss, 1e-6, 'nll');
-          const g = tf.grad((x: tf.Tensor) => sftLoss({ ...layout, logps: x }, options).loss)(t.logps!);
+          const g = tf.grad((x: tf.Tensor) => sftLoss({ ...layout, logps: x }, options).loss)(
+            t.logps!,
+          );
           expectClose(take(g), c.grad[layoutName].logps, 1e-6, 'grad');
         }
       });

@@ -20,14 +20,23 @@ export function fixture<T = any>(name: string): T {
 }
 
 /** |actual - expected| <= tol * max(1, |expected|) elementwise, with a readable failure. */
-export function expectClose(actual: ArrayLike<number> | number, expected: unknown, tol = TOL, what = 'value'): void {
+export function expectClose(
+  actual: ArrayLike<number> | number,
+  expected: unknown,
+  tol = TOL,
+  what = 'value',
+): void {
   const a = typeof actual === 'number' ? [actual] : Array.from(actual);
-  const e = (typeof expected === 'number' ? [expected] : (expected as unknown[]).flat(Infinity)) as number[];
+  const e = (
+    typeof expected === 'number' ? [expected] : (expected as unknown[]).flat(Infinity)
+  ) as number[];
   expect(a.length, `${what}: length`).toBe(e.length);
   for (let i = 0; i < a.length; i++) {
     const err = Math.abs(a[i]! - e[i]!);
     if (!(err <= tol * Math.max(1, Math.abs(e[i]!)))) {
-      expect.fail(`${what}[${i}] = ${a[i]} but reference is ${e[i]} (error ${err.toExponential(2)} > ${tol})`);
+      expect.fail(
+        `${what}[${i}] = ${a[i]} but reference is ${e[i]} (error ${err.toExponential(2)} > ${tol})`,
+      );
     }
   }
 }
@@ -43,7 +52,10 @@ export function take(t: tf.Tensor): Float32Array {
 export function tensorsOf(layout: Record<string, number[][]>): Record<string, tf.Tensor> {
   const out: Record<string, tf.Tensor> = {};
   for (const [k, v] of Object.entries(layout)) {
-    out[k] = k === 'sequenceIds' || k === 'trajectoryIds' ? tf.tensor(v, undefined, 'int32') : tf.tensor(v);
+    out[k] =
+      k === 'sequenceIds' || k === 'trajectoryIds'
+        ? tf.tensor(v, undefined, 'int32')
+        : tf.tensor(v);
   }
   return out;
 }

@@ -8,7 +8,12 @@ export { openDataset, looksLikeHubId } from './sources/open-dataset.js';
 export type { OpenDatasetOptions, DatasetStream } from './sources/open-dataset.js';
 export { loadDataset } from './sources/load-dataset.js';
 export type { LoadedDataset } from './sources/load-dataset.js';
-export { readDataFile, readDataFileBatches, dataFileKind, DATA_FILE_EXTENSIONS } from './sources/read-data-file.js';
+export {
+  readDataFile,
+  readDataFileBatches,
+  dataFileKind,
+  DATA_FILE_EXTENSIONS,
+} from './sources/read-data-file.js';
 export { parseDataSpec } from './sources/parse-data-spec.js';
 export type { DataSpec } from './sources/parse-data-spec.js';
 export { splitTrainTest } from './sources/split-train-test.js';

@@ -20,42 +20,97 @@ export interface HubLog {
  * datasets (and the same for model repos, without the datasets/ prefix): /api/datasets/{id}/revision/{rev}, /api/datasets/{id}/tree/{rev}, POST
  * /api/datasets/{id}/paths-info/{rev}, and /datasets/{id}/resolve/{rev}/{path} with Range.
  */
-export async function startFakeHub(repos: Record<string, FakeRepo>): Promise<{ url: string; log: HubLog; close(): Promise<void> }> {
+export async function startFakeHub(
+  repos: Record<string, FakeRepo>,
+): Promise<{ url: string; log: HubLog; close(): Promise<void> }> {
   const log: HubLog = { requests: [] };
   const server: Server = createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
-    log.requests.push({ method: req.method ?? 'GET', url: url.pathname, auth: req.headers.authorization });
+    log.requests.push({
+      method: req.method ?? 'GET',
+      url: url.pathname,
+      auth: req.headers.authorization,
+    });
     const json = (status: number, body: unknown, headers: Record<string, string> = {}) => {
       res.writeHead(status, { 'content-type': 'application/json', ...headers });
       res.end(JSON.stringify(body));
     };
-    const m = /^\/(?:api\/)?(?:datasets\/|models\/)?([^/]+\/[^/]+)\/(revision|tree|paths-info|resolve)\/([^/]+)(?:\/(.*))?$/.exec(url.pathname);
+    const m =
+      /^\/(?:api\/)?(?:datasets\/|models\/)?([^/]+\/[^/]+)\/(revision|tree|paths-info|resolve)\/([^/]+)(?:\/(.*))?$/.exec(
+        url.pathname,
+      );
     if (!m) return json(404, { error: 'Not found' });
-    const [, id, kind, revRaw, rest] = m as unknown as [string, string, string, string, string | undefined];
+    const [, id, kind, revRaw, rest] = m as unknown as [
+      string,
+      string,
+      string,
+      string,
+      string | undefined,
+    ];
     const repo = repos[id];
-    if (!repo) return json(404, { error: `Repository ${id} not found` }, { 'x-error-code': 'RepoNotFound' });
-    if (repo.token && req.headers.authorization !== `Bearer ${repo.token}`) return json(401, { error: 'Invalid credentials' });
+    if (!repo)
+      return json(404, { error: `Repository ${id} not found` }, { 'x-error-code': 'RepoNotFound' });
+    if (repo.token && req.headers.authorization !== `Bearer ${repo.token}`)
+      return json(401, { error: 'Invalid credentials' });
     const rev = decodeURIComponent(revRaw);
     const found = Object.values(repo.revisions).find((r) => r.sha === rev) ?? repo.revisions[rev];
-    if (!found) return json(404, { error: `Revision ${rev} not found` }, { 'x-error-code': 'RevisionNotFound' });
+    if (!found)
+      return json(
+        404,
+        { error: `Revision ${rev} not found` },
+        { 'x-error-code': 'RevisionNotFound' },
+      );
     const oid = (b: Uint8Array) => createHash('sha1').update(b).digest('hex');
-    if (kind === 'revision') return json(200, { _id: id, id, sha: found.sha, private: false, lastModified: '2026-01-01T00:00:00.000Z' });
+    if (kind === 'revision')
+      return json(200, {
+        _id: id,
+        id,
+        sha: found.sha,
+        private: false,
+        lastModified: '2026-01-01T00:00:00.000Z',
+      });
     if (kind === 'tree') {
-      return json(200, Object.entries(found.files).map(([path, b]) => ({ type: 'file', path, size: b.length, oid: oid(b) })));
+      return json(
+        200,
+        Object.entries(found.files).map(([path, b]) => ({
+          type: 'file',
+          path,
+          size: b.length,
+          oid: oid(b),
+        })),
+      );
     }
     if (kind === 'paths-info') {
       const body = JSON.parse(await readBody(req)) as { paths: string[] };
-      return json(200, body.paths.filter((p) => found.files[p]).map((p) => ({ type: 'file', path: p, size: found.files[p]?.length, oid: oid(found.files[p] as Uint8Array) })));
+      return json(
+        200,
+        body.paths
+          .filter((p) => found.files[p])
+          .map((p) => ({
+            type: 'file',
+            path: p,
+            size: found.files[p]?.length,
+            oid: oid(found.files[p] as Uint8Array),
+          })),
+      );
     }
     const path = rest ?? '';
     const bytes = found.files[path];
     if (!bytes) return json(404, { error: 'Entry not found' }, { 'x-error-code': 'EntryNotFound' });
     const range = /bytes=(\d+)-(\d+)?/.exec(req.headers.range ?? '');
-    const headers = { etag: `"${oid(bytes)}"`, 'accept-ranges': 'bytes', 'content-type': 'application/octet-stream' };
+    const headers = {
+      etag: `"${oid(bytes)}"`,
+      'accept-ranges': 'bytes',
+      'content-type': 'application/octet-stream',
+    };
     if (range) {
       const start = Number(range[1]);
       const end = Math.min(range[2] ? Number(range[2]) : bytes.length - 1, bytes.length - 1);
-      res.writeHead(206, { ...headers, 'content-range': `bytes ${start}-${end}/${bytes.length}`, 'content-length': String(end - start + 1) });
+      res.writeHead(206, {
+        ...headers,
+        'content-range': `bytes ${start}-${end}/${bytes.length}`,
+        'content-length': String(end - start + 1),
+      });
       return res.end(Buffer.from(bytes.subarray(start, end + 1)));
     }
     res.writeHead(200, { ...headers, 'content-length': String(bytes.length) });

@@ -5,11 +5,30 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { softmaxCrossEntropy } from '../src/index.js';
 
-export interface TinyLlamaConfig { vocab: number; hidden: number; layers: number; heads: number; mlp: number }
-export const TINY_LLAMA: TinyLlamaConfig = { vocab: 8192, hidden: 256, layers: 4, heads: 4, mlp: 768 };
+export interface TinyLlamaConfig {
+  vocab: number;
+  hidden: number;
+  layers: number;
+  heads: number;
+  mlp: number;
+}
+export const TINY_LLAMA: TinyLlamaConfig = {
+  vocab: 8192,
+  hidden: 256,
+  layers: 4,
+  heads: 4,
+  mlp: 768,
+};
 
 /** tokensPerSecond from the fastest timed step (the machine is shared); secondsPerStep is the mean. */
-export interface StepResult { tokensPerSecond: number; secondsPerStep: number; bestSecondsPerStep: number; losses: number[]; params: number; peakRssMiB: number }
+export interface StepResult {
+  tokensPerSecond: number;
+  secondsPerStep: number;
+  bestSecondsPerStep: number;
+  losses: number[];
+  params: number;
+  peakRssMiB: number;
+}
 
 function rmsNorm(x: tf.Tensor, g: tf.Tensor): tf.Tensor {
   // x / sqrt(mean(x^2) + eps) * g  (Zhang & Sennrich 2019, https://arxiv.org/abs/1910.07467)
@@ -24,11 +43,18 @@ function rotary(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor): tf.Tensor {
 }
 
 /** Runs `steps` timed Adam steps (after one warm-up) on random tokens [batch, seq]. */
-export async function tinyLlamaStep(opts: { batch: number; seq: number; steps: number; config?: TinyLlamaConfig; compositeLoss?: boolean }): Promise<StepResult> {
+export async function tinyLlamaStep(opts: {
+  batch: number;
+  seq: number;
+  steps: number;
+  config?: TinyLlamaConfig;
+  compositeLoss?: boolean;
+}): Promise<StepResult> {
   const { vocab: V, hidden: H, layers: L, heads: NH, mlp: F } = opts.config ?? TINY_LLAMA;
   const { batch: B, seq: T } = opts;
   const hd = H / NH;
-  const init = (shape: number[], std: number) => tf.variable(tf.mul(tf.randomNormal(shape, 0, 1, 'float32', 7), std));
+  const init = (shape: number[], std: number) =>
+    tf.variable(tf.mul(tf.randomNormal(shape, 0, 1, 'float32', 7), std));
   const ones = (n: number) => tf.variable(tf.ones([n]));
   const params: tf.Variable[] = [];
   const track = <V extends tf.Variable>(v: V): V => {
@@ -37,8 +63,15 @@ export async function tinyLlamaStep(opts: { batch: number; seq: number; steps: n
   };
   const embed = track(init([V, H], 0.02));
   const layers = Array.from({ length: L }, () => ({
-    n1: track(ones(H)), wq: track(init([H, H], 0.02)), wk: track(init([H, H], 0.02)), wv: track(init([H, H], 0.02)), wo: track(init([H, H], 0.02)),
-    n2: track(ones(H)), wg: track(init([H, F], 0.02)), wu: track(init([H, F], 0.02)), wd: track(init([F, H], 0.02)),
+    n1: track(ones(H)),
+    wq: track(init([H, H], 0.02)),
+    wk: track(init([H, H], 0.02)),
+    wv: track(init([H, H], 0.02)),
+    wo: track(init([H, H], 0.02)),
+    n2: track(ones(H)),
+    wg: track(init([H, F], 0.02)),
+    wu: track(init([H, F], 0.02)),
+    wd: track(init([F, H], 0.02)),
   }));
   const nf = track(ones(H));
   const head = track(init([H, V], 0.02));
@@ -62,7 +95,10 @@ export async function tinyLlamaStep(opts: { batch: number; seq: number; steps: n
       const k = rotary(heads(tf.matMul(h, l.wk)), cos, sin);
       const v = heads(tf.matMul(h, l.wv));
       const scores = tf.add(tf.mul(tf.matMul(q, k, false, true), 1 / Math.sqrt(hd)), mask); // [B, NH, T, T]
-      const o = tf.reshape(tf.transpose(tf.matMul(tf.softmax(scores), v), [0, 2, 1, 3]), [B * T, H]);
+      const o = tf.reshape(tf.transpose(tf.matMul(tf.softmax(scores), v), [0, 2, 1, 3]), [
+        B * T,
+        H,
+      ]);
       x = tf.add(x, tf.matMul(o, l.wo));
       const h2 = rmsNorm(x, l.n2);
       const gate = tf.matMul(h2, l.wg);
@@ -70,7 +106,8 @@ export async function tinyLlamaStep(opts: { batch: number; seq: number; steps: n
     }
     const logits = tf.matMul(rmsNorm(x, nf), head); // [B*T, V]
     // cross-entropy = logsumexp(logits) - logits[target]; fused unless --composite-loss
-    if (opts.compositeLoss) return tf.mean(tf.sub(tf.logSumExp(logits, -1), tf.sum(tf.mul(logits, oneHot()), -1)));
+    if (opts.compositeLoss)
+      return tf.mean(tf.sub(tf.logSumExp(logits, -1), tf.sum(tf.mul(logits, oneHot()), -1)));
     return tf.mean(softmaxCrossEntropy(logits, targets));
   };
 

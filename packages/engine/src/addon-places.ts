@@ -12,7 +12,12 @@ export const ADDON_FILE = 'rl2_kernels.node';
  * One place to look: `path` when there is one to try, else `missing` says why not; `label` names
  * it on the engine's start line (`RL2_NATIVE_ADDON`, `@rl2/engine-linux-x64-gnu`, `build/rl2_kernels.node`).
  */
-export type AddonPlace = { kind: 'env' | 'prebuilt' | 'source'; label: string; path?: string; missing: string };
+export type AddonPlace = {
+  kind: 'env' | 'prebuilt' | 'source';
+  label: string;
+  path?: string;
+  missing: string;
+};
 
 /** What `addonPlaces` reads from the machine (injected in tests). */
 export interface AddonHost {
@@ -42,7 +47,14 @@ export function prebuiltPackage(host: Pick<AddonHost, 'platform' | 'arch' | 'mus
 /** The places to try, in order, with why each may be empty. */
 export function addonPlaces(env: NodeJS.ProcessEnv, host: AddonHost = thisHost()): AddonPlace[] {
   if (env.RL2_NATIVE_ADDON) {
-    return [{ kind: 'env', label: 'RL2_NATIVE_ADDON', path: env.RL2_NATIVE_ADDON, missing: `RL2_NATIVE_ADDON=${env.RL2_NATIVE_ADDON} not found (unset it, or point it at a built ${ADDON_FILE})` }];
+    return [
+      {
+        kind: 'env',
+        label: 'RL2_NATIVE_ADDON',
+        path: env.RL2_NATIVE_ADDON,
+        missing: `RL2_NATIVE_ADDON=${env.RL2_NATIVE_ADDON} not found (unset it, or point it at a built ${ADDON_FILE})`,
+      },
+    ];
   }
   const name = prebuiltPackage(host);
   const dir = host.packageDir(name);
@@ -70,7 +82,10 @@ export function thisHost(): AddonHost {
   return {
     platform: process.platform,
     arch: process.arch,
-    musl: process.platform === 'linux' && existsSync('/lib') && readdirSync('/lib').some((f) => f.startsWith('ld-musl-')),
+    musl:
+      process.platform === 'linux' &&
+      existsSync('/lib') &&
+      readdirSync('/lib').some((f) => f.startsWith('ld-musl-')),
     packageDir(name) {
       try {
         return dirname(require.resolve(`${name}/package.json`));

@@ -2,7 +2,14 @@
 // returns matMul(a, dy, true) for b, so `matMul(x [B, T, K], w [K, N])` gets a [B, K, N]
 // gradient for the [K, N] weight (issue 3; tfjs-core src/gradients/BatchMatMul_grad.ts). Here
 // each gradient is summed over the batch dims its input broadcast along, then reshaped back.
-import { type GradConfig, matMul, type NamedAttrMap, reshape, sum, type Tensor } from '@tensorflow/tfjs-core';
+import {
+  type GradConfig,
+  matMul,
+  type NamedAttrMap,
+  reshape,
+  sum,
+  type Tensor,
+} from '@tensorflow/tfjs-core';
 
 /** Sums `grad` [...outer, r, c] down to `shape` [...innerOuter, r, c] (leading or size-1 batch dims). */
 export function reduceToShape(grad: Tensor, shape: readonly number[]): Tensor {

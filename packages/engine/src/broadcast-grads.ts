@@ -3,7 +3,19 @@
 // gradient at the broadcast output shape, so `tf.maximum(x [3, 4], 0.5)` fails backprop with
 // "gradient of input 'b' has shape '3,4'". Add/Sub/Mul/Div already reduce; these now do too.
 import {
-  broadcast_util, cast, type GradConfig, greater, greaterEqual, less, lessEqual, mul, reshape, scalar, sub, sum, type Tensor,
+  broadcast_util,
+  cast,
+  type GradConfig,
+  greater,
+  greaterEqual,
+  less,
+  lessEqual,
+  mul,
+  reshape,
+  scalar,
+  sub,
+  sum,
+  type Tensor,
 } from '@tensorflow/tfjs-core';
 
 /** Sums `grad` (at the broadcast output shape) back to `shape`, the input's own shape. */
@@ -12,7 +24,11 @@ export function unbroadcast(grad: Tensor, shape: number[]): Tensor {
   return reshape(axes.length > 0 ? sum(grad, axes) : grad, shape);
 }
 
-function selectGrad(kernelName: string, pickA: (a: Tensor, b: Tensor) => Tensor, pickB: (a: Tensor, b: Tensor) => Tensor): GradConfig {
+function selectGrad(
+  kernelName: string,
+  pickA: (a: Tensor, b: Tensor) => Tensor,
+  pickB: (a: Tensor, b: Tensor) => Tensor,
+): GradConfig {
   return {
     kernelName,
     inputsToSave: ['a', 'b'],
@@ -46,4 +62,8 @@ export const squaredDifferenceGradConfig: GradConfig = {
   },
 };
 
-export const broadcastGradConfigs: GradConfig[] = [maximumGradConfig, minimumGradConfig, squaredDifferenceGradConfig];
+export const broadcastGradConfigs: GradConfig[] = [
+  maximumGradConfig,
+  minimumGradConfig,
+  squaredDifferenceGradConfig,
+];

@@ -43,7 +43,9 @@ describe('early release of saved tensors in the backward pass', () => {
 
   it('keeps the tape for higher-order gradients: d2/dx2 x^3 = 6x', () => {
     const x = tf.tensor1d([1, 2, -1]);
-    const d2 = tf.grad((t: tf.Tensor) => tf.sum(tf.grad((u: tf.Tensor) => tf.sum(tf.pow(u, 3)))(t)))(x);
+    const d2 = tf.grad((t: tf.Tensor) =>
+      tf.sum(tf.grad((u: tf.Tensor) => tf.sum(tf.pow(u, 3)))(t)),
+    )(x);
     expect(Array.from(d2.dataSync())).toEqual([6, 12, -6]);
     tf.dispose([x, d2]);
   });

@@ -9,7 +9,11 @@ import { softmaxCrossEntropy } from './softmax-cross-entropy.js';
 import { closeness, runOn, type TensorSpec } from './testing/backend-check.js';
 import { nativeForTests } from './testing/native-for-tests.js';
 
-interface FixtureTensor { shape: number[]; values: number[]; dtype?: 'float32' | 'int32' }
+interface FixtureTensor {
+  shape: number[];
+  values: number[];
+  dtype?: 'float32' | 'int32';
+}
 interface Fixture {
   name: string;
   op: string;
@@ -20,24 +24,37 @@ interface Fixture {
   grads: Record<string, number[]>;
 }
 
-const fixtures = JSON.parse(readFileSync(new URL('./fixtures/engine-grads.json', import.meta.url), 'utf8')).cases as Fixture[];
+const fixtures = JSON.parse(
+  readFileSync(new URL('./fixtures/engine-grads.json', import.meta.url), 'utf8'),
+).cases as Fixture[];
 
 function spec(t: FixtureTensor): TensorSpec {
-  return t.dtype === 'int32' ? { shape: t.shape, values: Int32Array.from(t.values), dtype: 'int32' } : { shape: t.shape, values: Float32Array.from(t.values) };
+  return t.dtype === 'int32'
+    ? { shape: t.shape, values: Int32Array.from(t.values), dtype: 'int32' }
+    : { shape: t.shape, values: Float32Array.from(t.values) };
 }
 
 function opOf(f: Fixture): (...xs: tf.Tensor[]) => tf.Tensor {
   const { transposeA = false, transposeB = false } = f.kwargs;
   switch (f.op) {
-    case 'matMul': return (a, b) => tf.matMul(a, b, transposeA, transposeB);
-    case 'maximum': return tf.maximum;
-    case 'minimum': return tf.minimum;
-    case 'squaredDifference': return tf.squaredDifference;
-    case 'softmax': return (x) => tf.softmax(x);
-    case 'logSumExp': return (x) => tf.logSumExp(x, -1);
-    case 'gather': return (x, i) => tf.gather(x, i);
-    case 'softmaxCrossEntropy': return (x, labels) => softmaxCrossEntropy(x, labels);
-    default: throw new Error(`fixtures/engine-grads.json: unknown op "${f.op}" in case "${f.name}"`);
+    case 'matMul':
+      return (a, b) => tf.matMul(a, b, transposeA, transposeB);
+    case 'maximum':
+      return tf.maximum;
+    case 'minimum':
+      return tf.minimum;
+    case 'squaredDifference':
+      return tf.squaredDifference;
+    case 'softmax':
+      return (x) => tf.softmax(x);
+    case 'logSumExp':
+      return (x) => tf.logSumExp(x, -1);
+    case 'gather':
+      return (x, i) => tf.gather(x, i);
+    case 'softmaxCrossEntropy':
+      return (x, labels) => softmaxCrossEntropy(x, labels);
+    default:
+      throw new Error(`fixtures/engine-grads.json: unknown op "${f.op}" in case "${f.name}"`);
   }
 }
 
@@ -45,7 +62,12 @@ const backends = ['cpu', ...(nativeForTests().ok ? ['native'] : [])];
 
 describe.each(backends)('gradients on %s against PyTorch', (backend) => {
   beforeAll(async () => {
-    await initEngine({ backend: backend as 'cpu' | 'native', threads: 1, logger: () => {}, env: {} });
+    await initEngine({
+      backend: backend as 'cpu' | 'native',
+      threads: 1,
+      logger: () => {},
+      env: {},
+    });
   });
 
   it.each(fixtures.map((f) => [f.name, f] as const))('%s', async (_name, f) => {

@@ -2,7 +2,12 @@
 
 // Start here: choose, start and log the tfjs backend (call once, before building tensors).
 export { ENGINE_BACKENDS, initEngine } from './init-engine.js';
-export type { EngineBackend, EngineBackendChoice, EngineInfo, EngineOptions } from './init-engine.js';
+export type {
+  EngineBackend,
+  EngineBackendChoice,
+  EngineInfo,
+  EngineOptions,
+} from './init-engine.js';
 export { EngineError } from './errors.js';
 export type { EngineErrorCode } from './errors.js';
 

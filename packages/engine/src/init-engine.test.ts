@@ -21,7 +21,10 @@ describe('initEngine', () => {
 
   it('reads RL2_BACKEND and RL2_THREADS from the environment', async () => {
     const lines: string[] = [];
-    const info = await initEngine({ logger: (l) => lines.push(l), env: { RL2_BACKEND: 'cpu', RL2_THREADS: '3' } });
+    const info = await initEngine({
+      logger: (l) => lines.push(l),
+      env: { RL2_BACKEND: 'cpu', RL2_THREADS: '3' },
+    });
     expect(info.backend).toBe('cpu');
     expect(lines).toHaveLength(1);
   });
@@ -30,11 +33,15 @@ describe('initEngine', () => {
     await expect(initEngine({ env: { RL2_BACKEND: 'gpu' }, logger: () => {} })).rejects.toThrow(
       /RL2_BACKEND="gpu" is not a backend; use one of auto, tensorflow, native, wasm, cpu/,
     );
-    await expect(initEngine({ threads: 0, env: {}, logger: () => {} })).rejects.toBeInstanceOf(EngineError);
+    await expect(initEngine({ threads: 0, env: {}, logger: () => {} })).rejects.toBeInstanceOf(
+      EngineError,
+    );
   });
 
   it('throws BACKEND_UNAVAILABLE for tensorflow when tfjs-node is not installed', async () => {
-    const err = await initEngine({ backend: 'tensorflow', env: {}, logger: () => {} }).catch((e: unknown) => e);
+    const err = await initEngine({ backend: 'tensorflow', env: {}, logger: () => {} }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(EngineError);
     expect((err as EngineError).code).toBe('BACKEND_UNAVAILABLE');
     expect((err as Error).message).toMatch(/@tensorflow\/tfjs-node/);
@@ -42,7 +49,11 @@ describe('initEngine', () => {
 
   it('falls back past native with a one-line notice when the addon is disabled', async () => {
     const lines: string[] = [];
-    const info = await initEngine({ backend: 'native', env: { RL2_NO_NATIVE: '1' }, logger: (l) => lines.push(l) });
+    const info = await initEngine({
+      backend: 'native',
+      env: { RL2_NO_NATIVE: '1' },
+      logger: (l) => lines.push(l),
+    });
     expect(['wasm', 'cpu']).toContain(info.backend);
     expect(info.nativeKernels).toBe(false);
     expect(lines).toHaveLength(1);
@@ -54,15 +65,25 @@ describe('initEngine', () => {
     const info = await initEngine({ threads: 1, env: {}, logger: (l) => lines.push(l) });
     expect(info).toEqual({ backend: 'native', threads: 1, nativeKernels: true });
     expect(getBackend()).toBe('native');
-    expect(lines).toEqual([`rl2 engine: backend native, 1 thread (OpenBLAS sgemm + C kernels from ${nativeFrom})`]);
+    expect(lines).toEqual([
+      `rl2 engine: backend native, 1 thread (OpenBLAS sgemm + C kernels from ${nativeFrom})`,
+    ]);
   });
 
   it('training: auto without the addon skips wasm for cpu and says so; an explicit wasm throws', async () => {
     const lines: string[] = [];
-    const info = await initEngine({ training: true, env: { RL2_NO_NATIVE: '1' }, logger: (l) => lines.push(l) });
+    const info = await initEngine({
+      training: true,
+      env: { RL2_NO_NATIVE: '1' },
+      logger: (l) => lines.push(l),
+    });
     expect(info.backend).toBe('cpu');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/native kernels unavailable: RL2_NO_NATIVE=1 is set; wasm skipped for training/);
-    await expect(initEngine({ backend: 'wasm', training: true, env: {}, logger: () => {} })).rejects.toThrow(/backend "wasm" cannot train .*UnsortedSegmentSum/);
+    expect(lines[0]).toMatch(
+      /native kernels unavailable: RL2_NO_NATIVE=1 is set; wasm skipped for training/,
+    );
+    await expect(
+      initEngine({ backend: 'wasm', training: true, env: {}, logger: () => {} }),
+    ).rejects.toThrow(/backend "wasm" cannot train .*UnsortedSegmentSum/);
   });
 });

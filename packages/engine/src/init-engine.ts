@@ -1,6 +1,12 @@
 // Picks and starts the tfjs backend every rl2 model runs on, and says once which one it chose.
 import { availableParallelism } from 'node:os';
-import { engine, findBackend, getBackend, registerGradient, setBackend } from '@tensorflow/tfjs-core';
+import {
+  engine,
+  findBackend,
+  getBackend,
+  registerGradient,
+  setBackend,
+} from '@tensorflow/tfjs-core';
 import { installEarlyTapeRelease } from './early-tape-release.js';
 import '@tensorflow/tfjs-backend-cpu';
 import { EngineError } from './errors.js';
@@ -60,7 +66,10 @@ function parseThreads(value: number | string | undefined, source: string): numbe
   if (value === undefined || value === '') return availableParallelism();
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) {
-    throw new EngineError('INVALID_ARGUMENT', `${source}=${value} must be a positive integer number of threads`);
+    throw new EngineError(
+      'INVALID_ARGUMENT',
+      `${source}=${value} must be a positive integer number of threads`,
+    );
   }
   return n;
 }
@@ -98,7 +107,12 @@ function silenceNodeBanner(backend: string): void {
  */
 async function installGradients(): Promise<void> {
   await import('@tensorflow/tfjs');
-  for (const config of [batchMatMulGradConfig, ...broadcastGradConfigs, softmaxCrossEntropyGradConfig]) registerGradient(config);
+  for (const config of [
+    batchMatMulGradConfig,
+    ...broadcastGradConfigs,
+    softmaxCrossEntropyGradConfig,
+  ])
+    registerGradient(config);
   installEarlyTapeRelease(engine() as unknown as Parameters<typeof installEarlyTapeRelease>[0]);
 }
 
@@ -129,8 +143,12 @@ async function startNative(load: NativeLoad, threads: number): Promise<boolean> 
 export async function initEngine(options: EngineOptions = {}): Promise<EngineInfo> {
   const env = options.env ?? process.env;
   const choice = options.backend ?? parseBackend(env.RL2_BACKEND, 'RL2_BACKEND');
-  if (!(ENGINE_BACKENDS as readonly string[]).includes(choice)) parseBackend(choice, 'initEngine({ backend })');
-  const threads = parseThreads(options.threads ?? env.RL2_THREADS, options.threads !== undefined ? 'initEngine({ threads })' : 'RL2_THREADS');
+  if (!(ENGINE_BACKENDS as readonly string[]).includes(choice))
+    parseBackend(choice, 'initEngine({ backend })');
+  const threads = parseThreads(
+    options.threads ?? env.RL2_THREADS,
+    options.threads !== undefined ? 'initEngine({ threads })' : 'RL2_THREADS',
+  );
   const log = options.logger ?? ((line: string) => console.info(line));
   await installGradients();
 
@@ -139,8 +157,14 @@ export async function initEngine(options: EngineOptions = {}): Promise<EngineInf
     silenceNodeBanner(backend);
     const notice = notices.length > 0 ? notices.join('; ') : undefined;
     const nativeKernels = nativeFrom !== undefined;
-    const what = nativeKernels ? ` (OpenBLAS sgemm + C kernels from ${nativeFrom})` : backend === 'native' ? ' (pure kernels)' : '';
-    log(`rl2 engine: backend ${backend}, ${usedThreads} thread${usedThreads === 1 ? '' : 's'}${what}${notice ? `; ${notice}` : ''}`);
+    const what = nativeKernels
+      ? ` (OpenBLAS sgemm + C kernels from ${nativeFrom})`
+      : backend === 'native'
+        ? ' (pure kernels)'
+        : '';
+    log(
+      `rl2 engine: backend ${backend}, ${usedThreads} thread${usedThreads === 1 ? '' : 's'}${what}${notice ? `; ${notice}` : ''}`,
+    );
     return { backend, threads: usedThreads, nativeKernels, ...(notice ? { notice } : {}) };
   };
 
@@ -157,7 +181,9 @@ export async function initEngine(options: EngineOptions = {}): Promise<EngineInf
   if (choice === 'auto' || choice === 'native') {
     const load = loadNativeAddon(env);
     if (load.ok && (await startNative(load, threads))) return done('native', threads, load.from);
-    notices.push(`native kernels unavailable: ${load.ok ? 'the native backend failed to start' : load.reason}`);
+    notices.push(
+      `native kernels unavailable: ${load.ok ? 'the native backend failed to start' : load.reason}`,
+    );
   }
   if (choice === 'wasm' && options.training) {
     throw new EngineError(
@@ -165,10 +191,15 @@ export async function initEngine(options: EngineOptions = {}): Promise<EngineInf
       'backend "wasm" cannot train (tfjs-backend-wasm 4.22 has no UnsortedSegmentSum kernel for the embedding gradient, and a 4 GiB heap); use backend auto, native or cpu',
     );
   }
-  if (choice !== 'cpu' && options.training) notices.push('wasm skipped for training (no UnsortedSegmentSum kernel)');
+  if (choice !== 'cpu' && options.training)
+    notices.push('wasm skipped for training (no UnsortedSegmentSum kernel)');
   else if (choice !== 'cpu' && (await startWasm())) return done('wasm', 1);
   if (choice === 'wasm') notices.push('wasm backend failed to start');
   useJsSegmentSum('cpu'); // the stock one is O(segments x rows)
-  if (!(await setBackend('cpu'))) throw new EngineError('BACKEND_UNAVAILABLE', `tfjs could not start the cpu backend (current: ${getBackend()})`);
+  if (!(await setBackend('cpu')))
+    throw new EngineError(
+      'BACKEND_UNAVAILABLE',
+      `tfjs could not start the cpu backend (current: ${getBackend()})`,
+    );
   return done('cpu', 1);
 }

@@ -8,21 +8,36 @@ import { nativeForTests } from './testing/native-for-tests.js';
 
 describe('loadNativeAddon', () => {
   it('reports RL2_NO_NATIVE as the reason, without touching the file system', () => {
-    expect(loadNativeAddon({ RL2_NO_NATIVE: '1' })).toEqual({ ok: false, reason: 'RL2_NO_NATIVE=1 is set' });
+    expect(loadNativeAddon({ RL2_NO_NATIVE: '1' })).toEqual({
+      ok: false,
+      reason: 'RL2_NO_NATIVE=1 is set',
+    });
   });
 
   it('names the missing RL2_NATIVE_ADDON file, and looks nowhere else', () => {
     const r = loadNativeAddon({ RL2_NATIVE_ADDON: '/nonexistent/rl2_kernels.node' });
-    expect(r).toEqual({ ok: false, reason: 'RL2_NATIVE_ADDON=/nonexistent/rl2_kernels.node not found (unset it, or point it at a built rl2_kernels.node)' });
+    expect(r).toEqual({
+      ok: false,
+      reason:
+        'RL2_NATIVE_ADDON=/nonexistent/rl2_kernels.node not found (unset it, or point it at a built rl2_kernels.node)',
+    });
   });
 
   it('without a prebuilt package or a build, names both and how to get each, in one line', () => {
-    const host = { ...thisHost(), packageDir: () => undefined, sourceBuild: '/nonexistent/build/rl2_kernels.node' };
+    const host = {
+      ...thisHost(),
+      packageDir: () => undefined,
+      sourceBuild: '/nonexistent/build/rl2_kernels.node',
+    };
     const r = loadNativeAddon({}, host);
     expect(r.ok).toBe(false);
     if (r.ok) return;
-    expect(r.reason).toMatch(/^@rl2\/engine-\S+ is not installed \(an optional dependency of @rl2\/engine; npm skips it with --omit=optional/);
-    expect(r.reason).toMatch(/; \/nonexistent\/build\/rl2_kernels\.node not found \(build it with `pnpm --filter @rl2\/engine build` in the repository, or `node \S+engine-build-native\.mjs`/);
+    expect(r.reason).toMatch(
+      /^@rl2\/engine-\S+ is not installed \(an optional dependency of @rl2\/engine; npm skips it with --omit=optional/,
+    );
+    expect(r.reason).toMatch(
+      /; \/nonexistent\/build\/rl2_kernels\.node not found \(build it with `pnpm --filter @rl2\/engine build` in the repository, or `node \S+engine-build-native\.mjs`/,
+    );
     expect(r.reason).not.toContain('\n');
   });
 
@@ -32,21 +47,34 @@ describe('loadNativeAddon', () => {
     afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
     it('is reported, rather than the missing source build', () => {
-      const r = loadNativeAddon({}, { ...thisHost(), packageDir: () => dir, sourceBuild: '/nonexistent/build/rl2_kernels.node' });
+      const r = loadNativeAddon(
+        {},
+        {
+          ...thisHost(),
+          packageDir: () => dir,
+          sourceBuild: '/nonexistent/build/rl2_kernels.node',
+        },
+      );
       expect(r.ok).toBe(false);
-      if (!r.ok) expect(r.reason).toMatch(new RegExp(`^${dir}/rl2_kernels\\.node failed to load: `));
+      if (!r.ok)
+        expect(r.reason).toMatch(new RegExp(`^${dir}/rl2_kernels\\.node failed to load: `));
     });
 
     it('is passed over for a source build that loads', () => {
       const built = nativeForTests({ RL2_REQUIRE_NATIVE: process.env.RL2_REQUIRE_NATIVE });
       if (!built.ok) return; // no addon on this machine (and none required)
-      const r = loadNativeAddon({}, { ...thisHost(), packageDir: () => dir, sourceBuild: built.path });
+      const r = loadNativeAddon(
+        {},
+        { ...thisHost(), packageDir: () => dir, sourceBuild: built.path },
+      );
       expect(r.ok && r.path).toBe(built.path);
     });
   });
 
   it('reports a file that is not a Node addon as failing to load, in one line', () => {
-    const r = loadNativeAddon({ RL2_NATIVE_ADDON: new URL('./fixtures/engine-grads.json', import.meta.url).pathname });
+    const r = loadNativeAddon({
+      RL2_NATIVE_ADDON: new URL('./fixtures/engine-grads.json', import.meta.url).pathname,
+    });
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.reason).not.toContain('\n');
   });
@@ -56,7 +84,19 @@ describe('loadNativeAddon', () => {
     if (!r.ok) return; // not built on this machine (and not required): the fallback tests cover it
     expect(r.addon.abi).toBe(NATIVE_ABI);
     const c = new Float32Array(4);
-    r.addon.gemm(false, false, 1, 2, 2, 2, Float32Array.of(1, 2, 3, 4), 0, Float32Array.of(1, 0, 0, 1), 0, c);
+    r.addon.gemm(
+      false,
+      false,
+      1,
+      2,
+      2,
+      2,
+      Float32Array.of(1, 2, 3, 4),
+      0,
+      Float32Array.of(1, 0, 0, 1),
+      0,
+      c,
+    );
     expect(Array.from(c)).toEqual([1, 2, 3, 4]);
   });
 });
@@ -72,7 +112,9 @@ describe('nativeForTests', () => {
   });
 
   it('fails when an addon file is there but does not load, even without RL2_REQUIRE_NATIVE', () => {
-    expect(() => nativeForTests({ RL2_NATIVE_ADDON: broken })).toThrow(/the native addon was built but does not load: .*engine-grads\.json is not the rl2 kernels addon/);
+    expect(() => nativeForTests({ RL2_NATIVE_ADDON: broken })).toThrow(
+      /the native addon was built but does not load: .*engine-grads\.json is not the rl2 kernels addon/,
+    );
   });
 
   it('lets native tests skip where no addon was built and none is required', () => {

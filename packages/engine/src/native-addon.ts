@@ -7,12 +7,38 @@ import { createRequire } from 'node:module';
 import { type AddonHost, addonPlaces } from './addon-places.js';
 
 /** Binary op codes of `NativeAddon.binary` (enum in native/elementwise.c). */
-export const BinaryOp = { add: 0, sub: 1, mul: 2, div: 3, max: 4, min: 5, squaredDiff: 6, pow: 7 } as const;
+export const BinaryOp = {
+  add: 0,
+  sub: 1,
+  mul: 2,
+  div: 3,
+  max: 4,
+  min: 5,
+  squaredDiff: 6,
+  pow: 7,
+} as const;
 /** Comparison op codes of `NativeAddon.compare` (enum in native/elementwise.c). */
-export const CompareOp = { equal: 0, notEqual: 1, greater: 2, greaterEqual: 3, less: 4, lessEqual: 5 } as const;
+export const CompareOp = {
+  equal: 0,
+  notEqual: 1,
+  greater: 2,
+  greaterEqual: 3,
+  less: 4,
+  lessEqual: 5,
+} as const;
 /** Unary op codes of `NativeAddon.unary` (enum in native/elementwise.c). */
 export const UnaryOp = {
-  exp: 0, log: 1, neg: 2, sqrt: 3, rsqrt: 4, sigmoid: 5, square: 6, relu: 7, tanh: 8, abs: 9, reciprocal: 10,
+  exp: 0,
+  log: 1,
+  neg: 2,
+  sqrt: 3,
+  rsqrt: 4,
+  sigmoid: 5,
+  square: 6,
+  relu: 7,
+  tanh: 8,
+  abs: 9,
+  reciprocal: 10,
 } as const;
 /** Reduction op codes of `NativeAddon.reduce` (enum in native/reduce.c). */
 export const ReduceOp = { sum: 0, max: 1, min: 2, mean: 3 } as const;
@@ -26,60 +52,197 @@ export interface NativeAddon {
   abi: number;
   /** C[b] = op(A[b]) @ op(B[b]), row-major; C [batch, M, N]; strides 0 broadcast one matrix. */
   gemm(
-    transA: boolean, transB: boolean, batch: number, m: number, n: number, k: number,
-    a: Float32Array, strideA: number, b: Float32Array, strideB: number, c: Float32Array,
+    transA: boolean,
+    transB: boolean,
+    batch: number,
+    m: number,
+    n: number,
+    k: number,
+    a: Float32Array,
+    strideA: number,
+    b: Float32Array,
+    strideB: number,
+    c: Float32Array,
   ): void;
   setThreads(n: number): void;
   getThreads(): number;
   /** out = a op b over `outShape`, element strides per output dim (0 = broadcast). */
-  binary(op: number, a: Float32Array, aStrides: Int32Array, b: Float32Array, bStrides: Int32Array, out: Float32Array, outShape: Int32Array): void;
+  binary(
+    op: number,
+    a: Float32Array,
+    aStrides: Int32Array,
+    b: Float32Array,
+    bStrides: Int32Array,
+    out: Float32Array,
+    outShape: Int32Array,
+  ): void;
   /** Like `binary`, writing 0/1 into a Uint8Array (tfjs bool). */
-  compare(op: number, a: Float32Array, aStrides: Int32Array, b: Float32Array, bStrides: Int32Array, out: Uint8Array, outShape: Int32Array): void;
+  compare(
+    op: number,
+    a: Float32Array,
+    aStrides: Int32Array,
+    b: Float32Array,
+    bStrides: Int32Array,
+    out: Uint8Array,
+    outShape: Int32Array,
+  ): void;
   unary(op: number, x: Float32Array, out: Float32Array): void;
   /** Softmax over the rows of x [rows, cols]. */
   softmax(x: Float32Array, rows: number, cols: number, out: Float32Array): void;
   /** x [outer, r, inner] reduced over r into out [outer, inner]. */
-  reduce(op: number, x: Float32Array, outer: number, r: number, inner: number, out: Float32Array): void;
-  transpose(x: Float32Array | Int32Array, shape: Int32Array, perm: Int32Array, out: Float32Array | Int32Array): void;
+  reduce(
+    op: number,
+    x: Float32Array,
+    outer: number,
+    r: number,
+    inner: number,
+    out: Float32Array,
+  ): void;
+  transpose(
+    x: Float32Array | Int32Array,
+    shape: Int32Array,
+    perm: Int32Array,
+    out: Float32Array | Int32Array,
+  ): void;
   /** out[outOffset + i·outStrides] = x[xOffset + i·xStrides] for every index i of `shape`. */
   stridedCopy(
-    x: Float32Array | Int32Array, xOffset: number, xStrides: Int32Array,
-    out: Float32Array | Int32Array, outOffset: number, outStrides: Int32Array, shape: Int32Array,
+    x: Float32Array | Int32Array,
+    xOffset: number,
+    xStrides: Int32Array,
+    out: Float32Array | Int32Array,
+    outOffset: number,
+    outStrides: Int32Array,
+    shape: Int32Array,
   ): void;
   /** x [outer, n, inner] -> out [outer, indices.length, inner]; returns -1 or the first bad index position. */
-  gather(x: Float32Array, outer: number, n: number, inner: number, indices: Int32Array, out: Float32Array): number;
+  gather(
+    x: Float32Array,
+    outer: number,
+    n: number,
+    inner: number,
+    indices: Int32Array,
+    out: Float32Array,
+  ): number;
   /** out [numSegments, inner] += rows of x [ids.length, inner] by segment id (out starts zeroed). */
   /** losses[r] = logsumexp(logits[r]) - logits[r, labels[r]] (0 where label < 0); returns -1 or the first row with label >= cols. */
-  xentForward(logits: Float32Array, rows: number, cols: number, labels: Int32Array, losses: Float32Array): number;
+  xentForward(
+    logits: Float32Array,
+    rows: number,
+    cols: number,
+    labels: Int32Array,
+    losses: Float32Array,
+  ): number;
   /** dx[r] = dy[r] (softmax(logits[r]) - onehot(labels[r])), 0 where label < 0. */
-  xentBackward(logits: Float32Array, rows: number, cols: number, labels: Int32Array, dy: Float32Array, dx: Float32Array): void;
-  segmentSum(x: Float32Array, ids: Int32Array, numSegments: number, inner: number, out: Float32Array): void;
+  xentBackward(
+    logits: Float32Array,
+    rows: number,
+    cols: number,
+    labels: Int32Array,
+    dy: Float32Array,
+    dx: Float32Array,
+  ): void;
+  segmentSum(
+    x: Float32Array,
+    ids: Int32Array,
+    numSegments: number,
+    inner: number,
+    out: Float32Array,
+  ): void;
   /** y [rows, h] = w x / sqrt(mean(x^2) + eps) per row. */
-  rmsNorm(x: Float32Array, w: Float32Array, rows: number, h: number, eps: number, y: Float32Array): void;
+  rmsNorm(
+    x: Float32Array,
+    w: Float32Array,
+    rows: number,
+    h: number,
+    eps: number,
+    y: Float32Array,
+  ): void;
   /** dx [rows, h] and dw [h] of `rmsNorm` given dy. */
-  rmsNormGrad(x: Float32Array, w: Float32Array, dy: Float32Array, rows: number, h: number, eps: number, dx: Float32Array, dw: Float32Array): void;
+  rmsNormGrad(
+    x: Float32Array,
+    w: Float32Array,
+    dy: Float32Array,
+    rows: number,
+    h: number,
+    eps: number,
+    dx: Float32Array,
+    dw: Float32Array,
+  ): void;
   /** y = silu(gate) * up, elementwise. */
   swiglu(gate: Float32Array, up: Float32Array, y: Float32Array): void;
   /** dgate, dup of `swiglu` given dy. */
-  swigluGrad(gate: Float32Array, up: Float32Array, dy: Float32Array, dgate: Float32Array, dup: Float32Array): void;
+  swigluGrad(
+    gate: Float32Array,
+    up: Float32Array,
+    dy: Float32Array,
+    dgate: Float32Array,
+    dup: Float32Array,
+  ): void;
   /** RoPE on x [n, heads, d] with cos/sin [n, d] (rotate-half layout); `backward` applies the transpose. */
-  rotary(x: Float32Array, cos: Float32Array, sin: Float32Array, n: number, heads: number, d: number, backward: boolean, out: Float32Array): void;
+  rotary(
+    x: Float32Array,
+    cos: Float32Array,
+    sin: Float32Array,
+    n: number,
+    heads: number,
+    d: number,
+    backward: boolean,
+    out: Float32Array,
+  ): void;
   /** Attention, dims [B, S, L, nH, nKv, d, maskB]: q/out [B, S, nH, d], k/v [B, nKv, L, d], mask [maskB, S, L]. */
-  attention(q: Float32Array, k: Float32Array, v: Float32Array, mask: Float32Array, dims: Int32Array, scale: number, out: Float32Array): void;
+  attention(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    mask: Float32Array,
+    dims: Int32Array,
+    scale: number,
+    out: Float32Array,
+  ): void;
   /** dq, dk, dv of `attention` given dout (P recomputed). */
   attentionGrad(
-    q: Float32Array, k: Float32Array, v: Float32Array, mask: Float32Array, dims: Int32Array, scale: number,
-    dout: Float32Array, dq: Float32Array, dk: Float32Array, dv: Float32Array,
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    mask: Float32Array,
+    dims: Int32Array,
+    scale: number,
+    dout: Float32Array,
+    dq: Float32Array,
+    dk: Float32Array,
+    dv: Float32Array,
   ): void;
   /** stats [rows, 2] = (z[y] - lse, entropy) and lse [rows] of logits z [rows, cols]; returns -1 or the first row with a target outside [0, cols). */
-  logpStats(z: Float32Array, rows: number, cols: number, targets: Int32Array, stats: Float32Array, lse: Float32Array): number;
+  logpStats(
+    z: Float32Array,
+    rows: number,
+    cols: number,
+    targets: Int32Array,
+    stats: Float32Array,
+    lse: Float32Array,
+  ): number;
   /** dz [rows, cols] of `logpStats` given dy [rows, 2], scaled by `inv` (1 / temperature). */
   logpStatsGrad(
-    z: Float32Array, rows: number, cols: number, targets: Int32Array, lse: Float32Array, stats: Float32Array, dy: Float32Array, inv: number, dz: Float32Array,
+    z: Float32Array,
+    rows: number,
+    cols: number,
+    targets: Int32Array,
+    lse: Float32Array,
+    stats: Float32Array,
+    dy: Float32Array,
+    inv: number,
+    dz: Float32Array,
   ): void;
   /** One AdamW step into pOut, mOut, vOut; hp = [lr, beta1, beta2, eps, weightDecay, 1 - beta1^t, 1 - beta2^t]. */
   adamw(
-    p: Float32Array, g: Float32Array, m: Float32Array, v: Float32Array, hp: Float32Array, pOut: Float32Array, mOut: Float32Array, vOut: Float32Array,
+    p: Float32Array,
+    g: Float32Array,
+    m: Float32Array,
+    v: Float32Array,
+    hp: Float32Array,
+    pOut: Float32Array,
+    mOut: Float32Array,
+    vOut: Float32Array,
   ): void;
   /**
    * One decoder layer's decode step in place on x [B, H] (see native/fused-decode.c): weights in
@@ -87,19 +250,45 @@ export interface NativeAddon {
    * cos/sin [B, d], caches [B, nKv, cap, d] (column len written), padLeft [B].
    */
   decodeLayer(
-    x: Float32Array, weights: (Float32Array | null)[], dims: Int32Array, eps: number, cos: Float32Array, sin: Float32Array,
-    kCache: Float32Array, vCache: Float32Array, padLeft: Int32Array,
+    x: Float32Array,
+    weights: (Float32Array | null)[],
+    dims: Int32Array,
+    eps: number,
+    cos: Float32Array,
+    sin: Float32Array,
+    kCache: Float32Array,
+    vCache: Float32Array,
+    padLeft: Int32Array,
   ): void;
   /**
    * Causal attention within segments, tiled (native/fused-flash-attention.c): q/out [B, T, nH, d],
    * k/v [B, nKv, T, d], seg [B, T]; key j is seen by query i iff j <= i and seg[j] == seg[i].
    * dims [B, T, nH, nKv, d]; writes out and lse [B, nH, T] (log-sum-exp of each query's scores).
    */
-  flashAttention(q: Float32Array, k: Float32Array, v: Float32Array, seg: Int32Array, dims: Int32Array, scale: number, out: Float32Array, lse: Float32Array): void;
+  flashAttention(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    seg: Int32Array,
+    dims: Int32Array,
+    scale: number,
+    out: Float32Array,
+    lse: Float32Array,
+  ): void;
   /** dq, dk, dv of `flashAttention` given its out, lse and dout (scores recomputed per tile). */
   flashAttentionGrad(
-    q: Float32Array, k: Float32Array, v: Float32Array, seg: Int32Array, dims: Int32Array, scale: number, out: Float32Array, lse: Float32Array,
-    dout: Float32Array, dq: Float32Array, dk: Float32Array, dv: Float32Array,
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    seg: Int32Array,
+    dims: Int32Array,
+    scale: number,
+    out: Float32Array,
+    lse: Float32Array,
+    dout: Float32Array,
+    dq: Float32Array,
+    dk: Float32Array,
+    dv: Float32Array,
   ): void;
   /**
    * Next tokens of `rows` rows of logits [rows, vocab] (native/sample-rows.c): row b draws by
@@ -107,7 +296,13 @@ export interface NativeAddon {
    * temperature is 0, skipped when NaN; writes tokens[b] and its log-probability logprobs[b].
    */
   sampleRows(
-    logits: Float32Array, rows: number, vocab: number, temperature: Float64Array, u: Float64Array, tokens: Int32Array, logprobs: Float64Array,
+    logits: Float32Array,
+    rows: number,
+    vocab: number,
+    temperature: Float64Array,
+    u: Float64Array,
+    tokens: Int32Array,
+    logprobs: Float64Array,
   ): void;
 }
 
@@ -115,7 +310,9 @@ export interface NativeAddon {
  * `from` names the place it loaded from (`addonPlaces`' label, e.g. `@rl2/engine-linux-x64-gnu`).
  * `path` on a failure: an addon file was there but did not load (stale, broken, wrong platform).
  */
-export type NativeLoad = { ok: true; addon: NativeAddon; path: string; from: string } | { ok: false; reason: string; path?: string };
+export type NativeLoad =
+  | { ok: true; addon: NativeAddon; path: string; from: string }
+  | { ok: false; reason: string; path?: string };
 
 /**
  * Finds and loads rl2_kernels.node from the first place of `addonPlaces` that has a loadable
@@ -123,7 +320,10 @@ export type NativeLoad = { ok: true; addon: NativeAddon; path: string; from: str
  * build/ of this package. `RL2_NO_NATIVE=1` forces the pure path. When none loads, the reason
  * is the first file that failed to load, else every place that was empty, in one line.
  */
-export function loadNativeAddon(env: NodeJS.ProcessEnv = process.env, host?: AddonHost): NativeLoad {
+export function loadNativeAddon(
+  env: NodeJS.ProcessEnv = process.env,
+  host?: AddonHost,
+): NativeLoad {
   if (env.RL2_NO_NATIVE === '1') return { ok: false, reason: 'RL2_NO_NATIVE=1 is set' };
   const missing: string[] = [];
   let failed: NativeLoad | undefined;
@@ -142,9 +342,14 @@ export function loadNativeAddon(env: NodeJS.ProcessEnv = process.env, host?: Add
 function loadAddonFile(path: string, from: string): NativeLoad {
   try {
     const addon = createRequire(import.meta.url)(path) as NativeAddon;
-    if (typeof addon.gemm !== 'function') return { ok: false, reason: `${path} is not the rl2 kernels addon`, path };
+    if (typeof addon.gemm !== 'function')
+      return { ok: false, reason: `${path} is not the rl2 kernels addon`, path };
     if (addon.abi !== NATIVE_ABI) {
-      return { ok: false, reason: `${path} is a stale build (abi ${addon.abi}, expected ${NATIVE_ABI}); rebuild with \`pnpm --filter @rl2/engine build\``, path };
+      return {
+        ok: false,
+        reason: `${path} is a stale build (abi ${addon.abi}, expected ${NATIVE_ABI}); rebuild with \`pnpm --filter @rl2/engine build\``,
+        path,
+      };
     }
     return { ok: true, addon, path, from };
   } catch (err) {

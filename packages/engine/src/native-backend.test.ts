@@ -15,13 +15,34 @@ describe.skipIf(!load.ok)('native backend registration', () => {
   });
 
   it('has every stock cpu kernel plus the fused model kernels, and overrides only named ones', () => {
-    const cpu = tf.getKernelsForBackend('cpu').map((k) => k.kernelName).sort();
-    const native = tf.getKernelsForBackend(NATIVE_BACKEND).map((k) => k.kernelName).sort();
-    expect(native).toEqual([
-      ...cpu, 'Rl2SoftmaxCrossEntropy', 'Rl2SoftmaxCrossEntropyGrad', 'Rl2RmsNorm', 'Rl2RmsNormGrad', 'Rl2SwiGlu', 'Rl2SwiGluGrad',
-      'Rl2Rotary', 'Rl2Attention', 'Rl2AttentionGrad', 'Rl2FlashAttention', 'Rl2FlashAttentionGrad', 'Rl2LogprobStats', 'Rl2LogprobStatsGrad', 'Rl2AdamW',
-      'Rl2AdamWInPlace',
-    ].sort());
+    const cpu = tf
+      .getKernelsForBackend('cpu')
+      .map((k) => k.kernelName)
+      .sort();
+    const native = tf
+      .getKernelsForBackend(NATIVE_BACKEND)
+      .map((k) => k.kernelName)
+      .sort();
+    expect(native).toEqual(
+      [
+        ...cpu,
+        'Rl2SoftmaxCrossEntropy',
+        'Rl2SoftmaxCrossEntropyGrad',
+        'Rl2RmsNorm',
+        'Rl2RmsNormGrad',
+        'Rl2SwiGlu',
+        'Rl2SwiGluGrad',
+        'Rl2Rotary',
+        'Rl2Attention',
+        'Rl2AttentionGrad',
+        'Rl2FlashAttention',
+        'Rl2FlashAttentionGrad',
+        'Rl2LogprobStats',
+        'Rl2LogprobStatsGrad',
+        'Rl2AdamW',
+        'Rl2AdamWInPlace',
+      ].sort(),
+    );
     for (const o of nativeKernelOverrides()) expect(cpu).toContain(o.kernelName);
   });
 
@@ -54,7 +75,19 @@ describe.skipIf(!load.ok)('native backend registration', () => {
           const h = tf.matMul(x, w);
           const [a, b] = tf.split(h, 2, 2);
           const logits = tf.concat([tf.neg(b), a], 2);
-          return tf.mean(softmaxCrossEntropy(tf.add(tf.fused.matMul({ a: tf.reshape(logits, [6, 10]), b: tf.eye(10), activation: 'relu' }), 0), tf.reshape(labels, [6])));
+          return tf.mean(
+            softmaxCrossEntropy(
+              tf.add(
+                tf.fused.matMul({
+                  a: tf.reshape(logits, [6, 10]),
+                  b: tf.eye(10),
+                  activation: 'relu',
+                }),
+                0,
+              ),
+              tf.reshape(labels, [6]),
+            ),
+          );
         });
         tf.dispose(grads);
         return value;

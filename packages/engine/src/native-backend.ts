@@ -1,7 +1,14 @@
 // The `native` backend: tfjs-backend-cpu's MathBackendCPU (tensors are plain JS TypedArrays,
 // no 4 GiB wasm heap) with every cpu kernel, and the hot ones replaced by the C addon.
 import { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
-import { findBackendFactory, getBackend, getKernel, getKernelsForBackend, registerBackend, registerKernel } from '@tensorflow/tfjs-core';
+import {
+  findBackendFactory,
+  getBackend,
+  getKernel,
+  getKernelsForBackend,
+  registerBackend,
+  registerKernel,
+} from '@tensorflow/tfjs-core';
 import { elementwiseOverrides } from './kernels/native-elementwise.js';
 import { indexOverrides } from './kernels/native-gather.js';
 import type { NativeKernelOverride } from './kernels/native-kernel.js';
@@ -39,8 +46,17 @@ export function activeNativeAddon(): NativeAddon | undefined {
 }
 
 /** Every kernel the addon replaces (the rest are the stock tfjs-backend-cpu kernels). */
-export function nativeKernelOverrides(backendName: string = NATIVE_BACKEND): NativeKernelOverride[] {
-  return [batchMatMulOverride, fusedMatMulOverride(backendName), ...elementwiseOverrides, ...reduceOverrides, ...indexOverrides, ...copyOverrides];
+export function nativeKernelOverrides(
+  backendName: string = NATIVE_BACKEND,
+): NativeKernelOverride[] {
+  return [
+    batchMatMulOverride,
+    fusedMatMulOverride(backendName),
+    ...elementwiseOverrides,
+    ...reduceOverrides,
+    ...indexOverrides,
+    ...copyOverrides,
+  ];
 }
 
 /**
@@ -48,19 +64,37 @@ export function nativeKernelOverrides(backendName: string = NATIVE_BACKEND): Nat
  * kernels, overridden by the addon's where `addon` is given. Idempotent: a second call with an
  * already registered name does nothing and returns false.
  */
-export function registerNativeBackend(addon: NativeAddon | undefined, backendName: string = NATIVE_BACKEND, priority = 0): boolean {
+export function registerNativeBackend(
+  addon: NativeAddon | undefined,
+  backendName: string = NATIVE_BACKEND,
+  priority = 0,
+): boolean {
   if (findBackendFactory(backendName) !== null) return false;
-  const overrides = new Map((addon ? nativeKernelOverrides(backendName) : []).map((o) => [o.kernelName, o]));
+  const overrides = new Map(
+    (addon ? nativeKernelOverrides(backendName) : []).map((o) => [o.kernelName, o]),
+  );
   for (const config of getKernelsForBackend('cpu')) {
     const override = overrides.get(config.kernelName);
-    const kernelFunc = override && addon ? override.make(addon, config.kernelFunc) : config.kernelFunc;
-    if (!getKernel(config.kernelName, backendName)) registerKernel({ ...config, backendName, kernelFunc: countingKernel(kernelFunc) });
+    const kernelFunc =
+      override && addon ? override.make(addon, config.kernelFunc) : config.kernelFunc;
+    if (!getKernel(config.kernelName, backendName))
+      registerKernel({ ...config, backendName, kernelFunc: countingKernel(kernelFunc) });
   }
   if (!addon) useJsSegmentSum(backendName); // without the addon: still not the O(segments x rows) stock one
   if (addon) {
-    const fused = [softmaxCrossEntropyKernels, rmsNormKernels, swiGluKernels, rotaryKernels, attentionKernels, flashAttentionKernels, logprobStatsKernels, adamWKernels].flatMap((k) => k(addon, backendName));
+    const fused = [
+      softmaxCrossEntropyKernels,
+      rmsNormKernels,
+      swiGluKernels,
+      rotaryKernels,
+      attentionKernels,
+      flashAttentionKernels,
+      logprobStatsKernels,
+      adamWKernels,
+    ].flatMap((k) => k(addon, backendName));
     for (const config of fused) {
-      if (!getKernel(config.kernelName, backendName)) registerKernel({ ...config, kernelFunc: countingKernel(config.kernelFunc) });
+      if (!getKernel(config.kernelName, backendName))
+        registerKernel({ ...config, kernelFunc: countingKernel(config.kernelFunc) });
     }
     addonsByBackend.set(backendName, addon);
   }

@@ -49,7 +49,9 @@ export async function writeRealSizeCheckpoint(dir: string): Promise<string[]> {
 export function weightHashes(dir: string): Record<string, string> {
   const out: Record<string, string> = {};
   const buf = Buffer.allocUnsafe(1 << 24);
-  for (const file of readdirSync(dir).filter((f) => f.startsWith('model')).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.startsWith('model'))
+    .sort()) {
     const h = createHash('sha256');
     const fd = openSync(join(dir, file), 'r');
     try {
@@ -68,5 +70,8 @@ if (process.argv[1]?.endsWith('real-size-checkpoint.ts')) {
   await tf.setBackend('cpu');
   const t0 = performance.now();
   const files = await writeRealSizeCheckpoint(dir);
-  console.log(`${files.length} files in ${((performance.now() - t0) / 1000).toFixed(1)} s:`, weightHashes(dir));
+  console.log(
+    `${files.length} files in ${((performance.now() - t0) / 1000).toFixed(1)} s:`,
+    weightHashes(dir),
+  );
 }

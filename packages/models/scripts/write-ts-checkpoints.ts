@@ -21,7 +21,13 @@ export const TS_WRITTEN = [
 
 export async function writeTsCheckpoints(fixtures: string, out: string): Promise<void> {
   await tf.setBackend('cpu');
-  const generationConfig = parseGenerationConfig({ bos_token_id: 1, eos_token_id: [2], do_sample: true, temperature: 0.7, top_p: 0.9 });
+  const generationConfig = parseGenerationConfig({
+    bos_token_id: 1,
+    eos_token_id: [2],
+    do_sample: true,
+    temperature: 0.7,
+    top_p: 0.9,
+  });
   for (const [src, folder, options] of TS_WRITTEN) {
     const { model } = await loadModel(join(fixtures, src));
     await saveCheckpoint(join(out, folder), model, { ...options, generationConfig });

@@ -17,8 +17,19 @@ beforeAll(async () => {
 });
 
 describe('recomputed layers with a LayerParamSource', () => {
-  it('opens each layer once forward and once backward, frees each layer\'s copy before the next opens, same gradients', () => {
-    const model = initRandomModel({ family: 'qwen3', vocabSize: 40, hiddenSize: 16, intermediateSize: 32, numLayers: 3, numHeads: 4, numKvHeads: 2 }, 2);
+  it("opens each layer once forward and once backward, frees each layer's copy before the next opens, same gradients", () => {
+    const model = initRandomModel(
+      {
+        family: 'qwen3',
+        vocabSize: 40,
+        hiddenSize: 16,
+        intermediateSize: 32,
+        numLayers: 3,
+        numHeads: 4,
+        numKvHeads: 2,
+      },
+      2,
+    );
     const batch = packSequences([
       [1, 2, 3, 4, 5],
       [6, 7, 8],
@@ -50,13 +61,17 @@ describe('recomputed layers with a LayerParamSource', () => {
     });
     const sourced = createDecoderModel(model.config, lookup);
     const vars = [...model.params.values()];
-    const loss = (m: typeof model) => () => tf.sum(tokenLogprobs(m, batch, targets, { recompute: true }).logprobs) as tf.Scalar;
+    const loss = (m: typeof model) => () =>
+      tf.sum(tokenLogprobs(m, batch, targets, { recompute: true }).logprobs) as tf.Scalar;
     const want = tf.variableGrads(loss(model), vars);
     const got = tf.variableGrads(loss(sourced), vars);
     // forward opens 0, 1, 2, then the backward reopens 2, 1, 0
     expect(opens.map((o) => o.layer)).toEqual([0, 1, 2, 2, 1, 0]);
     expect(previousCopiesAlive.length).toBeGreaterThan(0);
-    expect(previousCopiesAlive.every((alive) => !alive), 'one layer held in full at a time: earlier copies are freed').toBe(true);
+    expect(
+      previousCopiesAlive.every((alive) => !alive),
+      'one layer held in full at a time: earlier copies are freed',
+    ).toBe(true);
     for (const name of layerParamNames(model.config, 1)) {
       const v = model.params.get(name) as tf.Variable;
       const a = got.grads[v.name]!.dataSync();

@@ -62,15 +62,30 @@ function measureTs(): Row[] {
   const mid = Math.floor(repeats / 2);
   const warm = { maxLoad: result.loads[0], minLoad: result.loads[k - 1], bins: result.bins };
   return [
-    { name: `@rl2/packing karmarkarKarp (warm, median of ${repeats})`, ms: times[mid], cpuMs: cpuTimes[mid], ...warm },
-    { name: '@rl2/packing karmarkarKarp (first call, cold JIT)', ms: coldMs, cpuMs: coldCpu, maxLoad: cold.loads[0], minLoad: cold.loads[k - 1] },
+    {
+      name: `@rl2/packing karmarkarKarp (warm, median of ${repeats})`,
+      ms: times[mid],
+      cpuMs: cpuTimes[mid],
+      ...warm,
+    },
+    {
+      name: '@rl2/packing karmarkarKarp (first call, cold JIT)',
+      ms: coldMs,
+      cpuMs: coldCpu,
+      maxLoad: cold.loads[0],
+      minLoad: cold.loads[k - 1],
+    },
   ];
 }
 
 function locateRl2(): string | undefined {
   const given = arg('rl2', process.env.RL2_PATH);
   if (!given) return undefined;
-  for (const p of [given, join(given, 'RL2', 'utils', 'seqlen_balance.py'), join(given, 'utils', 'seqlen_balance.py')]) {
+  for (const p of [
+    given,
+    join(given, 'RL2', 'utils', 'seqlen_balance.py'),
+    join(given, 'utils', 'seqlen_balance.py'),
+  ]) {
     if (p.endsWith('.py') && existsSync(p)) return p;
   }
   return undefined;
@@ -83,9 +98,17 @@ function measurePython(file: string): Row | string {
     const lengthsFile = join(dir, 'lengths.json');
     writeFileSync(lengthsFile, JSON.stringify(lengths));
     const timer = join(import.meta.dirname, '..', 'scripts', 'rl2_partition_timer.py');
-    const r = spawnSync(python, [timer, file, lengthsFile, String(k)], { encoding: 'utf8', maxBuffer: 1 << 28 });
-    if (r.error || r.status !== 0) return `${python} failed: ${r.error?.message ?? r.stderr.trim().split('\n').pop()}`;
-    const { seconds, cpuSeconds, bins } = JSON.parse(r.stdout) as { seconds: number; cpuSeconds: number; bins: number[][] };
+    const r = spawnSync(python, [timer, file, lengthsFile, String(k)], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 28,
+    });
+    if (r.error || r.status !== 0)
+      return `${python} failed: ${r.error?.message ?? r.stderr.trim().split('\n').pop()}`;
+    const { seconds, cpuSeconds, bins } = JSON.parse(r.stdout) as {
+      seconds: number;
+      cpuSeconds: number;
+      bins: number[][];
+    };
     const loads = bins.map((b) => b.reduce((s, i) => s + lengths[i], 0));
     return {
       name: 'RL2 get_seqlen_balanced_partitions (python3, 1 run)',
@@ -100,7 +123,9 @@ function measurePython(file: string): Row | string {
   }
 }
 
-console.log(`Packing ${n} log-normal lengths (total ${total} tokens, max ${Math.max(...lengths)}) into ${k} bins`);
+console.log(
+  `Packing ${n} log-normal lengths (total ${total} tokens, max ${Math.max(...lengths)}) into ${k} bins`,
+);
 const tsRows = measureTs();
 const ts = tsRows[0];
 const rows: Row[] = [...tsRows];
@@ -118,7 +143,9 @@ if (!rl2) {
 }
 
 const reference = rows.find((r) => r.name.startsWith('RL2'));
-console.log('\n| implementation | wall (ms) | CPU (ms) | max load | max/mean | min/mean | speed-up wall | speed-up CPU |');
+console.log(
+  '\n| implementation | wall (ms) | CPU (ms) | max load | max/mean | min/mean | speed-up wall | speed-up CPU |',
+);
 console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
 for (const row of rows) {
   const wall = reference ? `${(reference.ms / row.ms).toFixed(1)}x` : 'n/a';

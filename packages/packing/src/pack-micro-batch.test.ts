@@ -29,7 +29,9 @@ describe('packMicroBatch', () => {
   });
 
   it('lays out every token of a planned batch exactly once, each row within the budget', () => {
-    const sequences = Array.from({ length: 40 }, (_, i) => Array.from({ length: 1 + ((i * 37) % 23) }, (_, t) => i * 100 + t));
+    const sequences = Array.from({ length: 40 }, (_, i) =>
+      Array.from({ length: 1 + ((i * 37) % 23) }, (_, t) => i * 100 + t),
+    );
     const plan = planPacking(
       sequences.map((s) => s.length),
       { maxTokensPerRank: 64, dpSize: 4 },
@@ -45,7 +47,9 @@ describe('packMicroBatch', () => {
   });
 
   it('rejects a bad padToMultipleOf or bin entry', () => {
-    expect(() => packMicroBatch(seqs, [0], { padToMultipleOf: 0 })).toThrow(/padToMultipleOf must be/);
+    expect(() => packMicroBatch(seqs, [0], { padToMultipleOf: 0 })).toThrow(
+      /padToMultipleOf must be/,
+    );
     expect(() => packMicroBatch(seqs, [-1])).toThrow(/bin entry -1/);
   });
 });

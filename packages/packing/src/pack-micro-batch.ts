@@ -38,12 +38,18 @@ export function packMicroBatch(
 ): MicroBatchLayout {
   const multiple = options.padToMultipleOf ?? 1;
   if (!Number.isInteger(multiple) || multiple < 1) {
-    throw new PackingError('INVALID_ARGUMENT', `padToMultipleOf must be an integer >= 1, got ${multiple}.`);
+    throw new PackingError(
+      'INVALID_ARGUMENT',
+      `padToMultipleOf must be an integer >= 1, got ${multiple}.`,
+    );
   }
   let used = 0;
   for (const i of bin) {
     if (!Number.isInteger(i) || i < 0) {
-      throw new PackingError('INVALID_ARGUMENT', `bin entry ${i} is not a sequence index; pass plan.bins[b].`);
+      throw new PackingError(
+        'INVALID_ARGUMENT',
+        `bin entry ${i} is not a sequence index; pass plan.bins[b].`,
+      );
     }
     used += i < sequences.length ? sequences[i].length : 0;
   }

@@ -45,7 +45,9 @@ function checkPlan(plan: PackingPlan, lengths: number[], budget: number, groupSi
   expect(joined).toEqual(plan.bins);
   // un-permute restores order
   const packed = Array.from(plan.permutation, (i) => `seq${i}`);
-  expect(unpermute(packed, plan.permutation, n)).toEqual(Array.from({ length: n }, (_, i) => `seq${i}`));
+  expect(unpermute(packed, plan.permutation, n)).toEqual(
+    Array.from({ length: n }, (_, i) => `seq${i}`),
+  );
 }
 
 describe('planPacking', () => {
@@ -66,7 +68,9 @@ describe('planPacking', () => {
 
   it('starts from ceil(total / budget) rounded up to dpSize and grows by dpSize when a bin is over', () => {
     // total 34, budget 12 -> ceil = 3 -> 4 with dp 2; LDM fits in 4 bins
-    expect(planPacking([5, 9, 2, 7, 3, 8], { maxTokensPerRank: 12, dpSize: 2 }).bins).toHaveLength(4);
+    expect(planPacking([5, 9, 2, 7, 3, 8], { maxTokensPerRank: 12, dpSize: 2 }).bins).toHaveLength(
+      4,
+    );
     // RL2 fixture case: 6 bins leave a 12-token bin over budget 10, so the planner retries with 8
     const grown = planPacking([7, 5, 9, 8, 1, 6, 10, 7, 5], { maxTokensPerRank: 10, dpSize: 2 });
     expect(grown.bins).toHaveLength(8);
@@ -104,18 +108,26 @@ describe('planPacking', () => {
     } catch (e) {
       expect((e as PackingError).code).toBe('SEQUENCE_TOO_LONG');
     }
-    expect(() => planPacking([10, 20, 3000, 2000], { maxTokensPerRank: 4096, dpSize: 2, groupSize: 2 })).toThrow(
-      /group 1 \(sequences 2\.\.3\) has 5000 tokens/,
-    );
+    expect(() =>
+      planPacking([10, 20, 3000, 2000], { maxTokensPerRank: 4096, dpSize: 2, groupSize: 2 }),
+    ).toThrow(/group 1 \(sequences 2\.\.3\) has 5000 tokens/);
   });
 
   it('rejects malformed input, naming what to fix', () => {
-    expect(() => planPacking([], { maxTokensPerRank: 10, dpSize: 1 })).toThrow(/at least one group/);
+    expect(() => planPacking([], { maxTokensPerRank: 10, dpSize: 1 })).toThrow(
+      /at least one group/,
+    );
     expect(() => planPacking([1, 2, 3], { maxTokensPerRank: 10, dpSize: 1, groupSize: 2 })).toThrow(
       /multiple of groupSize 2/,
     );
-    expect(() => planPacking([1], { maxTokensPerRank: 0, dpSize: 1 })).toThrow(/maxTokensPerRank must be/);
-    expect(() => planPacking([1], { maxTokensPerRank: 10, dpSize: 0 })).toThrow(/dpSize must be an integer/);
-    expect(() => planPacking([1, -1], { maxTokensPerRank: 10, dpSize: 1 })).toThrow(/lengths\[1\] is -1/);
+    expect(() => planPacking([1], { maxTokensPerRank: 0, dpSize: 1 })).toThrow(
+      /maxTokensPerRank must be/,
+    );
+    expect(() => planPacking([1], { maxTokensPerRank: 10, dpSize: 0 })).toThrow(
+      /dpSize must be an integer/,
+    );
+    expect(() => planPacking([1, -1], { maxTokensPerRank: 10, dpSize: 1 })).toThrow(
+      /lengths\[1\] is -1/,
+    );
   });
 });

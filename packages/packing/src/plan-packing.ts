@@ -49,7 +49,10 @@ export function planPacking(lengths: ArrayLike<number>, options: PackingOptions)
   const { maxTokensPerRank: budget, dpSize } = options;
   const groupSize = options.groupSize ?? 1;
   if (!(budget > 0) || !Number.isFinite(budget)) {
-    throw new PackingError('INVALID_ARGUMENT', `maxTokensPerRank must be a positive number, got ${budget}.`);
+    throw new PackingError(
+      'INVALID_ARGUMENT',
+      `maxTokensPerRank must be a positive number, got ${budget}.`,
+    );
   }
   assertInteger('dpSize', dpSize, 1);
   assertInteger('groupSize', groupSize, 1);

@@ -18,7 +18,9 @@ describe('unpermute', () => {
 
   it('rejects a packed array of the wrong size or a wrong sequence count', () => {
     expect(() => unpermute([1, 2], [0, 1, 2], 3)).toThrow(PackingError);
-    expect(() => unpermute([1, 2], [0, 1, 2], 3)).toThrow(/got 2 packed values for a permutation of 3/);
+    expect(() => unpermute([1, 2], [0, 1, 2], 3)).toThrow(
+      /got 2 packed values for a permutation of 3/,
+    );
     expect(() => unpermute([1, 2, 3], [0, 1, 5], 3)).toThrow(/covers 2 of 3 sequences/);
   });
 });

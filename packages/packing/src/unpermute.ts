@@ -8,7 +8,11 @@ import { PackingError } from './errors.js';
  * @param permutation [numSequences + numPadding] from {@link PackingPlan.permutation}
  * @param numSequences sequences before padding ({@link PackingPlan.numSequences})
  */
-export function unpermute<T>(packed: ArrayLike<T>, permutation: ArrayLike<number>, numSequences: number): T[] {
+export function unpermute<T>(
+  packed: ArrayLike<T>,
+  permutation: ArrayLike<number>,
+  numSequences: number,
+): T[] {
   if (packed.length !== permutation.length) {
     throw new PackingError(
       'INVALID_ARGUMENT',

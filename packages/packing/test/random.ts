@@ -11,7 +11,13 @@ export function seededRandom(seed: number): () => number {
 }
 
 /** [n] integer lengths >= 1 drawn from round(exp(mu + sigma * N(0, 1))), capped at `cap`. */
-export function lognormalLengths(n: number, seed: number, mu = 6, sigma = 1, cap = Infinity): number[] {
+export function lognormalLengths(
+  n: number,
+  seed: number,
+  mu = 6,
+  sigma = 1,
+  cap = Infinity,
+): number[] {
   const rand = seededRandom(seed);
   const out: number[] = [];
   for (let i = 0; i < n; i++) {

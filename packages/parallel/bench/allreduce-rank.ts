@@ -20,10 +20,20 @@ interface Ops {
 async function open(): Promise<Ops> {
   if (process.env.BENCH_PATH === 'async') {
     const sw = await createSocketWorld(readLaunchEnv(), { transport });
-    return { rank: sw.world.rank, size: sw.world.size, allReduce: (b, op) => sw.world.allReduce(b, op), close: async () => sw.close() };
+    return {
+      rank: sw.world.rank,
+      size: sw.world.size,
+      allReduce: (b, op) => sw.world.allReduce(b, op),
+      close: async () => sw.close(),
+    };
   }
   const w = await initProcessGroup({ transport });
-  return { rank: w.rank, size: w.size, allReduce: async (b, op) => w.allReduce(b, op), close: () => w.close() };
+  return {
+    rank: w.rank,
+    size: w.size,
+    allReduce: async (b, op) => w.allReduce(b, op),
+    close: () => w.close(),
+  };
 }
 
 const g = await open();
@@ -37,7 +47,9 @@ async function time(fn: () => Promise<unknown>): Promise<number> {
   let t0 = performance.now();
   for (let i = 0; i < 3; i++) await fn();
   const est = (performance.now() - t0) / 3;
-  const count = Float32Array.of(g.rank === 0 ? Math.max(5, Math.min(maxIters, Math.floor(budgetMs / Math.max(est, 1e-3)))) : 0);
+  const count = Float32Array.of(
+    g.rank === 0 ? Math.max(5, Math.min(maxIters, Math.floor(budgetMs / Math.max(est, 1e-3)))) : 0,
+  );
   const iters = (await g.allReduce(count, 'max'))[0]!;
   t0 = performance.now();
   for (let i = 0; i < iters; i++) await fn();

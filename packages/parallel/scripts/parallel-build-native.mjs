@@ -10,36 +10,62 @@ import { dirname, join, resolve } from 'node:path';
 
 const pkg = resolve(import.meta.dirname, '..');
 const nativeDir = join(pkg, 'native');
-const sources = readdirSync(nativeDir).filter((f) => f.endsWith('.cc')).sort().map((f) => join(nativeDir, f));
+const sources = readdirSync(nativeDir)
+  .filter((f) => f.endsWith('.cc'))
+  .sort()
+  .map((f) => join(nativeDir, f));
 const out = join(pkg, 'build', 'rl2_gloo.node');
 
 function notice(reason) {
   if (process.env.RL2_REQUIRE_GLOO === '1') {
-    console.error(`parallel-build-native: gloo addon not built (${reason}), and RL2_REQUIRE_GLOO=1 requires it`);
+    console.error(
+      `parallel-build-native: gloo addon not built (${reason}), and RL2_REQUIRE_GLOO=1 requires it`,
+    );
     process.exit(1);
   }
-  console.log(`parallel-build-native: gloo addon not built (${reason}); collectives will use the socket transport`);
+  console.log(
+    `parallel-build-native: gloo addon not built (${reason}); collectives will use the socket transport`,
+  );
   process.exit(0);
 }
 
 if (process.env.RL2_NO_NATIVE === '1') notice('RL2_NO_NATIVE=1');
 if (process.platform !== 'linux') notice(`platform ${process.platform} is not supported`);
-const glooInclude = ['/usr/include', '/usr/local/include'].find((dir) => existsSync(join(dir, 'gloo', 'allreduce.h')));
-if (!glooInclude) notice('gloo/allreduce.h not found; install libgloo-dev (Debian/Ubuntu), or run tooling/scripts/setup.sh as root');
+const glooInclude = ['/usr/include', '/usr/local/include'].find((dir) =>
+  existsSync(join(dir, 'gloo', 'allreduce.h')),
+);
+if (!glooInclude)
+  notice(
+    'gloo/allreduce.h not found; install libgloo-dev (Debian/Ubuntu), or run tooling/scripts/setup.sh as root',
+  );
 const candidates = [
   join(dirname(process.execPath), '..', 'include', 'node'),
   process.env.npm_config_nodedir && join(process.env.npm_config_nodedir, 'include', 'node'),
-  process.env.HOME && join(process.env.HOME, '.cache', 'node-gyp', process.versions.node, 'include', 'node'),
+  process.env.HOME &&
+    join(process.env.HOME, '.cache', 'node-gyp', process.versions.node, 'include', 'node'),
   '/usr/include/node',
   '/usr/local/include/node',
 ].filter(Boolean);
 const headers = candidates.find((dir) => existsSync(join(dir, 'node_api.h')));
-if (!headers) notice(`node_api.h not found in ${candidates.join(', ')}; install Node's headers (Debian: libnode-dev)`);
+if (!headers)
+  notice(
+    `node_api.h not found in ${candidates.join(', ')}; install Node's headers (Debian: libnode-dev)`,
+  );
 
 const cxx = process.env.CXX || 'c++';
 const flags = [
-  '-O2', '-fPIC', '-shared', '-std=c++17', '-Wall', '-fvisibility=hidden', '-DNODE_GYP_MODULE_NAME=rl2_gloo',
-  `-I${headers}`, `-I${glooInclude}`, ...sources, '-lgloo', '-pthread',
+  '-O2',
+  '-fPIC',
+  '-shared',
+  '-std=c++17',
+  '-Wall',
+  '-fvisibility=hidden',
+  '-DNODE_GYP_MODULE_NAME=rl2_gloo',
+  `-I${headers}`,
+  `-I${glooInclude}`,
+  ...sources,
+  '-lgloo',
+  '-pthread',
 ];
 mkdirSync(dirname(out), { recursive: true });
 const tmp = `${out}.${process.pid}.tmp`;

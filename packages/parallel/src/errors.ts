@@ -41,7 +41,9 @@ export class RankFailedError extends ParallelError {
     readonly stderrTail: string,
   ) {
     const how = exitCode !== null ? `exit code ${exitCode}` : `signal ${signal}`;
-    const tail = stderrTail.trim() ? `\n--- last stderr of rank ${rank} ---\n${stderrTail.trimEnd()}` : ' (no stderr output)';
+    const tail = stderrTail.trim()
+      ? `\n--- last stderr of rank ${rank} ---\n${stderrTail.trimEnd()}`
+      : ' (no stderr output)';
     super('RANK_FAILED', `rank ${rank} failed with ${how}; every other rank was stopped.${tail}`);
   }
 }

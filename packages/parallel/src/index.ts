@@ -17,7 +17,13 @@ export { freePort } from './launch/free-port.js';
 
 // Process groups: blocking collectives of the world and its subgroups (worker thread +
 // sockets), the same as Promises for event-loop code, and the one-process group.
-export type { Collective, GroupSpec, PendingOp, ProcessGroup, ReduceOp } from './comm/collective.js';
+export type {
+  Collective,
+  GroupSpec,
+  PendingOp,
+  ProcessGroup,
+  ReduceOp,
+} from './comm/collective.js';
 export { initProcessGroup } from './comm/init-process-group.js';
 export type { InitProcessGroupOptions, World } from './comm/init-process-group.js';
 export { createSocketWorld } from './comm/socket-world.js';
@@ -32,7 +38,12 @@ export { createMeshGroups } from './mesh/create-mesh-groups.js';
 
 // ZeRO-3 / FSDP: flat parameter shards per unit, gathered on first read, gradients reduce-scattered.
 export { Zero3Params } from './layout/zero3-params.js';
-export type { FsdpGroups, FsdpNormOptions, Zero3Options, Zero3Unit } from './layout/zero3-params.js';
+export type {
+  FsdpGroups,
+  FsdpNormOptions,
+  Zero3Options,
+  Zero3Unit,
+} from './layout/zero3-params.js';
 export type { FlatParamLayout } from './layout/flat-params.js';
 
 // Tensor parallelism (Megatron): parallel linears, the f/g operators, vocab-split embedding and
@@ -46,7 +57,11 @@ export {
   tensorParallelHeads,
 } from './layout/tensor-parallel.js';
 export type { ParallelLinearOptions } from './layout/tensor-parallel.js';
-export { vocabParallelEmbedding, vocabParallelLogprobs, vocabRange } from './layout/vocab-parallel.js';
+export {
+  vocabParallelEmbedding,
+  vocabParallelLogprobs,
+  vocabRange,
+} from './layout/vocab-parallel.js';
 export {
   gatherTensorParallel,
   shardForTensorParallel,
@@ -57,12 +72,22 @@ export {
 export type { TensorParallelRole } from './layout/tensor-parallel-model.js';
 
 // Sequence parallelism: tokens split over tp outside the tensor-parallel regions.
-export { gatherSequence, reduceScatterSequence, splitSequence } from './layout/sequence-parallel.js';
+export {
+  gatherSequence,
+  reduceScatterSequence,
+  splitSequence,
+} from './layout/sequence-parallel.js';
 
 // Context parallelism: zigzag split of a packed row, attention with K/V all-gathered.
 export { planZigzag } from './layout/zigzag.js';
 export type { ZigzagPlan } from './layout/zigzag.js';
-export { allGatherContext, contextParallelAttention, contextParallelAttentionKernel, zigzagMerge, zigzagSplit } from './layout/context-parallel.js';
+export {
+  allGatherContext,
+  contextParallelAttention,
+  contextParallelAttentionKernel,
+  zigzagMerge,
+  zigzagSplit,
+} from './layout/context-parallel.js';
 
 // Memory planning (`rl2 plan`).
 export { countParameters } from './plan/count-parameters.js';

@@ -6,9 +6,12 @@ import { type LaunchOptions, freePort, launch } from '../src/index.js';
 export { freePort };
 
 const gloo = loadGlooAddon();
-if (!gloo.ok && process.env.RL2_REQUIRE_GLOO === '1') throw new Error(`RL2_REQUIRE_GLOO=1 but ${gloo.reason}`);
+if (!gloo.ok && process.env.RL2_REQUIRE_GLOO === '1')
+  throw new Error(`RL2_REQUIRE_GLOO=1 but ${gloo.reason}`);
 /** The collectives the rank tests run on: Gloo when its addon is built, and the socket fallback. */
-export const COLLECTIVES: readonly ('gloo' | 'sockets')[] = gloo.ok ? ['gloo', 'sockets'] : ['sockets'];
+export const COLLECTIVES: readonly ('gloo' | 'sockets')[] = gloo.ok
+  ? ['gloo', 'sockets']
+  : ['sockets'];
 
 export interface RankResults<T> {
   results: T[];
@@ -30,7 +33,8 @@ export async function runRanks<T = Record<string, unknown>>(
       ...o,
       command: [process.execPath, '--import', 'tsx', file],
       onOutput: (_rank, stream, line) => {
-        if (stream === 'stdout' && line.startsWith('RESULT ')) results.push(JSON.parse(line.slice(7)) as T);
+        if (stream === 'stdout' && line.startsWith('RESULT '))
+          results.push(JSON.parse(line.slice(7)) as T);
       },
     });
     return { results };

@@ -18,7 +18,10 @@ describe('ZeRO-3 (Zero3Params): parameters sharded, gathered per unit in the pas
     ...(COLLECTIVES.length > 1 ? [[2, 1, COLLECTIVES[1]!] as const] : []),
   ] as const) {
     it(`${ranks} ranks (ddp ${ddp} x fsdp ${ranks / ddp}, ${collectives}): shard gradients of two passes, global norm, gathers and fresh values after a change equal the full-tensor maths`, async () => {
-      const { results, error } = await runRanks<Result>('zero3.rank.ts', { nprocPerNode: ranks, env: { RL2_COLLECTIVES: collectives, DDP: String(ddp) } });
+      const { results, error } = await runRanks<Result>('zero3.rank.ts', {
+        nprocPerNode: ranks,
+        env: { RL2_COLLECTIVES: collectives, DDP: String(ddp) },
+      });
       expect(error, error?.message).toBeUndefined();
       expect(results.map((r) => r.rank).sort()).toEqual(Array.from({ length: ranks }, (_, i) => i));
       for (const r of results) {
@@ -28,7 +31,8 @@ describe('ZeRO-3 (Zero3Params): parameters sharded, gathered per unit in the pas
         expect(r.shardFloats).toBeGreaterThanOrEqual(r.totalFloats / r.fsdp);
         expect(r.shardFloats).toBeLessThanOrEqual(r.totalFloats / r.fsdp + 3);
         expect(Object.keys(r.errors).length).toBe(13);
-        for (const [what, e] of Object.entries(r.errors)) expect(e, `rank ${r.rank} ${what}`).toBeLessThan(1e-5);
+        for (const [what, e] of Object.entries(r.errors))
+          expect(e, `rank ${r.rank} ${what}`).toBeLessThan(1e-5);
       }
     }, 60_000);
   }

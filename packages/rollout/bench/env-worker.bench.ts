@@ -15,11 +15,22 @@ const IN_FLIGHT = 64;
 const dir = mkdtempSync(join(tmpdir(), 'rl2-env-bench-'));
 const body = `
   return [null, action.length % 2, true];`;
-writeFileSync(join(dir, 'env.mjs'), `export async function step(state, action, answer) {${body}\n}\n`);
-writeFileSync(join(dir, 'env.ts'), `export async function step(state: string, action: string, answer: unknown): Promise<[null, number, boolean]> {${body}\n}\n`);
+writeFileSync(
+  join(dir, 'env.mjs'),
+  `export async function step(state, action, answer) {${body}\n}\n`,
+);
+writeFileSync(
+  join(dir, 'env.ts'),
+  `export async function step(state: string, action: string, answer: unknown): Promise<[null, number, boolean]> {${body}\n}\n`,
+);
 
 /** Mean milliseconds per call: `calls` calls, `inFlight` at a time. */
-async function perCall(env: Environment, action: string, calls: number, inFlight: number): Promise<number> {
+async function perCall(
+  env: Environment,
+  action: string,
+  calls: number,
+  inFlight: number,
+): Promise<number> {
   let next = 0;
   const start = performance.now();
   await Promise.all(
@@ -33,7 +44,9 @@ async function perCall(env: Environment, action: string, calls: number, inFlight
   return (performance.now() - start) / calls;
 }
 
-const inThread = createEnvironment((await import(pathToFileURL(join(dir, 'env.mjs')).href)) as EnvModule);
+const inThread = createEnvironment(
+  (await import(pathToFileURL(join(dir, 'env.mjs')).href)) as EnvModule,
+);
 const cases: [string, Environment][] = [
   ['main thread (reference)', inThread],
   ['1 worker, .mjs', await loadEnvironment(join(dir, 'env.mjs'))],
@@ -50,7 +63,8 @@ const rows: Record<string, string>[] = [];
     // rounds interleave the cases, so that load from other processes falls on all of them; medians
     const times = cases.map(() => [] as number[]);
     for (let round = 0; round < ROUNDS; round++) {
-      for (const [k, [, env]] of cases.entries()) times[k]?.push(await perCall(env, action, calls, inFlight));
+      for (const [k, [, env]] of cases.entries())
+        times[k]?.push(await perCall(env, action, calls, inFlight));
     }
     const reference = median(times[0] as number[]);
     for (const [k, [name]] of cases.entries()) {
@@ -65,7 +79,9 @@ const rows: Record<string, string>[] = [];
     }
   }
 }
-console.log(`env step() calls through worker threads, ${process.version}, ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown cpu'})`);
+console.log(
+  `env step() calls through worker threads, ${process.version}, ${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown cpu'})`,
+);
 console.table(rows);
 for (const [, env] of cases) await env.close?.();
 rmSync(dir, { recursive: true, force: true });

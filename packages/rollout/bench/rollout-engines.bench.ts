@@ -4,7 +4,12 @@
 import '@tensorflow/tfjs-backend-cpu';
 import { createGenerator, initRandomModel } from '@rl2/models';
 import { setBackend } from '@tensorflow/tfjs-core';
-import { createEmbeddedEngine, createSGLangEngine, createToyGenerator, startSGLangServer } from '../src/index.js';
+import {
+  createEmbeddedEngine,
+  createSGLangEngine,
+  createToyGenerator,
+  startSGLangServer,
+} from '../src/index.js';
 import type { RolloutEngine, TokenGenerator } from '../src/index.js';
 
 let requests = 256;
@@ -19,7 +24,10 @@ async function measure(engine: RolloutEngine): Promise<{ seconds: number; tokens
     Array.from({ length: concurrency }, async () => {
       while (next < requests) {
         const i = next++;
-        const out = await engine.generate({ inputIds: [i % 32, 1, 2, 3, 4, 5, 6, 7], sampling: { max_new_tokens: newTokens, sampling_seed: i, ignore_eos: true } });
+        const out = await engine.generate({
+          inputIds: [i % 32, 1, 2, 3, 4, 5, 6, 7],
+          sampling: { max_new_tokens: newTokens, sampling_seed: i, ignore_eos: true },
+        });
         tokens += out.tokenIds.length;
       }
     }),
@@ -35,7 +43,10 @@ async function table(title: string, make: () => TokenGenerator): Promise<void> {
     ['embedded (reference)', embedded],
     ['sglang client -> 1 server', createSGLangEngine({ urls: s1.url })],
     ['sglang client -> 2 servers, round-robin', createSGLangEngine({ urls: [s1.url, s2.url] })],
-    ['sglang client -> 2 servers, least-loaded', createSGLangEngine({ urls: [s1.url, s2.url], balance: 'least-loaded' })],
+    [
+      'sglang client -> 2 servers, least-loaded',
+      createSGLangEngine({ urls: [s1.url, s2.url], balance: 'least-loaded' }),
+    ],
   ];
   await measure(embedded); // warm-up
   const rows: { case: string; 'req/s': string; 'tokens/s': string; 'vs embedded': string }[] = [];
@@ -44,15 +55,35 @@ async function table(title: string, make: () => TokenGenerator): Promise<void> {
     const { seconds, tokens } = await measure(engine);
     const tps = tokens / seconds;
     if (reference === 0) reference = tps;
-    rows.push({ case: name, 'req/s': (requests / seconds).toFixed(1), 'tokens/s': tps.toFixed(0), 'vs embedded': `${(tps / reference).toFixed(2)}x` });
+    rows.push({
+      case: name,
+      'req/s': (requests / seconds).toFixed(1),
+      'tokens/s': tps.toFixed(0),
+      'vs embedded': `${(tps / reference).toFixed(2)}x`,
+    });
   }
-  console.log(`${title}: ${requests} requests x ${newTokens} tokens, ${concurrency} in flight (one process, ${process.version})`);
+  console.log(
+    `${title}: ${requests} requests x ${newTokens} tokens, ${concurrency} in flight (one process, ${process.version})`,
+  );
   console.table(rows);
   await Promise.all([s1.close(), s2.close()]);
 }
 
 await table('toy generator', () => createToyGenerator({ yieldEvery: 8 }));
 await setBackend('cpu');
-const model = initRandomModel({ family: 'qwen3', vocabSize: 512, hiddenSize: 64, intermediateSize: 128, numLayers: 2, numHeads: 4, numKvHeads: 2 }, 0);
+const model = initRandomModel(
+  {
+    family: 'qwen3',
+    vocabSize: 512,
+    hiddenSize: 64,
+    intermediateSize: 128,
+    numLayers: 2,
+    numHeads: 4,
+    numKvHeads: 2,
+  },
+  0,
+);
 requests = 64;
-await table('@rl2/models generator, random Qwen3 (2 layers, hidden 64, tfjs cpu backend)', () => createGenerator(model, { maxBatch: 16 }));
+await table('@rl2/models generator, random Qwen3 (2 layers, hidden 64, tfjs cpu backend)', () =>
+  createGenerator(model, { maxBatch: 16 }),
+);

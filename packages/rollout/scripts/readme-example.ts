@@ -22,9 +22,18 @@ const engine = createSGLangEngine({ urls: [server.url] });
 
 // A toy verifiable reward: 1 when the response contains the answer digit.
 const env = createEnvironment({
-  step: async (_state: string, action: string, answer: unknown) => [null, action.includes(String(answer)) ? 1 : 0, true],
+  step: async (_state: string, action: string, answer: unknown) => [
+    null,
+    action.includes(String(answer)) ? 1 : 0,
+    true,
+  ],
 });
-const prompts = [['1+2=', 3], ['3+4=', 7], ['2*3=', 6], ['9-5=', 4]].map(([prompt, answer]) => ({ prompt: String(prompt), answer }));
+const prompts = [
+  ['1+2=', 3],
+  ['3+4=', 7],
+  ['2*3=', 6],
+  ['9-5=', 4],
+].map(([prompt, answer]) => ({ prompt: String(prompt), answer }));
 const runner = createRolloutRunner({
   engine,
   env,
@@ -38,9 +47,13 @@ const runner = createRolloutRunner({
   refill: true, // and take more prompts until 2 groups are kept
 });
 const { groups, batch, metrics } = await runner.step(1);
-console.log(groups.map((g) => `${g[0].prompt} -> ${g.map((t) => t.turns[0].action).join(' | ')}`).join('\n'));
+console.log(
+  groups.map((g) => `${g[0].prompt} -> ${g.map((t) => t.turns[0].action).join(' | ')}`).join('\n'),
+);
 const first = batch.sequences[0];
-console.log(`${batch.sequences.length} sequences, trajectory ids ${batch.trajectoryIds.join(',')}; the first:`);
+console.log(
+  `${batch.sequences.length} sequences, trajectory ids ${batch.trajectoryIds.join(',')}; the first:`,
+);
 for (const key of ['states', 'actions', 'actionMask', 'llmLogps', 'rewards'] as const) {
   console.log(`  ${key.padEnd(10)} ${first[key].map((x) => +x.toFixed(2)).join(' ')}`);
 }

@@ -38,7 +38,14 @@ export { loadEnvironment } from './env/load-environment.js';
 export { createEnvironment } from './env/create-environment.js';
 export type { EnvironmentOptions } from './env/create-environment.js';
 export type { LoadEnvironmentOptions } from './env/load-environment.js';
-export type { EnvModule, EnvResetOutput, EnvStep, EnvStepOutput, Environment, RolloutPrompt } from './env/environment.js';
+export type {
+  EnvModule,
+  EnvResetOutput,
+  EnvStep,
+  EnvStepOutput,
+  Environment,
+  RolloutPrompt,
+} from './env/environment.js';
 
 // Trajectories: multi-turn assembly and the training layout.
 export { runTrajectory } from './trajectory/run-trajectory.js';
@@ -53,7 +60,11 @@ export type { RolloutTokenizer } from './trajectory/rollout-tokenizer.js';
 
 // The rollout loop: concurrency, dynamic filtering with refill, partial rollout, JSONL, eval.
 export { createRolloutRunner } from './loop/rollout-runner.js';
-export type { RolloutRunner, RolloutRunnerOptions, RolloutStepResult } from './loop/rollout-runner.js';
+export type {
+  RolloutRunner,
+  RolloutRunnerOptions,
+  RolloutStepResult,
+} from './loop/rollout-runner.js';
 export { isUniformGroup } from './loop/dynamic-filter.js';
 export { summariseRollout } from './loop/rollout-metrics.js';
 export type { RolloutMetrics } from './loop/rollout-metrics.js';

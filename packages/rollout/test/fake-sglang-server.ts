@@ -26,7 +26,10 @@ export interface FakeSGLang {
  * (status, JSON body, plain text or server-sent events) and records what it was sent. With
  * `apiKey` it answers 401 like SGLang's middleware to requests without the bearer key.
  */
-export async function startFakeSGLang(answers: Record<string, SGLangFixture>, options: { apiKey?: string; unauthorized?: SGLangFixture } = {}): Promise<FakeSGLang> {
+export async function startFakeSGLang(
+  answers: Record<string, SGLangFixture>,
+  options: { apiKey?: string; unauthorized?: SGLangFixture } = {},
+): Promise<FakeSGLang> {
   const routes = new Map(Object.entries(answers));
   const failures = new Map<string, { status: number; left: number }>();
   const calls: FakeCall[] = [];
@@ -35,8 +38,17 @@ export async function startFakeSGLang(answers: Record<string, SGLangFixture>, op
     for await (const c of req) chunks.push(c as Buffer);
     const raw = Buffer.concat(chunks).toString('utf8');
     const path = new URL(req.url ?? '/', 'http://x').pathname;
-    calls.push({ method: req.method ?? 'GET', path, authorization: req.headers.authorization, body: raw ? JSON.parse(raw) : undefined });
-    if (options.apiKey && !path.startsWith('/health') && req.headers.authorization !== `Bearer ${options.apiKey}`) {
+    calls.push({
+      method: req.method ?? 'GET',
+      path,
+      authorization: req.headers.authorization,
+      body: raw ? JSON.parse(raw) : undefined,
+    });
+    if (
+      options.apiKey &&
+      !path.startsWith('/health') &&
+      req.headers.authorization !== `Bearer ${options.apiKey}`
+    ) {
       const r = options.unauthorized?.response ?? { status: 401, body: { error: 'Unauthorized' } };
       res.writeHead(r.status, { 'content-type': 'application/json' }).end(JSON.stringify(r.body));
       return;
@@ -49,7 +61,9 @@ export async function startFakeSGLang(answers: Record<string, SGLangFixture>, op
     }
     const fixture = routes.get(path);
     if (!fixture) {
-      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ detail: 'Not Found' }));
+      res
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ detail: 'Not Found' }));
       return;
     }
     const r = fixture.response;

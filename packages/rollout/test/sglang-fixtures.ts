@@ -7,7 +7,13 @@ export interface SGLangFixture {
   about: string;
   source: string[];
   request: { method: 'GET' | 'POST'; path: string; body?: unknown };
-  response: { status: number; contentType?: string; body?: unknown; text?: string; events?: unknown[] };
+  response: {
+    status: number;
+    contentType?: string;
+    body?: unknown;
+    text?: string;
+    events?: unknown[];
+  };
   /** Paths whose values are only checked to exist (types vary, or SGLang's value is unknown). */
   loose?: string[];
 }
@@ -38,16 +44,24 @@ function kind(x: unknown): string {
  * triples are checked position by position. Extra keys are allowed. Paths are written
  * `meta_info.output_token_logprobs[]`; those in `loose` are only checked to exist.
  */
-export function shapeMismatches(expected: unknown, actual: unknown, loose: readonly string[] = [], path = ''): string[] {
+export function shapeMismatches(
+  expected: unknown,
+  actual: unknown,
+  loose: readonly string[] = [],
+  path = '',
+): string[] {
   if (loose.includes(path)) return [];
   const want = kind(expected);
   const got = kind(actual);
   const at = path || '(top)';
-  if (want === 'number' ? got !== 'number' && got !== 'integer' : want !== got) return [`${at}: expected ${want}, got ${got} (${JSON.stringify(actual)?.slice(0, 80)})`];
+  if (want === 'number' ? got !== 'number' && got !== 'integer' : want !== got)
+    return [`${at}: expected ${want}, got ${got} (${JSON.stringify(actual)?.slice(0, 80)})`];
   if (want === 'array') {
     const e = expected as unknown[];
     if (e.length === 0) return [];
-    return (actual as unknown[]).flatMap((a, i) => shapeMismatches(e[Math.min(i, e.length - 1)], a, loose, `${path}[]`));
+    return (actual as unknown[]).flatMap((a, i) =>
+      shapeMismatches(e[Math.min(i, e.length - 1)], a, loose, `${path}[]`),
+    );
   }
   if (want === 'object') {
     const a = actual as Record<string, unknown>;

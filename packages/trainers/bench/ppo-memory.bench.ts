@@ -26,7 +26,11 @@ const base = [
   'trainer.report=false',
 ];
 
-async function run(n: number, port: number, extra: string[]): Promise<{ perRank: number[]; wallS: number }> {
+async function run(
+  n: number,
+  port: number,
+  extra: string[],
+): Promise<{ perRank: number[]; wallS: number }> {
   const results: { rank: number; tensorBytes: number }[] = [];
   const errors: string[] = [];
   const began = performance.now();
@@ -34,20 +38,41 @@ async function run(n: number, port: number, extra: string[]): Promise<{ perRank:
     nprocPerNode: n,
     masterPort: port,
     output: 'silent',
-    env: { PPO_OVERRIDES: JSON.stringify([...base, `trainer.save_dir=${join(t.dir, `run-${port}`)}`, ...extra]) },
-    command: [process.execPath, '--import', 'tsx', '--import', join(import.meta.dirname, '../test/ranks/register-source.mjs'), join(import.meta.dirname, '../test/ranks/ppo.rank.ts')],
+    env: {
+      PPO_OVERRIDES: JSON.stringify([
+        ...base,
+        `trainer.save_dir=${join(t.dir, `run-${port}`)}`,
+        ...extra,
+      ]),
+    },
+    command: [
+      process.execPath,
+      '--import',
+      'tsx',
+      '--import',
+      join(import.meta.dirname, '../test/ranks/register-source.mjs'),
+      join(import.meta.dirname, '../test/ranks/ppo.rank.ts'),
+    ],
     onOutput: (_r, stream, line) => {
-      if (stream === 'stdout' && line.startsWith('RESULT ')) results.push(JSON.parse(line.slice(7)));
+      if (stream === 'stdout' && line.startsWith('RESULT '))
+        results.push(JSON.parse(line.slice(7)));
       else if (stream === 'stderr') errors.push(line);
     },
   }).catch((e: Error) => {
     throw new Error(`${e.message}\n${errors.join('\n')}`);
   });
-  return { perRank: results.sort((a, b) => a.rank - b.rank).map((r) => r.tensorBytes), wallS: (performance.now() - began) / 1000 };
+  return {
+    perRank: results.sort((a, b) => a.rank - b.rank).map((r) => r.tensorBytes),
+    wallS: (performance.now() - began) / 1000,
+  };
 }
 
-console.log(`rl2 ppo tensor memory per rank (${availableParallelism()} cores, ${cpus()[0]?.model ?? '?'}, Node ${process.version}, load average ${loadavg()[0]?.toFixed(1)} at start)\n`);
-console.log('| processes | layout | tensor KiB per rank (max over steps) | vs 1 process | run wall time |');
+console.log(
+  `rl2 ppo tensor memory per rank (${availableParallelism()} cores, ${cpus()[0]?.model ?? '?'}, Node ${process.version}, load average ${loadavg()[0]?.toFixed(1)} at start)\n`,
+);
+console.log(
+  '| processes | layout | tensor KiB per rank (max over steps) | vs 1 process | run wall time |',
+);
 console.log('|---:|---|---|---:|---:|');
 let port = 29800 + Math.floor(Math.random() * 90);
 let one = 0;
@@ -59,5 +84,7 @@ for (const [n, label, extra] of [
   const { perRank, wallS } = await run(n, port++, [...extra]);
   const kib = perRank.map((b) => (b / 1024).toFixed(0));
   if (n === 1) one = perRank[0] as number;
-  console.log(`| ${n} | ${label} | ${kib.join(' / ')} | ${(Math.max(...perRank) / one).toFixed(2)} | ${wallS.toFixed(1)} s |`);
+  console.log(
+    `| ${n} | ${label} | ${kib.join(' / ')} | ${(Math.max(...perRank) / one).toFixed(2)} | ${wallS.toFixed(1)} s |`,
+  );
 }

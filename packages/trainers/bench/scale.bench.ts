@@ -26,7 +26,8 @@ const ROOT = resolve(import.meta.dirname, '..', '..', '..');
 const CLI = join(ROOT, 'apps', 'cli', 'dist', 'cli.js');
 const TORCH_SCRIPT = join(ROOT, 'packages', 'models', 'scripts', 'bench_scale_torch.py');
 const args = process.argv.slice(2);
-const flag = (name: string, fallback: number) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : fallback);
+const flag = (name: string, fallback: number) =>
+  args.includes(name) ? Number(args[args.indexOf(name) + 1]) : fallback;
 const STEPS = flag('--steps', 2);
 const ROWS = flag('--rows', 2);
 const WORDS = flag('--words', 100);
@@ -37,9 +38,37 @@ const ONLY_SFT = args.includes('--only') && args[args.indexOf('--only') + 1] ===
 const VOCAB_CHUNK = 8192;
 /** `--tiny`: hidden 64, 2 layers (same tokenizer and vocabulary): checks the bench's plumbing in a minute. */
 const SHAPE = args.includes('--tiny')
-  ? ['--hidden-size', '64', '--layers', '2', '--heads', '4', '--kv-heads', '2', '--head-dim', '16', '--intermediate-size', '128']
-  : ['--hidden-size', '1024', '--layers', '28', '--heads', '16', '--kv-heads', '8', '--head-dim', '128', '--intermediate-size', '3072'];
-const dir = args.includes('--dir') ? resolve(args[args.indexOf('--dir') + 1]!) : mkdtempSync(join(tmpdir(), 'rl2-bench-scale-'));
+  ? [
+      '--hidden-size',
+      '64',
+      '--layers',
+      '2',
+      '--heads',
+      '4',
+      '--kv-heads',
+      '2',
+      '--head-dim',
+      '16',
+      '--intermediate-size',
+      '128',
+    ]
+  : [
+      '--hidden-size',
+      '1024',
+      '--layers',
+      '28',
+      '--heads',
+      '16',
+      '--kv-heads',
+      '8',
+      '--head-dim',
+      '128',
+      '--intermediate-size',
+      '3072',
+    ];
+const dir = args.includes('--dir')
+  ? resolve(args[args.indexOf('--dir') + 1]!)
+  : mkdtempSync(join(tmpdir(), 'rl2-bench-scale-'));
 mkdirSync(dir, { recursive: true });
 const MODEL = join(dir, 'model');
 const hasTime = existsSync('/usr/bin/time');
@@ -55,23 +84,42 @@ function measure(cmd: string, argv: string[], env: NodeJS.ProcessEnv = {}): Run 
   const rssFile = join(dir, 'rss.txt');
   const began = performance.now();
   const r = hasTime
-    ? spawnSync('/usr/bin/time', ['-f', '%M', '-o', rssFile, cmd, ...argv], { encoding: 'utf8', maxBuffer: 1 << 26, env: { ...process.env, ...env } })
-    : spawnSync(cmd, argv, { encoding: 'utf8', maxBuffer: 1 << 26, env: { ...process.env, ...env } });
+    ? spawnSync('/usr/bin/time', ['-f', '%M', '-o', rssFile, cmd, ...argv], {
+        encoding: 'utf8',
+        maxBuffer: 1 << 26,
+        env: { ...process.env, ...env },
+      })
+    : spawnSync(cmd, argv, {
+        encoding: 'utf8',
+        maxBuffer: 1 << 26,
+        env: { ...process.env, ...env },
+      });
   const seconds = (performance.now() - began) / 1000;
-  if (r.status !== 0) throw new Error(`${cmd} ${argv.slice(0, 3).join(' ')} ... failed (exit ${r.status}):\n${(r.stderr || r.stdout).split('\n').slice(-15).join('\n')}`);
-  const peakMiB = hasTime ? Number(readFileSync(rssFile, 'utf8').trim().split('\n').at(-1)) / 1024 : Number.NaN;
+  if (r.status !== 0)
+    throw new Error(
+      `${cmd} ${argv.slice(0, 3).join(' ')} ... failed (exit ${r.status}):\n${(r.stderr || r.stdout).split('\n').slice(-15).join('\n')}`,
+    );
+  const peakMiB = hasTime
+    ? Number(readFileSync(rssFile, 'utf8').trim().split('\n').at(-1)) / 1024
+    : Number.NaN;
   return { seconds, peakMiB, stdout: r.stdout };
 }
 
 const rl2 = (argv: string[]) => measure(process.execPath, [CLI, ...argv]);
 const torch = (argv: string[]) => {
   const r = measure('/usr/bin/python3', [TORCH_SCRIPT, ...argv]);
-  return { ...r, json: JSON.parse(r.stdout.trim().split('\n').at(-1) as string) as Record<string, number> };
+  return {
+    ...r,
+    json: JSON.parse(r.stdout.trim().split('\n').at(-1) as string) as Record<string, number>,
+  };
 };
 
 /** Deterministic English-like text (words from a fixed list, an LCG). */
 function words(n: number, seed: number): string {
-  const list = 'the of and to in is that for it as was with be by on not he this are or his from at which but have an they you were her she there one all we their'.split(' ');
+  const list =
+    'the of and to in is that for it as was with be by on not he this are or his from at which but have an they you were her she there one all we their'.split(
+      ' ',
+    );
   let x = seed;
   return Array.from({ length: n }, () => {
     x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
@@ -86,7 +134,10 @@ const metricsOf = (saveDir: string) =>
     .map((l) => JSON.parse(l) as Record<string, number>);
 
 /** Sum of step tokens over sum of step seconds, from the SFT metrics (train/tokens_per_s is per step). */
-function sftRate(metrics: Record<string, number>[], tokensOfStep: (step: number) => number): number {
+function sftRate(
+  metrics: Record<string, number>[],
+  tokensOfStep: (step: number) => number,
+): number {
   let tokens = 0;
   let seconds = 0;
   for (const m of metrics) {
@@ -108,11 +159,18 @@ async function freePort(): Promise<number> {
 }
 
 /** Peak RSS of a running process (VmHWM), MiB. */
-const vmHwmMiB = (pid: number) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024;
+const vmHwmMiB = (pid: number) =>
+  Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024;
 
-async function serveGeneration(prompts: number[][]): Promise<{ b1: number; b8: number; peakMiB: number }> {
+async function serveGeneration(
+  prompts: number[][],
+): Promise<{ b1: number; b8: number; peakMiB: number }> {
   const port = await freePort();
-  const server: ChildProcess = spawn(process.execPath, [CLI, 'serve', '--model', MODEL, '--port', String(port), '--max-batch', '8'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const server: ChildProcess = spawn(
+    process.execPath,
+    [CLI, 'serve', '--model', MODEL, '--port', String(port), '--max-batch', '8'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let log = '';
   server.stdout?.on('data', (d) => (log += d));
   server.stderr?.on('data', (d) => (log += d));
@@ -120,20 +178,36 @@ async function serveGeneration(prompts: number[][]): Promise<{ b1: number; b8: n
     const url = `http://127.0.0.1:${port}`;
     for (;;) {
       if (server.exitCode !== null) throw new Error(`rl2 serve exited: ${log}`);
-      const ok = await fetch(`${url}/health`).then((r) => r.ok, () => false);
+      const ok = await fetch(`${url}/health`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) break;
       await new Promise((r) => setTimeout(r, 500));
     }
     const generate = (ids: number[]) =>
-      fetch(`${url}/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input_ids: ids, sampling_params: { temperature: 0, max_new_tokens: NEW, ignore_eos: true } }) }).then(async (r) => {
+      fetch(`${url}/generate`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          input_ids: ids,
+          sampling_params: { temperature: 0, max_new_tokens: NEW, ignore_eos: true },
+        }),
+      }).then(async (r) => {
         if (!r.ok) throw new Error(`/generate: HTTP ${r.status} ${await r.text()}`);
-        return (await r.json()) as { output_ids?: number[]; meta_info?: { completion_tokens?: number } };
+        return (await r.json()) as {
+          output_ids?: number[];
+          meta_info?: { completion_tokens?: number };
+        };
       });
     await generate(prompts[0]!.slice(0, 4)); // first request: lazy allocations out of the way
     const rate = async (batch: number) => {
       const began = performance.now();
       const outs = await Promise.all(prompts.slice(0, batch).map(generate));
-      const tokens = outs.reduce((a, o) => a + (o.meta_info?.completion_tokens ?? o.output_ids?.length ?? NEW), 0);
+      const tokens = outs.reduce(
+        (a, o) => a + (o.meta_info?.completion_tokens ?? o.output_ids?.length ?? NEW),
+        0,
+      );
       return tokens / ((performance.now() - began) / 1000);
     };
     const b1 = await rate(1);
@@ -147,17 +221,38 @@ async function serveGeneration(prompts: number[][]): Promise<{ b1: number; b8: n
 
 const rows: string[][] = [];
 const row = (what: string, rl2v: number, torchv: number, unit: string, higherBetter: boolean) =>
-  rows.push([what, `${rl2v.toFixed(unit === 'MiB' ? 0 : 2)} ${unit}`, `${torchv.toFixed(unit === 'MiB' ? 0 : 2)} ${unit}`, `${(rl2v / torchv).toFixed(2)}x ${higherBetter ? '(higher is better)' : '(lower is better)'}`]);
+  rows.push([
+    what,
+    `${rl2v.toFixed(unit === 'MiB' ? 0 : 2)} ${unit}`,
+    `${torchv.toFixed(unit === 'MiB' ? 0 : 2)} ${unit}`,
+    `${(rl2v / torchv).toFixed(2)}x ${higherBetter ? '(higher is better)' : '(lower is better)'}`,
+  ]);
 
 async function main() {
-  console.log(`scale bench in ${dir}: ${STEPS} SFT steps of ${ROWS} rows (+1 resumed)${ONLY_SFT ? '' : `, generation of ${NEW} tokens, one GRPO step`}, ${availableParallelism()} cores (${cpus()[0]?.model}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB`);
-  const init = rl2(['init-model', '--tokenizer', 'qwen3', ...SHAPE, '--dtype', 'bfloat16', '--out', MODEL]);
+  console.log(
+    `scale bench in ${dir}: ${STEPS} SFT steps of ${ROWS} rows (+1 resumed)${ONLY_SFT ? '' : `, generation of ${NEW} tokens, one GRPO step`}, ${availableParallelism()} cores (${cpus()[0]?.model}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB`,
+  );
+  const init = rl2([
+    'init-model',
+    '--tokenizer',
+    'qwen3',
+    ...SHAPE,
+    '--dtype',
+    'bfloat16',
+    '--out',
+    MODEL,
+  ]);
   console.log(`init-model: ${init.seconds.toFixed(1)} s, peak ${init.peakMiB.toFixed(0)} MiB`);
 
   // SFT data: R rows per step, plus one held-out row for the end-of-run validation
-  const sftRows = Array.from({ length: ROWS * (STEPS + 1) }, (_, i) => JSON.stringify({ prompt: words(WORDS / 5, 2 * i + 1), response: words(WORDS, 2 * i + 2) }));
+  const sftRows = Array.from({ length: ROWS * (STEPS + 1) }, (_, i) =>
+    JSON.stringify({ prompt: words(WORDS / 5, 2 * i + 1), response: words(WORDS, 2 * i + 2) }),
+  );
   writeFileSync(join(dir, 'sft.jsonl'), `${sftRows.join('\n')}\n`);
-  writeFileSync(join(dir, 'test.jsonl'), `${JSON.stringify({ prompt: 'the', response: 'of and' })}\n`);
+  writeFileSync(
+    join(dir, 'test.jsonl'),
+    `${JSON.stringify({ prompt: 'the', response: 'of and' })}\n`,
+  );
   const overrides = [
     `actor.model_name=${MODEL}`,
     `data.train.path=${join(dir, 'sft.jsonl')}`,
@@ -173,43 +268,129 @@ async function main() {
   // the very token ids rl2 trains on, step by step, for the PyTorch side
   const cfg = loadConfig(sftConfigSchema, { overrides });
   const { train } = await loadItems('sft', await loadTokenizer(MODEL), cfg.data, cfg.trainer.seed);
-  const steps = Array.from({ length: STEPS + 1 }, (_, s) => train.slice(s * ROWS, (s + 1) * ROWS).flatMap((it) => it.sequences.map((q) => ({ ids: [...q.inputIds], mask: [...q.lossMask] }))));
+  const steps = Array.from({ length: STEPS + 1 }, (_, s) =>
+    train
+      .slice(s * ROWS, (s + 1) * ROWS)
+      .flatMap((it) => it.sequences.map((q) => ({ ids: [...q.inputIds], mask: [...q.lossMask] }))),
+  );
   const tokensOf = (s: number) => steps[s - 1]!.reduce((a, q) => a + q.ids.length, 0);
   writeFileSync(join(dir, 'steps.json'), JSON.stringify({ steps: steps.slice(0, STEPS) }));
   writeFileSync(join(dir, 'resume-step.json'), JSON.stringify({ steps: steps.slice(STEPS) }));
 
   const sftDir = join(dir, 'rl2-sft');
-  const sft = rl2(['sft', ...overrides, `trainer.save_dir=${sftDir}`, `trainer.max_steps=${STEPS}`, `trainer.save_freq=${STEPS}`, 'trainer.n_epochs=2']);
+  const sft = rl2([
+    'sft',
+    ...overrides,
+    `trainer.save_dir=${sftDir}`,
+    `trainer.max_steps=${STEPS}`,
+    `trainer.save_freq=${STEPS}`,
+    'trainer.n_epochs=2',
+  ]);
   const sftRate1 = sftRate(metricsOf(sftDir), tokensOf);
-  const resumed = rl2(['sft', ...overrides, `trainer.save_dir=${sftDir}`, `trainer.max_steps=${STEPS + 1}`, 'trainer.load_ckpt_from=latest', 'trainer.n_epochs=2']);
-  const resumeRate = sftRate(metricsOf(sftDir).filter((m) => (m.step as number) > STEPS), tokensOf);
-  const tSft = torch(['sft', MODEL, '--data', join(dir, 'steps.json'), '--save', join(dir, 'torch-sft')]);
-  const tResume = torch(['resume', join(dir, 'torch-sft'), '--data', join(dir, 'resume-step.json')]);
-  console.log(`sft: rl2 ${sft.seconds.toFixed(0)} s / PyTorch ${tSft.seconds.toFixed(0)} s (load + ${STEPS} steps + save); resume: ${resumed.seconds.toFixed(0)} s / ${tResume.seconds.toFixed(0)} s`);
-  row(`SFT, ${STEPS} steps (~${Math.round(tokensOf(1))} tokens each), train tokens/s`, sftRate1, tSft.json.tokens_per_s as number, 'tok/s', true);
+  const resumed = rl2([
+    'sft',
+    ...overrides,
+    `trainer.save_dir=${sftDir}`,
+    `trainer.max_steps=${STEPS + 1}`,
+    'trainer.load_ckpt_from=latest',
+    'trainer.n_epochs=2',
+  ]);
+  const resumeRate = sftRate(
+    metricsOf(sftDir).filter((m) => (m.step as number) > STEPS),
+    tokensOf,
+  );
+  const tSft = torch([
+    'sft',
+    MODEL,
+    '--data',
+    join(dir, 'steps.json'),
+    '--save',
+    join(dir, 'torch-sft'),
+  ]);
+  const tResume = torch([
+    'resume',
+    join(dir, 'torch-sft'),
+    '--data',
+    join(dir, 'resume-step.json'),
+  ]);
+  console.log(
+    `sft: rl2 ${sft.seconds.toFixed(0)} s / PyTorch ${tSft.seconds.toFixed(0)} s (load + ${STEPS} steps + save); resume: ${resumed.seconds.toFixed(0)} s / ${tResume.seconds.toFixed(0)} s`,
+  );
+  row(
+    `SFT, ${STEPS} steps (~${Math.round(tokensOf(1))} tokens each), train tokens/s`,
+    sftRate1,
+    tSft.json.tokens_per_s as number,
+    'tok/s',
+    true,
+  );
   row('SFT with the save: peak RSS', sft.peakMiB, tSft.peakMiB, 'MiB', false);
-  row('SFT resumed (+1 step): tokens/s', resumeRate, tResume.json.tokens_per_s as number, 'tok/s', true);
+  row(
+    'SFT resumed (+1 step): tokens/s',
+    resumeRate,
+    tResume.json.tokens_per_s as number,
+    'tok/s',
+    true,
+  );
   row('SFT resumed: peak RSS', resumed.peakMiB, tResume.peakMiB, 'MiB', false);
 
   if (!ONLY_SFT) await generationAndGrpo(steps);
   printTable();
-  memoryBreakdown(Math.max(...steps.slice(0, STEPS).map((q) => q.reduce((a, x) => a + x.ids.length, 0))), sft.peakMiB, tSft.peakMiB);
+  memoryBreakdown(
+    Math.max(...steps.slice(0, STEPS).map((q) => q.reduce((a, x) => a + x.ids.length, 0))),
+    sft.peakMiB,
+    tSft.peakMiB,
+  );
   if (!args.includes('--dir')) rmSync(dir, { recursive: true, force: true });
 }
 
 async function generationAndGrpo(steps: { ids: number[]; mask: number[] }[][]) {
-  const prompts = Array.from({ length: 8 }, (_, i) => steps[0]![i % steps[0]!.length]!.ids.slice(0, PROMPT));
+  const prompts = Array.from({ length: 8 }, (_, i) =>
+    steps[0]![i % steps[0]!.length]!.ids.slice(0, PROMPT),
+  );
   const gen = await serveGeneration(prompts);
-  const tGen1 = torch(['generate', MODEL, '--batch', '1', '--prompt', String(PROMPT), '--new', String(NEW)]);
-  const tGen8 = torch(['generate', MODEL, '--batch', '8', '--prompt', String(PROMPT), '--new', String(NEW)]);
-  row(`generation batch 1 (${PROMPT} prompt + ${NEW} new, greedy), tokens/s`, gen.b1, tGen1.json.tokens_per_s as number, 'tok/s', true);
+  const tGen1 = torch([
+    'generate',
+    MODEL,
+    '--batch',
+    '1',
+    '--prompt',
+    String(PROMPT),
+    '--new',
+    String(NEW),
+  ]);
+  const tGen8 = torch([
+    'generate',
+    MODEL,
+    '--batch',
+    '8',
+    '--prompt',
+    String(PROMPT),
+    '--new',
+    String(NEW),
+  ]);
+  row(
+    `generation batch 1 (${PROMPT} prompt + ${NEW} new, greedy), tokens/s`,
+    gen.b1,
+    tGen1.json.tokens_per_s as number,
+    'tok/s',
+    true,
+  );
   row('generation batch 8, tokens/s', gen.b8, tGen8.json.tokens_per_s as number, 'tok/s', true);
-  row('generation: peak RSS (rl2 serve / PyTorch batch 8)', gen.peakMiB, tGen8.peakMiB, 'MiB', false);
+  row(
+    'generation: peak RSS (rl2 serve / PyTorch batch 8)',
+    gen.peakMiB,
+    tGen8.peakMiB,
+    'MiB',
+    false,
+  );
 
   // GRPO: 2 prompts x 4 responses, one step
   const prompts2 = [0, 1].map((i) => JSON.stringify({ prompt: words(20, 100 + i), answer: 'x' }));
   writeFileSync(join(dir, 'prompts.jsonl'), `${prompts2.join('\n')}\n`);
-  writeFileSync(join(dir, 'env.mjs'), 'export async function step(_s, action) { return [null, (action.length % 7) / 7, true]; }\n');
+  writeFileSync(
+    join(dir, 'env.mjs'),
+    'export async function step(_s, action) { return [null, (action.length % 7) / 7, true]; }\n',
+  );
   const ppoDir = join(dir, 'rl2-grpo');
   const ppo = rl2([
     'ppo',
@@ -231,16 +412,44 @@ async function generationAndGrpo(steps: { ids: number[]; mask: number[] }[][]) {
   ]);
   const pm = metricsOf(ppoDir).find((m) => m['time/rollout_s'] !== undefined) ?? {};
   // PyTorch: two prompts of the SFT data cut to PROMPT tokens (rl2's chat-templated prompts are about as long)
-  const tGrpo = torch(['grpo', MODEL, '--data', join(dir, 'steps.json'), '--group', '4', '--prompt', String(PROMPT), '--new', String(NEW)]);
-  const rl2Update = 1 / (1 / (pm['tokens_per_s/logps'] ?? Number.POSITIVE_INFINITY) + 1 / (pm['tokens_per_s/update'] ?? Number.NaN));
+  const tGrpo = torch([
+    'grpo',
+    MODEL,
+    '--data',
+    join(dir, 'steps.json'),
+    '--group',
+    '4',
+    '--prompt',
+    String(PROMPT),
+    '--new',
+    String(NEW),
+  ]);
+  const rl2Update =
+    1 /
+    (1 / (pm['tokens_per_s/logps'] ?? Number.POSITIVE_INFINITY) +
+      1 / (pm['tokens_per_s/update'] ?? Number.NaN));
   const rl2Rollout = (8 * NEW) / (pm['time/rollout_s'] ?? Number.NaN);
-  row(`GRPO step: rollout (8 x ${NEW} sampled tokens), tokens/s`, rl2Rollout, (8 * NEW) / (tGrpo.json.generate_s as number), 'tok/s', true);
-  row('GRPO step: update (old logprobs + backward + AdamW), tokens/s', rl2Update, tGrpo.json.update_tokens_per_s as number, 'tok/s', true);
+  row(
+    `GRPO step: rollout (8 x ${NEW} sampled tokens), tokens/s`,
+    rl2Rollout,
+    (8 * NEW) / (tGrpo.json.generate_s as number),
+    'tok/s',
+    true,
+  );
+  row(
+    'GRPO step: update (old logprobs + backward + AdamW), tokens/s',
+    rl2Update,
+    tGrpo.json.update_tokens_per_s as number,
+    'tok/s',
+    true,
+  );
   row('GRPO step: peak RSS', ppo.peakMiB, tGrpo.peakMiB, 'MiB', false);
 }
 
 function printTable() {
-  console.log(`\n| ${new Date().toISOString().slice(0, 10)}, ${availableParallelism()} cores (${cpus()[0]?.model}) | rl2 | PyTorch 1.13 | rl2 / PyTorch |\n| --- | --- | --- | --- |`);
+  console.log(
+    `\n| ${new Date().toISOString().slice(0, 10)}, ${availableParallelism()} cores (${cpus()[0]?.model}) | rl2 | PyTorch 1.13 | rl2 / PyTorch |\n| --- | --- | --- | --- |`,
+  );
   for (const r of rows) console.log(`| ${r.join(' | ')} |`);
 }
 
@@ -261,12 +470,18 @@ function memoryBreakdown(tokens: number, rl2Peak: number, torchPeak: number) {
     [`parameters (${(params / 1e6).toFixed(0)}M, float32)`, mib(4 * params), mib(4 * params)],
     ['gradients (float32)', mib(4 * params), mib(4 * params)],
     ['AdamW moments m and v', mib(8 * params), mib(8 * params)],
-    [`logits of the longest step (${tokens} tokens; rl2: one ${VOCAB_CHUNK}-row vocabulary chunk, PyTorch: the full ${vocab})`, mib(4 * tokens * VOCAB_CHUNK), mib(4 * tokens * vocab)],
+    [
+      `logits of the longest step (${tokens} tokens; rl2: one ${VOCAB_CHUNK}-row vocabulary chunk, PyTorch: the full ${vocab})`,
+      mib(4 * tokens * VOCAB_CHUNK),
+      mib(4 * tokens * vocab),
+    ],
   ];
   const known = (k: 1 | 2) => parts.reduce((a, p) => a + p[k], 0);
   console.log('\n| SFT peak RSS, where it goes (MiB) | rl2 | PyTorch 1.13 |\n| --- | --- | --- |');
   for (const [what, a, b] of parts) console.log(`| ${what} | ${a.toFixed(0)} | ${b.toFixed(0)} |`);
-  console.log(`| the rest: activations kept for the backward, runtime, temporaries (peak minus the above) | ${(rl2Peak - known(1)).toFixed(0)} | ${(torchPeak - known(2)).toFixed(0)} |`);
+  console.log(
+    `| the rest: activations kept for the backward, runtime, temporaries (peak minus the above) | ${(rl2Peak - known(1)).toFixed(0)} | ${(torchPeak - known(2)).toFixed(0)} |`,
+  );
   console.log(`| measured peak | ${rl2Peak.toFixed(0)} | ${torchPeak.toFixed(0)} |`);
 }
 

@@ -35,8 +35,13 @@ let tensorBytes = 0;
 await runSft(config, {
   stdout: out,
   onStep: (r) => {
-    steps.push({ tokensPerSecond: r['train/tokens_per_s'] as number, loss: r['train/loss'] as number });
+    steps.push({
+      tokensPerSecond: r['train/tokens_per_s'] as number,
+      loss: r['train/loss'] as number,
+    });
     tensorBytes = tf.memory().numBytes;
   },
 });
-console.log(`RESULT ${JSON.stringify({ rank: Number(process.env.RANK), engine, steps, tensorBytes })}`);
+console.log(
+  `RESULT ${JSON.stringify({ rank: Number(process.env.RANK), engine, steps, tensorBytes })}`,
+);

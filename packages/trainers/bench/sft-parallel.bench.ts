@@ -15,7 +15,12 @@ import { writeRandomCheckpoint } from '../src/model-init/random-checkpoint.js';
 
 const STEPS = Number(process.argv[2] ?? 8);
 const dir = mkdtempSync(join(tmpdir(), 'rl2-bench-dp-'));
-writeRandomCheckpoint({ arch: 'qwen3', tokenizerDir: resolve(import.meta.dirname, '../../../examples/addition/tokenizer'), outDir: join(dir, 'model'), vocabSize: 100 });
+writeRandomCheckpoint({
+  arch: 'qwen3',
+  tokenizerDir: resolve(import.meta.dirname, '../../../examples/addition/tokenizer'),
+  outDir: join(dir, 'model'),
+  vocabSize: 100,
+});
 
 interface RankResult {
   rank: number;
@@ -24,7 +29,12 @@ interface RankResult {
   tensorBytes: number;
 }
 
-async function run(n: number, port: number, label: string, overrides: string[]): Promise<{ rank0: RankResult; wallS: number; collectives: string }> {
+async function run(
+  n: number,
+  port: number,
+  label: string,
+  overrides: string[],
+): Promise<{ rank0: RankResult; wallS: number; collectives: string }> {
   const results: RankResult[] = [];
   let collectives = n === 1 ? '-' : '?';
   const began = performance.now();
@@ -32,12 +42,28 @@ async function run(n: number, port: number, label: string, overrides: string[]):
     nprocPerNode: n,
     masterPort: port,
     output: 'silent',
-    env: { BENCH_DIR: dir, BENCH_STEPS: String(STEPS), BENCH_OVERRIDES: JSON.stringify(overrides), BENCH_LAYOUT: label.replace(/\W+/g, '-') },
-    command: [process.execPath, '--import', 'tsx', '--import', resolve(import.meta.dirname, '../test/ranks/register-source.mjs'), join(import.meta.dirname, 'sft-parallel-rank.ts')],
+    env: {
+      BENCH_DIR: dir,
+      BENCH_STEPS: String(STEPS),
+      BENCH_OVERRIDES: JSON.stringify(overrides),
+      BENCH_LAYOUT: label.replace(/\W+/g, '-'),
+    },
+    command: [
+      process.execPath,
+      '--import',
+      'tsx',
+      '--import',
+      resolve(import.meta.dirname, '../test/ranks/register-source.mjs'),
+      join(import.meta.dirname, 'sft-parallel-rank.ts'),
+    ],
     onOutput: (_r, stream, line) => {
-      if (stream === 'stdout' && line.startsWith('RESULT ')) results.push(JSON.parse(line.slice(7)) as RankResult);
+      if (stream === 'stdout' && line.startsWith('RESULT '))
+        results.push(JSON.parse(line.slice(7)) as RankResult);
       // initProcessGroup's one line on local rank 0: `rl2 parallel: collectives on gloo 0.5.0 (tcp), ...`
-      const m = stream === 'stdout' ? /rl2 parallel: collectives on (gloo [\d.]+|sockets)/.exec(line) : null;
+      const m =
+        stream === 'stdout'
+          ? /rl2 parallel: collectives on (gloo [\d.]+|sockets)/.exec(line)
+          : null;
       if (m) collectives = m[1]!;
     },
   });
@@ -47,8 +73,12 @@ async function run(n: number, port: number, label: string, overrides: string[]):
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
-console.log(`tiny SFT (examples/addition/sft.yaml, batch 32, ${STEPS} steps) on ${availableParallelism()} cores, Node ${process.version}, load average ${loadavg()[0]?.toFixed(1)} at start\n`);
-console.log('| processes | layout | collectives | engine (per process) | tokens/s (median, steps 2..N) | vs 1 process | run wall time | loss at last step | tensor KiB rank 0 holds between steps |');
+console.log(
+  `tiny SFT (examples/addition/sft.yaml, batch 32, ${STEPS} steps) on ${availableParallelism()} cores, Node ${process.version}, load average ${loadavg()[0]?.toFixed(1)} at start\n`,
+);
+console.log(
+  '| processes | layout | collectives | engine (per process) | tokens/s (median, steps 2..N) | vs 1 process | run wall time | loss at last step | tensor KiB rank 0 holds between steps |',
+);
 console.log('|---:|---|---|---|---:|---:|---:|---:|---:|');
 let base = 0;
 let port = 29700 + Math.floor(Math.random() * 90);
@@ -67,6 +97,8 @@ for (const [n, layout, overrides] of runs) {
   const { rank0, wallS, collectives } = await run(n, port++, layout, overrides);
   const tps = median(rank0.steps.slice(1).map((s) => s.tokensPerSecond));
   if (n === 1) base = tps;
-  console.log(`| ${n} | ${layout} | ${collectives} | ${rank0.engine} | ${tps.toFixed(0)} | ${(tps / base).toFixed(2)}x | ${wallS.toFixed(1)} s | ${rank0.steps.at(-1)?.loss.toFixed(4)} | ${(rank0.tensorBytes / 1024).toFixed(0)} |`);
+  console.log(
+    `| ${n} | ${layout} | ${collectives} | ${rank0.engine} | ${tps.toFixed(0)} | ${(tps / base).toFixed(2)}x | ${wallS.toFixed(1)} s | ${rank0.steps.at(-1)?.loss.toFixed(4)} | ${(rank0.tensorBytes / 1024).toFixed(0)} |`,
+  );
 }
 console.log(`\nload average ${loadavg()[0]?.toFixed(1)} at the end.`);

@@ -6,7 +6,15 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type RankResult, type Reference, readSafetensors, rel, relTensor, runOnRanks, runSingle } from './rank-runs.js';
+import {
+  type RankResult,
+  type Reference,
+  readSafetensors,
+  rel,
+  relTensor,
+  runOnRanks,
+  runSingle,
+} from './rank-runs.js';
 import { type CaseKind, type CaseModel, writeTrainCase } from './train-case.js';
 
 const TOL = 1e-5;
@@ -35,7 +43,10 @@ function reference(arch: keyof typeof MODELS, kind: CaseKind, backend = 'cpu'): 
   let ref = references.get(key);
   if (!ref) {
     const dir = caseDirs.get(arch) as string;
-    ref = runSingle(kind, dir, join(dir, `${kind}-single-${backend}`), [EPS, `trainer.backend=${backend}`]);
+    ref = runSingle(kind, dir, join(dir, `${kind}-single-${backend}`), [
+      EPS,
+      `trainer.backend=${backend}`,
+    ]);
     references.set(key, ref);
   }
   return ref;
@@ -55,8 +66,14 @@ function expectSameSteps(results: RankResult[], want: Reference, steps: number[]
     expect(r.steps).toHaveLength(steps.length);
     r.steps.forEach((s, k) => {
       const i = steps[k] as number;
-      expect(rel(s.loss, want.losses[i] as number), `rank ${r.rank} step ${i + 1} loss ${s.loss} vs ${want.losses[i]}`).toBeLessThan(TOL);
-      expect(rel(s.gradNorm, want.gradNorms[i] as number), `rank ${r.rank} step ${i + 1} grad norm ${s.gradNorm} vs ${want.gradNorms[i]}`).toBeLessThan(TOL);
+      expect(
+        rel(s.loss, want.losses[i] as number),
+        `rank ${r.rank} step ${i + 1} loss ${s.loss} vs ${want.losses[i]}`,
+      ).toBeLessThan(TOL);
+      expect(
+        rel(s.gradNorm, want.gradNorms[i] as number),
+        `rank ${r.rank} step ${i + 1} grad norm ${s.gradNorm} vs ${want.gradNorms[i]}`,
+      ).toBeLessThan(TOL);
     });
   }
 }
@@ -68,8 +85,10 @@ function expectSameCheckpoint(saveDir: string, want: Reference, label: string): 
   expect([...weights.keys()].sort()).toEqual([...want.weights.keys()].sort());
   expect([...optimizer.keys()].sort()).toEqual([...want.optimizer.keys()].sort());
   let worst = 0;
-  for (const [name, w] of want.weights) worst = Math.max(worst, check(relTensor(weights.get(name), w), `${label} weight ${name}`));
-  for (const [name, w] of want.optimizer) worst = Math.max(worst, check(relTensor(optimizer.get(name), w), `${label} AdamW ${name}`));
+  for (const [name, w] of want.weights)
+    worst = Math.max(worst, check(relTensor(weights.get(name), w), `${label} weight ${name}`));
+  for (const [name, w] of want.optimizer)
+    worst = Math.max(worst, check(relTensor(optimizer.get(name), w), `${label} AdamW ${name}`));
   return worst;
 }
 
@@ -81,15 +100,51 @@ function check(err: number, what: string): number {
 const layouts = [
   { arch: 'qwen3', kind: 'sft', n: 2, label: 'TP(2)', overrides: ['actor.tp_size=2'] },
   { arch: 'qwen3', kind: 'sft', n: 2, label: 'CP(2)', overrides: ['actor.cp_size=2'] },
-  { arch: 'qwen3', kind: 'sft', n: 4, label: 'TP(2) x CP(2)', overrides: ['actor.tp_size=2', 'actor.cp_size=2'] },
+  {
+    arch: 'qwen3',
+    kind: 'sft',
+    n: 4,
+    label: 'TP(2) x CP(2)',
+    overrides: ['actor.tp_size=2', 'actor.cp_size=2'],
+  },
   { arch: 'qwen3', kind: 'sft', n: 4, label: 'ddp(2) x FSDP(2)', overrides: ['actor.ddp_size=2'] },
-  { arch: 'qwen3', kind: 'sft', n: 4, label: 'TP(2) x FSDP(2)', overrides: ['actor.tp_size=2', 'actor.ddp_size=1'] },
+  {
+    arch: 'qwen3',
+    kind: 'sft',
+    n: 4,
+    label: 'TP(2) x FSDP(2)',
+    overrides: ['actor.tp_size=2', 'actor.ddp_size=1'],
+  },
   // recomputed layers gather their shard in the forward and again in the backward
-  { arch: 'qwen3', kind: 'sft', n: 4, label: 'FSDP(4), gradient checkpointing', overrides: ['actor.ddp_size=1', 'actor.gradient_checkpointing=true'] },
-  { arch: 'llama', kind: 'sft', n: 4, label: 'TP(2) x DP(2), untied LM head', overrides: ['actor.tp_size=2'] },
+  {
+    arch: 'qwen3',
+    kind: 'sft',
+    n: 4,
+    label: 'FSDP(4), gradient checkpointing',
+    overrides: ['actor.ddp_size=1', 'actor.gradient_checkpointing=true'],
+  },
+  {
+    arch: 'llama',
+    kind: 'sft',
+    n: 4,
+    label: 'TP(2) x DP(2), untied LM head',
+    overrides: ['actor.tp_size=2'],
+  },
   // the native engine (OpenBLAS + fused C kernels) under TP x CP, against the native one-process run
-  { arch: 'qwen3', kind: 'sft', n: 4, label: 'TP(2) x CP(2), native engine', overrides: ['actor.tp_size=2', 'actor.cp_size=2', 'trainer.backend=native'] },
-  { arch: 'qwen3', kind: 'dpo', n: 4, label: 'TP(2) x CP(2), reference model laid out alike', overrides: ['actor.tp_size=2', 'actor.cp_size=2'] },
+  {
+    arch: 'qwen3',
+    kind: 'sft',
+    n: 4,
+    label: 'TP(2) x CP(2), native engine',
+    overrides: ['actor.tp_size=2', 'actor.cp_size=2', 'trainer.backend=native'],
+  },
+  {
+    arch: 'qwen3',
+    kind: 'dpo',
+    n: 4,
+    label: 'TP(2) x CP(2), reference model laid out alike',
+    overrides: ['actor.tp_size=2', 'actor.cp_size=2'],
+  },
 ] as const;
 
 describe('tensor / context / FSDP parallel training through the loop equals the one-process run', () => {
@@ -103,7 +158,9 @@ describe('tensor / context / FSDP parallel training through the loop equals the 
       expect(results.map((r) => r.rank)).toEqual(Array.from({ length: n }, (_, i) => i));
       expectSameSteps(results, want);
       // only world rank 0 writes metrics
-      expect(readFileSync(join(saveDir, 'metrics.jsonl'), 'utf8').trim().split('\n')).toHaveLength(2);
+      expect(readFileSync(join(saveDir, 'metrics.jsonl'), 'utf8').trim().split('\n')).toHaveLength(
+        2,
+      );
       const worst = expectSameCheckpoint(saveDir, want, label);
       console.log(`${arch} ${kind} ${label}: worst tensor rel error ${worst.toExponential(2)}`);
     }, 120_000);
@@ -113,9 +170,17 @@ describe('tensor / context / FSDP parallel training through the loop equals the 
     const want = await reference('qwen3', 'sft');
     const dir = caseDirs.get('qwen3') as string;
     const saveDir = join(dir, 'sft-tp-resume');
-    const first = await runOnRanks('sft', 2, dir, saveDir, [EPS, 'actor.tp_size=2', 'trainer.max_steps=1']);
+    const first = await runOnRanks('sft', 2, dir, saveDir, [
+      EPS,
+      'actor.tp_size=2',
+      'trainer.max_steps=1',
+    ]);
     expectSameSteps(first, want, [0]);
-    const second = await runOnRanks('sft', 2, dir, saveDir, [EPS, 'actor.tp_size=2', 'trainer.load_ckpt_from=latest']);
+    const second = await runOnRanks('sft', 2, dir, saveDir, [
+      EPS,
+      'actor.tp_size=2',
+      'trainer.load_ckpt_from=latest',
+    ]);
     expectSameSteps(second, want, [1]);
     expectSameCheckpoint(saveDir, want, 'TP(2) resumed');
   }, 120_000);

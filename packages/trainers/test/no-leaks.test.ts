@@ -14,7 +14,12 @@ describe('runs leave no tensors behind', () => {
   it('SFT and DPO with validation every step and checkpoints: live tensors back to where they were', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rl2-leaks-'));
     writeTrainCase(dir);
-    const every = ['data.test_ratio=0.25', 'trainer.test_freq=1', 'trainer.save_freq=1', 'trainer.val_before_train=true'];
+    const every = [
+      'data.test_ratio=0.25',
+      'trainer.test_freq=1',
+      'trainer.save_freq=1',
+      'trainer.val_before_train=true',
+    ];
     await runSft(caseConfig('sft', dir, join(dir, 'warm'), every), quiet); // engine start-up state
     const before = tf.memory().numTensors;
     await runSft(caseConfig('sft', dir, join(dir, 'sft'), every), quiet);

@@ -15,7 +15,12 @@ interface RankResult {
 
 const TOL = 1e-5;
 
-async function runRanks(family: string, tp: number, cp: number, vocab: boolean): Promise<RankResult[]> {
+async function runRanks(
+  family: string,
+  tp: number,
+  cp: number,
+  vocab: boolean,
+): Promise<RankResult[]> {
   const results: RankResult[] = [];
   const ranks = join(import.meta.dirname, 'ranks');
   await launch({
@@ -23,10 +28,18 @@ async function runRanks(family: string, tp: number, cp: number, vocab: boolean):
     masterPort: await freePort(),
     output: 'silent',
     killGraceMs: 2000,
-    command: [process.execPath, '--import', 'tsx', '--import', join(ranks, 'register-source.mjs'), join(ranks, 'parallel-decoder.rank.ts')],
+    command: [
+      process.execPath,
+      '--import',
+      'tsx',
+      '--import',
+      join(ranks, 'register-source.mjs'),
+      join(ranks, 'parallel-decoder.rank.ts'),
+    ],
     env: { FAMILY: family, TP: String(tp), CP: String(cp), VOCAB: vocab ? '1' : '0' },
     onOutput: (_rank, stream, line) => {
-      if (stream === 'stdout' && line.startsWith('RESULT ')) results.push(JSON.parse(line.slice(7)) as RankResult);
+      if (stream === 'stdout' && line.startsWith('RESULT '))
+        results.push(JSON.parse(line.slice(7)) as RankResult);
     },
   });
   return results;
@@ -47,21 +60,34 @@ describe('TP / CP on the real decoder: one SFT step equals the one-process step'
   for (const { family, tp, cp, vocab } of layouts) {
     it(`${family} TP(${tp}) x CP(${cp})${vocab ? ', vocab-parallel embedding + LM head' : ''}: loss, every gradient and every AdamW-updated tensor (this rank's shard) within 1e-5 relative`, async () => {
       const results = await runRanks(family, tp, cp, vocab);
-      expect(results.map((r) => r.rank).sort()).toEqual(Array.from({ length: tp * cp }, (_, i) => i));
+      expect(results.map((r) => r.rank).sort()).toEqual(
+        Array.from({ length: tp * cp }, (_, i) => i),
+      );
       for (const r of results) {
         expect(r.localTokens).toBe(20 / cp); // 20 tokens zigzag-split over cp ranks
         // the 7 projections of each of the 2 layers are sharded under TP (plus embedding and LM
         // head, one tensor when tied, with vocab parallelism), nothing under CP alone
-        expect(r.sharded.length).toBe(tp === 1 ? 0 : 14 + (vocab ? (family === 'qwen3' ? 1 : 2) : 0));
-        expect(Math.abs(r.lossPar - r.lossRef) / Math.abs(r.lossRef), `rank ${r.rank} loss ${r.lossPar} vs ${r.lossRef}`).toBeLessThan(TOL);
+        expect(r.sharded.length).toBe(
+          tp === 1 ? 0 : 14 + (vocab ? (family === 'qwen3' ? 1 : 2) : 0),
+        );
+        expect(
+          Math.abs(r.lossPar - r.lossRef) / Math.abs(r.lossRef),
+          `rank ${r.rank} loss ${r.lossPar} vs ${r.lossRef}`,
+        ).toBeLessThan(TOL);
         expect(Object.keys(r.gradErrors).length).toBeGreaterThan(10);
-        for (const [name, e] of Object.entries(r.gradErrors)) expect(e, `rank ${r.rank} grad ${name}`).toBeLessThan(TOL);
-        for (const [name, e] of Object.entries(r.weightErrors)) expect(e, `rank ${r.rank} weight ${name}`).toBeLessThan(TOL);
+        for (const [name, e] of Object.entries(r.gradErrors))
+          expect(e, `rank ${r.rank} grad ${name}`).toBeLessThan(TOL);
+        for (const [name, e] of Object.entries(r.weightErrors))
+          expect(e, `rank ${r.rank} weight ${name}`).toBeLessThan(TOL);
       }
-      const loss = Math.max(...results.map((r) => Math.abs(r.lossPar - r.lossRef) / Math.abs(r.lossRef)));
+      const loss = Math.max(
+        ...results.map((r) => Math.abs(r.lossPar - r.lossRef) / Math.abs(r.lossRef)),
+      );
       const grad = Math.max(...results.flatMap((r) => Object.values(r.gradErrors)));
       const weight = Math.max(...results.flatMap((r) => Object.values(r.weightErrors)));
-      console.log(`${family} TP(${tp}) x CP(${cp})${vocab ? ' vocab' : ''}: loss rel ${loss}, max grad rel ${grad}, max weight rel ${weight}`);
+      console.log(
+        `${family} TP(${tp}) x CP(${cp})${vocab ? ' vocab' : ''}: loss rel ${loss}, max grad rel ${grad}, max weight rel ${weight}`,
+      );
     }, 60_000);
   }
 });

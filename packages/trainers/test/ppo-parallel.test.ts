@@ -10,7 +10,10 @@ import { tinyRun } from '../src/ppo/testing/tiny-run.js';
 import { freePort, readSafetensors, relTensor } from './rank-runs.js';
 
 /** `rl2 ppo` with `overrides` on `n` processes (launch(), rank processes on source); each rank's step metrics back. */
-async function ppoOnRanks(n: number, overrides: string[]): Promise<{ rank: number; steps: Record<string, number>[] }[]> {
+async function ppoOnRanks(
+  n: number,
+  overrides: string[],
+): Promise<{ rank: number; steps: Record<string, number>[] }[]> {
   const results: { rank: number; steps: Record<string, number>[] }[] = [];
   const errors: string[] = [];
   const ranks = join(import.meta.dirname, 'ranks');
@@ -19,10 +22,18 @@ async function ppoOnRanks(n: number, overrides: string[]): Promise<{ rank: numbe
     masterPort: await freePort(),
     output: 'silent',
     killGraceMs: 2000,
-    command: [process.execPath, '--import', 'tsx', '--import', join(ranks, 'register-source.mjs'), join(ranks, 'ppo.rank.ts')],
+    command: [
+      process.execPath,
+      '--import',
+      'tsx',
+      '--import',
+      join(ranks, 'register-source.mjs'),
+      join(ranks, 'ppo.rank.ts'),
+    ],
     env: { PPO_OVERRIDES: JSON.stringify(overrides) },
     onOutput: (_rank, stream, line) => {
-      if (stream === 'stdout' && line.startsWith('RESULT ')) results.push(JSON.parse(line.slice(7)));
+      if (stream === 'stdout' && line.startsWith('RESULT '))
+        results.push(JSON.parse(line.slice(7)));
       else if (stream === 'stderr') errors.push(line);
     },
   }).catch((e: Error) => {
@@ -39,12 +50,22 @@ const TOL = 1e-5;
  * whatever the layout. The updated weights are compared at 1e-5 relative without a floor.
  */
 const rel = (a: number, b: number) => Math.abs(a - b) / Math.max(Math.abs(b), 1e-2);
-const timing = (k: string) => k === 'step' || k === 'time' || k.startsWith('time/') || k.startsWith('tokens_per_s/');
+const timing = (k: string) =>
+  k === 'step' || k === 'time' || k.startsWith('time/') || k.startsWith('tokens_per_s/');
 
 function expectSameStep(got: Record<string, number>, want: MetricRecord, label: string) {
   const keys = Object.keys(want).filter((k) => !timing(k));
-  expect(Object.keys(got).filter((k) => !timing(k)).sort(), label).toEqual(keys.sort());
-  for (const k of keys) expect(rel(got[k] as number, want[k] as number), `${label} ${k}: ${got[k]} vs ${want[k]}`).toBeLessThan(TOL);
+  expect(
+    Object.keys(got)
+      .filter((k) => !timing(k))
+      .sort(),
+    label,
+  ).toEqual(keys.sort());
+  for (const k of keys)
+    expect(
+      rel(got[k] as number, want[k] as number),
+      `${label} ${k}: ${got[k]} vs ${want[k]}`,
+    ).toBeLessThan(TOL);
 }
 
 function expectSameWeights(file: string, want: string, initial: string, label: string) {
@@ -84,7 +105,9 @@ function caseOverrides(t: ReturnType<typeof tinyRun>, saveDir: string, extra: st
 }
 
 async function singleProcess(overrides: string[]): Promise<MetricRecord> {
-  const res = await runPpo(loadConfig(ppoConfigSchema, { overrides }), { stdout: { write: () => true } as unknown as NodeJS.WriteStream });
+  const res = await runPpo(loadConfig(ppoConfigSchema, { overrides }), {
+    stdout: { write: () => true } as unknown as NodeJS.WriteStream,
+  });
   return res.steps[0] as MetricRecord;
 }
 
@@ -107,11 +130,21 @@ describe('one PPO step on 2 processes equals the one-process step', () => {
         expect(r.steps).toHaveLength(1);
         expectSameStep(r.steps[0] as Record<string, number>, want, `${label} rank ${r.rank}`);
       }
-      expectSameWeights(join(saveDir, 'step-1/model/model.safetensors'), join(t.dir, 'single/step-1/model/model.safetensors'), join(t.model, 'model.safetensors'), label);
+      expectSameWeights(
+        join(saveDir, 'step-1/model/model.safetensors'),
+        join(t.dir, 'single/step-1/model/model.safetensors'),
+        join(t.model, 'model.safetensors'),
+        label,
+      );
       if (label === 'dp') {
         // the rollout was sharded: each rank sampled its 2 prompts x 4 responses
         for (const rank of [0, 1]) {
-          const lines = readFileSync(join(saveDir, 'rollouts', `rank-${rank}`, 'step-1.jsonl'), 'utf8').split('\n').filter(Boolean);
+          const lines = readFileSync(
+            join(saveDir, 'rollouts', `rank-${rank}`, 'step-1.jsonl'),
+            'utf8',
+          )
+            .split('\n')
+            .filter(Boolean);
           expect(lines, `rank ${rank} rollouts`).toHaveLength(8);
         }
       }
@@ -120,15 +153,36 @@ describe('one PPO step on 2 processes equals the one-process step', () => {
 
   it('GAE with a critic, the KL in the reward and 2 updates per rollout, FSDP(2) for actor and critic: the same metrics and actor/critic weights', async () => {
     const t = tinyRun('gae-dp');
-    const extra = ['adv.estimator=gae', 'kl.type=reward', 'kl.coef=0.01', 'actor.update_per_rollout=2', 'critic.lr=1e-2', 'critic.warmup_ratio=0'];
+    const extra = [
+      'adv.estimator=gae',
+      'kl.type=reward',
+      'kl.coef=0.01',
+      'actor.update_per_rollout=2',
+      'critic.lr=1e-2',
+      'critic.warmup_ratio=0',
+    ];
     const want = await singleProcess(caseOverrides(t, join(t.dir, 'single'), extra));
     expect(want['critic/loss']).toBeDefined();
     const saveDir = join(t.dir, 'fsdp');
-    const results = await ppoOnRanks(2, caseOverrides(t, saveDir, [...extra, 'actor.ddp_size=1', 'critic.ddp_size=1']));
+    const results = await ppoOnRanks(
+      2,
+      caseOverrides(t, saveDir, [...extra, 'actor.ddp_size=1', 'critic.ddp_size=1']),
+    );
     expect(results.map((r) => r.rank)).toEqual([0, 1]);
-    for (const r of results) expectSameStep(r.steps[0] as Record<string, number>, want, `gae rank ${r.rank}`);
-    expectSameWeights(join(saveDir, 'step-1/model/model.safetensors'), join(t.dir, 'single/step-1/model/model.safetensors'), join(t.model, 'model.safetensors'), 'gae actor');
-    expectSameWeights(join(saveDir, 'step-1/critic/model.safetensors'), join(t.dir, 'single/step-1/critic/model.safetensors'), join(t.model, 'model.safetensors'), 'gae critic');
+    for (const r of results)
+      expectSameStep(r.steps[0] as Record<string, number>, want, `gae rank ${r.rank}`);
+    expectSameWeights(
+      join(saveDir, 'step-1/model/model.safetensors'),
+      join(t.dir, 'single/step-1/model/model.safetensors'),
+      join(t.model, 'model.safetensors'),
+      'gae actor',
+    );
+    expectSameWeights(
+      join(saveDir, 'step-1/critic/model.safetensors'),
+      join(t.dir, 'single/step-1/critic/model.safetensors'),
+      join(t.model, 'model.safetensors'),
+      'gae critic',
+    );
   }, 90_000);
 
   it('GAE with the KL in the reward and 2 updates per rollout, actor and critic under TP / CP / FSDP (the actor tp group generates with its shards), two steps: the same metrics and weights', async () => {
@@ -136,12 +190,29 @@ describe('one PPO step on 2 processes equals the one-process step', () => {
     const t = tinyRun('gae-tp', { heads: 4, kvHeads: 2, vocabSize: 34 });
     // AdamW eps 1e-6: entries with |g| near eps (1e-8 by default) turn float32 rounding of the
     // gradient into update differences of up to lr * noise / eps (see model-parallel.test.ts)
-    const extra = ['adv.estimator=gae', 'kl.type=reward', 'kl.coef=0.01', 'actor.update_per_rollout=2', 'critic.lr=1e-2', 'critic.warmup_ratio=0', 'trainer.max_steps=2', 'actor.eps=1e-6', 'critic.eps=1e-6'];
-    const single = await runPpo(loadConfig(ppoConfigSchema, { overrides: caseOverrides(t, join(t.dir, 'single'), extra) }), { stdout: { write: () => true } as unknown as NodeJS.WriteStream });
+    const extra = [
+      'adv.estimator=gae',
+      'kl.type=reward',
+      'kl.coef=0.01',
+      'actor.update_per_rollout=2',
+      'critic.lr=1e-2',
+      'critic.warmup_ratio=0',
+      'trainer.max_steps=2',
+      'actor.eps=1e-6',
+      'critic.eps=1e-6',
+    ];
+    const single = await runPpo(
+      loadConfig(ppoConfigSchema, { overrides: caseOverrides(t, join(t.dir, 'single'), extra) }),
+      { stdout: { write: () => true } as unknown as NodeJS.WriteStream },
+    );
     expect(single.steps).toHaveLength(2);
     for (const [label, n, layout] of [
       ['actor TP(2), critic CP(2)', 2, ['actor.tp_size=2', 'critic.cp_size=2']],
-      ['actor TP(2) x CP(2), critic TP(2) x FSDP(2)', 4, ['actor.tp_size=2', 'actor.cp_size=2', 'critic.tp_size=2', 'critic.ddp_size=1']],
+      [
+        'actor TP(2) x CP(2), critic TP(2) x FSDP(2)',
+        4,
+        ['actor.tp_size=2', 'actor.cp_size=2', 'critic.tp_size=2', 'critic.ddp_size=1'],
+      ],
     ] as const) {
       const saveDir = join(t.dir, label.replace(/\W+/g, '-'));
       const results = await ppoOnRanks(n, caseOverrides(t, saveDir, [...extra, ...layout]));
@@ -149,19 +220,39 @@ describe('one PPO step on 2 processes equals the one-process step', () => {
       for (const r of results) {
         expect(r.steps).toHaveLength(2);
         // step 2's rollout samples from the actor updated (as shards) in step 1
-        r.steps.forEach((s, i) => expectSameStep(s, single.steps[i] as MetricRecord, `${label} rank ${r.rank} step ${i + 1}`));
+        r.steps.forEach((s, i) =>
+          expectSameStep(
+            s,
+            single.steps[i] as MetricRecord,
+            `${label} rank ${r.rank} step ${i + 1}`,
+          ),
+        );
       }
-      expectSameWeights(join(saveDir, 'step-2/model/model.safetensors'), join(t.dir, 'single/step-2/model/model.safetensors'), join(t.model, 'model.safetensors'), `${label}: actor`);
-      expectSameWeights(join(saveDir, 'step-2/critic/model.safetensors'), join(t.dir, 'single/step-2/critic/model.safetensors'), join(t.model, 'model.safetensors'), `${label}: critic`);
+      expectSameWeights(
+        join(saveDir, 'step-2/model/model.safetensors'),
+        join(t.dir, 'single/step-2/model/model.safetensors'),
+        join(t.model, 'model.safetensors'),
+        `${label}: actor`,
+      );
+      expectSameWeights(
+        join(saveDir, 'step-2/critic/model.safetensors'),
+        join(t.dir, 'single/step-2/critic/model.safetensors'),
+        join(t.model, 'model.safetensors'),
+        `${label}: critic`,
+      );
     }
   }, 120_000);
 
   it('ZeRO-3 actor frozen for the only step (no optimizer moments yet): the checkpoint is written with the starting weights', async () => {
     const t = tinyRun('zero3-frozen');
     const saveDir = join(t.dir, 'frozen');
-    const results = await ppoOnRanks(2, caseOverrides(t, saveDir, ['adv.estimator=grpo', 'actor.ddp_size=1', 'actor.freeze_steps=1']));
+    const results = await ppoOnRanks(
+      2,
+      caseOverrides(t, saveDir, ['adv.estimator=grpo', 'actor.ddp_size=1', 'actor.freeze_steps=1']),
+    );
     expect(results.map((r) => r.rank)).toEqual([0, 1]);
     const saved = readSafetensors(join(saveDir, 'step-1/model/model.safetensors'));
-    for (const [name, w] of readSafetensors(join(t.model, 'model.safetensors'))) expect(relTensor(saved.get(name), w), name).toBe(0);
+    for (const [name, w] of readSafetensors(join(t.model, 'model.safetensors')))
+      expect(relTensor(saved.get(name), w), name).toBe(0);
   }, 60_000);
 });

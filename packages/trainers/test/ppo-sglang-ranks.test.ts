@@ -33,24 +33,44 @@ async function startRouter(backends: string[]): Promise<Router> {
   const server = createServer(async (req, res) => {
     const path = req.url ?? '/';
     const text = req.method === 'POST' ? await body(req) : undefined;
-    const targets = path === '/generate' ? [next++ % backends.length] : req.method === 'POST' ? backends.map((_, i) => i) : [0];
+    const targets =
+      path === '/generate'
+        ? [next++ % backends.length]
+        : req.method === 'POST'
+          ? backends.map((_, i) => i)
+          : [0];
     const answers = await Promise.all(
       targets.map(async (i) => {
-        const modelPath = path === '/update_weights_from_disk' ? (JSON.parse(text as string) as { model_path: string }).model_path : undefined;
+        const modelPath =
+          path === '/update_weights_from_disk'
+            ? (JSON.parse(text as string) as { model_path: string }).model_path
+            : undefined;
         seen[i]?.push({ path, ...(modelPath ? { modelPath } : {}) });
-        const r = await fetch(`${backends[i]}${path}`, { method: req.method, headers: { 'content-type': 'application/json' }, body: text });
+        const r = await fetch(`${backends[i]}${path}`, {
+          method: req.method,
+          headers: { 'content-type': 'application/json' },
+          body: text,
+        });
         return { status: r.status, text: await r.text() };
       }),
     );
-    const a = answers.find((x) => x.status >= 400) ?? (answers[0] as { status: number; text: string });
+    const a =
+      answers.find((x) => x.status >= 400) ?? (answers[0] as { status: number; text: string });
     res.writeHead(a.status, { 'content-type': 'application/json' }).end(a.text);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    seen,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
 
 /** `rl2 ppo` with `overrides` on `n` launched ranks; each rank's step metrics back. */
-async function ppoOnRanks(n: number, overrides: string[]): Promise<{ rank: number; steps: Record<string, number>[] }[]> {
+async function ppoOnRanks(
+  n: number,
+  overrides: string[],
+): Promise<{ rank: number; steps: Record<string, number>[] }[]> {
   const results: { rank: number; steps: Record<string, number>[] }[] = [];
   const errors: string[] = [];
   const ranks = join(import.meta.dirname, 'ranks');
@@ -59,10 +79,18 @@ async function ppoOnRanks(n: number, overrides: string[]): Promise<{ rank: numbe
     masterPort: await freePort(),
     output: 'silent',
     killGraceMs: 2000,
-    command: [process.execPath, '--import', 'tsx', '--import', join(ranks, 'register-source.mjs'), join(ranks, 'ppo.rank.ts')],
+    command: [
+      process.execPath,
+      '--import',
+      'tsx',
+      '--import',
+      join(ranks, 'register-source.mjs'),
+      join(ranks, 'ppo.rank.ts'),
+    ],
     env: { PPO_OVERRIDES: JSON.stringify(overrides) },
     onOutput: (_rank, stream, line) => {
-      if (stream === 'stdout' && line.startsWith('RESULT ')) results.push(JSON.parse(line.slice(7)));
+      if (stream === 'stdout' && line.startsWith('RESULT '))
+        results.push(JSON.parse(line.slice(7)));
       else if (stream === 'stderr') errors.push(line);
     },
   }).catch((e: Error) => {
@@ -102,7 +130,8 @@ function overrides(saveDir: string, urls: string[], extra: string[]): string[] {
 describe('rl2 ppo over SGLang servers on 2 ranks (two rl2 serve processes stand in for SGLang)', () => {
   const servers: Awaited<ReturnType<typeof serveModel>>[] = [];
   beforeAll(async () => {
-    for (let i = 0; i < 2; i++) servers.push(await serveModel({ model: t.model, port: 0, ...quietServer }));
+    for (let i = 0; i < 2; i++)
+      servers.push(await serveModel({ model: t.model, port: 0, ...quietServer }));
   });
   afterAll(async () => {
     await Promise.all(servers.map((s) => s.close()));
@@ -111,27 +140,56 @@ describe('rl2 ppo over SGLang servers on 2 ranks (two rl2 serve processes stand 
   it('actor TP(2): rank 0 splits the prompts over both servers, writes the gathered weights once per update and both servers reload them', async () => {
     const proxies = await Promise.all(servers.map((s) => startRouter([s.url])));
     try {
-      const before = await createSGLangEngine({ urls: servers[0]?.url as string }).generate({ inputIds: PROMPT, sampling: greedy });
+      const before = await createSGLangEngine({ urls: servers[0]?.url as string }).generate({
+        inputIds: PROMPT,
+        sampling: greedy,
+      });
       const saveDir = join(t.dir, 'tp');
-      const results = await ppoOnRanks(2, overrides(saveDir, proxies.map((p) => p.url), ['actor.tp_size=2', 'trainer.max_steps=2']));
+      const results = await ppoOnRanks(
+        2,
+        overrides(
+          saveDir,
+          proxies.map((p) => p.url),
+          ['actor.tp_size=2', 'trainer.max_steps=2'],
+        ),
+      );
       expect(results.map((r) => r.rank)).toEqual([0, 1]);
       // every rank trained on the batch rank 0 got from the servers
       for (const r of results) expect(r.steps).toHaveLength(2);
       for (const k of ['actor/loss', 'train/reward/mean', 'train/response_length/mean']) {
-        expect(results[1]?.steps.map((s) => s[k]), k).toEqual(results[0]?.steps.map((s) => s[k]));
+        expect(
+          results[1]?.steps.map((s) => s[k]),
+          k,
+        ).toEqual(results[0]?.steps.map((s) => s[k]));
       }
       for (const [i, p] of proxies.entries()) {
         const paths = p.seen[0]?.map((s) => s.path) ?? [];
-        expect(paths.filter((x) => x === '/generate').length, `server ${i} got prompts`).toBeGreaterThan(0);
+        expect(
+          paths.filter((x) => x === '/generate').length,
+          `server ${i} got prompts`,
+        ).toBeGreaterThan(0);
         const updates = p.seen[0]?.filter((s) => s.path === '/update_weights_from_disk') ?? [];
-        expect(updates.map((u) => u.modelPath), `server ${i} reloaded after each update`).toEqual([join(saveDir, 'weights'), join(saveDir, 'weights')]);
+        expect(
+          updates.map((u) => u.modelPath),
+          `server ${i} reloaded after each update`,
+        ).toEqual([join(saveDir, 'weights'), join(saveDir, 'weights')]);
       }
       // 2 steps x 4 prompts x 4 responses, split over the two servers
-      expect(proxies.reduce((n, p) => n + (p.seen[0]?.filter((s) => s.path === '/generate').length ?? 0), 0)).toBe(32);
+      expect(
+        proxies.reduce(
+          (n, p) => n + (p.seen[0]?.filter((s) => s.path === '/generate').length ?? 0),
+          0,
+        ),
+      ).toBe(32);
       // the folder the servers loaded holds the actor after step 2, gathered from its TP shards
       const synced = readSafetensors(join(saveDir, 'weights', 'model.safetensors'));
-      for (const [name, w] of readSafetensors(join(saveDir, 'step-2/model/model.safetensors'))) expect(relTensor(synced.get(name), w), name).toBe(0);
-      const after = await Promise.all(servers.map((s) => createSGLangEngine({ urls: s.url }).generate({ inputIds: PROMPT, sampling: greedy })));
+      for (const [name, w] of readSafetensors(join(saveDir, 'step-2/model/model.safetensors')))
+        expect(relTensor(synced.get(name), w), name).toBe(0);
+      const after = await Promise.all(
+        servers.map((s) =>
+          createSGLangEngine({ urls: s.url }).generate({ inputIds: PROMPT, sampling: greedy }),
+        ),
+      );
       expect(after[0]?.logprobs).not.toEqual(before.logprobs);
       expect(after[1]?.logprobs).toEqual(after[0]?.logprobs);
     } finally {
@@ -143,11 +201,19 @@ describe('rl2 ppo over SGLang servers on 2 ranks (two rl2 serve processes stand 
     const router = await startRouter(servers.map((s) => s.url));
     try {
       const saveDir = join(t.dir, 'router');
-      const results = await ppoOnRanks(2, overrides(saveDir, [router.url], ['actor.ddp_size=1', 'trainer.max_steps=1']));
+      const results = await ppoOnRanks(
+        2,
+        overrides(saveDir, [router.url], ['actor.ddp_size=1', 'trainer.max_steps=1']),
+      );
       expect(results.map((r) => r.steps.length)).toEqual([1, 1]);
       for (const [i, seen] of router.seen.entries()) {
-        expect(seen.filter((s) => s.path === '/generate').length, `server ${i} got prompts`).toBe(8);
-        expect(seen.filter((s) => s.path === '/update_weights_from_disk').map((s) => s.modelPath), `server ${i} reloaded`).toEqual([join(saveDir, 'weights')]);
+        expect(seen.filter((s) => s.path === '/generate').length, `server ${i} got prompts`).toBe(
+          8,
+        );
+        expect(
+          seen.filter((s) => s.path === '/update_weights_from_disk').map((s) => s.modelPath),
+          `server ${i} reloaded`,
+        ).toEqual([join(saveDir, 'weights')]);
       }
     } finally {
       await router.close();

@@ -25,12 +25,20 @@ let runs = 0;
 /** Per pair: summed log-probs and action-token counts of the chosen and rejected replies. */
 let pairs: { policy: [number, number]; ref: [number, number]; lengths: [number, number] }[];
 
-const quiet = { stdout: new Writable({ write: (_c, _e, cb) => cb() }) as unknown as NodeJS.WriteStream };
+const quiet = {
+  stdout: new Writable({ write: (_c, _e, cb) => cb() }) as unknown as NodeJS.WriteStream,
+};
 
 /** The step-1 train loss of `rl2 dpo` on all 8 pairs at once under `overrides`. */
 async function stepLoss(overrides: string[]): Promise<number> {
   runs += 1;
-  const config = caseConfig('dpo', dir, join(dir, `run-${runs}`), ['trainer.max_steps=1', `data.train.batch_size=${PAIRS}`, `actor.beta=${BETA}`, `ref_actor.model_name=${refDir}`, ...overrides]);
+  const config = caseConfig('dpo', dir, join(dir, `run-${runs}`), [
+    'trainer.max_steps=1',
+    `data.train.batch_size=${PAIRS}`,
+    `actor.beta=${BETA}`,
+    `ref_actor.model_name=${refDir}`,
+    ...overrides,
+  ]);
   const res = await runDpo(config, quiet);
   return res.trainLoss.get(1) as number;
 }
@@ -57,7 +65,11 @@ function reference(options: DpoOptions): number {
 /** Sum of log pi(target) over the loss-masked tokens of one sequence, in a pass of its own. */
 function sequenceLogp(model: DecoderModel, s: TrainingSequence): number {
   return tf.tidy(() => {
-    const { logprobs } = tokenLogprobs(model, { inputIds: s.inputIds, positionIds: s.positionIds }, s.targets);
+    const { logprobs } = tokenLogprobs(
+      model,
+      { inputIds: s.inputIds, positionIds: s.positionIds },
+      s.targets,
+    );
     return tf.sum(tf.mul(logprobs, tf.tensor1d([...s.lossMask], 'float32'))).dataSync()[0];
   });
 }
@@ -68,7 +80,16 @@ beforeAll(async () => {
   writeTrainCase(dir, { rows: PAIRS });
   // a reference that differs from the policy, so the implicit rewards (and cDPO's smoothing) are not 0
   refDir = join(dir, 'ref');
-  writeRandomCheckpoint({ arch: 'qwen3', tokenizerDir: CHAR_TOKENIZER, outDir: refDir, hiddenSize: 16, numLayers: 1, numHeads: 2, tieWordEmbeddings: true, seed: 9 });
+  writeRandomCheckpoint({
+    arch: 'qwen3',
+    tokenizerDir: CHAR_TOKENIZER,
+    outDir: refDir,
+    hiddenSize: 16,
+    numLayers: 1,
+    numHeads: 2,
+    tieWordEmbeddings: true,
+    seed: 9,
+  });
   const config = caseConfig('dpo', dir, join(dir, 'unused'));
   const tokenizer = await openTokenizer(join(dir, 'model'), 'actor.model_name');
   const { train } = await loadItems('dpo', tokenizer, config.data, config.trainer.seed);
@@ -78,7 +99,11 @@ beforeAll(async () => {
   pairs = train.map((item) => {
     const [c, r] = item.sequences;
     const count = (s: TrainingSequence) => s.lossMask.reduce((a, m) => a + m, 0);
-    return { policy: [sequenceLogp(policy, c), sequenceLogp(policy, r)], ref: [sequenceLogp(ref, c), sequenceLogp(ref, r)], lengths: [count(c), count(r)] };
+    return {
+      policy: [sequenceLogp(policy, c), sequenceLogp(policy, r)],
+      ref: [sequenceLogp(ref, c), sequenceLogp(ref, r)],
+      lengths: [count(c), count(r)],
+    };
   });
 }, 60_000);
 
@@ -97,13 +122,21 @@ describe('rl2 dpo: actor.preference_loss, actor.label_smoothing, actor.simpo_gam
     ['IPO', ['actor.preference_loss=ipo'], { variant: 'ipo' }],
     ['cDPO', ['actor.label_smoothing=0.2'], { labelSmoothing: 0.2 }],
     ['SimPO (gamma 0.5 beta)', ['actor.preference_loss=simpo'], { variant: 'simpo' }],
-    ['SimPO (simpo_gamma=1)', ['actor.preference_loss=simpo', 'actor.simpo_gamma=1'], { variant: 'simpo', simpoGamma: 1 }],
+    [
+      'SimPO (simpo_gamma=1)',
+      ['actor.preference_loss=simpo', 'actor.simpo_gamma=1'],
+      { variant: 'simpo', simpoGamma: 1 },
+    ],
     ['RPO (nll_coef)', ['actor.nll_coef=0.3'], { nllCoef: 0.3 }],
-  ] as [string, string[], DpoOptions][])('%s', async (_name, overrides, options) => {
-    const got = await stepLoss(overrides);
-    const want = reference(options);
-    expect(got).toBeCloseTo(want, 5);
-    // the option moved the loss away from plain DPO's
-    expect(Math.abs(want - dpo)).toBeGreaterThan(1e-3);
-  }, 30_000);
+  ] as [string, string[], DpoOptions][])(
+    '%s',
+    async (_name, overrides, options) => {
+      const got = await stepLoss(overrides);
+      const want = reference(options);
+      expect(got).toBeCloseTo(want, 5);
+      // the option moved the loss away from plain DPO's
+      expect(Math.abs(want - dpo)).toBeGreaterThan(1e-3);
+    },
+    30_000,
+  );
 });

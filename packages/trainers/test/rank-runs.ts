@@ -10,11 +10,17 @@ import { type CaseKind, caseConfig } from './train-case.js';
 
 export { freePort };
 
-
 /** The command that runs a script of test/ranks on source (tsx + the @rl2/* source hooks). */
 export function rankCommand(script: string): string[] {
   const ranks = join(import.meta.dirname, 'ranks');
-  return [process.execPath, '--import', 'tsx', '--import', join(ranks, 'register-source.mjs'), join(ranks, script)];
+  return [
+    process.execPath,
+    '--import',
+    'tsx',
+    '--import',
+    join(ranks, 'register-source.mjs'),
+    join(ranks, script),
+  ];
 }
 
 export interface StepResult {
@@ -46,9 +52,15 @@ export async function runOnRanks(
     output: 'silent',
     killGraceMs: 2000,
     command: rankCommand('train.rank.ts'),
-    env: { CASE_KIND: kind, CASE_DIR: caseDir, SAVE_DIR: saveDir, CASE_OVERRIDES: JSON.stringify(overrides) },
+    env: {
+      CASE_KIND: kind,
+      CASE_DIR: caseDir,
+      SAVE_DIR: saveDir,
+      CASE_OVERRIDES: JSON.stringify(overrides),
+    },
     onOutput: (_rank, stream, line) => {
-      if (stream === 'stdout' && line.startsWith('RESULT ')) results.push(JSON.parse(line.slice(7)) as RankResult);
+      if (stream === 'stdout' && line.startsWith('RESULT '))
+        results.push(JSON.parse(line.slice(7)) as RankResult);
       else if (stream === 'stderr') errors.push(line);
     },
   }).catch((err: Error) => {
@@ -66,7 +78,12 @@ export interface Reference {
 }
 
 /** The train case run on this one process (no launcher environment: one rank), saved under `saveDir`. */
-export async function runSingle(kind: CaseKind, caseDir: string, saveDir: string, overrides: string[] = []): Promise<Reference> {
+export async function runSingle(
+  kind: CaseKind,
+  caseDir: string,
+  saveDir: string,
+  overrides: string[] = [],
+): Promise<Reference> {
   const losses: number[] = [];
   const gradNorms: number[] = [];
   const io = {
@@ -78,20 +95,31 @@ export async function runSingle(kind: CaseKind, caseDir: string, saveDir: string
   };
   if (kind === 'sft') await runSft(caseConfig('sft', caseDir, saveDir, overrides), io);
   else await runDpo(caseConfig('dpo', caseDir, saveDir, overrides), io);
-  return { losses, gradNorms, weights: readSafetensors(join(saveDir, 'step-2/model/model.safetensors')), optimizer: readSafetensors(join(saveDir, 'step-2/optimizer.safetensors')) };
+  return {
+    losses,
+    gradNorms,
+    weights: readSafetensors(join(saveDir, 'step-2/model/model.safetensors')),
+    optimizer: readSafetensors(join(saveDir, 'step-2/optimizer.safetensors')),
+  };
 }
 
 /** F32 tensors of a safetensors file (8-byte header length, JSON header, data). */
 export function readSafetensors(file: string): Map<string, Float32Array> {
   const buf = readFileSync(file);
   const n = Number(buf.readBigUInt64LE(0));
-  const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8')) as Record<string, { dtype: string; data_offsets: [number, number] }>;
+  const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8')) as Record<
+    string,
+    { dtype: string; data_offsets: [number, number] }
+  >;
   const out = new Map<string, Float32Array>();
   for (const [name, t] of Object.entries(header)) {
     if (name === '__metadata__') continue;
     if (t.dtype !== 'F32') throw new Error(`${file}: ${name} is ${t.dtype}, expected F32`);
     const bytes = buf.subarray(8 + n + t.data_offsets[0], 8 + n + t.data_offsets[1]);
-    out.set(name, new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)));
+    out.set(
+      name,
+      new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)),
+    );
   }
   return out;
 }

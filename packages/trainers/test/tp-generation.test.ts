@@ -25,10 +25,18 @@ async function generateOnRanks(family: string, tp: number): Promise<Result> {
     masterPort: await freePort(),
     output: 'silent',
     killGraceMs: 2000,
-    command: [process.execPath, '--import', 'tsx', '--import', join(ranks, 'register-source.mjs'), join(ranks, 'tp-generate.rank.ts')],
+    command: [
+      process.execPath,
+      '--import',
+      'tsx',
+      '--import',
+      join(ranks, 'register-source.mjs'),
+      join(ranks, 'tp-generate.rank.ts'),
+    ],
     env: { FAMILY: family },
     onOutput: (_rank, stream, line) => {
-      if (stream === 'stdout' && line.startsWith('RESULT ')) results.push(JSON.parse(line.slice(7)) as Result);
+      if (stream === 'stdout' && line.startsWith('RESULT '))
+        results.push(JSON.parse(line.slice(7)) as Result);
       else if (stream === 'stderr') errors.push(line);
     },
   }).catch((e: Error) => {
@@ -50,8 +58,16 @@ describe('tensor-parallel generation equals one-process generation', () => {
         const got = tp[i] as Generated;
         expect(got.outputIds, `request ${i}`).toEqual(want.outputIds);
         expect(got.finishReason).toEqual(want.finishReason);
-        got.logprobs.forEach((lp, t) => expect(Math.abs(lp - (want.logprobs[t] as number)), `request ${i} token ${t}`).toBeLessThan(TOL));
-        if (want.topLogprobs) expect(got.topLogprobs?.map((s) => s.map((x) => x.id))).toEqual(want.topLogprobs.map((s) => s.map((x) => x.id)));
+        got.logprobs.forEach((lp, t) =>
+          expect(
+            Math.abs(lp - (want.logprobs[t] as number)),
+            `request ${i} token ${t}`,
+          ).toBeLessThan(TOL),
+        );
+        if (want.topLogprobs)
+          expect(got.topLogprobs?.map((s) => s.map((x) => x.id))).toEqual(
+            want.topLogprobs.map((s) => s.map((x) => x.id)),
+          );
       });
       // every projection, the embedding and the LM head are split; only the norms stay whole
       for (const b of shardBytes) expect(b / fullBytes).toBeLessThan(0.52);

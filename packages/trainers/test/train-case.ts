@@ -41,16 +41,45 @@ export function writeTrainCase(dir: string, opts: { rows?: number } & CaseModel 
   });
   const jsonl = (rs: unknown[]) => `${rs.map((r) => JSON.stringify(r)).join('\n')}\n`;
   writeFileSync(join(dir, 'train.jsonl'), jsonl(rows));
-  writeFileSync(join(dir, 'pairs.jsonl'), jsonl(rows.map((r, i) => ({ prompt: r.prompt, chosen: r.response, rejected: String(Number(r.response) + 1 + i) }))));
+  writeFileSync(
+    join(dir, 'pairs.jsonl'),
+    jsonl(
+      rows.map((r, i) => ({
+        prompt: r.prompt,
+        chosen: r.response,
+        rejected: String(Number(r.response) + 1 + i),
+      })),
+    ),
+  );
 }
 
 export type CaseKind = 'sft' | 'dpo';
 
 /** The run's config; `overrides` last. No validation, report or TensorBoard, so a step is all it does. */
-export function caseConfig(kind: 'sft', dir: string, saveDir: string, overrides?: string[]): SftConfig;
-export function caseConfig(kind: 'dpo', dir: string, saveDir: string, overrides?: string[]): DpoConfig;
-export function caseConfig(kind: CaseKind, dir: string, saveDir: string, overrides?: string[]): SftConfig | DpoConfig;
-export function caseConfig(kind: CaseKind, dir: string, saveDir: string, overrides: string[] = []): SftConfig | DpoConfig {
+export function caseConfig(
+  kind: 'sft',
+  dir: string,
+  saveDir: string,
+  overrides?: string[],
+): SftConfig;
+export function caseConfig(
+  kind: 'dpo',
+  dir: string,
+  saveDir: string,
+  overrides?: string[],
+): DpoConfig;
+export function caseConfig(
+  kind: CaseKind,
+  dir: string,
+  saveDir: string,
+  overrides?: string[],
+): SftConfig | DpoConfig;
+export function caseConfig(
+  kind: CaseKind,
+  dir: string,
+  saveDir: string,
+  overrides: string[] = [],
+): SftConfig | DpoConfig {
   return loadConfig(kind === 'sft' ? sftConfigSchema : dpoConfigSchema, {
     overrides: [
       `actor.model_name=${join(dir, 'model')}`,

@@ -1,4 +1,10 @@
-import { type PpoRunResult, formatConfigHelp, loadConfig, ppoConfigSchema, runPpo } from '@rl2/trainers';
+import {
+  type PpoRunResult,
+  formatConfigHelp,
+  loadConfig,
+  ppoConfigSchema,
+  runPpo,
+} from '@rl2/trainers';
 import type { CAC } from 'cac';
 import { stringify } from 'yaml';
 import type { CliIo } from '../cli-io.js';
@@ -14,7 +20,10 @@ const reward = (r: PpoRunResult, i: number) => r.tests.at(i)?.['test/reward/mean
 /** Registers `rl2 ppo [--config FILE] [key=value ...]`: RL2's PPO/GRPO trainer. */
 export function registerPpoCommand(cli: CAC, io: CliIo): void {
   cli
-    .command('ppo [...overrides]', 'PPO / GRPO on {prompt|messages, answer} rows with a reward env (rollout.env_path)')
+    .command(
+      'ppo [...overrides]',
+      'PPO / GRPO on {prompt|messages, answer} rows with a reward env (rollout.env_path)',
+    )
     .usage('ppo [--config FILE.yaml] [key=value ...]')
     .option('--config <file>', 'YAML config file; key=value arguments override it')
     .option('--dry-run', 'print the resolved config as YAML and exit')
@@ -28,7 +37,10 @@ export function registerPpoCommand(cli: CAC, io: CliIo): void {
       const result = await runPpo(config, { stdout: io.stdout, signal: io.signal });
       if (result.interrupted) return interruptedExitCode(io.signal);
       const [before, after] = [reward(result, 0), reward(result, -1)];
-      const tested = before !== undefined && after !== undefined && result.tests.length > 1 ? `, test reward ${before.toFixed(4)} -> ${after.toFixed(4)}` : '';
+      const tested =
+        before !== undefined && after !== undefined && result.tests.length > 1
+          ? `, test reward ${before.toFixed(4)} -> ${after.toFixed(4)}`
+          : '';
       io.stdout.write(`done: ${result.step} steps${tested}, checkpoint ${result.checkpoint}\n`);
       return 0;
     });

@@ -9,19 +9,36 @@ import type { CliIo } from '../cli-io.js';
  */
 export function registerServeCommand(cli: CAC, io: CliIo, version: string): void {
   cli
-    .command('serve', 'serve a checkpoint over SGLang\'s API (/generate, /update_weights_from_disk) and the OpenAI API (/v1/chat/completions)')
-    .option('--model <dir>', 'Hugging Face checkpoint folder (e.g. runs/addition-grpo/step-30/model) or hub id (e.g. Qwen/Qwen3-0.6B, downloaded into the HF cache)')
-    .option('--host <host>', 'interface to bind; 0.0.0.0 exposes it beyond this machine', { default: '127.0.0.1' })
+    .command(
+      'serve',
+      "serve a checkpoint over SGLang's API (/generate, /update_weights_from_disk) and the OpenAI API (/v1/chat/completions)",
+    )
+    .option(
+      '--model <dir>',
+      'Hugging Face checkpoint folder (e.g. runs/addition-grpo/step-30/model) or hub id (e.g. Qwen/Qwen3-0.6B, downloaded into the HF cache)',
+    )
+    .option('--host <host>', 'interface to bind; 0.0.0.0 exposes it beyond this machine', {
+      default: '127.0.0.1',
+    })
     .option('--port <n>', 'port (0: any free port)', { default: 30000 })
-    .option('--api-key <key>', 'require "Authorization: Bearer KEY" on every endpoint but /health (default: RL2_API_KEY)')
+    .option(
+      '--api-key <key>',
+      'require "Authorization: Bearer KEY" on every endpoint but /health (default: RL2_API_KEY)',
+    )
     .option('--served-model-name <name>', 'model id of the OpenAI API (default: the --model path)')
-    .option('--max-body-bytes <n>', 'largest request body; bigger requests get HTTP 413', { default: 8 * 1024 * 1024 })
+    .option('--max-body-bytes <n>', 'largest request body; bigger requests get HTTP 413', {
+      default: 8 * 1024 * 1024,
+    })
     .option('--max-batch <n>', 'requests decoded together', { default: 16 })
     .option('--seed <n>', 'base sampling seed of requests without sampling_seed', { default: 0 })
     .option('--threads <n>', 'compute threads (default: RL2_THREADS or all cores)')
     .example('rl2 serve --model runs/addition-grpo/step-30/model --port 30000')
     .action(async (flags: Record<string, string | number | undefined>) => {
-      if (!flags.model) throw new RolloutError('INVALID_ARGUMENT', 'rl2 serve needs --model DIR (a Hugging Face checkpoint folder) or a hub id such as Qwen/Qwen3-0.6B');
+      if (!flags.model)
+        throw new RolloutError(
+          'INVALID_ARGUMENT',
+          'rl2 serve needs --model DIR (a Hugging Face checkpoint folder) or a hub id such as Qwen/Qwen3-0.6B',
+        );
       const apiKey = flags.apiKey === undefined ? process.env.RL2_API_KEY : String(flags.apiKey);
       const server = await serveModel({
         model: String(flags.model),
@@ -32,7 +49,9 @@ export function registerServeCommand(cli: CAC, io: CliIo, version: string): void
         seed: Number(flags.seed),
         version,
         ...(apiKey ? { apiKey } : {}),
-        ...(flags.servedModelName === undefined ? {} : { servedModelName: String(flags.servedModelName) }),
+        ...(flags.servedModelName === undefined
+          ? {}
+          : { servedModelName: String(flags.servedModelName) }),
         ...(flags.threads === undefined ? {} : { threads: Number(flags.threads) }),
         log: (line) => io.stdout.write(`${line}\n`),
       });

@@ -1,12 +1,29 @@
-import { type LoadConfigOptions, TrainersError, dpoConfigSchema, formatConfigHelp, loadConfig, rmConfigSchema, sftConfigSchema } from '@rl2/trainers';
+import {
+  type LoadConfigOptions,
+  TrainersError,
+  dpoConfigSchema,
+  formatConfigHelp,
+  loadConfig,
+  rmConfigSchema,
+  sftConfigSchema,
+} from '@rl2/trainers';
 import { stringify } from 'yaml';
 import type { CliIo } from '../cli-io.js';
 
 /** The trainers `rl2` runs, with their config schemas and one-line descriptions. */
 export const TRAINER_COMMANDS = {
-  sft: { schema: sftConfigSchema, summary: 'supervised fine-tuning on {prompt, response} or {messages} rows' },
-  rm: { schema: rmConfigSchema, summary: 'Bradley-Terry reward model on {prompt|messages, chosen, rejected} rows' },
-  dpo: { schema: dpoConfigSchema, summary: 'direct preference optimisation (DPO, IPO, SimPO) on preference pairs' },
+  sft: {
+    schema: sftConfigSchema,
+    summary: 'supervised fine-tuning on {prompt, response} or {messages} rows',
+  },
+  rm: {
+    schema: rmConfigSchema,
+    summary: 'Bradley-Terry reward model on {prompt|messages, chosen, rejected} rows',
+  },
+  dpo: {
+    schema: dpoConfigSchema,
+    summary: 'direct preference optimisation (DPO, IPO, SimPO) on preference pairs',
+  },
 } as const;
 
 export type TrainerName = keyof typeof TRAINER_COMMANDS;

@@ -23,8 +23,17 @@ export function expect2d(t: Tensor, what: string, fn: string): [number, number] 
 }
 
 /** Throws INVALID_ARGUMENT unless `value` is a finite number satisfying `ok`. */
-export function expectNumber(value: number, ok: (v: number) => boolean, what: string, fn: string, rule: string): void {
+export function expectNumber(
+  value: number,
+  ok: (v: number) => boolean,
+  what: string,
+  fn: string,
+  rule: string,
+): void {
   if (!Number.isFinite(value) || !ok(value)) {
-    throw new AlgosError('INVALID_ARGUMENT', `${fn}: option ${what} = ${value} is invalid; it must be ${rule}`);
+    throw new AlgosError(
+      'INVALID_ARGUMENT',
+      `${fn}: option ${what} = ${value} is invalid; it must be ${rule}`,
+    );
   }
 }

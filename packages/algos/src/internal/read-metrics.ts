@@ -1,7 +1,9 @@
 import { type Scalar, stack, tidy } from '@tensorflow/tfjs-core';
 
 /** Reads named scalar tensors in one transfer and disposes them. */
-export function readMetrics<M extends string>(named: Partial<Record<M, Scalar>>): Partial<Record<M, number>> {
+export function readMetrics<M extends string>(
+  named: Partial<Record<M, Scalar>>,
+): Partial<Record<M, number>> {
   const keys = Object.keys(named) as M[];
   const out: Partial<Record<M, number>> = {};
   if (keys.length === 0) return out;

@@ -5,7 +5,13 @@ import { AlgosError } from '../errors.js';
  * Reads per-token integer ids as a flat Int32Array of length B*T (row-major).
  * `ids` may be `[B, T]` (per token), `[B]` (per row) or undefined (id = row index).
  */
-export function tokenIds(ids: Tensor | undefined, b: number, t: number, what: string, fn: string): Int32Array {
+export function tokenIds(
+  ids: Tensor | undefined,
+  b: number,
+  t: number,
+  what: string,
+  fn: string,
+): Int32Array {
   const out = new Int32Array(b * t);
   if (ids === undefined) {
     for (let r = 0; r < b; r++) out.fill(r, r * t, (r + 1) * t);

@@ -19,7 +19,11 @@ export interface Timelines {
  * padding tokens (actionMask 0). `trajectoryIds` is `[B, T]`, `[B]` or undefined (row index);
  * ids must be 0..N-1, negative ids mark padding.
  */
-export function actionTimelines(actionMask: Tensor, trajectoryIds: Tensor | undefined, fn: string): Timelines {
+export function actionTimelines(
+  actionMask: Tensor,
+  trajectoryIds: Tensor | undefined,
+  fn: string,
+): Timelines {
   const [b, t] = expect2d(actionMask, 'actionMask', fn);
   const ids = tokenIds(trajectoryIds, b, t, 'trajectoryIds', fn);
   const mask = actionMask.dataSync();
@@ -42,7 +46,12 @@ export function actionTimelines(actionMask: Tensor, trajectoryIds: Tensor | unde
 }
 
 /** Reads a `[B, T]` tensor matching the mask as float64. */
-export function readTokens(x: Tensor, shape: readonly number[], what: string, fn: string): Float64Array {
+export function readTokens(
+  x: Tensor,
+  shape: readonly number[],
+  what: string,
+  fn: string,
+): Float64Array {
   expectShape(x, shape, what, fn);
   return Float64Array.from(x.dataSync());
 }

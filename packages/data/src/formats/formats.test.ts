@@ -8,12 +8,23 @@ const origin = { file: 'train.jsonl', row: 7 };
 
 describe('toSftExample', () => {
   it('reads prompt/response and messages forms', () => {
-    expect(toSftExample({ prompt: 'p', response: 'r' })).toEqual({ kind: 'text', prompt: 'p', response: 'r' });
-    const messages = [{ role: 'user', content: 'q' }, { role: 'assistant', content: 'a' }];
+    expect(toSftExample({ prompt: 'p', response: 'r' })).toEqual({
+      kind: 'text',
+      prompt: 'p',
+      response: 'r',
+    });
+    const messages = [
+      { role: 'user', content: 'q' },
+      { role: 'assistant', content: 'a' },
+    ];
     expect(toSftExample({ messages })).toEqual({ kind: 'messages', messages });
   });
   it('honours configured keys', () => {
-    expect(toSftExample({ q: 'p', a: 'r' }, { promptKey: 'q', responseKey: 'a' })).toEqual({ kind: 'text', prompt: 'p', response: 'r' });
+    expect(toSftExample({ q: 'p', a: 'r' }, { promptKey: 'q', responseKey: 'a' })).toEqual({
+      kind: 'text',
+      prompt: 'p',
+      response: 'r',
+    });
   });
   it('names the missing key, the row and the expected format', () => {
     const e = (() => {
@@ -30,27 +41,53 @@ describe('toSftExample', () => {
     expect(e?.message).toContain('its keys: prompt, answer');
   });
   it('rejects wrong types with WRONG_TYPE', () => {
-    expect(() => toSftExample({ messages: 'hi' }, {}, { origin })).toThrowError(/"messages" must be a list/);
-    expect(() => toSftExample({ messages: [{ role: 'user' , content: 3 }] }, {}, { origin })).toThrowError(/messages\[0\]/);
-    expect(() => toSftExample({ prompt: 1, response: 'r' }, {}, { origin })).toThrowError(/"prompt" must be a string, got number 1/);
+    expect(() => toSftExample({ messages: 'hi' }, {}, { origin })).toThrowError(
+      /"messages" must be a list/,
+    );
+    expect(() =>
+      toSftExample({ messages: [{ role: 'user', content: 3 }] }, {}, { origin }),
+    ).toThrowError(/messages\[0\]/);
+    expect(() => toSftExample({ prompt: 1, response: 'r' }, {}, { origin })).toThrowError(
+      /"prompt" must be a string, got number 1/,
+    );
   });
 });
 
 describe('toPairExample', () => {
   it('reads text pairs', () => {
-    expect(toPairExample({ prompt: 'p', chosen: 'c', rejected: 'r' })).toEqual({ kind: 'text', prompt: 'p', chosen: 'c', rejected: 'r' });
+    expect(toPairExample({ prompt: 'p', chosen: 'c', rejected: 'r' })).toEqual({
+      kind: 'text',
+      prompt: 'p',
+      chosen: 'c',
+      rejected: 'r',
+    });
   });
   it('turns string replies after messages into assistant turns, and accepts full message lists', () => {
     const messages = [{ role: 'user', content: 'q' }];
-    const ex = toPairExample({ messages, chosen: 'good', rejected: [{ role: 'user', content: 'q' }, { role: 'assistant', content: 'bad' }] });
+    const ex = toPairExample({
+      messages,
+      chosen: 'good',
+      rejected: [
+        { role: 'user', content: 'q' },
+        { role: 'assistant', content: 'bad' },
+      ],
+    });
     expect(ex).toEqual({
       kind: 'messages',
-      chosen: [{ role: 'user', content: 'q' }, { role: 'assistant', content: 'good' }],
-      rejected: [{ role: 'user', content: 'q' }, { role: 'assistant', content: 'bad' }],
+      chosen: [
+        { role: 'user', content: 'q' },
+        { role: 'assistant', content: 'good' },
+      ],
+      rejected: [
+        { role: 'user', content: 'q' },
+        { role: 'assistant', content: 'bad' },
+      ],
     });
   });
   it('names the trainer and key when rejected is missing', () => {
-    expect(() => toPairExample({ prompt: 'p', chosen: 'c' }, {}, { origin, trainer: 'DPO' })).toThrowError(/no key "rejected".*DPO expects \{prompt, chosen, rejected\}/);
+    expect(() =>
+      toPairExample({ prompt: 'p', chosen: 'c' }, {}, { origin, trainer: 'DPO' }),
+    ).toThrowError(/no key "rejected".*DPO expects \{prompt, chosen, rejected\}/);
   });
 });
 
@@ -60,7 +97,9 @@ describe('toPpoExample', () => {
     expect(toPpoExample(row)).toEqual({ kind: 'text', prompt: 'p', answer: { x: 1 }, row });
   });
   it('requires the answer unless told not to', () => {
-    expect(() => toPpoExample({ prompt: 'p' }, {}, { origin })).toThrowError(/no key "answer".*PPO expects/);
+    expect(() => toPpoExample({ prompt: 'p' }, {}, { origin })).toThrowError(
+      /no key "answer".*PPO expects/,
+    );
     expect(toPpoExample({ prompt: 'p' }, {}, { requireAnswer: false }).answer).toBeUndefined();
   });
 });

@@ -15,15 +15,31 @@ export type PairExample =
   | { kind: 'messages'; chosen: ChatMessage[]; rejected: ChatMessage[] };
 
 /** Reads a RM/DPO row: `{messages, chosen, rejected}` or `{prompt, chosen, rejected}`. */
-export function toPairExample(row: Row, keys: Partial<DataKeys> = {}, ctx: Omit<RowContext, 'expected'> & { trainer?: string } = {}): PairExample {
+export function toPairExample(
+  row: Row,
+  keys: Partial<DataKeys> = {},
+  ctx: Omit<RowContext, 'expected'> & { trainer?: string } = {},
+): PairExample {
   const k = resolveDataKeys(keys);
-  const c = { ...ctx, expected: `${ctx.trainer ?? 'RM/DPO'} expects {${k.promptKey}, ${k.chosenKey}, ${k.rejectedKey}} or {${k.messagesKey}, ${k.chosenKey}, ${k.rejectedKey}}` };
+  const c = {
+    ...ctx,
+    expected: `${ctx.trainer ?? 'RM/DPO'} expects {${k.promptKey}, ${k.chosenKey}, ${k.rejectedKey}} or {${k.messagesKey}, ${k.chosenKey}, ${k.rejectedKey}}`,
+  };
   if (hasField(row, k.messagesKey)) {
     const prompt = messagesField(row, k.messagesKey, c);
-    return { kind: 'messages', chosen: completion(row, k.chosenKey, prompt, c), rejected: completion(row, k.rejectedKey, prompt, c) };
+    return {
+      kind: 'messages',
+      chosen: completion(row, k.chosenKey, prompt, c),
+      rejected: completion(row, k.rejectedKey, prompt, c),
+    };
   }
   if (!hasField(row, k.promptKey)) throw missingKey(row, k.promptKey, c);
-  return { kind: 'text', prompt: stringField(row, k.promptKey, c), chosen: stringField(row, k.chosenKey, c), rejected: stringField(row, k.rejectedKey, c) };
+  return {
+    kind: 'text',
+    prompt: stringField(row, k.promptKey, c),
+    chosen: stringField(row, k.chosenKey, c),
+    rejected: stringField(row, k.rejectedKey, c),
+  };
 }
 
 function completion(row: Row, key: string, prompt: ChatMessage[], c: RowContext): ChatMessage[] {
@@ -31,6 +47,8 @@ function completion(row: Row, key: string, prompt: ChatMessage[], c: RowContext)
   const v = row[key];
   if (typeof v === 'string') return [...prompt, { role: 'assistant', content: v }];
   const list = asMessages(v, key, c);
-  const startsWithPrompt = prompt.every((m, i) => list[i]?.role === m.role && list[i]?.content === m.content);
+  const startsWithPrompt = prompt.every(
+    (m, i) => list[i]?.role === m.role && list[i]?.content === m.content,
+  );
   return startsWithPrompt && list.length > prompt.length ? list : [...prompt, ...list];
 }

@@ -20,7 +20,11 @@ function where(ctx: RowContext): string {
 export function stringField(row: Row, key: string, ctx: RowContext): string {
   const v = row[key];
   if (v === undefined || v === null) throw missingKey(row, key, ctx);
-  if (typeof v !== 'string') throw new DataError('WRONG_TYPE', `${where(ctx)}: key "${key}" must be a string, got ${typeName(v)}. ${ctx.expected}.`);
+  if (typeof v !== 'string')
+    throw new DataError(
+      'WRONG_TYPE',
+      `${where(ctx)}: key "${key}" must be a string, got ${typeName(v)}. ${ctx.expected}.`,
+    );
   return v;
 }
 
@@ -33,15 +37,35 @@ export function messagesField(row: Row, key: string, ctx: RowContext): ChatMessa
 
 /** Checks that `v` is a non-empty list of {role: string, content: string}. */
 export function asMessages(v: unknown, key: string, ctx: RowContext): ChatMessage[] {
-  if (!Array.isArray(v)) throw new DataError('WRONG_TYPE', `${where(ctx)}: key "${key}" must be a list of {role, content} messages, got ${typeName(v)}. ${ctx.expected}.`);
-  if (v.length === 0) throw new DataError('WRONG_TYPE', `${where(ctx)}: key "${key}" is an empty message list. ${ctx.expected}.`);
+  if (!Array.isArray(v))
+    throw new DataError(
+      'WRONG_TYPE',
+      `${where(ctx)}: key "${key}" must be a list of {role, content} messages, got ${typeName(v)}. ${ctx.expected}.`,
+    );
+  if (v.length === 0)
+    throw new DataError(
+      'WRONG_TYPE',
+      `${where(ctx)}: key "${key}" is an empty message list. ${ctx.expected}.`,
+    );
   v.forEach((m, i) => {
     const msg = m as { role?: unknown; content?: unknown } | null;
-    if (msg === null || typeof msg !== 'object' || typeof msg.role !== 'string' || !(typeof msg.content === 'string' || msg.content === null || msg.content === undefined)) {
-      throw new DataError('WRONG_TYPE', `${where(ctx)}: ${key}[${i}] must be {role: string, content: string}, got ${JSON.stringify(m)?.slice(0, 80)}.`);
+    if (
+      msg === null ||
+      typeof msg !== 'object' ||
+      typeof msg.role !== 'string' ||
+      !(typeof msg.content === 'string' || msg.content === null || msg.content === undefined)
+    ) {
+      throw new DataError(
+        'WRONG_TYPE',
+        `${where(ctx)}: ${key}[${i}] must be {role: string, content: string}, got ${JSON.stringify(m)?.slice(0, 80)}.`,
+      );
     }
   });
-  return v.map((m) => ((m as ChatMessage).content == null ? { ...(m as ChatMessage), content: '' } : (m as ChatMessage)));
+  return v.map((m) =>
+    (m as ChatMessage).content == null
+      ? { ...(m as ChatMessage), content: '' }
+      : (m as ChatMessage),
+  );
 }
 
 /** True when `row` has a non-null value at `key`. */
@@ -51,7 +75,10 @@ export function hasField(row: Row, key: string): boolean {
 
 /** MISSING_KEY naming the key, the row (and its keys) and the format expected. */
 export function missingKey(row: Row, key: string, ctx: RowContext): DataError {
-  return new DataError('MISSING_KEY', `${where(ctx)} has no key "${key}" (its keys: ${Object.keys(row).join(', ') || 'none'}). ${ctx.expected}; rename the column or set the matching *_key option.`);
+  return new DataError(
+    'MISSING_KEY',
+    `${where(ctx)} has no key "${key}" (its keys: ${Object.keys(row).join(', ') || 'none'}). ${ctx.expected}; rename the column or set the matching *_key option.`,
+  );
 }
 
 function typeName(v: unknown): string {

@@ -14,7 +14,11 @@ export interface DownloadProgress {
  * Wraps `fetch` so that file downloads (GETs of `.../resolve/<rev>/<path>`, not the 1-byte
  * probes @huggingface/hub sends first) report the bytes of their body as it streams through.
  */
-export function fetchWithProgress(base: typeof fetch, repo: string, onProgress: (p: DownloadProgress) => void): typeof fetch {
+export function fetchWithProgress(
+  base: typeof fetch,
+  repo: string,
+  onProgress: (p: DownloadProgress) => void,
+): typeof fetch {
   return async (input, init) => {
     const response = await base(input, init);
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
@@ -28,7 +32,13 @@ export function fetchWithProgress(base: typeof fetch, repo: string, onProgress: 
       new TransformStream<Uint8Array, Uint8Array>({
         transform(chunk, controller) {
           loaded += chunk.byteLength;
-          onProgress({ repo, file, loaded, ...(total !== undefined ? { total } : {}), done: false });
+          onProgress({
+            repo,
+            file,
+            loaded,
+            ...(total !== undefined ? { total } : {}),
+            done: false,
+          });
           controller.enqueue(chunk);
         },
         flush() {
@@ -36,7 +46,11 @@ export function fetchWithProgress(base: typeof fetch, repo: string, onProgress: 
         },
       }),
     );
-    return new Response(counted, { status: response.status, statusText: response.statusText, headers: response.headers });
+    return new Response(counted, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
   };
 }
 
@@ -46,13 +60,21 @@ function totalBytes(headers: Headers): number | undefined {
   return Number.isFinite(n) ? n : undefined;
 }
 
-const size = (n: number) => (n >= 1e9 ? `${(n / 1e9).toFixed(2)} GB` : n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : `${(n / 1e3).toFixed(1)} kB`);
+const size = (n: number) =>
+  n >= 1e9
+    ? `${(n / 1e9).toFixed(2)} GB`
+    : n >= 1e6
+      ? `${(n / 1e6).toFixed(1)} MB`
+      : `${(n / 1e3).toFixed(1)} kB`;
 
 /**
  * Turns progress events into lines for `log`: per file, one every `everyMs` at most while it
  * downloads, and one when it is done (size, time, rate).
  */
-export function downloadProgressLines(log: (line: string) => void, everyMs = 2000): (p: DownloadProgress) => void {
+export function downloadProgressLines(
+  log: (line: string) => void,
+  everyMs = 2000,
+): (p: DownloadProgress) => void {
   const started = new Map<string, number>();
   const shown = new Map<string, number>();
   return (p) => {
@@ -68,6 +90,8 @@ export function downloadProgressLines(log: (line: string) => void, everyMs = 200
     }
     if (now - (shown.get(key) ?? 0) < everyMs) return;
     shown.set(key, now);
-    log(`downloading ${key}: ${size(p.loaded)}${p.total ? ` of ${size(p.total)} (${Math.floor((100 * p.loaded) / p.total)}%)` : ''}`);
+    log(
+      `downloading ${key}: ${size(p.loaded)}${p.total ? ` of ${size(p.total)} (${Math.floor((100 * p.loaded) / p.total)}%)` : ''}`,
+    );
   };
 }

@@ -21,7 +21,8 @@ export interface HubOptions {
 }
 
 /** HubOptions with every default filled in from `env`. */
-export interface ResolvedHubOptions extends Required<Omit<HubOptions, 'token' | 'config' | 'fetch' | 'onProgress'>> {
+export interface ResolvedHubOptions
+  extends Required<Omit<HubOptions, 'token' | 'config' | 'fetch' | 'onProgress'>> {
   token?: string;
   config?: string;
   fetch?: typeof fetch;
@@ -29,13 +30,18 @@ export interface ResolvedHubOptions extends Required<Omit<HubOptions, 'token' | 
 }
 
 /** Fills HubOptions defaults from the environment (HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE, HF_HOME, HF_HUB_OFFLINE). */
-export function resolveHubOptions(options: HubOptions = {}, env: NodeJS.ProcessEnv = process.env): ResolvedHubOptions {
+export function resolveHubOptions(
+  options: HubOptions = {},
+  env: NodeJS.ProcessEnv = process.env,
+): ResolvedHubOptions {
   const home = env.HF_HOME ?? join(env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'huggingface');
   const token = options.token ?? env.HF_TOKEN ?? env.HUGGING_FACE_HUB_TOKEN;
   return {
     endpoint: (options.endpoint ?? env.HF_ENDPOINT ?? 'https://huggingface.co').replace(/\/+$/, ''),
-    cacheDir: options.cacheDir ?? env.HF_HUB_CACHE ?? env.HUGGINGFACE_HUB_CACHE ?? join(home, 'hub'),
-    offline: options.offline ?? ['1', 'true', 'yes'].includes((env.HF_HUB_OFFLINE ?? '').toLowerCase()),
+    cacheDir:
+      options.cacheDir ?? env.HF_HUB_CACHE ?? env.HUGGINGFACE_HUB_CACHE ?? join(home, 'hub'),
+    offline:
+      options.offline ?? ['1', 'true', 'yes'].includes((env.HF_HUB_OFFLINE ?? '').toLowerCase()),
     ...(token ? { token } : {}),
     ...(options.config ? { config: options.config } : {}),
     ...(options.fetch ? { fetch: options.fetch } : {}),

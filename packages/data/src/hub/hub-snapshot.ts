@@ -65,23 +65,53 @@ export class HubSnapshot {
     return (await HubSnapshot.cached(name, type, revision, opts, why)) ?? { unreachable: why };
   }
 
-  private static async online(name: string, type: HubRepoType, revision: string, opts: ResolvedHubOptions): Promise<HubSnapshot> {
+  private static async online(
+    name: string,
+    type: HubRepoType,
+    revision: string,
+    opts: ResolvedHubOptions,
+  ): Promise<HubSnapshot> {
     const creds = credentials(opts, name);
     const params = { name, revision, additionalFields: ['sha' as const], ...creds };
-    const info = (type === 'model' ? await modelInfo(params) : await datasetInfo(params)) as { sha?: string };
-    if (!info.sha) throw new DataError('HUB_NOT_FOUND', `The hub at ${opts.endpoint} gave no commit for ${name}@${revision}.`);
+    const info = (type === 'model' ? await modelInfo(params) : await datasetInfo(params)) as {
+      sha?: string;
+    };
+    if (!info.sha)
+      throw new DataError(
+        'HUB_NOT_FOUND',
+        `The hub at ${opts.endpoint} gave no commit for ${name}@${revision}.`,
+      );
     const listing: string[] = [];
-    for await (const entry of listFiles({ repo: { type, name }, revision: info.sha, recursive: true, ...creds })) {
+    for await (const entry of listFiles({
+      repo: { type, name },
+      revision: info.sha,
+      recursive: true,
+      ...creds,
+    })) {
       if (entry.type === 'file') listing.push(entry.path);
     }
     const storage = repoCacheDir(opts.cacheDir, type, name);
     const ref = join(storage, 'refs', revision);
     await mkdir(dirname(ref), { recursive: true });
     await writeFile(ref, info.sha);
-    return new HubSnapshot(name, type, info.sha, join(storage, 'snapshots', info.sha), listing, opts, undefined);
+    return new HubSnapshot(
+      name,
+      type,
+      info.sha,
+      join(storage, 'snapshots', info.sha),
+      listing,
+      opts,
+      undefined,
+    );
   }
 
-  private static async cached(name: string, type: HubRepoType, revision: string, opts: ResolvedHubOptions, why: string): Promise<HubSnapshot | undefined> {
+  private static async cached(
+    name: string,
+    type: HubRepoType,
+    revision: string,
+    opts: ResolvedHubOptions,
+    why: string,
+  ): Promise<HubSnapshot | undefined> {
     const storage = repoCacheDir(opts.cacheDir, type, name);
     let sha: string;
     try {
@@ -91,7 +121,9 @@ export class HubSnapshot {
     }
     const dir = join(storage, 'snapshots', sha);
     const listing = (await listTree(dir)).map((f) => relative(dir, f).split('\\').join('/'));
-    return listing.length > 0 ? new HubSnapshot(name, type, sha, dir, listing, opts, why) : undefined;
+    return listing.length > 0
+      ? new HubSnapshot(name, type, sha, dir, listing, opts, why)
+      : undefined;
   }
 
   /** Paths of the repo's files (online) or of those cached (offline). */
@@ -114,10 +146,20 @@ export class HubSnapshot {
       );
     }
     try {
-      return await downloadFileToCacheDir({ repo: { type: this.type, name: this.name }, path, revision: this.sha, cacheDir: this.opts.cacheDir, ...credentials(this.opts, this.name) });
+      return await downloadFileToCacheDir({
+        repo: { type: this.type, name: this.name },
+        path,
+        revision: this.sha,
+        cacheDir: this.opts.cacheDir,
+        ...credentials(this.opts, this.name),
+      });
     } catch (e) {
       throw isNetworkError(e)
-        ? new DataError('HUB_UNREACHABLE', `Downloading ${path} of ${repoLabel(this.type, this.name)} from ${this.opts.endpoint} failed: ${whyNotOnline(this.opts, e)}. Run again to resume.`, { cause: e })
+        ? new DataError(
+            'HUB_UNREACHABLE',
+            `Downloading ${path} of ${repoLabel(this.type, this.name)} from ${this.opts.endpoint} failed: ${whyNotOnline(this.opts, e)}. Run again to resume.`,
+            { cause: e },
+          )
         : hubError(e, `${path} of ${repoLabel(this.type, this.name)}`, this.opts);
     }
   }
@@ -125,8 +167,14 @@ export class HubSnapshot {
 
 /** What @huggingface/hub calls need: endpoint, token, fetch (counting download bytes when `onProgress` is set). */
 function credentials(opts: ResolvedHubOptions, name: string) {
-  const wrapped = opts.onProgress ? fetchWithProgress(opts.fetch ?? fetch, name, opts.onProgress) : opts.fetch;
-  return { hubUrl: opts.endpoint, ...(opts.token ? { accessToken: opts.token } : {}), ...(wrapped ? { fetch: wrapped } : {}) };
+  const wrapped = opts.onProgress
+    ? fetchWithProgress(opts.fetch ?? fetch, name, opts.onProgress)
+    : opts.fetch;
+  return {
+    hubUrl: opts.endpoint,
+    ...(opts.token ? { accessToken: opts.token } : {}),
+    ...(wrapped ? { fetch: wrapped } : {}),
+  };
 }
 
 async function listTree(dir: string): Promise<string[]> {

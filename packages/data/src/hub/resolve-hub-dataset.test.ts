@@ -7,7 +7,8 @@ import { startFakeHub } from '../../test/hub-server.js';
 import { DataError } from '../errors.js';
 import { loadDataset } from '../sources/load-dataset.js';
 
-const col = (name: string) => readFileSync(join(import.meta.dirname, '../../test/fixtures/columnar', name));
+const col = (name: string) =>
+  readFileSync(join(import.meta.dirname, '../../test/fixtures/columnar', name));
 const SHA_PARQUET = 'a'.repeat(40);
 const SHA_MAIN = 'b'.repeat(40);
 const enc = (s: string) => new TextEncoder().encode(s);
@@ -22,12 +23,30 @@ beforeAll(async () => {
     'rl2/tiny': {
       token: 'hf_test_token',
       revisions: {
-        'refs/convert/parquet': { sha: SHA_PARQUET, files: { 'default/train/0000.parquet': col('rows.snappy.parquet'), 'default/test/0000.parquet': col('rows.zstd.parquet'), 'other/train/0000.parquet': col('rows.gzip.parquet') } },
-        main: { sha: SHA_MAIN, files: { 'README.md': enc('# tiny'), 'data/train.jsonl': enc('{"a":1}\n') } },
+        'refs/convert/parquet': {
+          sha: SHA_PARQUET,
+          files: {
+            'default/train/0000.parquet': col('rows.snappy.parquet'),
+            'default/test/0000.parquet': col('rows.zstd.parquet'),
+            'other/train/0000.parquet': col('rows.gzip.parquet'),
+          },
+        },
+        main: {
+          sha: SHA_MAIN,
+          files: { 'README.md': enc('# tiny'), 'data/train.jsonl': enc('{"a":1}\n') },
+        },
       },
     },
     'rl2/jsonl-only': {
-      revisions: { main: { sha: SHA_MAIN, files: { 'data/train-00000-of-00001.jsonl': enc('{"q":"x"}\n{"q":"y"}\n'), 'data/test-00000-of-00001.jsonl': enc('{"q":"z"}\n') } } },
+      revisions: {
+        main: {
+          sha: SHA_MAIN,
+          files: {
+            'data/train-00000-of-00001.jsonl': enc('{"q":"x"}\n{"q":"y"}\n'),
+            'data/test-00000-of-00001.jsonl': enc('{"q":"z"}\n'),
+          },
+        },
+      },
     },
   });
   process.env.HF_ENDPOINT = hub.url;
@@ -70,17 +89,23 @@ describe('hub datasets through HF_ENDPOINT', () => {
   it("falls back to the repo's own data files when there is no parquet branch", async () => {
     expect((await loadDataset('rl2/jsonl-only')).rows).toEqual([{ q: 'x' }, { q: 'y' }]);
     expect((await loadDataset('test@rl2/jsonl-only')).rows).toEqual([{ q: 'z' }]);
-    await expect(loadDataset('validation@rl2/jsonl-only')).rejects.toThrowError(/no data files for split "validation".*splits found: train, test/);
+    await expect(loadDataset('validation@rl2/jsonl-only')).rejects.toThrowError(
+      /no data files for split "validation".*splits found: train, test/,
+    );
   });
 
   it('names a missing dataset and a refused token', async () => {
     const missing = (await loadDataset('rl2/nope').catch((e) => e)) as DataError;
     expect(missing.code).toBe('HUB_NOT_FOUND');
     expect(missing.message).toContain('"rl2/nope" was not found');
-    const refused = (await loadDataset('rl2/tiny', { hub: { token: 'hf_wrong', cacheDir: mkdtempSync(join(tmpdir(), 'rl2-hf-')) } }).catch((e) => e)) as DataError;
+    const refused = (await loadDataset('rl2/tiny', {
+      hub: { token: 'hf_wrong', cacheDir: mkdtempSync(join(tmpdir(), 'rl2-hf-')) },
+    }).catch((e) => e)) as DataError;
     expect(refused.code).toBe('HUB_NOT_FOUND');
     expect(refused.message).toContain('HTTP 401');
-    const malformed = (await loadDataset('rl2/tiny', { hub: { token: 'not-a-token' } }).catch((e) => e)) as DataError;
+    const malformed = (await loadDataset('rl2/tiny', { hub: { token: 'not-a-token' } }).catch(
+      (e) => e,
+    )) as DataError;
     expect(malformed.code).toBe('INVALID_ARGUMENT');
     expect(malformed.message).toContain("Your access token must start with 'hf_'");
     expect(malformed.message).not.toContain('cannot be reached');
@@ -89,11 +114,15 @@ describe('hub datasets through HF_ENDPOINT', () => {
   it('uses the cache when the hub is unreachable, and says so when nothing is cached', async () => {
     const down = 'http://127.0.0.1:9'; // discard port: connection refused
     expect((await loadDataset('rl2/tiny', { hub: { endpoint: down } })).rows).toEqual(FIXTURE_ROWS);
-    const e = (await loadDataset('rl2/never-downloaded', { hub: { endpoint: down } }).catch((x) => x)) as DataError;
+    const e = (await loadDataset('rl2/never-downloaded', { hub: { endpoint: down } }).catch(
+      (x) => x,
+    )) as DataError;
     expect(e).toBeInstanceOf(DataError);
     expect(e.code).toBe('HUB_UNREACHABLE');
     expect(e.message).toContain(`the hub at ${down} cannot be reached`);
-    expect(e.message).toContain(`nothing is cached under ${join(cache, 'datasets--rl2--never-downloaded')}`);
+    expect(e.message).toContain(
+      `nothing is cached under ${join(cache, 'datasets--rl2--never-downloaded')}`,
+    );
     expect(existsSync(join(cache, 'datasets--rl2--never-downloaded'))).toBe(false);
   });
 });

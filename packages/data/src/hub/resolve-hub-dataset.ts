@@ -15,12 +15,18 @@ const REVISIONS = [PARQUET_BRANCH, 'main'] as const;
  * data files on main. When the hub cannot be reached (or offline is set) the cache is used;
  * if nothing is cached either, HUB_UNREACHABLE says so.
  */
-export async function resolveHubDataset(name: string, split: string, options: HubOptions = {}): Promise<string[]> {
+export async function resolveHubDataset(
+  name: string,
+  split: string,
+  options: HubOptions = {},
+): Promise<string[]> {
   const opts = resolveHubOptions(options);
   const seen: string[] = [];
   let offline: string | undefined;
   for (const revision of REVISIONS) {
-    const snap = await HubSnapshot.open(name, 'dataset', revision, opts, { missingOk: revision === PARQUET_BRANCH });
+    const snap = await HubSnapshot.open(name, 'dataset', revision, opts, {
+      missingOk: revision === PARQUET_BRANCH,
+    });
     if (snap === undefined) continue;
     if (!(snap instanceof HubSnapshot)) {
       offline = snap.unreachable;
@@ -41,5 +47,8 @@ export async function resolveHubDataset(name: string, split: string, options: Hu
     );
   }
   const splits = visibleSplits(seen.map((p) => p.replace(/^[^/]+\/(?=[^/]+\/)/, '')));
-  throw new DataError('HUB_NOT_FOUND', `Dataset "${name}" on ${opts.endpoint} has no data files for split "${split}"${splits.length ? ` (splits found: ${splits.join(', ')}; write <split>@${name})` : ''}.`);
+  throw new DataError(
+    'HUB_NOT_FOUND',
+    `Dataset "${name}" on ${opts.endpoint} has no data files for split "${split}"${splits.length ? ` (splits found: ${splits.join(', ')}; write <split>@${name})` : ''}.`,
+  );
 }

@@ -9,7 +9,8 @@ import { resolveHubModel } from './resolve-hub-model.js';
 
 const SHA = 'd'.repeat(40);
 const enc = (s: string) => new TextEncoder().encode(s);
-const bytes = (n: number, seed: number) => Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff);
+const bytes = (n: number, seed: number) =>
+  Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff);
 const shard1 = bytes(300_000, 1);
 const shard2 = bytes(1000, 2);
 const FILES = {
@@ -17,7 +18,12 @@ const FILES = {
   'generation_config.json': enc('{"eos_token_id":2}'),
   'tokenizer.json': enc('{"model":{}}'),
   'tokenizer_config.json': enc('{}'),
-  'model.safetensors.index.json': enc(JSON.stringify({ metadata: { total_size: 301000 }, weight_map: { a: 'model-00001-of-00002.safetensors', b: 'model-00002-of-00002.safetensors' } })),
+  'model.safetensors.index.json': enc(
+    JSON.stringify({
+      metadata: { total_size: 301000 },
+      weight_map: { a: 'model-00001-of-00002.safetensors', b: 'model-00002-of-00002.safetensors' },
+    }),
+  ),
   'model-00001-of-00002.safetensors': shard1,
   'model-00002-of-00002.safetensors': shard2,
   'pytorch_model.bin': bytes(5000, 3),
@@ -32,7 +38,14 @@ beforeAll(async () => {
   vi.spyOn(console, 'debug').mockImplementation(() => {}); // @huggingface/hub logs each download
   hub = await startFakeHub({
     'rl2/tiny-model': { token: 'hf_model_token', revisions: { main: { sha: SHA, files: FILES } } },
-    'rl2/bin-only': { revisions: { main: { sha: SHA, files: { 'config.json': FILES['config.json'], 'pytorch_model.bin': bytes(10, 4) } } } },
+    'rl2/bin-only': {
+      revisions: {
+        main: {
+          sha: SHA,
+          files: { 'config.json': FILES['config.json'], 'pytorch_model.bin': bytes(10, 4) },
+        },
+      },
+    },
   });
 });
 afterAll(() => hub.close());
@@ -41,50 +54,108 @@ describe('resolveHubModel', () => {
   it('downloads config, tokenizer and the shards the index lists into the HF cache, with the token and byte progress', async () => {
     const cacheDir = fresh();
     const events: DownloadProgress[] = [];
-    const dir = await resolveHubModel('rl2/tiny-model', { endpoint: hub.url, token: 'hf_model_token', cacheDir, onProgress: (p) => events.push(p) });
+    const dir = await resolveHubModel('rl2/tiny-model', {
+      endpoint: hub.url,
+      token: 'hf_model_token',
+      cacheDir,
+      onProgress: (p) => events.push(p),
+    });
     const repo = join(cacheDir, 'models--rl2--tiny-model');
     expect(dir).toBe(join(repo, 'snapshots', SHA));
     expect(readFileSync(join(repo, 'refs', 'main'), 'utf8')).toBe(SHA);
-    for (const f of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors.index.json', 'model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors']) {
+    for (const f of [
+      'config.json',
+      'generation_config.json',
+      'tokenizer.json',
+      'tokenizer_config.json',
+      'model.safetensors.index.json',
+      'model-00001-of-00002.safetensors',
+      'model-00002-of-00002.safetensors',
+    ]) {
       expect(lstatSync(join(dir, f)).isSymbolicLink(), f).toBe(true);
       expect(readlinkSync(join(dir, f))).toContain('blobs');
     }
-    expect(readFileSync(join(dir, 'model-00001-of-00002.safetensors')).equals(Buffer.from(shard1))).toBe(true);
+    expect(
+      readFileSync(join(dir, 'model-00001-of-00002.safetensors')).equals(Buffer.from(shard1)),
+    ).toBe(true);
     expect(existsSync(join(dir, 'pytorch_model.bin'))).toBe(false);
     expect(existsSync(join(dir, 'README.md'))).toBe(false);
-    expect(hub.log.requests.filter((r) => r.url.startsWith('/rl2/tiny-model')).every((r) => r.auth === 'Bearer hf_model_token')).toBe(true);
+    expect(
+      hub.log.requests
+        .filter((r) => r.url.startsWith('/rl2/tiny-model'))
+        .every((r) => r.auth === 'Bearer hf_model_token'),
+    ).toBe(true);
     const last = events.filter((e) => e.file === 'model-00001-of-00002.safetensors').at(-1);
-    expect(last).toEqual({ repo: 'rl2/tiny-model', file: 'model-00001-of-00002.safetensors', loaded: 300_000, total: 300_000, done: true });
+    expect(last).toEqual({
+      repo: 'rl2/tiny-model',
+      file: 'model-00001-of-00002.safetensors',
+      loaded: 300_000,
+      total: 300_000,
+      done: true,
+    });
     const lines: string[] = [];
     const show = downloadProgressLines((l) => lines.push(l));
     for (const e of events) show(e);
-    expect(lines.some((l) => /^downloading rl2\/tiny-model\/model-00001-of-00002\.safetensors: [\d.]+ kB of 300\.0 kB \(\d+%\)$/.test(l))).toBe(true);
-    expect(lines.some((l) => /^downloaded rl2\/tiny-model\/model-00001-of-00002\.safetensors \(300\.0 kB in [\d.]+ s, .+\/s\)$/.test(l))).toBe(true);
+    expect(
+      lines.some((l) =>
+        /^downloading rl2\/tiny-model\/model-00001-of-00002\.safetensors: [\d.]+ kB of 300\.0 kB \(\d+%\)$/.test(
+          l,
+        ),
+      ),
+    ).toBe(true);
+    expect(
+      lines.some((l) =>
+        /^downloaded rl2\/tiny-model\/model-00001-of-00002\.safetensors \(300\.0 kB in [\d.]+ s, .+\/s\)$/.test(
+          l,
+        ),
+      ),
+    ).toBe(true);
 
     // the same model again: offline, or with the hub down, comes from the cache with no request
     const before = hub.log.requests.length;
-    expect(await resolveHubModel('rl2/tiny-model', { endpoint: hub.url, cacheDir, offline: true })).toBe(dir);
+    expect(
+      await resolveHubModel('rl2/tiny-model', { endpoint: hub.url, cacheDir, offline: true }),
+    ).toBe(dir);
     expect(await resolveHubModel('rl2/tiny-model', { endpoint: down, cacheDir })).toBe(dir);
     expect(hub.log.requests.length).toBe(before);
   });
 
   it('says what is missing: nothing cached with the hub down, weights not cached, no safetensors, no such repo', async () => {
     const cacheDir = fresh();
-    const never = (await resolveHubModel('rl2/tiny-model', { endpoint: down, cacheDir }).catch((e) => e)) as DataError;
+    const never = (await resolveHubModel('rl2/tiny-model', { endpoint: down, cacheDir }).catch(
+      (e) => e,
+    )) as DataError;
     expect(never.code).toBe('HUB_UNREACHABLE');
     expect(never.message).toContain(`the hub at ${down} cannot be reached`);
-    expect(never.message).toContain(`nothing is cached under ${join(cacheDir, 'models--rl2--tiny-model')}`);
+    expect(never.message).toContain(
+      `nothing is cached under ${join(cacheDir, 'models--rl2--tiny-model')}`,
+    );
 
-    const tokDir = await resolveHubModel('rl2/tiny-model', { endpoint: hub.url, token: 'hf_model_token', cacheDir, tokenizerOnly: true });
+    const tokDir = await resolveHubModel('rl2/tiny-model', {
+      endpoint: hub.url,
+      token: 'hf_model_token',
+      cacheDir,
+      tokenizerOnly: true,
+    });
     expect(existsSync(join(tokDir, 'tokenizer.json'))).toBe(true);
     expect(existsSync(join(tokDir, 'model-00001-of-00002.safetensors'))).toBe(false);
-    const partial = (await resolveHubModel('rl2/tiny-model', { cacheDir, offline: true }).catch((e) => e)) as DataError;
-    expect(partial.message).toMatch(/offline mode is on \(HF_HUB_OFFLINE\), and its cached snapshot .* lacks config\.json/);
+    const partial = (await resolveHubModel('rl2/tiny-model', { cacheDir, offline: true }).catch(
+      (e) => e,
+    )) as DataError;
+    expect(partial.message).toMatch(
+      /offline mode is on \(HF_HUB_OFFLINE\), and its cached snapshot .* lacks config\.json/,
+    );
 
-    const bin = (await resolveHubModel('rl2/bin-only', { endpoint: hub.url, cacheDir }).catch((e) => e)) as DataError;
+    const bin = (await resolveHubModel('rl2/bin-only', { endpoint: hub.url, cacheDir }).catch(
+      (e) => e,
+    )) as DataError;
     expect(bin.code).toBe('HUB_NOT_FOUND');
-    expect(bin.message).toContain('has no model.safetensors or model.safetensors.index.json; rl2 reads safetensors weights only');
-    const missing = (await resolveHubModel('rl2/nope', { endpoint: hub.url, cacheDir }).catch((e) => e)) as DataError;
+    expect(bin.message).toContain(
+      'has no model.safetensors or model.safetensors.index.json; rl2 reads safetensors weights only',
+    );
+    const missing = (await resolveHubModel('rl2/nope', { endpoint: hub.url, cacheDir }).catch(
+      (e) => e,
+    )) as DataError;
     expect(missing.message).toContain('Model "rl2/nope" was not found');
   });
 });

@@ -5,7 +5,15 @@ import { resolveHubOptions } from './hub-options.js';
 import { HubSnapshot, repoCacheDir } from './hub-snapshot.js';
 
 /** Tokenizer files of a model repo, downloaded when the repo has them. */
-export const HUB_TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'chat_template.jinja', 'added_tokens.json', 'vocab.json', 'merges.txt'] as const;
+export const HUB_TOKENIZER_FILES = [
+  'tokenizer.json',
+  'tokenizer_config.json',
+  'special_tokens_map.json',
+  'chat_template.jinja',
+  'added_tokens.json',
+  'vocab.json',
+  'merges.txt',
+] as const;
 
 const INDEX = 'model.safetensors.index.json';
 
@@ -25,7 +33,10 @@ export interface HubModelOptions extends HubOptions {
  * there and the hub cannot be reached or HF_HUB_OFFLINE is set. Honours HF_ENDPOINT, HF_TOKEN,
  * HF_HOME/HF_HUB_CACHE (see `resolveHubOptions`).
  */
-export async function resolveHubModel(name: string, options: HubModelOptions = {}): Promise<string> {
+export async function resolveHubModel(
+  name: string,
+  options: HubModelOptions = {},
+): Promise<string> {
   const opts = resolveHubOptions(options);
   const snap = await HubSnapshot.open(name, 'model', options.revision ?? 'main', opts);
   if (!(snap instanceof HubSnapshot)) {
@@ -37,19 +48,26 @@ export async function resolveHubModel(name: string, options: HubModelOptions = {
   const need = async (path: string) => {
     if (snap.offlineReason === undefined && !snap.has(path)) {
       const what = path === INDEX ? 'model.safetensors or model.safetensors.index.json' : path;
-      throw new DataError('HUB_NOT_FOUND', `Model "${name}" on ${opts.endpoint} has no ${what}${what.includes('.safetensors') ? '; rl2 reads safetensors weights only' : ''}.`);
+      throw new DataError(
+        'HUB_NOT_FOUND',
+        `Model "${name}" on ${opts.endpoint} has no ${what}${what.includes('.safetensors') ? '; rl2 reads safetensors weights only' : ''}.`,
+      );
     }
     return snap.download(path);
   };
   await need(options.tokenizerOnly ? 'tokenizer.json' : 'config.json');
-  for (const file of [...HUB_TOKENIZER_FILES, 'generation_config.json']) if (snap.has(file)) await snap.download(file);
+  for (const file of [...HUB_TOKENIZER_FILES, 'generation_config.json'])
+    if (snap.has(file)) await snap.download(file);
   if (options.tokenizerOnly) return snap.dir;
-  const single = snap.has(INDEX) || !snap.has('model.safetensors') ? undefined : 'model.safetensors';
+  const single =
+    snap.has(INDEX) || !snap.has('model.safetensors') ? undefined : 'model.safetensors';
   if (single) {
     await need(single);
     return snap.dir;
   }
-  const index = JSON.parse(await readFile(await need(INDEX), 'utf8')) as { weight_map?: Record<string, string> };
+  const index = JSON.parse(await readFile(await need(INDEX), 'utf8')) as {
+    weight_map?: Record<string, string>;
+  };
   for (const shard of [...new Set(Object.values(index.weight_map ?? {}))].sort()) await need(shard);
   return snap.dir;
 }

@@ -18,7 +18,8 @@ export function arrowColumnValues(column: Vector): unknown[] {
     const offsets = d.valueOffsets as Int32Array;
     const bytes = d.values as Uint8Array;
     const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    for (let i = 0; i < n; i++) out[i] = buf.toString('utf8', offsets[i] as number, offsets[i + 1] as number);
+    for (let i = 0; i < n; i++)
+      out[i] = buf.toString('utf8', offsets[i] as number, offsets[i + 1] as number);
     return out;
   }
   if (simple && (typeId === Type.Int || typeId === Type.Float)) {

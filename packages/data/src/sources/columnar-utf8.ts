@@ -41,7 +41,10 @@ function firstInvalidIndex(data: Data): number {
     return -1;
   }
   if (typeId === Type.Dictionary && data.dictionary) {
-    const bad = data.dictionary.data.reduce((found, d, k) => (found >= 0 ? found : firstInvalidIndex(d) >= 0 ? k : -1), -1);
+    const bad = data.dictionary.data.reduce(
+      (found, d, k) => (found >= 0 ? found : firstInvalidIndex(d) >= 0 ? k : -1),
+      -1,
+    );
     if (bad < 0) return -1;
     // a bad dictionary entry: the first row that uses it (entries counted over the dictionary's chunks)
     let entry = firstInvalidIndex(data.dictionary.data[bad] as Data);
@@ -59,7 +62,10 @@ function firstInvalidIndex(data: Data): number {
   if (!child) return -1;
   const inner = firstInvalidIndex(child);
   if (inner < 0) return -1;
-  if (typeId === Type.FixedSizeList) return Math.floor(inner / (data.type as unknown as { listSize: number }).listSize) - data.offset;
+  if (typeId === Type.FixedSizeList)
+    return (
+      Math.floor(inner / (data.type as unknown as { listSize: number }).listSize) - data.offset
+    );
   // List, LargeList, Map: value i spans the child's [offsets[i], offsets[i + 1])
   const offsets = data.valueOffsets as ArrayLike<number | bigint>;
   for (let i = 0; i < data.length; i++) if (inner < Number(offsets[data.offset + i + 1])) return i;

@@ -29,8 +29,15 @@ describe('parseDataSpec', () => {
 
 describe('selectSplitFiles', () => {
   it('matches split names in folders and file names, all files for train when none are named', () => {
-    expect(selectSplitFiles(['default/train/0000.parquet', 'default/test/0000.parquet'], 'test')).toEqual(['default/test/0000.parquet']);
-    expect(selectSplitFiles(['ds-train.arrow', 'ds-validation.arrow', 'cache-abc.arrow', 'dataset_info.json'], 'validation')).toEqual(['ds-validation.arrow']);
+    expect(
+      selectSplitFiles(['default/train/0000.parquet', 'default/test/0000.parquet'], 'test'),
+    ).toEqual(['default/test/0000.parquet']);
+    expect(
+      selectSplitFiles(
+        ['ds-train.arrow', 'ds-validation.arrow', 'cache-abc.arrow', 'dataset_info.json'],
+        'validation',
+      ),
+    ).toEqual(['ds-validation.arrow']);
     expect(selectSplitFiles(['a.jsonl', 'b.jsonl'], 'train')).toEqual(['a.jsonl', 'b.jsonl']);
     expect(selectSplitFiles(['a.jsonl', 'contest.jsonl'], 'test')).toEqual([]);
   });
@@ -43,7 +50,9 @@ describe('loadDataset', () => {
     expect(train.rows).toEqual([{ i: 0 }, { i: 1 }, { i: 2 }]);
     expect(train.origins.map((o) => o.row)).toEqual([1, 2, 1]);
     expect((await loadDataset(`test@${dir}`)).rows).toEqual([{ i: '9' }]);
-    await expect(loadDataset(`dev@${dir}`)).rejects.toThrowError(/No files for split "dev".*splits found: train, test/);
+    await expect(loadDataset(`dev@${dir}`)).rejects.toThrowError(
+      /No files for split "dev".*splits found: train, test/,
+    );
   });
   it('streams without collecting, filling stats as it goes', async () => {
     const ds = await openDataset(shards());
@@ -61,13 +70,16 @@ describe('loadDataset', () => {
     expect(ds.stats).toMatchObject({ rowsRead: 1, rowsSkipped: 2 });
     expect(ds.stats.skipped.map((s) => s.row)).toEqual([2, 3]);
     writeFileSync(join(dir, 'y.jsonl'), 'nope\n');
-    await expect(loadDataset(join(dir, 'y.jsonl'), { onBadRow: 'skip' })).rejects.toThrowError(/has no rows \(1 rows were skipped/);
+    await expect(loadDataset(join(dir, 'y.jsonl'), { onBadRow: 'skip' })).rejects.toThrowError(
+      /has no rows \(1 rows were skipped/,
+    );
   });
   it('gives distinct errors for empty, unsupported, missing and unreadable inputs', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rl2-err-'));
     writeFileSync(join(dir, 'empty.jsonl'), '\n');
     writeFileSync(join(dir, 'x.txt'), 'hi');
-    const code = async (spec: string) => ((await loadDataset(spec).catch((e) => e)) as DataError).code;
+    const code = async (spec: string) =>
+      ((await loadDataset(spec).catch((e) => e)) as DataError).code;
     expect(await code(join(dir, 'empty.jsonl'))).toBe('EMPTY_DATASET');
     expect(await code(join(dir, 'x.txt'))).toBe('UNSUPPORTED_FORMAT');
     expect(await code(join(dir, 'missing.jsonl'))).toBe('FILE_NOT_FOUND');

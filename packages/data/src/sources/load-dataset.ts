@@ -18,7 +18,10 @@ export interface LoadedDataset {
  * shuffling and the test split, so this collects; use `openDataset` to stream instead.
  * An empty result is EMPTY_DATASET.
  */
-export async function loadDataset(spec: string, options: OpenDatasetOptions = {}): Promise<LoadedDataset> {
+export async function loadDataset(
+  spec: string,
+  options: OpenDatasetOptions = {},
+): Promise<LoadedDataset> {
   const stream = await openDataset(spec, options);
   const rows: Row[] = [];
   const origins: RowOrigin[] = [];
@@ -29,8 +32,14 @@ export async function loadDataset(spec: string, options: OpenDatasetOptions = {}
     }
   }
   if (rows.length === 0) {
-    const skipped = stream.stats.rowsSkipped > 0 ? ` (${stream.stats.rowsSkipped} rows were skipped as malformed, first: ${stream.stats.skipped[0]?.reason})` : '';
-    throw new DataError('EMPTY_DATASET', `Dataset "${spec}" (split ${stream.split}) has no rows${skipped}. Files read: ${stream.files.join(', ')}.`);
+    const skipped =
+      stream.stats.rowsSkipped > 0
+        ? ` (${stream.stats.rowsSkipped} rows were skipped as malformed, first: ${stream.stats.skipped[0]?.reason})`
+        : '';
+    throw new DataError(
+      'EMPTY_DATASET',
+      `Dataset "${spec}" (split ${stream.split}) has no rows${skipped}. Files read: ${stream.files.join(', ')}.`,
+    );
   }
   return { split: stream.split, files: stream.files, rows, origins, stats: stream.stats };
 }

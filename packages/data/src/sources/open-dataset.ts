@@ -38,16 +38,26 @@ export interface DatasetStream {
 
 /** True when `path` looks like a hub id (`name` or `owner/name`, no extension) rather than a file. */
 export function looksLikeHubId(path: string): boolean {
-  return /^[A-Za-z0-9][\w.-]*(\/[\w.-]+)?$/.test(path) && !/\.(jsonl|ndjson|json|csv|parquet|arrow)$/i.test(path);
+  return (
+    /^[A-Za-z0-9][\w.-]*(\/[\w.-]+)?$/.test(path) &&
+    !/\.(jsonl|ndjson|json|csv|parquet|arrow)$/i.test(path)
+  );
 }
 
 /**
  * Resolves `spec` (a file, a folder of shards, a `datasets` save_to_disk folder, or a hub
  * dataset id, each optionally prefixed `split@`) to its files and returns a lazy row stream.
  */
-export async function openDataset(spec: string, options: OpenDatasetOptions = {}): Promise<DatasetStream> {
+export async function openDataset(
+  spec: string,
+  options: OpenDatasetOptions = {},
+): Promise<DatasetStream> {
   const { split, path } = parseDataSpec(spec, options.split ?? 'train');
-  if (path.trim() === '') throw new DataError('INVALID_ARGUMENT', `Empty data path in "${spec}". Give a file, a folder or a Hugging Face dataset id.`);
+  if (path.trim() === '')
+    throw new DataError(
+      'INVALID_ARGUMENT',
+      `Empty data path in "${spec}". Give a file, a folder or a Hugging Face dataset id.`,
+    );
   let files: string[];
   if (existsSync(path) || !looksLikeHubId(path)) files = await resolveLocalFiles(path, split);
   else files = await resolveHubDataset(path, split, options.hub);
@@ -64,7 +74,8 @@ export async function openDataset(spec: string, options: OpenDatasetOptions = {}
         }
       }
     } catch (e) {
-      if (e instanceof DataError && e.skippable) throw new DataError(e.code, `${e.message} ${hint}`, { cause: e });
+      if (e instanceof DataError && e.skippable)
+        throw new DataError(e.code, `${e.message} ${hint}`, { cause: e });
       throw e;
     }
   }

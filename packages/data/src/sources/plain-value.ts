@@ -16,12 +16,15 @@ export function plainValue(value: unknown): unknown {
     case 'undefined':
       return value;
     case 'bigint':
-      return value <= BigInt(Number.MAX_SAFE_INTEGER) && value >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(value) : value.toString();
+      return value <= BigInt(Number.MAX_SAFE_INTEGER) && value >= BigInt(Number.MIN_SAFE_INTEGER)
+        ? Number(value)
+        : value.toString();
     default:
       break;
   }
   if (value === null || value instanceof Date) return value;
-  if (value instanceof InvalidUtf8Value) throw new DataError('INVALID_UTF8', 'a string value is not valid UTF-8');
+  if (value instanceof InvalidUtf8Value)
+    throw new DataError('INVALID_UTF8', 'a string value is not valid UTF-8');
   if (value instanceof Vector) return Array.from(value as Iterable<unknown>, plainValue);
   if (Array.isArray(value)) {
     let out: unknown[] | undefined;
@@ -36,7 +39,9 @@ export function plainValue(value: unknown): unknown {
     return out ?? value;
   }
   if (ArrayBuffer.isView(value)) {
-    return value instanceof Uint8Array ? value : Array.from(value as unknown as ArrayLike<number | bigint>, plainValue);
+    return value instanceof Uint8Array
+      ? value
+      : Array.from(value as unknown as ArrayLike<number | bigint>, plainValue);
   }
   if (typeof (value as { toJSON?: unknown }).toJSON === 'function') {
     return plainObject((value as { toJSON(): unknown }).toJSON() as Record<string, unknown>);

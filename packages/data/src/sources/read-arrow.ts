@@ -62,14 +62,29 @@ function arrowReadError(file: string, e: unknown): DataError {
     size = fstatSync(fd).size;
     const buf = Buffer.alloc(MAGIC.length);
     head = buf.toString('latin1', 0, readSync(fd, buf, 0, buf.length, 0));
-    tail = size >= buf.length ? buf.toString('latin1', 0, readSync(fd, buf, 0, buf.length, size - buf.length)) : '';
+    tail =
+      size >= buf.length
+        ? buf.toString('latin1', 0, readSync(fd, buf, 0, buf.length, size - buf.length))
+        : '';
   } finally {
     closeSync(fd);
   }
   const cutShort = (why: string) =>
-    new DataError('UNREADABLE_FILE', `${file} is truncated: ${why} (the file has ${size} bytes). Copy or download it again.`, { cause: e });
-  if (head === MAGIC && tail !== MAGIC) return cutShort('an Arrow IPC file ends with its footer and the ARROW1 marker, this one does not');
+    new DataError(
+      'UNREADABLE_FILE',
+      `${file} is truncated: ${why} (the file has ${size} bytes). Copy or download it again.`,
+      { cause: e },
+    );
+  if (head === MAGIC && tail !== MAGIC)
+    return cutShort(
+      'an Arrow IPC file ends with its footer and the ARROW1 marker, this one does not',
+    );
   const short = /Expected to read (\d+) (?:metadata )?bytes.*only read (\d+)/.exec(message);
-  if (short) return cutShort(`it ends inside a record batch (${short[1]} bytes expected, ${short[2]} left)`);
-  return new DataError('UNREADABLE_FILE', `${file} is not a readable Arrow IPC file or stream (${message}).`, { cause: e });
+  if (short)
+    return cutShort(`it ends inside a record batch (${short[1]} bytes expected, ${short[2]} left)`);
+  return new DataError(
+    'UNREADABLE_FILE',
+    `${file} is not a readable Arrow IPC file or stream (${message}).`,
+    { cause: e },
+  );
 }

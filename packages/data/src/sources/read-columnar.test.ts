@@ -66,6 +66,8 @@ describe('loadDataset on datasets folders', () => {
   it('picks a DatasetDict split with split@path', async () => {
     expect((await loadDataset(`test@${col('dict')}`)).rows).toEqual(FIXTURE_ROWS.slice(3));
     expect((await loadDataset(col('dict'))).rows).toEqual(FIXTURE_ROWS.slice(0, 3));
-    await expect(loadDataset(`validation@${col('dict')}`)).rejects.toThrowError(/Split "validation" is not in .*dataset_dict.json lists train, test/);
+    await expect(loadDataset(`validation@${col('dict')}`)).rejects.toThrowError(
+      /Split "validation" is not in .*dataset_dict.json lists train, test/,
+    );
   });
 });

@@ -16,7 +16,11 @@ const CR = 13;
  * A record with a different field count than the header is MALFORMED_ROW (file and line named),
  * or counted and skipped with `onBadRow: 'skip'`.
  */
-export async function* readCsv(file: string, stats: LoadStats, onBadRow: BadRowPolicy = 'error'): AsyncGenerator<RowWithOrigin[]> {
+export async function* readCsv(
+  file: string,
+  stats: LoadStats,
+  onBadRow: BadRowPolicy = 'error',
+): AsyncGenerator<RowWithOrigin[]> {
   const chunks = readUtf8(file);
   let header: string[] | undefined;
   let fields: string[] = [];
@@ -48,7 +52,11 @@ export async function* readCsv(file: string, stats: LoadStats, onBadRow: BadRowP
           recordSkip(stats, { file, row: at, reason });
           continue;
         }
-        throw new DataError('MALFORMED_ROW', `${file} line ${at}: ${reason} (${header.join(',')}). Quote fields that contain commas or newlines.`, { skippable: true });
+        throw new DataError(
+          'MALFORMED_ROW',
+          `${file} line ${at}: ${reason} (${header.join(',')}). Quote fields that contain commas or newlines.`,
+          { skippable: true },
+        );
       }
       batch.push({ row, origin: { file, row: at } });
     }
@@ -111,13 +119,21 @@ export async function* readCsv(file: string, stats: LoadStats, onBadRow: BadRowP
   } catch (e) {
     throw fileError(file, e);
   }
-  if (inQuotes && !quoteSeen) throw new DataError('MALFORMED_ROW', `${file} line ${recordLine}: a quoted field is never closed before the end of the file.`);
+  if (inQuotes && !quoteSeen)
+    throw new DataError(
+      'MALFORMED_ROW',
+      `${file} line ${recordLine}: a quoted field is never closed before the end of the file.`,
+    );
   if (field !== '' || fields.length > 0) {
     endRecord();
     const rest = takeRows();
     if (rest.length > 0) yield rest;
   }
-  if (!header) throw new DataError('EMPTY_DATASET', `${file} is empty: a CSV file needs a header row naming the columns.`);
+  if (!header)
+    throw new DataError(
+      'EMPTY_DATASET',
+      `${file} is empty: a CSV file needs a header row naming the columns.`,
+    );
 }
 
 function toRow(header: string[], values: string[]): Record<string, unknown> | undefined {

@@ -8,10 +8,19 @@ import type { BadRowPolicy, LoadStats } from './row.js';
 import type { RowWithOrigin } from './row-with-origin.js';
 
 /** File extensions a reader exists for. */
-export const DATA_FILE_EXTENSIONS = ['.jsonl', '.ndjson', '.json', '.csv', '.parquet', '.arrow'] as const;
+export const DATA_FILE_EXTENSIONS = [
+  '.jsonl',
+  '.ndjson',
+  '.json',
+  '.csv',
+  '.parquet',
+  '.arrow',
+] as const;
 
 /** The reader kind for a path, from its extension; undefined when none fits. */
-export function dataFileKind(file: string): 'jsonl' | 'json' | 'csv' | 'parquet' | 'arrow' | undefined {
+export function dataFileKind(
+  file: string,
+): 'jsonl' | 'json' | 'csv' | 'parquet' | 'arrow' | undefined {
   const lower = file.toLowerCase();
   if (lower.endsWith('.jsonl') || lower.endsWith('.ndjson')) return 'jsonl';
   if (lower.endsWith('.json')) return 'json';
@@ -25,7 +34,11 @@ export function dataFileKind(file: string): 'jsonl' | 'json' | 'csv' | 'parquet'
  * Streams the rows of one data file in batches (arrays of up to a few thousand rows: one
  * async step per batch, not per row), picking the reader from the extension.
  */
-export function readDataFileBatches(file: string, stats: LoadStats, onBadRow: BadRowPolicy = 'error'): AsyncGenerator<RowWithOrigin[]> {
+export function readDataFileBatches(
+  file: string,
+  stats: LoadStats,
+  onBadRow: BadRowPolicy = 'error',
+): AsyncGenerator<RowWithOrigin[]> {
   switch (dataFileKind(file)) {
     case 'jsonl':
       return readJsonl(file, stats, onBadRow);
@@ -38,11 +51,18 @@ export function readDataFileBatches(file: string, stats: LoadStats, onBadRow: Ba
     case 'arrow':
       return readArrow(file);
     default:
-      throw new DataError('UNSUPPORTED_FORMAT', `Cannot read ${file}: unsupported extension. Use one of ${DATA_FILE_EXTENSIONS.join(', ')}, a folder of such files, or a Hugging Face dataset name.`);
+      throw new DataError(
+        'UNSUPPORTED_FORMAT',
+        `Cannot read ${file}: unsupported extension. Use one of ${DATA_FILE_EXTENSIONS.join(', ')}, a folder of such files, or a Hugging Face dataset name.`,
+      );
   }
 }
 
 /** Streams the rows of one data file one by one (see {@link readDataFileBatches}). */
-export async function* readDataFile(file: string, stats: LoadStats, onBadRow: BadRowPolicy = 'error'): AsyncGenerator<RowWithOrigin> {
+export async function* readDataFile(
+  file: string,
+  stats: LoadStats,
+  onBadRow: BadRowPolicy = 'error',
+): AsyncGenerator<RowWithOrigin> {
   for await (const batch of readDataFileBatches(file, stats, onBadRow)) yield* batch;
 }

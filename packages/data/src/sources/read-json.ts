@@ -20,7 +20,11 @@ const NEWLINE = 10;
  * goes through JSON.parse). A file whose first character is `{` is read as JSON Lines, as
  * Python `datasets` does.
  */
-export async function* readJson(file: string, stats: LoadStats, onBadRow: BadRowPolicy = 'error'): AsyncGenerator<RowWithOrigin[]> {
+export async function* readJson(
+  file: string,
+  stats: LoadStats,
+  onBadRow: BadRowPolicy = 'error',
+): AsyncGenerator<RowWithOrigin[]> {
   if ((await firstSignificantChar(file)) === OPEN_BRACE) {
     yield* readJsonl(file, stats, onBadRow);
     return;
@@ -77,11 +81,19 @@ export async function* readJson(file: string, stats: LoadStats, onBadRow: BadRow
         }
         if (!started) {
           if (c === OPEN_BRACKET) started = true;
-          else if (c > 32) throw new DataError('WRONG_TYPE', `${file} is not a JSON array of objects nor JSON Lines (first character ${JSON.stringify(String.fromCharCode(c))}). Save it as [{...}, ...] or one object per line.`);
+          else if (c > 32)
+            throw new DataError(
+              'WRONG_TYPE',
+              `${file} is not a JSON array of objects nor JSON Lines (first character ${JSON.stringify(String.fromCharCode(c))}). Save it as [{...}, ...] or one object per line.`,
+            );
           continue;
         }
         if (ended) {
-          if (c > 32) throw new DataError('MALFORMED_ROW', `${file} line ${line} has text after the closing ] of the top-level array.`);
+          if (c > 32)
+            throw new DataError(
+              'MALFORMED_ROW',
+              `${file} line ${line} has text after the closing ] of the top-level array.`,
+            );
           continue;
         }
         if (c === OPEN_BRACE || c === OPEN_BRACKET) {
@@ -107,7 +119,11 @@ export async function* readJson(file: string, stats: LoadStats, onBadRow: BadRow
             recordSkip(stats, { file, row: index, reason: parsed });
             continue;
           }
-          throw new DataError('MALFORMED_ROW', `${file} element ${index} (line ${at}) is not a valid JSON object (${parsed}). Fix or remove it.`, { skippable: true });
+          throw new DataError(
+            'MALFORMED_ROW',
+            `${file} element ${index} (line ${at}) is not a valid JSON object (${parsed}). Fix or remove it.`,
+            { skippable: true },
+          );
         }
         batch.push({ row: parsed, origin: { file, row: index } });
       }
@@ -121,14 +137,23 @@ export async function* readJson(file: string, stats: LoadStats, onBadRow: BadRow
   } catch (e) {
     throw fileError(file, e);
   }
-  if (!started) throw new DataError('EMPTY_DATASET', `${file} is empty: expected a JSON array of objects or JSON Lines.`);
-  if (!ended) throw new DataError('MALFORMED_ROW', `${file} ends before the closing ] of its top-level array (line ${line}): the file is truncated or malformed.`);
+  if (!started)
+    throw new DataError(
+      'EMPTY_DATASET',
+      `${file} is empty: expected a JSON array of objects or JSON Lines.`,
+    );
+  if (!ended)
+    throw new DataError(
+      'MALFORMED_ROW',
+      `${file} ends before the closing ] of its top-level array (line ${line}): the file is truncated or malformed.`,
+    );
 }
 
 function parseElement(text: string): Record<string, unknown> | string {
   try {
     const v: unknown = JSON.parse(text);
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) return `expected an object, got ${text.slice(0, 40)}`;
+    if (v === null || typeof v !== 'object' || Array.isArray(v))
+      return `expected an object, got ${text.slice(0, 40)}`;
     return v as Record<string, unknown>;
   } catch (e) {
     return text === '' ? 'empty element (two commas in a row?)' : (e as Error).message;

@@ -10,7 +10,11 @@ import type { RowWithOrigin } from './row-with-origin.js';
  * (blank lines are ignored, not counted as rows). A line that is not a JSON object fails with
  * MALFORMED_ROW naming file and line, or is counted in `stats` and skipped when `onBadRow` is 'skip'.
  */
-export async function* readJsonl(file: string, stats: LoadStats, onBadRow: BadRowPolicy = 'error'): AsyncGenerator<RowWithOrigin[]> {
+export async function* readJsonl(
+  file: string,
+  stats: LoadStats,
+  onBadRow: BadRowPolicy = 'error',
+): AsyncGenerator<RowWithOrigin[]> {
   const chunks = readUtf8(file);
   let line = 0;
   const parse = (text: string, batch: RowWithOrigin[]) => {
@@ -20,7 +24,8 @@ export async function* readJsonl(file: string, stats: LoadStats, onBadRow: BadRo
     let reason: string | undefined;
     try {
       value = JSON.parse(text);
-      if (value === null || typeof value !== 'object' || Array.isArray(value)) reason = `expected a JSON object, got ${Array.isArray(value) ? 'an array' : JSON.stringify(value)}`;
+      if (value === null || typeof value !== 'object' || Array.isArray(value))
+        reason = `expected a JSON object, got ${Array.isArray(value) ? 'an array' : JSON.stringify(value)}`;
     } catch (e) {
       reason = (e as Error).message;
     }
@@ -29,7 +34,11 @@ export async function* readJsonl(file: string, stats: LoadStats, onBadRow: BadRo
       return;
     }
     if (onBadRow !== 'skip') {
-      throw new DataError('MALFORMED_ROW', `${file} line ${line} is not valid JSON Lines (${reason}). Fix or remove that line.`, { skippable: true });
+      throw new DataError(
+        'MALFORMED_ROW',
+        `${file} line ${line} is not valid JSON Lines (${reason}). Fix or remove that line.`,
+        { skippable: true },
+      );
     }
     recordSkip(stats, { file, row: line, reason });
   };
@@ -41,7 +50,10 @@ export async function* readJsonl(file: string, stats: LoadStats, onBadRow: BadRo
       let start = 0;
       let nl = text.indexOf('\n');
       while (nl >= 0) {
-        parse(text.charCodeAt(nl - 1) === 13 ? text.slice(start, nl - 1) : text.slice(start, nl), batch);
+        parse(
+          text.charCodeAt(nl - 1) === 13 ? text.slice(start, nl - 1) : text.slice(start, nl),
+          batch,
+        );
         start = nl + 1;
         nl = text.indexOf('\n', start);
       }

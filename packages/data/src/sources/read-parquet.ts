@@ -22,16 +22,33 @@ export async function* readParquet(file: string): AsyncGenerator<RowWithOrigin[]
   } catch (e) {
     const code = (e as { code?: string }).code;
     if (code) throw fileError(file, e);
-    throw new DataError('UNREADABLE_FILE', `${file} is not a readable Parquet file (${(e as Error).message}). Check that it was fully downloaded.`, { cause: e });
+    throw new DataError(
+      'UNREADABLE_FILE',
+      `${file} is not a readable Parquet file (${(e as Error).message}). Check that it was fully downloaded.`,
+      { cause: e },
+    );
   }
   let rowStart = 0;
   for (const group of metadata.row_groups) {
     const rowEnd = rowStart + Number(group.num_rows);
     let rows: Record<string, unknown>[];
     try {
-      rows = await parquetReadObjects({ file: buffer, metadata, rowStart, rowEnd, compressors, rowFormat: 'object', utf8: false, parsers: { stringFromBytes: strictStringFromBytes } });
+      rows = await parquetReadObjects({
+        file: buffer,
+        metadata,
+        rowStart,
+        rowEnd,
+        compressors,
+        rowFormat: 'object',
+        utf8: false,
+        parsers: { stringFromBytes: strictStringFromBytes },
+      });
     } catch (e) {
-      throw new DataError('UNREADABLE_FILE', `${file}: cannot decode rows ${rowStart}-${rowEnd - 1} (${(e as Error).message}).`, { cause: e });
+      throw new DataError(
+        'UNREADABLE_FILE',
+        `${file}: cannot decode rows ${rowStart}-${rowEnd - 1} (${(e as Error).message}).`,
+        { cause: e },
+      );
     }
     for (let b = 0; b < rows.length; b += BATCH_ROWS) {
       const batch: RowWithOrigin[] = [];
@@ -43,7 +60,8 @@ export async function* readParquet(file: string): AsyncGenerator<RowWithOrigin[]
           try {
             row[key] = plainValue(v);
           } catch (e) {
-            if (e instanceof DataError && e.code === 'INVALID_UTF8') throw columnarUtf8Error(file, rowStart + i + 1, key);
+            if (e instanceof DataError && e.code === 'INVALID_UTF8')
+              throw columnarUtf8Error(file, rowStart + i + 1, key);
             throw e;
           }
         }

@@ -19,7 +19,10 @@ async function all(gen: AsyncGenerator<RowWithOrigin[]>): Promise<RowWithOrigin[
 describe('readJsonl', () => {
   it('reads objects, skips blank lines, keeps line numbers', async () => {
     const rows = await all(readJsonl(fx('sft.jsonl'), emptyStats()));
-    expect(rows.map((r) => r.row)).toEqual([{ prompt: 'p1', response: 'r1' }, { prompt: 'p2', response: 'r2' }]);
+    expect(rows.map((r) => r.row)).toEqual([
+      { prompt: 'p1', response: 'r1' },
+      { prompt: 'p2', response: 'r2' },
+    ]);
     expect(rows.map((r) => r.origin.row)).toEqual([1, 3]);
   });
   it('names file and line of a malformed line', async () => {
@@ -37,11 +40,18 @@ describe('readJsonl', () => {
   });
   it('splits CRLF lines across 1 MiB chunk boundaries', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rl2-jsonl-'));
-    const lines = Array.from({ length: 3000 }, (_, i) => JSON.stringify({ i, t: 'y'.repeat(500 + (i % 5)) }));
+    const lines = Array.from({ length: 3000 }, (_, i) =>
+      JSON.stringify({ i, t: 'y'.repeat(500 + (i % 5)) }),
+    );
     writeFileSync(join(dir, 'big.jsonl'), lines.join('\r\n'));
     const rows = await all(readJsonl(join(dir, 'big.jsonl'), emptyStats()));
     expect(rows.length).toBe(3000);
-    expect(rows.every((r, i) => r.row.i === i && r.origin.row === i + 1 && (r.row.t as string).length === 500 + (i % 5))).toBe(true);
+    expect(
+      rows.every(
+        (r, i) =>
+          r.row.i === i && r.origin.row === i + 1 && (r.row.t as string).length === 500 + (i % 5),
+      ),
+    ).toBe(true);
   });
   it('reports a missing file as FILE_NOT_FOUND', async () => {
     const err = await all(readJsonl(fx('nope.jsonl'), emptyStats())).catch((e: unknown) => e);
@@ -54,11 +64,18 @@ describe('readJson', () => {
   it('streams a top-level array with brackets and quotes inside strings', async () => {
     const rows = await all(readJson(fx('sft-array.json'), emptyStats()));
     expect(rows[0]?.row).toEqual({ prompt: 'a, [b] {c}', response: 'r"1"]' });
-    expect(rows[1]?.row.messages).toEqual([{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'yo' }]);
+    expect(rows[1]?.row.messages).toEqual([
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: 'yo' },
+    ]);
   });
   it('splits elements across chunk boundaries (1 MiB chunks)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rl2-json-'));
-    const big = Array.from({ length: 3000 }, (_, i) => ({ i, text: 'x'.repeat(500 + (i % 7)), esc: i % 3 ? `q"\\]}{[${i}` : 'plain' }));
+    const big = Array.from({ length: 3000 }, (_, i) => ({
+      i,
+      text: 'x'.repeat(500 + (i % 7)),
+      esc: i % 3 ? `q"\\]}{[${i}` : 'plain',
+    }));
     writeFileSync(join(dir, 'big.json'), JSON.stringify(big, null, 1));
     const rows = await all(readJson(join(dir, 'big.json'), emptyStats()));
     expect(rows.length).toBe(3000);
@@ -67,13 +84,17 @@ describe('readJson', () => {
   it('reads JSON Lines saved as .json', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rl2-json-'));
     writeFileSync(join(dir, 'l.json'), '{"a":1}\n{"a":2}\n');
-    expect((await all(readJson(join(dir, 'l.json'), emptyStats()))).map((r) => r.row.a)).toEqual([1, 2]);
+    expect((await all(readJson(join(dir, 'l.json'), emptyStats()))).map((r) => r.row.a)).toEqual([
+      1, 2,
+    ]);
   });
   it('rejects a truncated array and a non-object element', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rl2-json-'));
     writeFileSync(join(dir, 't.json'), '[{"a":1},');
     writeFileSync(join(dir, 'n.json'), '[{"a":1}, 3]');
-    expect(((await all(readJson(join(dir, 't.json'), emptyStats())).catch((e) => e)) as DataError).code).toBe('MALFORMED_ROW');
+    expect(
+      ((await all(readJson(join(dir, 't.json'), emptyStats())).catch((e) => e)) as DataError).code,
+    ).toBe('MALFORMED_ROW');
     const e = (await all(readJson(join(dir, 'n.json'), emptyStats())).catch((x) => x)) as DataError;
     expect(e.message).toContain('element 2');
   });
@@ -98,18 +119,25 @@ describe('readCsv', () => {
   it('treats a last record without a newline like any other (row kept, or a bad one named / skipped)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rl2-csv-'));
     writeFileSync(join(dir, 'ok.csv'), 'a,b\n1,2\n3,4');
-    expect((await all(readCsv(join(dir, 'ok.csv'), emptyStats()))).map((r) => r.row)).toEqual([{ a: '1', b: '2' }, { a: '3', b: '4' }]);
+    expect((await all(readCsv(join(dir, 'ok.csv'), emptyStats()))).map((r) => r.row)).toEqual([
+      { a: '1', b: '2' },
+      { a: '3', b: '4' },
+    ]);
     writeFileSync(join(dir, 'bad.csv'), 'a,b\n1,2\n3');
     const e = (await all(readCsv(join(dir, 'bad.csv'), emptyStats())).catch((x) => x)) as DataError;
     expect(e.message).toMatch(/bad\.csv line 3: 1 fields where the header has 2/);
     const stats = emptyStats();
-    expect((await all(readCsv(join(dir, 'bad.csv'), stats, 'skip'))).map((r) => r.row)).toEqual([{ a: '1', b: '2' }]);
+    expect((await all(readCsv(join(dir, 'bad.csv'), stats, 'skip'))).map((r) => r.row)).toEqual([
+      { a: '1', b: '2' },
+    ]);
     expect(stats.rowsSkipped).toBe(1);
     expect(stats.skipped[0]).toMatchObject({ row: 3 });
   });
   it('reports an empty file as EMPTY_DATASET', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rl2-csv-'));
     writeFileSync(join(dir, 'e.csv'), '');
-    expect(((await all(readCsv(join(dir, 'e.csv'), emptyStats())).catch((x) => x)) as DataError).code).toBe('EMPTY_DATASET');
+    expect(
+      ((await all(readCsv(join(dir, 'e.csv'), emptyStats())).catch((x) => x)) as DataError).code,
+    ).toBe('EMPTY_DATASET');
   });
 });

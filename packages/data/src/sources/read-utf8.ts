@@ -34,7 +34,12 @@ export async function* readUtf8(file: string, chunkBytes = 1 << 20): AsyncGenera
       // a multi-byte character cut off by the end of the file: point at its first byte
       let lead = tail.length - 1;
       while (lead > 0 && (tail[lead] as number) >> 6 === 2) lead -= 1;
-      throw await invalidUtf8(file, offset - tail.length + lead, tail.subarray(lead), 'the file ends inside a character');
+      throw await invalidUtf8(
+        file,
+        offset - tail.length + lead,
+        tail.subarray(lead),
+        'the file ends inside a character',
+      );
     }
     if (rest !== '') yield rest;
   } finally {
@@ -52,7 +57,9 @@ function firstInvalidByte(bytes: Uint8Array): number {
   while (start < 3 && start < bytes.length && (bytes[start] as number) >> 6 === 2) start += 1;
   const fails = (end: number) => {
     try {
-      new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(start, end), { stream: true });
+      new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(start, end), {
+        stream: true,
+      });
       return false;
     } catch {
       return true;
@@ -75,10 +82,18 @@ function firstInvalidByte(bytes: Uint8Array): number {
 }
 
 /** The error for invalid UTF-8 at byte `at` of `file` (`bytes` from there on): counts the lines before it (an error path, so the file is read again). */
-async function invalidUtf8(file: string, at: number, bytes: Uint8Array, why?: string): Promise<DataError> {
+async function invalidUtf8(
+  file: string,
+  at: number,
+  bytes: Uint8Array,
+  why?: string,
+): Promise<DataError> {
   let line = 1;
   if (at > 0) {
-    for await (const chunk of createReadStream(file, { start: 0, end: at - 1 }) as AsyncIterable<Buffer>) {
+    for await (const chunk of createReadStream(file, {
+      start: 0,
+      end: at - 1,
+    }) as AsyncIterable<Buffer>) {
       for (let i = chunk.indexOf(NEWLINE); i >= 0; i = chunk.indexOf(NEWLINE, i + 1)) line += 1;
     }
   }

@@ -21,15 +21,21 @@ export async function resolveLocalFiles(path: string, split: string): Promise<st
   if (info.isFile()) return [path];
   const dict = await readJsonIfExists(join(path, 'dataset_dict.json'));
   if (dict) {
-    const splits = Array.isArray((dict as { splits?: unknown }).splits) ? ((dict as { splits: string[] }).splits) : [];
+    const splits = Array.isArray((dict as { splits?: unknown }).splits)
+      ? (dict as { splits: string[] }).splits
+      : [];
     if (!splits.includes(split)) {
-      throw new DataError('INVALID_ARGUMENT', `Split "${split}" is not in ${path} (dataset_dict.json lists ${splits.join(', ') || 'no splits'}). Write it as <split>@${path}.`);
+      throw new DataError(
+        'INVALID_ARGUMENT',
+        `Split "${split}" is not in ${path} (dataset_dict.json lists ${splits.join(', ') || 'no splits'}). Write it as <split>@${path}.`,
+      );
     }
     return resolveLocalFiles(join(path, split), split);
   }
   const state = await readJsonIfExists(join(path, 'state.json'));
   const listed = (state as { _data_files?: { filename?: string }[] } | undefined)?._data_files;
-  if (Array.isArray(listed) && listed.length > 0) return listed.map((f) => join(path, String(f.filename)));
+  if (Array.isArray(listed) && listed.length > 0)
+    return listed.map((f) => join(path, String(f.filename)));
   const all = (await listFiles(path)).map((f) => relative(path, f).split('\\').join('/'));
   const chosen = selectSplitFiles(all, split);
   if (chosen.length === 0) {
@@ -59,6 +65,8 @@ async function readJsonIfExists(file: string): Promise<unknown> {
     return JSON.parse(await readFile(file, 'utf8'));
   } catch (e) {
     if ((e as { code?: string }).code === 'ENOENT') return undefined;
-    throw new DataError('UNREADABLE_FILE', `Cannot read ${file}: ${(e as Error).message}.`, { cause: e });
+    throw new DataError('UNREADABLE_FILE', `Cannot read ${file}: ${(e as Error).message}.`, {
+      cause: e,
+    });
   }
 }

@@ -1,7 +1,12 @@
 import { dataFileKind } from './read-data-file.js';
 
 /** Files Python `datasets` keeps next to data but that are not data. */
-const METADATA_FILES = new Set(['dataset_info.json', 'state.json', 'dataset_dict.json', 'dataset_infos.json']);
+const METADATA_FILES = new Set([
+  'dataset_info.json',
+  'state.json',
+  'dataset_dict.json',
+  'dataset_infos.json',
+]);
 
 /** True for a path that holds rows (a supported extension, not a datasets metadata file or a derived cache-*.arrow). */
 export function isDataFile(path: string): boolean {
@@ -18,7 +23,10 @@ export function pathMatchesSplit(path: string, split: string): boolean {
   const s = split.toLowerCase();
   if (segments.some((seg) => seg.toLowerCase() === s)) return true;
   const stem = base.replace(/\.[a-z]+$/, '');
-  return stem === s || new RegExp(`(^|[-_.])${s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[-_.])`).test(stem);
+  return (
+    stem === s ||
+    new RegExp(`(^|[-_.])${s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[-_.])`).test(stem)
+  );
 }
 
 /**

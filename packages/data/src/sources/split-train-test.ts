@@ -13,8 +13,10 @@ export interface TrainTestSplit {
  * across runs and machines. Both parts keep the original row order.
  */
 export function splitTrainTest(n: number, testRatio = 0.03, seed = 42): TrainTestSplit {
-  if (!(testRatio >= 0 && testRatio < 1)) throw new DataError('INVALID_ARGUMENT', `test_ratio must be in [0, 1), got ${testRatio}.`);
-  if (!Number.isInteger(n) || n < 0) throw new DataError('INVALID_ARGUMENT', `Row count must be a non-negative integer, got ${n}.`);
+  if (!(testRatio >= 0 && testRatio < 1))
+    throw new DataError('INVALID_ARGUMENT', `test_ratio must be in [0, 1), got ${testRatio}.`);
+  if (!Number.isInteger(n) || n < 0)
+    throw new DataError('INVALID_ARGUMENT', `Row count must be a non-negative integer, got ${n}.`);
   let nTest = Math.round(n * testRatio);
   if (testRatio > 0 && n > 1 && nTest === 0) nTest = 1;
   if (nTest >= n && n > 0) nTest = n - 1;

@@ -12,11 +12,22 @@ export interface PpoPromptOptions extends Pick<ChatTemplateOptions, 'tools' | 't
  * through the chat template with the generation prompt; `{prompt}` rows do when
  * `applyChatTemplate` (as one user message), else the text is used as is.
  */
-export function ppoPrompt(tokenizer: Tokenizer, example: PpoExample, options: PpoPromptOptions = {}): { text: string; ids: number[] } {
+export function ppoPrompt(
+  tokenizer: Tokenizer,
+  example: PpoExample,
+  options: PpoPromptOptions = {},
+): { text: string; ids: number[] } {
   const useTemplate = options.applyChatTemplate ?? tokenizer.hasChatTemplate;
-  const templ = { addGenerationPrompt: true, ...(options.tools ? { tools: options.tools } : {}), ...(options.templateKwargs ? { templateKwargs: options.templateKwargs } : {}) };
+  const templ = {
+    addGenerationPrompt: true,
+    ...(options.tools ? { tools: options.tools } : {}),
+    ...(options.templateKwargs ? { templateKwargs: options.templateKwargs } : {}),
+  };
   let text: string;
   if (example.kind === 'messages') text = tokenizer.applyChatTemplate(example.messages, templ);
-  else text = useTemplate ? tokenizer.applyChatTemplate([{ role: 'user', content: example.prompt }], templ) : example.prompt;
+  else
+    text = useTemplate
+      ? tokenizer.applyChatTemplate([{ role: 'user', content: example.prompt }], templ)
+      : example.prompt;
   return { text, ids: tokenizer.encode(text) };
 }

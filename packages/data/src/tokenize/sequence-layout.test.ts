@@ -15,7 +15,13 @@ describe('toShiftedSequence', () => {
     });
   });
   it('truncates to max_length positions', () => {
-    expect(toShiftedSequence(seq, 2)).toEqual({ states: [10, 11], actions: [11, 12], actionMask: [0, 1], eosMask: [0, 1], positionIds: [0, 1] });
+    expect(toShiftedSequence(seq, 2)).toEqual({
+      states: [10, 11],
+      actions: [11, 12],
+      actionMask: [0, 1],
+      eosMask: [0, 1],
+      positionIds: [0, 1],
+    });
   });
   it('rejects a bad max_length and a too-short sequence', () => {
     expect(() => toShiftedSequence(seq, 0)).toThrowError(/max_length/);
@@ -25,6 +31,11 @@ describe('toShiftedSequence', () => {
 
 describe('toRewardSequence', () => {
   it('keeps tokens unshifted with the reward at the last token', () => {
-    expect(toRewardSequence(seq, 4)).toEqual({ states: [10, 11, 12, 13], actionMask: [0, 0, 1, 1], eosMask: [0, 0, 0, 1], positionIds: [0, 1, 2, 3] });
+    expect(toRewardSequence(seq, 4)).toEqual({
+      states: [10, 11, 12, 13],
+      actionMask: [0, 0, 1, 1],
+      eosMask: [0, 0, 0, 1],
+      positionIds: [0, 1, 2, 3],
+    });
   });
 });

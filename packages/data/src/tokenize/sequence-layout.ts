@@ -20,7 +20,11 @@ export interface ShiftedSequence {
  * Needs at least 2 tokens.
  */
 export function toShiftedSequence(seq: TokenSequence, maxLength?: number): ShiftedSequence {
-  if (seq.tokens.length < 2) throw new DataError('INVALID_ARGUMENT', `A sequence needs at least 2 tokens to shift, got ${seq.tokens.length}.`);
+  if (seq.tokens.length < 2)
+    throw new DataError(
+      'INVALID_ARGUMENT',
+      `A sequence needs at least 2 tokens to shift, got ${seq.tokens.length}.`,
+    );
   const n = Math.min(seq.tokens.length - 1, limit(maxLength));
   const eosMask = new Array<number>(n).fill(0);
   eosMask[n - 1] = 1;
@@ -43,7 +47,8 @@ export interface RewardSequence {
 
 /** The unshifted RM layout: tokens truncated to `maxLength`, eosMask at the last kept token. */
 export function toRewardSequence(seq: TokenSequence, maxLength?: number): RewardSequence {
-  if (seq.tokens.length < 1) throw new DataError('INVALID_ARGUMENT', 'A reward sequence needs at least 1 token.');
+  if (seq.tokens.length < 1)
+    throw new DataError('INVALID_ARGUMENT', 'A reward sequence needs at least 1 token.');
   const n = Math.min(seq.tokens.length, limit(maxLength));
   const eosMask = new Array<number>(n).fill(0);
   eosMask[n - 1] = 1;
@@ -57,6 +62,10 @@ export function toRewardSequence(seq: TokenSequence, maxLength?: number): Reward
 
 function limit(maxLength: number | undefined): number {
   if (maxLength === undefined) return Number.POSITIVE_INFINITY;
-  if (!Number.isInteger(maxLength) || maxLength < 1) throw new DataError('INVALID_ARGUMENT', `max_length must be a positive integer, got ${maxLength}.`);
+  if (!Number.isInteger(maxLength) || maxLength < 1)
+    throw new DataError(
+      'INVALID_ARGUMENT',
+      `max_length must be a positive integer, got ${maxLength}.`,
+    );
   return maxLength;
 }

@@ -15,7 +15,11 @@ export type TokenizeMessagesOptions = Pick<ChatTemplateOptions, 'tools' | 'templ
  * new one from the full rendering, with the context masked 0. One conversation can therefore
  * give several sequences; each holds at least one assistant token unless there is none at all.
  */
-export function tokenizeMessages(tokenizer: Tokenizer, messages: ChatMessage[], options: TokenizeMessagesOptions = {}): TokenSequence[] {
+export function tokenizeMessages(
+  tokenizer: Tokenizer,
+  messages: ChatMessage[],
+  options: TokenizeMessagesOptions = {},
+): TokenSequence[] {
   const sequences: TokenSequence[] = [];
   let current: TokenSequence = { tokens: [], mask: [] };
   let prev = '';
@@ -47,7 +51,10 @@ export function tokenizeMessages(tokenizer: Tokenizer, messages: ChatMessage[], 
     }
     const context = render(i, true);
     if (!text.startsWith(context)) {
-      throw new DataError('TOKENIZER', `The chat template renders assistant turn ${i} in a way that does not extend the conversation before it with the generation prompt; cannot tell which tokens are the assistant's.`);
+      throw new DataError(
+        'TOKENIZER',
+        `The chat template renders assistant turn ${i} in a way that does not extend the conversation before it with the generation prompt; cannot tell which tokens are the assistant's.`,
+      );
     }
     append(context, 0);
     append(text.slice(context.length), 1);

@@ -17,8 +17,15 @@ export interface TokenizeSftOptions extends TokenizeMessagesOptions {
  * token left (no assistant turn, or truncation cut them all) is not returned but counted in
  * `dropped`, so callers can report it instead of losing it silently.
  */
-export function tokenizeSft(tokenizer: Tokenizer, example: SftExample, options: TokenizeSftOptions = {}): { sequences: ShiftedSequence[]; dropped: number } {
-  const seqs = example.kind === 'text' ? [tokenizeText(tokenizer, example.prompt, example.response)] : tokenizeMessages(tokenizer, example.messages, options);
+export function tokenizeSft(
+  tokenizer: Tokenizer,
+  example: SftExample,
+  options: TokenizeSftOptions = {},
+): { sequences: ShiftedSequence[]; dropped: number } {
+  const seqs =
+    example.kind === 'text'
+      ? [tokenizeText(tokenizer, example.prompt, example.response)]
+      : tokenizeMessages(tokenizer, example.messages, options);
   const sequences: ShiftedSequence[] = [];
   let dropped = 0;
   for (const s of seqs) {

@@ -6,7 +6,11 @@ import type { TokenSequence } from './token-sequence.js';
  * RL2 does for `{prompt, response}` rows. The two parts are tokenized separately so the mask
  * boundary is exact.
  */
-export function tokenizeText(tokenizer: Tokenizer, prompt: string, response: string): TokenSequence {
+export function tokenizeText(
+  tokenizer: Tokenizer,
+  prompt: string,
+  response: string,
+): TokenSequence {
   const p = tokenizer.encode(prompt);
   const r = tokenizer.encode(response);
   r.push(tokenizer.eosTokenId);

@@ -32,12 +32,21 @@ describe('createByteLevelBpe', () => {
     const fast = createByteLevelBpe(tokenizerJson);
     expect(fast).toBeDefined();
     const hf = new HfTokenizer(tokenizerJson, config);
-    for (const text of CORPUS) expect(fast?.(text), JSON.stringify(text)).toEqual(hf.encode(text, { add_special_tokens: false }).ids);
+    for (const text of CORPUS)
+      expect(fast?.(text), JSON.stringify(text)).toEqual(
+        hf.encode(text, { add_special_tokens: false }).ids,
+      );
     // Twice, so cached pre-tokens give the same result.
-    for (const text of CORPUS) expect(fast?.(text)).toEqual(hf.encode(text, { add_special_tokens: false }).ids);
+    for (const text of CORPUS)
+      expect(fast?.(text)).toEqual(hf.encode(text, { add_special_tokens: false }).ids);
   });
   it('declines configurations it does not cover', () => {
-    expect(createByteLevelBpe({ ...tokenizerJson, model: { ...tokenizerJson.model, byte_fallback: true } })).toBeUndefined();
+    expect(
+      createByteLevelBpe({
+        ...tokenizerJson,
+        model: { ...tokenizerJson.model, byte_fallback: true },
+      }),
+    ).toBeUndefined();
     expect(createByteLevelBpe({ ...tokenizerJson, normalizer: { type: 'NFKC' } })).toBeUndefined();
     expect(createByteLevelBpe({ ...tokenizerJson, model: { type: 'WordPiece' } })).toBeUndefined();
   });

@@ -17,12 +17,20 @@ interface Json {
 }
 
 // GPT-2's regex, used by a plain ByteLevel pre-tokenizer with use_regex true.
-const GPT2_PATTERN = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+const GPT2_PATTERN =
+  "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 const CACHE_LIMIT = 200_000;
 
 export function createByteLevelBpe(tokenizerJson: Json): ByteLevelEncode | undefined {
   const model = tokenizerJson.model as Json | undefined;
-  if (model?.type !== 'BPE' || model.byte_fallback || model.dropout || model.continuing_subword_prefix || model.end_of_word_suffix) return undefined;
+  if (
+    model?.type !== 'BPE' ||
+    model.byte_fallback ||
+    model.dropout ||
+    model.continuing_subword_prefix ||
+    model.end_of_word_suffix
+  )
+    return undefined;
   const normalizer = tokenizerJson.normalizer as Json | null | undefined;
   if (normalizer && normalizer.type !== 'NFC') return undefined;
   const pattern = splitPattern(tokenizerJson.pre_tokenizer as Json | null | undefined);
@@ -36,7 +44,14 @@ export function createByteLevelBpe(tokenizerJson: Json): ByteLevelEncode | undef
   const added = (tokenizerJson.added_tokens as Json[] | undefined) ?? [];
   if (added.some((t) => t.lstrip || t.rstrip || t.single_word)) return undefined;
   const addedIds = new Map(added.map((t) => [t.content as string, t.id as number]));
-  const addedRe = added.length ? new RegExp(`(${[...addedIds.keys()].sort((a, b) => b.length - a.length).map(escapeRegExp).join('|')})`) : undefined;
+  const addedRe = added.length
+    ? new RegExp(
+        `(${[...addedIds.keys()]
+          .sort((a, b) => b.length - a.length)
+          .map(escapeRegExp)
+          .join('|')})`,
+      )
+    : undefined;
 
   const vocab = new Map(Object.entries(model.vocab as Record<string, number>));
   const ranks = new Map<string, number>();
@@ -121,7 +136,10 @@ export function createByteLevelBpe(tokenizerJson: Json): ByteLevelEncode | undef
       const part = parts[i] as string;
       if (part === '') continue;
       if (i % 2 === 1) out.push(addedIds.get(part) as number);
-      else if (!encodeSegment(part, out)) throw new Error(`byte-level BPE: a symbol of ${JSON.stringify(part.slice(0, 40))} is not in the vocabulary`);
+      else if (!encodeSegment(part, out))
+        throw new Error(
+          `byte-level BPE: a symbol of ${JSON.stringify(part.slice(0, 40))} is not in the vocabulary`,
+        );
     }
     return out;
   };
@@ -135,20 +153,26 @@ function isAscii(s: string): boolean {
 /** The split regex of a supported pre-tokenizer config, or undefined. */
 function splitPattern(pre: Json | null | undefined): string | undefined {
   if (!pre) return undefined;
-  if (pre.type === 'ByteLevel') return pre.add_prefix_space || pre.use_regex === false ? undefined : GPT2_PATTERN;
+  if (pre.type === 'ByteLevel')
+    return pre.add_prefix_space || pre.use_regex === false ? undefined : GPT2_PATTERN;
   if (pre.type !== 'Sequence') return undefined;
   const steps = pre.pretokenizers as Json[];
   if (steps.length !== 2) return undefined;
   const [split, byteLevel] = steps as [Json, Json];
   if (split.type !== 'Split' || split.behavior !== 'Isolated' || split.invert) return undefined;
-  if (byteLevel.type !== 'ByteLevel' || byteLevel.add_prefix_space || byteLevel.use_regex !== false) return undefined;
+  if (byteLevel.type !== 'ByteLevel' || byteLevel.add_prefix_space || byteLevel.use_regex !== false)
+    return undefined;
   const p = split.pattern as { Regex?: string } | undefined;
   return p?.Regex;
 }
 
 /** JS has no `(?i:...)` groups (Node 20): spell letters inside them as [xX] classes. */
 function translateInlineCaseInsensitive(pattern: string): string {
-  return pattern.replace(/\(\?i:([^()\\]*)\)/g, (_, body: string) => `(?:${body.replace(/[A-Za-z]/g, (c) => `[${c.toLowerCase()}${c.toUpperCase()}]`)})`);
+  return pattern.replace(
+    /\(\?i:([^()\\]*)\)/g,
+    (_, body: string) =>
+      `(?:${body.replace(/[A-Za-z]/g, (c) => `[${c.toLowerCase()}${c.toUpperCase()}]`)})`,
+  );
 }
 
 function escapeRegExp(s: string): string {

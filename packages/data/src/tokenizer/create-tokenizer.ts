@@ -32,7 +32,10 @@ export function createTokenizer(files: TokenizerFiles): Tokenizer {
   const eosToken = specialTokenText(config.eos_token);
   const eosTokenId = idOf('eos_token');
   if (eosToken === undefined || eosTokenId === undefined) {
-    throw new DataError('TOKENIZER', `${source}: tokenizer_config.json has no eos_token found in the vocabulary (got ${JSON.stringify(config.eos_token)}). Set eos_token to a token of tokenizer.json.`);
+    throw new DataError(
+      'TOKENIZER',
+      `${source}: tokenizer_config.json has no eos_token found in the vocabulary (got ${JSON.stringify(config.eos_token)}). Set eos_token to a token of tokenizer.json.`,
+    );
   }
   const templateText = files.chatTemplate ?? pickTemplate(config.chat_template);
   let compiled: Template | undefined;
@@ -44,8 +47,12 @@ export function createTokenizer(files: TokenizerFiles): Tokenizer {
   };
   let vocabSize: number | undefined;
   return {
-    encode: (text, options) => (fast && !options?.addSpecialTokens ? fast(text) : hf.encode(text, { add_special_tokens: options?.addSpecialTokens ?? false }).ids),
-    decode: (ids, options) => hf.decode(Array.from(ids), { skip_special_tokens: options?.skipSpecialTokens ?? false }),
+    encode: (text, options) =>
+      fast && !options?.addSpecialTokens
+        ? fast(text)
+        : hf.encode(text, { add_special_tokens: options?.addSpecialTokens ?? false }).ids,
+    decode: (ids, options) =>
+      hf.decode(Array.from(ids), { skip_special_tokens: options?.skipSpecialTokens ?? false }),
     eosTokenId,
     eosToken,
     padTokenId: idOf('pad_token') ?? eosTokenId,
@@ -58,7 +65,10 @@ export function createTokenizer(files: TokenizerFiles): Tokenizer {
     tokenToId: (token) => hf.token_to_id(token),
     applyChatTemplate(messages: ChatMessage[], options: ChatTemplateOptions = {}): string {
       if (templateText === undefined) {
-        throw new DataError('TOKENIZER', `${source} has no chat template (no chat_template in tokenizer_config.json, no chat_template.jinja). Use {prompt, response} rows, or add a chat template to the tokenizer folder.`);
+        throw new DataError(
+          'TOKENIZER',
+          `${source} has no chat template (no chat_template in tokenizer_config.json, no chat_template.jinja). Use {prompt, response} rows, or add a chat template to the tokenizer folder.`,
+        );
       }
       compiled ??= compile(templateText, source);
       try {
@@ -71,7 +81,11 @@ export function createTokenizer(files: TokenizerFiles): Tokenizer {
         });
       } catch (e) {
         if (e instanceof DataError) throw e;
-        throw new DataError('TOKENIZER', `${source}: the chat template failed on these messages (${(e as Error).message}).`, { cause: e });
+        throw new DataError(
+          'TOKENIZER',
+          `${source}: the chat template failed on these messages (${(e as Error).message}).`,
+          { cause: e },
+        );
       }
     },
   };
@@ -91,6 +105,10 @@ function compile(text: string, source: string): Template {
   try {
     return new Template(text);
   } catch (e) {
-    throw new DataError('TOKENIZER', `${source}: the chat template does not parse (${(e as Error).message}).`, { cause: e });
+    throw new DataError(
+      'TOKENIZER',
+      `${source}: the chat template does not parse (${(e as Error).message}).`,
+      { cause: e },
+    );
   }
 }

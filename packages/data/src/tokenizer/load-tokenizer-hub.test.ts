@@ -14,7 +14,15 @@ beforeAll(async () => {
   vi.spyOn(console, 'debug').mockImplementation(() => {});
   hub = await startFakeHub({
     'rl2/qwen3-tok': {
-      revisions: { main: { sha: 'c'.repeat(40), files: { 'tokenizer.json': readFileSync(join(qwen, 'tokenizer.json')), 'tokenizer_config.json': readFileSync(join(qwen, 'tokenizer_config.json')) } } },
+      revisions: {
+        main: {
+          sha: 'c'.repeat(40),
+          files: {
+            'tokenizer.json': readFileSync(join(qwen, 'tokenizer.json')),
+            'tokenizer_config.json': readFileSync(join(qwen, 'tokenizer_config.json')),
+          },
+        },
+      },
     },
   });
 });
@@ -25,11 +33,16 @@ describe('loadTokenizer from the hub', () => {
     const tok = await loadTokenizer('rl2/qwen3-tok', { endpoint: hub.url, cacheDir });
     expect(tok.encode('Hello world')).toEqual([9707, 1879]);
     expect(tok.hasChatTemplate).toBe(true);
-    const offline = await loadTokenizer('rl2/qwen3-tok', { endpoint: 'http://127.0.0.1:9', cacheDir });
+    const offline = await loadTokenizer('rl2/qwen3-tok', {
+      endpoint: 'http://127.0.0.1:9',
+      cacheDir,
+    });
     expect(offline.eosTokenId).toBe(151645);
   });
   it('says when the hub is unreachable and nothing is cached', async () => {
-    const e = (await loadTokenizer('rl2/never', { endpoint: 'http://127.0.0.1:9', cacheDir }).catch((x) => x)) as DataError;
+    const e = (await loadTokenizer('rl2/never', { endpoint: 'http://127.0.0.1:9', cacheDir }).catch(
+      (x) => x,
+    )) as DataError;
     expect(e.code).toBe('HUB_UNREACHABLE');
     expect(e.message).toContain(`nothing is cached under ${join(cacheDir, 'models--rl2--never')}`);
   });

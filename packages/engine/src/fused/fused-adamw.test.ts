@@ -10,7 +10,8 @@ import { adamWInPlace } from './fused-adamw.js';
 
 const load = nativeForTests();
 const H = { lr: 0.01, beta1: 0.9, beta2: 0.99, eps: 1e-8, weightDecay: 0.1, step: 3 };
-const values = (n: number, seed: number) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * 0.37 + seed));
+const values = (n: number, seed: number) =>
+  Float32Array.from({ length: n }, (_, i) => Math.sin(i * 0.37 + seed));
 
 /** A variable that alone holds its buffer (as the optimizer's moments and loaded parameters do). */
 function own(x: number[] | Float32Array): tf.Variable {
@@ -30,7 +31,13 @@ function stepOn(backend: string, shareParam: boolean) {
   const before = (tf.backend() as MathBackendCPU).data.get(p.dataId)?.values;
   adamWInPlace(p, g, m, v, H);
   const sameBuffer = (tf.backend() as MathBackendCPU).data.get(p.dataId)?.values === before;
-  const out = { p: p.dataSync().slice(), m: m.dataSync().slice(), v: v.dataSync().slice(), sameBuffer, shared: shared?.dataSync().slice() };
+  const out = {
+    p: p.dataSync().slice(),
+    m: m.dataSync().slice(),
+    v: v.dataSync().slice(),
+    sameBuffer,
+    shared: shared?.dataSync().slice(),
+  };
   tf.dispose([p, m, v, g, ...(shared ? [shared] : [])]);
   return out;
 }
@@ -46,7 +53,8 @@ describe.skipIf(!load.ok)('adamWInPlace', () => {
     expect(ref.sameBuffer).toBe(false);
     expect(got.sameBuffer).toBe(true);
     for (const k of ['p', 'm', 'v'] as const) {
-      for (let i = 0; i < ref[k].length; i++) expect(Math.abs(got[k][i]! - ref[k][i]!)).toBeLessThan(1e-6 * (1 + Math.abs(ref[k][i]!)));
+      for (let i = 0; i < ref[k].length; i++)
+        expect(Math.abs(got[k][i]! - ref[k][i]!)).toBeLessThan(1e-6 * (1 + Math.abs(ref[k][i]!)));
     }
     expect(Math.abs(got.p[0]! - values(1, 1)[0]!)).toBeGreaterThan(1e-4); // it did move
   });

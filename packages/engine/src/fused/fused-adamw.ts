@@ -26,10 +26,19 @@ export interface AdamWStep {
  * p' = p (1 - lr wd) - lr (m' / (1 - b1^t)) / (sqrt(v' / (1 - b2^t)) + eps).
  * Returns new tensors (the caller assigns them); same shapes as `param`, float32.
  */
-export function adamWUpdate(param: tf.Tensor, grad: tf.Tensor, m: tf.Tensor, v: tf.Tensor, h: AdamWStep): { param: tf.Tensor; m: tf.Tensor; v: tf.Tensor } {
+export function adamWUpdate(
+  param: tf.Tensor,
+  grad: tf.Tensor,
+  m: tf.Tensor,
+  v: tf.Tensor,
+  h: AdamWStep,
+): { param: tf.Tensor; m: tf.Tensor; v: tf.Tensor } {
   const c1 = 1 - h.beta1 ** h.step;
   const c2 = 1 - h.beta2 ** h.step;
-  if (hasKernel(ADAMW) && [param, grad, m, v].every((t) => t.dtype === 'float32' && t.size === param.size)) {
+  if (
+    hasKernel(ADAMW) &&
+    [param, grad, m, v].every((t) => t.dtype === 'float32' && t.size === param.size)
+  ) {
     const hp = [h.lr, h.beta1, h.beta2, h.eps, h.weightDecay, c1, c2];
     const [p2, m2, v2] = tf.engine().runKernel(ADAMW, { param, grad, m, v }, { hp }) as tf.Tensor[];
     return { param: p2!, m: m2!, v: v2! };
@@ -38,7 +47,11 @@ export function adamWUpdate(param: tf.Tensor, grad: tf.Tensor, m: tf.Tensor, v: 
     const m2 = tf.add(tf.mul(m, h.beta1), tf.mul(grad, 1 - h.beta1));
     const v2 = tf.add(tf.mul(v, h.beta2), tf.mul(tf.square(grad), 1 - h.beta2));
     const update = tf.div(tf.div(m2, c1), tf.add(tf.sqrt(tf.div(v2, c2)), h.eps));
-    return { param: tf.sub(tf.mul(param, 1 - h.lr * h.weightDecay), tf.mul(update, h.lr)), m: m2, v: v2 };
+    return {
+      param: tf.sub(tf.mul(param, 1 - h.lr * h.weightDecay), tf.mul(update, h.lr)),
+      m: m2,
+      v: v2,
+    };
   });
 }
 
@@ -49,9 +62,27 @@ export function adamWUpdate(param: tf.Tensor, grad: tf.Tensor, m: tf.Tensor, v: 
  * three more copies of its largest tensor at a time, and leave them to the garbage collector).
  * Elsewhere (or when a buffer is shared, e.g. with a clone) it is `adamWUpdate` + `assign`.
  */
-export function adamWInPlace(param: tf.Variable, grad: tf.Tensor, m: tf.Variable, v: tf.Variable, h: AdamWStep): void {
-  if (hasKernel(ADAMW_IN_PLACE) && [param, grad, m, v].every((t) => t.dtype === 'float32' && t.size === param.size) && [param, m, v].every(ownsF32Buffer)) {
-    const hp = [h.lr, h.beta1, h.beta2, h.eps, h.weightDecay, 1 - h.beta1 ** h.step, 1 - h.beta2 ** h.step];
+export function adamWInPlace(
+  param: tf.Variable,
+  grad: tf.Tensor,
+  m: tf.Variable,
+  v: tf.Variable,
+  h: AdamWStep,
+): void {
+  if (
+    hasKernel(ADAMW_IN_PLACE) &&
+    [param, grad, m, v].every((t) => t.dtype === 'float32' && t.size === param.size) &&
+    [param, m, v].every(ownsF32Buffer)
+  ) {
+    const hp = [
+      h.lr,
+      h.beta1,
+      h.beta2,
+      h.eps,
+      h.weightDecay,
+      1 - h.beta1 ** h.step,
+      1 - h.beta2 ** h.step,
+    ];
     (tf.engine().runKernel(ADAMW_IN_PLACE, { param, grad, m, v }, { hp }) as tf.Tensor).dispose();
     return;
   }
@@ -68,7 +99,8 @@ export function adamWInPlace(param: tf.Variable, grad: tf.Tensor, m: tf.Variable
  */
 export function scaleInPlace(t: tf.Tensor, c: number): boolean {
   if (t.dtype !== 'float32' || !ownsF32Buffer(t)) return false;
-  const values = (tf.backend() as unknown as MathBackendCPU).data.get(t.dataId)!.values as Float32Array;
+  const values = (tf.backend() as unknown as MathBackendCPU).data.get(t.dataId)!
+    .values as Float32Array;
   if (c !== 1) for (let i = 0; i < values.length; i++) values[i]! *= c;
   return true;
 }
@@ -76,7 +108,11 @@ export function scaleInPlace(t: tf.Tensor, c: number): boolean {
 /** Whether `t` is the only tensor over its Float32Array on a cpu-style backend (safe to write in place). */
 function ownsF32Buffer(t: tf.Tensor): boolean {
   const backend = tf.backend() as unknown as Partial<MathBackendCPU>;
-  return typeof backend.refCount === 'function' && backend.refCount(t.dataId) === 1 && backend.data?.get(t.dataId)?.values instanceof Float32Array;
+  return (
+    typeof backend.refCount === 'function' &&
+    backend.refCount(t.dataId) === 1 &&
+    backend.data?.get(t.dataId)?.values instanceof Float32Array
+  );
 }
 
 /** The kernel for `backendName` on the addon. */
@@ -93,7 +129,10 @@ export function adamWKernels(addon: NativeAddon, backendName: string): tf.Kernel
     const { param, grad, m, v } = inputs as Record<string, tf.TensorInfo>;
     const [p, mv, vv] = [param, m, v].map((t) => backend.data.get(t!.dataId)?.values);
     const g = f32Values(backend, grad);
-    if (!(p instanceof Float32Array && mv instanceof Float32Array && vv instanceof Float32Array && g)) throw new Error(`${ADAMW_IN_PLACE}: needs float32 param, grad, m and v`);
+    if (
+      !(p instanceof Float32Array && mv instanceof Float32Array && vv instanceof Float32Array && g)
+    )
+      throw new Error(`${ADAMW_IN_PLACE}: needs float32 param, grad, m and v`);
     // elementwise: each output element is written after its inputs are read, so aliasing is safe
     addon.adamw(p, g, mv, vv, Float32Array.from(attrs!.hp as number[]), p, mv, vv);
     return backend.makeTensorInfo([], 'float32', new Float32Array(1));

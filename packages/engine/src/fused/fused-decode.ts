@@ -29,8 +29,24 @@ export interface DecodeLayerWeights {
 
 /** Slot order of the weights array `NativeAddon.decodeLayer` reads (enum in native/fused-decode.c). */
 export const DECODE_WEIGHT_SLOTS: readonly (keyof DecodeLayerWeights)[] = [
-  'inputNorm', 'q', 'k', 'v', 'qBias', 'kBias', 'vBias', 'qNorm', 'kNorm', 'o', 'oBias', 'postNorm', 'gate', 'up', 'down',
-  'gateBias', 'upBias', 'downBias',
+  'inputNorm',
+  'q',
+  'k',
+  'v',
+  'qBias',
+  'kBias',
+  'vBias',
+  'qNorm',
+  'kNorm',
+  'o',
+  'oBias',
+  'postNorm',
+  'gate',
+  'up',
+  'down',
+  'gateBias',
+  'upBias',
+  'downBias',
 ];
 
 /** Sizes of one decode step: B rows, hidden H, heads nH / nKv of d, MLP width F. */
@@ -51,20 +67,53 @@ export interface DecodeKernels {
    * padLeft[b] .. length of row b. `cos`/`sin` [B, d] for each row's position.
    */
   layer(
-    x: Float32Array, weights: DecodeLayerWeights, dims: DecodeDims, eps: number, cos: Float32Array, sin: Float32Array,
-    cache: { k: Float32Array; v: Float32Array; capacity: number; length: number; padLeft: Int32Array },
+    x: Float32Array,
+    weights: DecodeLayerWeights,
+    dims: DecodeDims,
+    eps: number,
+    cos: Float32Array,
+    sin: Float32Array,
+    cache: {
+      k: Float32Array;
+      v: Float32Array;
+      capacity: number;
+      length: number;
+      padLeft: Int32Array;
+    },
   ): void;
   /** y [rows, h] = rmsNorm(x) w. */
-  rmsNorm(x: Float32Array, w: Float32Array, rows: number, h: number, eps: number, y: Float32Array): void;
+  rmsNorm(
+    x: Float32Array,
+    w: Float32Array,
+    rows: number,
+    h: number,
+    eps: number,
+    y: Float32Array,
+  ): void;
   /** out [m, n] = a [m, k] b^T with b [n, k]. */
-  matMulTransposed(a: Float32Array, b: Float32Array, m: number, n: number, k: number, out: Float32Array): void;
+  matMulTransposed(
+    a: Float32Array,
+    b: Float32Array,
+    m: number,
+    n: number,
+    k: number,
+    out: Float32Array,
+  ): void;
   /**
    * Samples one token per row of `logits` [rows, vocab] in one call: row b by the inverse CDF
    * of softmax(logits / temperature[b]) at u[b] in [0, 1), greedy (first argmax) at temperature
    * 0, skipped at NaN. Writes tokens[b] and logprobs[b] (log-probability of the token under the
    * temperature-scaled distribution; temperature 1 for greedy).
    */
-  sampleRows(logits: Float32Array, rows: number, vocab: number, temperature: Float64Array, u: Float64Array, tokens: Int32Array, logprobs: Float64Array): void;
+  sampleRows(
+    logits: Float32Array,
+    rows: number,
+    vocab: number,
+    temperature: Float64Array,
+    u: Float64Array,
+    tokens: Int32Array,
+    logprobs: Float64Array,
+  ): void;
 }
 
 /** The decode kernels when the active backend is `native` with the addon loaded, else undefined. */
@@ -74,7 +123,16 @@ export function decodeKernels(): DecodeKernels | undefined {
   return {
     layer(x, weights, dims, eps, cos, sin, cache) {
       const slots = DECODE_WEIGHT_SLOTS.map((name) => weights[name] ?? null);
-      const d = Int32Array.of(dims.rows, dims.hidden, dims.heads, dims.kvHeads, dims.headDim, dims.intermediate, cache.capacity, cache.length);
+      const d = Int32Array.of(
+        dims.rows,
+        dims.hidden,
+        dims.heads,
+        dims.kvHeads,
+        dims.headDim,
+        dims.intermediate,
+        cache.capacity,
+        cache.length,
+      );
       countDispatches();
       addon.decodeLayer(x, slots, d, eps, cos, sin, cache.k, cache.v, cache.padLeft);
     },

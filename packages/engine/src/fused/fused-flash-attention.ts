@@ -2,7 +2,18 @@
 // https://arxiv.org/abs/2205.14135): no mask tensor and no [T, T] scores anywhere, forward or
 // backward (which recomputes the scores per tile from the saved log-sum-exp), so memory is
 // linear in the sequence length.
-import { customGrad, engine, type GradSaveFunc, type KernelConfig, reshape, type Tensor, type Tensor2D, type Tensor4D, type TensorInfo, zerosLike } from '@tensorflow/tfjs-core';
+import {
+  customGrad,
+  engine,
+  type GradSaveFunc,
+  type KernelConfig,
+  reshape,
+  type Tensor,
+  type Tensor2D,
+  type Tensor4D,
+  type TensorInfo,
+  zerosLike,
+} from '@tensorflow/tfjs-core';
 import { asKernelFunc, f32Values, i32Values, uninitF32 } from '../kernels/native-kernel.js';
 import type { NativeAddon } from '../native-addon.js';
 import { hasKernel } from './fused-kernel.js';
@@ -21,24 +32,51 @@ export function hasFlashAttention(): boolean {
  * q [B, T, nH, d], k/v [B, nKv, T, d] (query head h reads kv head floor(h / (nH / nKv))),
  * segments int32 [B, T]. Returns [B*T, nH*d]. Undefined without the kernel.
  */
-export function flashAttention(q: Tensor4D, k: Tensor4D, v: Tensor4D, segments: Tensor2D): Tensor2D | undefined {
-  if (!hasFlashAttention() || [q, k, v].some((t) => t.dtype !== 'float32') || segments.dtype !== 'int32') return undefined;
+export function flashAttention(
+  q: Tensor4D,
+  k: Tensor4D,
+  v: Tensor4D,
+  segments: Tensor2D,
+): Tensor2D | undefined {
+  if (
+    !hasFlashAttention() ||
+    [q, k, v].some((t) => t.dtype !== 'float32') ||
+    segments.dtype !== 'int32'
+  )
+    return undefined;
   const [b, t, nH, d] = q.shape;
   const [, nKv] = k.shape;
   const shapeOk =
-    k.shape[0] === b && k.shape[2] === t && k.shape[3] === d && nH % nKv === 0 && v.shape.every((x, i) => x === k.shape[i]) &&
-    segments.shape[0] === b && segments.shape[1] === t;
+    k.shape[0] === b &&
+    k.shape[2] === t &&
+    k.shape[3] === d &&
+    nH % nKv === 0 &&
+    v.shape.every((x, i) => x === k.shape[i]) &&
+    segments.shape[0] === b &&
+    segments.shape[1] === t;
   if (!shapeOk) return undefined;
   const attrs = { dims: [b, t, nH, nKv, d], scale: 1 / Math.sqrt(d) };
   const f = customGrad((...args: (Tensor | GradSaveFunc)[]) => {
     const [qi, ki, vi, si] = args as Tensor[];
-    const [out, lse] = engine().runKernel(FLASH_ATTENTION, { q: qi!, k: ki!, v: vi!, seg: si! }, attrs) as Tensor[];
+    const [out, lse] = engine().runKernel(
+      FLASH_ATTENTION,
+      { q: qi!, k: ki!, v: vi!, seg: si! },
+      attrs,
+    ) as Tensor[];
     (args[4] as GradSaveFunc)([qi!, ki!, vi!, si!, out!, lse!]);
     return {
       value: out!,
       gradFunc: (dy: Tensor, saved: Tensor[]) => {
         const [sq, sk, sv, ss, so, sl] = saved;
-        const inputs = { q: sq!, k: sk!, v: sv!, seg: ss!, out: so!, lse: sl!, dy: reshape(dy, sq!.shape) };
+        const inputs = {
+          q: sq!,
+          k: sk!,
+          v: sv!,
+          seg: ss!,
+          out: so!,
+          lse: sl!,
+          dy: reshape(dy, sq!.shape),
+        };
         const [dq, dk, dv] = engine().runKernel(FLASH_ATTENTION_GRAD, inputs, attrs) as Tensor[];
         return [dq!, dk!, dv!, zerosLike(ss!)];
       },
@@ -49,12 +87,19 @@ export function flashAttention(q: Tensor4D, k: Tensor4D, v: Tensor4D, segments: 
 
 /** The forward and backward kernels for `backendName` on the addon. */
 export function flashAttentionKernels(addon: NativeAddon, backendName: string): KernelConfig[] {
-  const floats = (backend: Parameters<Parameters<typeof asKernelFunc>[0]>[0]['backend'], ts: TensorInfo[]) => {
+  const floats = (
+    backend: Parameters<Parameters<typeof asKernelFunc>[0]>[0]['backend'],
+    ts: TensorInfo[],
+  ) => {
     const vs = ts.map((t) => f32Values(backend, t));
-    if (vs.some((x) => x === undefined)) throw new Error(`${FLASH_ATTENTION}: needs float32 q, k, v (out, lse, dy)`);
+    if (vs.some((x) => x === undefined))
+      throw new Error(`${FLASH_ATTENTION}: needs float32 q, k, v (out, lse, dy)`);
     return vs as Float32Array[];
   };
-  const segOf = (backend: Parameters<Parameters<typeof asKernelFunc>[0]>[0]['backend'], t: TensorInfo) => {
+  const segOf = (
+    backend: Parameters<Parameters<typeof asKernelFunc>[0]>[0]['backend'],
+    t: TensorInfo,
+  ) => {
     const s = i32Values(backend, t);
     if (!s) throw new Error(`${FLASH_ATTENTION}: needs int32 segments`);
     return s;
@@ -65,8 +110,20 @@ export function flashAttentionKernels(addon: NativeAddon, backendName: string): 
     const dims = attrs!.dims as number[];
     const out = uninitF32(qv!.length);
     const lse = uninitF32(dims[0]! * dims[2]! * dims[1]!);
-    addon.flashAttention(qv!, kv!, vv!, segOf(backend, seg!), Int32Array.from(dims), attrs!.scale as number, out, lse);
-    return [backend.makeTensorInfo(q!.shape, 'float32', out), backend.makeTensorInfo([dims[0]!, dims[2]!, dims[1]!], 'float32', lse)];
+    addon.flashAttention(
+      qv!,
+      kv!,
+      vv!,
+      segOf(backend, seg!),
+      Int32Array.from(dims),
+      attrs!.scale as number,
+      out,
+      lse,
+    );
+    return [
+      backend.makeTensorInfo(q!.shape, 'float32', out),
+      backend.makeTensorInfo([dims[0]!, dims[2]!, dims[1]!], 'float32', lse),
+    ];
   });
   const backward = asKernelFunc(({ inputs, backend, attrs }) => {
     const { q, k, v, seg, out, lse, dy } = inputs as Record<string, TensorInfo>;
@@ -75,7 +132,18 @@ export function flashAttentionKernels(addon: NativeAddon, backendName: string): 
     const dk = uninitF32(kv!.length);
     const dv = uninitF32(vv!.length);
     addon.flashAttentionGrad(
-      qv!, kv!, vv!, segOf(backend, seg!), Int32Array.from(attrs!.dims as number[]), attrs!.scale as number, ov!, lv!, g!, dq, dk, dv,
+      qv!,
+      kv!,
+      vv!,
+      segOf(backend, seg!),
+      Int32Array.from(attrs!.dims as number[]),
+      attrs!.scale as number,
+      ov!,
+      lv!,
+      g!,
+      dq,
+      dk,
+      dv,
     );
     return [q!, k!, v!].map((t, i) => backend.makeTensorInfo(t.shape, 'float32', [dq, dk, dv][i]!));
   });

@@ -1,6 +1,13 @@
 // RMSNorm as one native kernel forward and one backward (the composite version is six ops
 // forward and about fifteen backward, each a pass over [N, H]).
-import { customGrad, engine, type GradSaveFunc, reshape, type Tensor, type TensorInfo } from '@tensorflow/tfjs-core';
+import {
+  customGrad,
+  engine,
+  type GradSaveFunc,
+  reshape,
+  type Tensor,
+  type TensorInfo,
+} from '@tensorflow/tfjs-core';
 import { asKernelFunc, f32Values, uninitF32 } from '../kernels/native-kernel.js';
 import type { NativeAddon } from '../native-addon.js';
 import { hasKernel } from './fused-kernel.js';
@@ -23,12 +30,20 @@ export function fusedRmsNorm(x: Tensor, weight: Tensor, eps: number): Tensor | u
     const [xi, wi] = args as Tensor[];
     const save = args[2] as GradSaveFunc;
     save([xi!, wi!]);
-    const y = engine().runKernel(RMS_NORM, { x: reshape(xi!, [-1, h]), weight: wi! }, { eps }) as Tensor;
+    const y = engine().runKernel(
+      RMS_NORM,
+      { x: reshape(xi!, [-1, h]), weight: wi! },
+      { eps },
+    ) as Tensor;
     return {
       value: reshape(y, xi!.shape),
       gradFunc: (dy: Tensor, saved: Tensor[]) => {
         const [sx, sw] = saved;
-        const [dx, dw] = engine().runKernel(RMS_NORM_GRAD, { x: reshape(sx!, [-1, h]), weight: sw!, dy: reshape(dy, [-1, h]) }, { eps }) as Tensor[];
+        const [dx, dw] = engine().runKernel(
+          RMS_NORM_GRAD,
+          { x: reshape(sx!, [-1, h]), weight: sw!, dy: reshape(dy, [-1, h]) },
+          { eps },
+        ) as Tensor[];
         return [reshape(dx!, sx!.shape), reshape(dw!, sw!.shape)];
       },
     };
@@ -58,7 +73,10 @@ export function rmsNormKernels(addon: NativeAddon, backendName: string): KernelC
     const dx = uninitF32(rows * h);
     const dw = new Float32Array(h);
     addon.rmsNormGrad(xv, wv, g, rows, h, attrs!.eps as number, dx, dw);
-    return [backend.makeTensorInfo([rows, h], 'float32', dx), backend.makeTensorInfo([h], 'float32', dw)];
+    return [
+      backend.makeTensorInfo([rows, h], 'float32', dx),
+      backend.makeTensorInfo([h], 'float32', dw),
+    ];
   });
   return [
     { kernelName: RMS_NORM, backendName, kernelFunc: forward },

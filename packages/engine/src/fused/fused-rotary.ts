@@ -1,6 +1,15 @@
 // Rotary position embedding applied in one native pass (the composite is a [N*heads, d] x
 // [d, d] rotation matmul plus three elementwise ops, and the same again backward).
-import { customGrad, engine, type GradSaveFunc, type KernelConfig, type Tensor, type Tensor3D, type TensorInfo, zerosLike } from '@tensorflow/tfjs-core';
+import {
+  customGrad,
+  engine,
+  type GradSaveFunc,
+  type KernelConfig,
+  type Tensor,
+  type Tensor3D,
+  type TensorInfo,
+  zerosLike,
+} from '@tensorflow/tfjs-core';
 import { asKernelFunc, f32Values, uninitF32 } from '../kernels/native-kernel.js';
 import type { NativeAddon } from '../native-addon.js';
 import { hasKernel } from './fused-kernel.js';
@@ -16,14 +25,28 @@ export const ROTARY = 'Rl2Rotary';
 export function fusedRotary(x: Tensor3D, cos: Tensor3D, sin: Tensor3D): Tensor3D | undefined {
   if (!hasKernel(ROTARY) || x.dtype !== 'float32') return undefined;
   const [n, , d] = x.shape;
-  if (cos.shape[0] !== n || cos.shape[2] !== d || cos.shape[1] !== 1 || sin.shape.some((s, i) => s !== cos.shape[i])) return undefined;
+  if (
+    cos.shape[0] !== n ||
+    cos.shape[2] !== d ||
+    cos.shape[1] !== 1 ||
+    sin.shape.some((s, i) => s !== cos.shape[i])
+  )
+    return undefined;
   const f = customGrad((...args: (Tensor | GradSaveFunc)[]) => {
     const [xi, c, s] = args as Tensor[];
     (args[3] as GradSaveFunc)([c!, s!]);
     return {
-      value: engine().runKernel(ROTARY, { x: xi!, cos: c!, sin: s! }, { backward: false }) as Tensor,
+      value: engine().runKernel(
+        ROTARY,
+        { x: xi!, cos: c!, sin: s! },
+        { backward: false },
+      ) as Tensor,
       gradFunc: (dy: Tensor, saved: Tensor[]) => [
-        engine().runKernel(ROTARY, { x: dy, cos: saved[0]!, sin: saved[1]! }, { backward: true }) as Tensor,
+        engine().runKernel(
+          ROTARY,
+          { x: dy, cos: saved[0]!, sin: saved[1]! },
+          { backward: true },
+        ) as Tensor,
         zerosLike(saved[0]!),
         zerosLike(saved[1]!),
       ],

@@ -1,6 +1,13 @@
 // SwiGLU gate (Shazeer 2020, https://arxiv.org/abs/2002.05202): silu(gate) * up as one native
 // kernel each way (the composite is sigmoid, two muls forward and ~8 ops backward).
-import { customGrad, engine, type GradSaveFunc, type KernelConfig, type Tensor, type TensorInfo } from '@tensorflow/tfjs-core';
+import {
+  customGrad,
+  engine,
+  type GradSaveFunc,
+  type KernelConfig,
+  type Tensor,
+  type TensorInfo,
+} from '@tensorflow/tfjs-core';
 import { asKernelFunc, f32Values, uninitF32 } from '../kernels/native-kernel.js';
 import type { NativeAddon } from '../native-addon.js';
 import { hasKernel } from './fused-kernel.js';
@@ -14,13 +21,15 @@ export const SWIGLU_GRAD = 'Rl2SwiGluGrad';
  */
 export function fusedSwiGlu(gate: Tensor, up: Tensor): Tensor | undefined {
   if (!hasKernel(SWIGLU) || gate.dtype !== 'float32' || up.dtype !== 'float32') return undefined;
-  if (gate.shape.length !== up.shape.length || gate.shape.some((d, i) => d !== up.shape[i])) return undefined;
+  if (gate.shape.length !== up.shape.length || gate.shape.some((d, i) => d !== up.shape[i]))
+    return undefined;
   const f = customGrad((...args: (Tensor | GradSaveFunc)[]) => {
     const [g, u] = args as Tensor[];
     (args[2] as GradSaveFunc)([g!, u!]);
     return {
       value: engine().runKernel(SWIGLU, { gate: g!, up: u! }, {}) as Tensor,
-      gradFunc: (dy: Tensor, saved: Tensor[]) => engine().runKernel(SWIGLU_GRAD, { gate: saved[0]!, up: saved[1]!, dy }, {}) as Tensor[],
+      gradFunc: (dy: Tensor, saved: Tensor[]) =>
+        engine().runKernel(SWIGLU_GRAD, { gate: saved[0]!, up: saved[1]!, dy }, {}) as Tensor[],
     };
   });
   return f(gate, up);
@@ -46,7 +55,10 @@ export function swiGluKernels(addon: NativeAddon, backendName: string): KernelCo
     const dg = uninitF32(g.length);
     const du = uninitF32(g.length);
     addon.swigluGrad(g, u, d, dg, du);
-    return [backend.makeTensorInfo(gate.shape, 'float32', dg), backend.makeTensorInfo(gate.shape, 'float32', du)];
+    return [
+      backend.makeTensorInfo(gate.shape, 'float32', dg),
+      backend.makeTensorInfo(gate.shape, 'float32', du),
+    ];
   });
   return [
     { kernelName: SWIGLU, backendName, kernelFunc: forward },

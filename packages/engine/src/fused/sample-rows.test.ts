@@ -43,7 +43,15 @@ describe.skipIf(!hasNative)('sampleRows', () => {
     const us = [0.001, 0.25, 0.5, 0.75, 0.999];
     const tokens = new Int32Array(us.length);
     const logprobs = new Float64Array(us.length);
-    k.sampleRows(new Float32Array(us.flatMap(() => [...logits])), us.length, v, new Float64Array(us.length).fill(1), Float64Array.from(us), tokens, logprobs);
+    k.sampleRows(
+      new Float32Array(us.flatMap(() => [...logits])),
+      us.length,
+      v,
+      new Float64Array(us.length).fill(1),
+      Float64Array.from(us),
+      tokens,
+      logprobs,
+    );
     us.forEach((u, r) => {
       const want = cdf.findIndex((c) => c > u);
       expect(tokens[r]).toBe(want);

@@ -30,7 +30,10 @@ describe.skipIf(!hasNative)('Slice / SplitV / Concat on the native backend', () 
     await initEngine({ backend: 'native', threads: 1, logger: () => {}, env: {} });
   });
 
-  const exact = async (inputs: ReturnType<typeof randomSpec>[], f: (...xs: tf.Tensor[]) => tf.Tensor | tf.Tensor[]) => {
+  const exact = async (
+    inputs: ReturnType<typeof randomSpec>[],
+    f: (...xs: tf.Tensor[]) => tf.Tensor | tf.Tensor[],
+  ) => {
     const native = await runOn('native', inputs, f);
     const cpu = await runOn('cpu', inputs, f);
     expect(native.shapes).toEqual(cpu.shapes);
@@ -40,33 +43,59 @@ describe.skipIf(!hasNative)('Slice / SplitV / Concat on the native backend', () 
   };
 
   it.each([
-    [[5, 6], [1, 2], [3, -1]],
-    [[2, 3, 4, 70], [0, 1, 0, 3], [2, 2, 4, 65]],
-    [[2, 3, 4], [1, 0, 0], [1, 3, 4]],
+    [
+      [5, 6],
+      [1, 2],
+      [3, -1],
+    ],
+    [
+      [2, 3, 4, 70],
+      [0, 1, 0, 3],
+      [2, 2, 4, 65],
+    ],
+    [
+      [2, 3, 4],
+      [1, 0, 0],
+      [1, 3, 4],
+    ],
     [[7], [2], [0]],
-  ])('slice %j at %j size %j: forward and gradient (Pad) match stock exactly', async (shape, begin, size) => {
-    await exact([randomSpec(shape, 71)], (x) => [tf.slice(x, begin, size), tf.grad((t: tf.Tensor) => tf.sum(tf.square(tf.slice(t, begin, size))))(x)]);
-  });
+  ])(
+    'slice %j at %j size %j: forward and gradient (Pad) match stock exactly',
+    async (shape, begin, size) => {
+      await exact([randomSpec(shape, 71)], (x) => [
+        tf.slice(x, begin, size),
+        tf.grad((t: tf.Tensor) => tf.sum(tf.square(tf.slice(t, begin, size))))(x),
+      ]);
+    },
+  );
 
   it.each([
     [[2, 4, 6, 64], [32, 32], 3],
     [[4, 6], 3, 1],
     [[6, 5], [1, 2, 3], 0],
-  ] as [number[], number | number[], number][])('split %j into %j on axis %i, and concat back, with gradients', async (shape, splits, axis) => {
-    await exact([randomSpec(shape, 72)], (x) => {
-      const parts = tf.split(x, splits, axis);
-      const joined = tf.concat([...parts].reverse(), axis);
-      const g = tf.grad((t: tf.Tensor) => {
-        const ps = tf.split(t, splits, axis);
-        return tf.sum(tf.mul(tf.concat([tf.neg(ps[ps.length - 1]), ...ps.slice(0, -1)], axis), joined));
-      })(x);
-      return [...parts, joined, g];
-    });
-  });
+  ] as [number[], number | number[], number][])(
+    'split %j into %j on axis %i, and concat back, with gradients',
+    async (shape, splits, axis) => {
+      await exact([randomSpec(shape, 72)], (x) => {
+        const parts = tf.split(x, splits, axis);
+        const joined = tf.concat([...parts].reverse(), axis);
+        const g = tf.grad((t: tf.Tensor) => {
+          const ps = tf.split(t, splits, axis);
+          return tf.sum(
+            tf.mul(tf.concat([tf.neg(ps[ps.length - 1]), ...ps.slice(0, -1)], axis), joined),
+          );
+        })(x);
+        return [...parts, joined, g];
+      });
+    },
+  );
 
   it('concat keeps int32 and bool dtypes', async () => {
     await tf.setBackend('native');
-    const i = tf.concat([tf.tensor2d([1, 2], [1, 2], 'int32'), tf.tensor2d([3, 4], [1, 2], 'int32')], 1);
+    const i = tf.concat(
+      [tf.tensor2d([1, 2], [1, 2], 'int32'), tf.tensor2d([3, 4], [1, 2], 'int32')],
+      1,
+    );
     expect(i.dtype).toBe('int32');
     expect(Array.from(i.dataSync())).toEqual([1, 2, 3, 4]);
     const b = tf.concat([tf.tensor1d([1, 0], 'bool'), tf.tensor1d([1], 'bool')]);

@@ -4,7 +4,15 @@
 // embedding's halves) took ~250 ms there, well under 1 ms here.
 import { backend_util, slice_util, type TensorInfo, util } from '@tensorflow/tfjs-core';
 import type { NativeAddon } from '../native-addon.js';
-import { allocFor, asKernelFunc, type CpuKernelArgs, type NativeKernelOverride, type NumericArray, numericValues, sizeOf } from './native-kernel.js';
+import {
+  allocFor,
+  asKernelFunc,
+  type CpuKernelArgs,
+  type NativeKernelOverride,
+  type NumericArray,
+  numericValues,
+  sizeOf,
+} from './native-kernel.js';
 
 /** Below this many elements a plain loop beats subarray()+set() (which allocates a view). */
 const SHORT_RUN = 64;
@@ -19,7 +27,13 @@ function copyRun(x: NumericArray, off: number, out: NumericArray, o: number, n: 
 }
 
 /** Copies the box `begin`/`size` of `x` (row-major `shape`) into `out`, one contiguous run at a time. */
-export function copySlice(x: NumericArray, shape: readonly number[], begin: readonly number[], size: readonly number[], out: NumericArray): void {
+export function copySlice(
+  x: NumericArray,
+  shape: readonly number[],
+  begin: readonly number[],
+  size: readonly number[],
+  out: NumericArray,
+): void {
   const r = shape.length;
   if (r === 0 || sizeOf(size) === 0) {
     if (r === 0) out[0] = x[0];
@@ -51,16 +65,35 @@ function stridesOf(shape: readonly number[]): Int32Array {
 }
 
 /** The 4-byte arrays the addon copies, when the addon is there and the rank fits. */
-function canStride(addon: NativeAddon | undefined, v: NumericArray, rank: number): addon is NativeAddon {
+function canStride(
+  addon: NativeAddon | undefined,
+  v: NumericArray,
+  rank: number,
+): addon is NativeAddon {
   return addon !== undefined && rank >= 1 && rank <= 8 && !(v instanceof Uint8Array);
 }
 
-function sliceInfo(args: CpuKernelArgs, x: TensorInfo, xv: NumericArray, begin: number[], size: number[], addon?: NativeAddon): TensorInfo {
+function sliceInfo(
+  args: CpuKernelArgs,
+  x: TensorInfo,
+  xv: NumericArray,
+  begin: number[],
+  size: number[],
+  addon?: NativeAddon,
+): TensorInfo {
   const out = allocFor(x.dtype as 'float32', sizeOf(size));
   if (canStride(addon, xv, x.shape.length) && out.length > 0) {
     const xs = stridesOf(x.shape);
     const offset = begin.reduce((acc, b, d) => acc + b * xs[d], 0);
-    addon.stridedCopy(xv as Float32Array, offset, xs, out as Float32Array, 0, stridesOf(size), Int32Array.from(size));
+    addon.stridedCopy(
+      xv as Float32Array,
+      offset,
+      xs,
+      out as Float32Array,
+      0,
+      stridesOf(size),
+      Int32Array.from(size),
+    );
   } else {
     copySlice(xv, x.shape, begin, size, out);
   }
@@ -112,8 +145,14 @@ export const concatOverride: NativeKernelOverride = {
       if (inputs.length === 0 || values.some((v) => !v) || inputs.some((t) => t.dtype !== dtype)) {
         return stock(args as never) as TensorInfo;
       }
-      const axis = util.parseAxisParam(((args.attrs ?? {}) as { axis: number }).axis, inputs[0].shape)[0];
-      const outShape = backend_util.computeOutShape(inputs.map((t) => t.shape), axis);
+      const axis = util.parseAxisParam(
+        ((args.attrs ?? {}) as { axis: number }).axis,
+        inputs[0].shape,
+      )[0];
+      const outShape = backend_util.computeOutShape(
+        inputs.map((t) => t.shape),
+        axis,
+      );
       const out = allocFor(dtype as 'float32', sizeOf(outShape));
       const outer = sizeOf(outShape.slice(0, axis));
       const innerOut = sizeOf(outShape.slice(axis));
@@ -124,9 +163,18 @@ export const concatOverride: NativeKernelOverride = {
         const inner = sizeOf(t.shape.slice(axis));
         if (canStride(addon, v, t.shape.length) && v.length > 0) {
           // input i lands at [.., offset along axis, ..] of the output, with the output's strides
-          addon.stridedCopy(v as Float32Array, 0, stridesOf(t.shape), out as Float32Array, offset, outStrides, Int32Array.from(t.shape));
+          addon.stridedCopy(
+            v as Float32Array,
+            0,
+            stridesOf(t.shape),
+            out as Float32Array,
+            offset,
+            outStrides,
+            Int32Array.from(t.shape),
+          );
         } else {
-          for (let o = 0; o < outer && inner > 0; o++) copyRun(v, o * inner, out, o * innerOut + offset, inner);
+          for (let o = 0; o < outer && inner > 0; o++)
+            copyRun(v, o * inner, out, o * innerOut + offset, inner);
         }
         offset += inner;
       });

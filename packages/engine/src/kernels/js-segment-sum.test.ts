@@ -10,11 +10,20 @@ beforeAll(async () => {
 
 describe('UnsortedSegmentSum in JS for the cpu backend', () => {
   it('sums rows by segment (out-of-range ids dropped) exactly as the stock kernel, 2D and 3D', () => {
-    const x = tf.tensor3d(Array.from({ length: 5 * 3 * 2 }, (_, i) => Math.sin(i) * 3), [5, 3, 2]);
+    const x = tf.tensor3d(
+      Array.from({ length: 5 * 3 * 2 }, (_, i) => Math.sin(i) * 3),
+      [5, 3, 2],
+    );
     const ids = tf.tensor1d([2, 0, 2, 7, 1], 'int32');
-    const stock = [tf.unsortedSegmentSum(x, ids, 4), tf.unsortedSegmentSum(tf.reshape(x, [5, 6]), ids, 3)].map((t) => [...t.dataSync()]);
+    const stock = [
+      tf.unsortedSegmentSum(x, ids, 4),
+      tf.unsortedSegmentSum(tf.reshape(x, [5, 6]), ids, 3),
+    ].map((t) => [...t.dataSync()]);
     useJsSegmentSum('cpu');
-    const mine = [tf.unsortedSegmentSum(x, ids, 4), tf.unsortedSegmentSum(tf.reshape(x, [5, 6]), ids, 3)];
+    const mine = [
+      tf.unsortedSegmentSum(x, ids, 4),
+      tf.unsortedSegmentSum(tf.reshape(x, [5, 6]), ids, 3),
+    ];
     expect(mine[0]!.shape).toEqual([4, 3, 2]);
     mine.forEach((t, k) => {
       const want = stock[k] as number[];
@@ -40,7 +49,9 @@ describe('UnsortedSegmentSum in JS for the cpu backend', () => {
   it('is what the gather gradient uses: d(sum of gathered rows)/d table counts each row', () => {
     useJsSegmentSum('cpu');
     const table = tf.tensor2d([1, 2, 3, 4, 5, 6], [3, 2]);
-    const g = tf.grad((t: tf.Tensor) => tf.sum(tf.gather(t, tf.tensor1d([2, 0, 2], 'int32'))))(table);
+    const g = tf.grad((t: tf.Tensor) => tf.sum(tf.gather(t, tf.tensor1d([2, 0, 2], 'int32'))))(
+      table,
+    );
     expect([...g.dataSync()]).toEqual([1, 1, 0, 0, 2, 2]);
   });
 });

@@ -4,12 +4,21 @@
 // Other dtypes (int32, bool, complex) and rank > 8 go to the stock kernels.
 import { broadcast_util, type TensorInfo } from '@tensorflow/tfjs-core';
 import { BinaryOp, CompareOp, UnaryOp } from '../native-addon.js';
-import { asKernelFunc, f32Values, type NativeKernelOverride, sizeOf, uninitF32 } from './native-kernel.js';
+import {
+  asKernelFunc,
+  f32Values,
+  type NativeKernelOverride,
+  sizeOf,
+  uninitF32,
+} from './native-kernel.js';
 
 const MAX_RANK = 8;
 
 /** Element strides of `shape` read as the trailing dims of `outShape`; 0 where it broadcasts. */
-export function broadcastStrides(shape: readonly number[], outShape: readonly number[]): Int32Array {
+export function broadcastStrides(
+  shape: readonly number[],
+  outShape: readonly number[],
+): Int32Array {
   const strides = new Int32Array(outShape.length);
   let stride = 1;
   for (let d = outShape.length - 1, s = shape.length - 1; d >= 0; d--, s--) {
@@ -24,7 +33,11 @@ export function broadcastStrides(shape: readonly number[], outShape: readonly nu
  * A broadcasting binary kernel over two float32 inputs: `bool` output for comparisons
  * (addon.compare), float32 otherwise (addon.binary).
  */
-function broadcastOverride(kernelName: string, op: number, out: 'float32' | 'bool'): NativeKernelOverride {
+function broadcastOverride(
+  kernelName: string,
+  op: number,
+  out: 'float32' | 'bool',
+): NativeKernelOverride {
   return {
     kernelName,
     make: (addon, stock) =>
@@ -39,7 +52,11 @@ function broadcastOverride(kernelName: string, op: number, out: 'float32' | 'boo
         const values = out === 'bool' ? new Uint8Array(size) : uninitF32(size);
         if (size > 0) {
           const shape = outShape.length === 0 ? [1] : outShape;
-          const [sa, sb, dims] = [broadcastStrides(a.shape, shape), broadcastStrides(b.shape, shape), Int32Array.from(shape)];
+          const [sa, sb, dims] = [
+            broadcastStrides(a.shape, shape),
+            broadcastStrides(b.shape, shape),
+            Int32Array.from(shape),
+          ];
           if (values instanceof Uint8Array) addon.compare(op, av, sa, bv, sb, values, dims);
           else addon.binary(op, av, sa, bv, sb, values, dims);
         }
@@ -48,8 +65,10 @@ function broadcastOverride(kernelName: string, op: number, out: 'float32' | 'boo
   };
 }
 
-const binaryOverride = (kernelName: string, op: number) => broadcastOverride(kernelName, op, 'float32');
-const compareOverride = (kernelName: string, op: number) => broadcastOverride(kernelName, op, 'bool');
+const binaryOverride = (kernelName: string, op: number) =>
+  broadcastOverride(kernelName, op, 'float32');
+const compareOverride = (kernelName: string, op: number) =>
+  broadcastOverride(kernelName, op, 'bool');
 
 function unaryOverride(kernelName: string, op: number): NativeKernelOverride {
   return {

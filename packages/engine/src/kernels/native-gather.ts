@@ -2,7 +2,14 @@
 // lookup) and UnsortedSegmentSum (its gradient: the stock cpu kernel is O(segments x rows),
 // minutes for an 8k vocabulary; this one is one pass over the rows).
 import { type TensorInfo, util } from '@tensorflow/tfjs-core';
-import { asKernelFunc, f32Values, i32Values, type NativeKernelOverride, sizeOf, uninitF32 } from './native-kernel.js';
+import {
+  asKernelFunc,
+  f32Values,
+  i32Values,
+  type NativeKernelOverride,
+  sizeOf,
+  uninitF32,
+} from './native-kernel.js';
 
 export const transposeOverride: NativeKernelOverride = {
   kernelName: 'Transpose',
@@ -11,7 +18,13 @@ export const transposeOverride: NativeKernelOverride = {
       const { x } = args.inputs;
       const perm = ((args.attrs ?? {}) as { perm?: number[] }).perm ?? [];
       const xv = f32Values(args.backend, x) ?? i32Values(args.backend, x);
-      if (!x || !xv || x.shape.length === 0 || x.shape.length > 8 || perm.length !== x.shape.length) {
+      if (
+        !x ||
+        !xv ||
+        x.shape.length === 0 ||
+        x.shape.length > 8 ||
+        perm.length !== x.shape.length
+      ) {
         return stock(args as never) as TensorInfo;
       }
       const shape = perm.map((p) => x.shape[p]);
@@ -40,7 +53,9 @@ export const gatherOverride: NativeKernelOverride = {
       const out = uninitF32(outer * iv.length * inner);
       const bad = out.length > 0 ? addon.gather(xv, outer, n, inner, iv, out) : -1;
       if (bad >= 0) {
-        throw new Error(`GatherV2: index ${iv[bad]} at position ${bad} is not in [0, ${n - 1}] (axis ${axis} of shape [${x.shape}])`);
+        throw new Error(
+          `GatherV2: index ${iv[bad]} at position ${bad} is not in [0, ${n - 1}] (axis ${axis} of shape [${x.shape}])`,
+        );
       }
       return args.backend.makeTensorInfo(shape, 'float32', out);
     }),
@@ -56,7 +71,8 @@ export const segmentSumOverride: NativeKernelOverride = {
       const ids = i32Values(args.backend, segmentIds);
       if (!x || !segmentIds || !xv || !ids) return stock(args as never) as TensorInfo;
       const idRank = segmentIds.shape.length;
-      if (segmentIds.shape.some((d, i) => d !== x.shape[i])) return stock(args as never) as TensorInfo;
+      if (segmentIds.shape.some((d, i) => d !== x.shape[i]))
+        return stock(args as never) as TensorInfo;
       const rest = x.shape.slice(idRank);
       const inner = sizeOf(rest);
       const out = new Float32Array(numSegments * inner); // accumulated into: must start at 0
@@ -65,4 +81,8 @@ export const segmentSumOverride: NativeKernelOverride = {
     }),
 };
 
-export const indexOverrides: NativeKernelOverride[] = [transposeOverride, gatherOverride, segmentSumOverride];
+export const indexOverrides: NativeKernelOverride[] = [
+  transposeOverride,
+  gatherOverride,
+  segmentSumOverride,
+];

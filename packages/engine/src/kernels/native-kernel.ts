@@ -28,30 +28,50 @@ export function asKernelFunc(body: (args: CpuKernelArgs) => TensorInfo | TensorI
  * backend keeps some float32 tensors in other arrays (a bool -> float32 Cast keeps the
  * Uint8Array), so those are widened here rather than sent down the slow stock path.
  */
-export function f32Values(backend: MathBackendCPU, t: TensorInfo | undefined): Float32Array | undefined {
+export function f32Values(
+  backend: MathBackendCPU,
+  t: TensorInfo | undefined,
+): Float32Array | undefined {
   if (t === undefined || t.dtype !== 'float32') return undefined;
   const values = backend.data.get(t.dataId)?.values;
   if (values instanceof Float32Array) return values;
-  return ArrayBuffer.isView(values) && !(values instanceof DataView) ? Float32Array.from(values as unknown as ArrayLike<number>) : undefined;
+  return ArrayBuffer.isView(values) && !(values instanceof DataView)
+    ? Float32Array.from(values as unknown as ArrayLike<number>)
+    : undefined;
 }
 
 /** Numeric typed array for a tfjs dtype (what the cpu backend stores). */
 export type NumericArray = Float32Array | Int32Array | Uint8Array;
 
 /** The numeric values of a float32/int32/bool tensor, as stored, else undefined (strings, complex). */
-export function numericValues(backend: MathBackendCPU, t: TensorInfo | undefined): NumericArray | undefined {
-  if (t === undefined || (t.dtype !== 'float32' && t.dtype !== 'int32' && t.dtype !== 'bool')) return undefined;
+export function numericValues(
+  backend: MathBackendCPU,
+  t: TensorInfo | undefined,
+): NumericArray | undefined {
+  if (t === undefined || (t.dtype !== 'float32' && t.dtype !== 'int32' && t.dtype !== 'bool'))
+    return undefined;
   const values = backend.data.get(t.dataId)?.values;
-  return values instanceof Float32Array || values instanceof Int32Array || values instanceof Uint8Array ? values : undefined;
+  return values instanceof Float32Array ||
+    values instanceof Int32Array ||
+    values instanceof Uint8Array
+    ? values
+    : undefined;
 }
 
 /** An array of `size` elements of the type tfjs uses for `dtype` (float32 not zero-filled). */
 export function allocFor(dtype: 'float32' | 'int32' | 'bool', size: number): NumericArray {
-  return dtype === 'float32' ? uninitF32(size) : dtype === 'int32' ? new Int32Array(size) : new Uint8Array(size);
+  return dtype === 'float32'
+    ? uninitF32(size)
+    : dtype === 'int32'
+      ? new Int32Array(size)
+      : new Uint8Array(size);
 }
 
 /** The Int32Array behind an int32 tensor on the cpu-style backend, else undefined. */
-export function i32Values(backend: MathBackendCPU, t: TensorInfo | undefined): Int32Array | undefined {
+export function i32Values(
+  backend: MathBackendCPU,
+  t: TensorInfo | undefined,
+): Int32Array | undefined {
   if (t === undefined || t.dtype !== 'int32') return undefined;
   const values = backend.data.get(t.dataId)?.values;
   return values instanceof Int32Array ? values : undefined;

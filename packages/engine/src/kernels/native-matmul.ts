@@ -3,11 +3,21 @@
 // broadcast when one side has a single matrix. Other broadcasts go to the stock kernel.
 import { broadcast_util, getKernel, type KernelFunc, type TensorInfo } from '@tensorflow/tfjs-core';
 import type { NativeAddon } from '../native-addon.js';
-import { asKernelFunc, type CpuKernelArgs, f32Values, type NativeKernelOverride, sizeOf, uninitF32 } from './native-kernel.js';
+import {
+  asKernelFunc,
+  type CpuKernelArgs,
+  f32Values,
+  type NativeKernelOverride,
+  sizeOf,
+  uninitF32,
+} from './native-kernel.js';
 
 /** Runs op(a) @ op(b) natively; undefined when the layout needs the stock kernel. */
 export function nativeMatMul(
-  addon: NativeAddon, args: CpuKernelArgs, transposeA: boolean, transposeB: boolean,
+  addon: NativeAddon,
+  args: CpuKernelArgs,
+  transposeA: boolean,
+  transposeB: boolean,
 ): TensorInfo | undefined {
   const { a, b } = args.inputs;
   const av = f32Values(args.backend, a);
@@ -32,7 +42,19 @@ export function nativeMatMul(
   if ((batchA !== batch && batchA !== 1) || (batchB !== batch && batchB !== 1)) return undefined;
   const out = uninitF32(batch * m * n);
   if (batch > 0) {
-    addon.gemm(transposeA, transposeB, batch, m, n, k, av, batchA === 1 ? 0 : m * k, bv, batchB === 1 ? 0 : k * n, out);
+    addon.gemm(
+      transposeA,
+      transposeB,
+      batch,
+      m,
+      n,
+      k,
+      av,
+      batchA === 1 ? 0 : m * k,
+      bv,
+      batchB === 1 ? 0 : k * n,
+      out,
+    );
   }
   return args.backend.makeTensorInfo([...outer, m, n], 'float32', out);
 }
@@ -41,20 +63,32 @@ export const batchMatMulOverride: NativeKernelOverride = {
   kernelName: 'BatchMatMul',
   make: (addon, stock) =>
     asKernelFunc((args) => {
-      const { transposeA, transposeB } = (args.attrs ?? {}) as { transposeA?: boolean; transposeB?: boolean };
-      return nativeMatMul(addon, args, !!transposeA, !!transposeB) ?? (stock(args as never) as TensorInfo);
+      const { transposeA, transposeB } = (args.attrs ?? {}) as {
+        transposeA?: boolean;
+        transposeB?: boolean;
+      };
+      return (
+        nativeMatMul(addon, args, !!transposeA, !!transposeB) ??
+        (stock(args as never) as TensorInfo)
+      );
     }),
 };
 
 /** tfjs fused activation name -> the kernel that applies it (prelu/leakyrelu take an extra input/attr). */
 const ACTIVATION_KERNEL: Record<string, string> = {
-  relu: 'Relu', relu6: 'Relu6', elu: 'Elu', sigmoid: 'Sigmoid', prelu: 'Prelu', leakyrelu: 'LeakyRelu',
+  relu: 'Relu',
+  relu6: 'Relu6',
+  elu: 'Elu',
+  sigmoid: 'Sigmoid',
+  prelu: 'Prelu',
+  leakyrelu: 'LeakyRelu',
 };
 
 /** Calls kernel `name` registered for the backend the call runs on (so Add/Relu are the native ones too). */
 function callKernel(backendName: string, name: string, args: CpuKernelArgs): TensorInfo {
   const kernel = getKernel(name, backendName);
-  if (!kernel) throw new Error(`rl2 engine: kernel ${name} is not registered for backend ${backendName}`);
+  if (!kernel)
+    throw new Error(`rl2 engine: kernel ${name} is not registered for backend ${backendName}`);
   return (kernel.kernelFunc as KernelFunc)(args as never) as TensorInfo;
 }
 
@@ -65,7 +99,10 @@ export function fusedMatMulOverride(backendName: string): NativeKernelOverride {
     make: (addon, stock) =>
       asKernelFunc((args) => {
         const attrs = (args.attrs ?? {}) as {
-          transposeA?: boolean; transposeB?: boolean; activation?: string; leakyreluAlpha?: number;
+          transposeA?: boolean;
+          transposeB?: boolean;
+          activation?: string;
+          leakyreluAlpha?: number;
         };
         const { bias, preluActivationWeights } = args.inputs;
         const product = nativeMatMul(addon, args, !!attrs.transposeA, !!attrs.transposeB);
@@ -73,16 +110,21 @@ export function fusedMatMulOverride(backendName: string): NativeKernelOverride {
         const { backend } = args;
         let current = product;
         if (bias) {
-          const added = callKernel(backendName, 'Add', { inputs: { a: current, b: bias }, backend });
+          const added = callKernel(backendName, 'Add', {
+            inputs: { a: current, b: bias },
+            backend,
+          });
           backend.disposeIntermediateTensorInfo(current);
           current = added;
         }
         const activation = attrs.activation ?? 'linear';
         if (activation !== 'linear') {
           const name = ACTIVATION_KERNEL[activation];
-          if (!name) throw new Error(`rl2 engine: _FusedMatMul activation "${activation}" is not supported`);
+          if (!name)
+            throw new Error(`rl2 engine: _FusedMatMul activation "${activation}" is not supported`);
           const activated = callKernel(backendName, name, {
-            inputs: name === 'Prelu' ? { x: current, alpha: preluActivationWeights } : { x: current },
+            inputs:
+              name === 'Prelu' ? { x: current, alpha: preluActivationWeights } : { x: current },
             backend,
             attrs: name === 'LeakyRelu' ? { alpha: attrs.leakyreluAlpha ?? 0.2 } : {},
           });

@@ -3,18 +3,35 @@
 // reductions of softmax/logsumexp/RMSNorm and the leading-axis sums of broadcast gradients.
 import { type TensorInfo, util } from '@tensorflow/tfjs-core';
 import { ReduceOp } from '../native-addon.js';
-import { asKernelFunc, f32Values, type NativeKernelOverride, sizeOf, uninitF32 } from './native-kernel.js';
+import {
+  asKernelFunc,
+  f32Values,
+  type NativeKernelOverride,
+  sizeOf,
+  uninitF32,
+} from './native-kernel.js';
 
 /** [outer, r, inner] for reducing `axes` of `shape`, or undefined when the axes are not contiguous. */
-export function reductionView(shape: readonly number[], axes: readonly number[]): [number, number, number] | undefined {
+export function reductionView(
+  shape: readonly number[],
+  axes: readonly number[],
+): [number, number, number] | undefined {
   const sorted = [...axes].sort((x, y) => x - y);
   for (let i = 1; i < sorted.length; i++) if (sorted[i] !== sorted[i - 1] + 1) return undefined;
   const first = sorted[0];
   const last = sorted[sorted.length - 1];
-  return [sizeOf(shape.slice(0, first)), sizeOf(shape.slice(first, last + 1)), sizeOf(shape.slice(last + 1))];
+  return [
+    sizeOf(shape.slice(0, first)),
+    sizeOf(shape.slice(first, last + 1)),
+    sizeOf(shape.slice(last + 1)),
+  ];
 }
 
-function reduceOverride(kernelName: string, op: number, axisAttr: 'axis' | 'reductionIndices'): NativeKernelOverride {
+function reduceOverride(
+  kernelName: string,
+  op: number,
+  axisAttr: 'axis' | 'reductionIndices',
+): NativeKernelOverride {
   return {
     kernelName,
     make: (addon, stock) =>

@@ -26,11 +26,22 @@ export function randomValues(size: number, seed: number, scale = 1): Float32Arra
 
 /** A float32 spec filled by `randomValues`. */
 export function randomSpec(shape: number[], seed: number, scale = 1): TensorSpec {
-  return { shape, values: randomValues(shape.reduce((a, b) => a * b, 1), seed, scale) };
+  return {
+    shape,
+    values: randomValues(
+      shape.reduce((a, b) => a * b, 1),
+      seed,
+      scale,
+    ),
+  };
 }
 
 function build(spec: TensorSpec): tf.Tensor {
-  return tf.tensor(spec.values, spec.shape, spec.dtype ?? (spec.values instanceof Int32Array ? 'int32' : 'float32'));
+  return tf.tensor(
+    spec.values,
+    spec.shape,
+    spec.dtype ?? (spec.values instanceof Int32Array ? 'int32' : 'float32'),
+  );
 }
 
 /** Output of one run: each result tensor's shape and values. */
@@ -40,7 +51,11 @@ export interface RunResult {
 }
 
 /** Runs `fn` on backend `name` with fresh input tensors; reads every result back. */
-export async function runOn(name: string, inputs: TensorSpec[], fn: (...xs: tf.Tensor[]) => tf.Tensor | tf.Tensor[]): Promise<RunResult> {
+export async function runOn(
+  name: string,
+  inputs: TensorSpec[],
+  fn: (...xs: tf.Tensor[]) => tf.Tensor | tf.Tensor[],
+): Promise<RunResult> {
   if (!(await tf.setBackend(name))) throw new Error(`backend ${name} did not start`);
   const instance = tf.backend() as unknown as { firstUse?: boolean };
   if ('firstUse' in instance) instance.firstUse = false; // no 'install tfjs-node' banner in test logs
@@ -49,13 +64,21 @@ export async function runOn(name: string, inputs: TensorSpec[], fn: (...xs: tf.T
     const r = fn(...xs);
     return Array.isArray(r) ? r : [r];
   });
-  const result = { shapes: out.map((t) => t.shape), values: out.map((t) => Float32Array.from(t.dataSync())) };
+  const result = {
+    shapes: out.map((t) => t.shape),
+    values: out.map((t) => Float32Array.from(t.dataSync())),
+  };
   tf.dispose([...xs, ...out]);
   return result;
 }
 
 /** Largest |a - b| / (atol + rtol |b|) over two arrays of the same length (<= 1 means close). */
-export function closeness(a: ArrayLike<number>, b: ArrayLike<number>, atol = 1e-5, rtol = 1e-4): number {
+export function closeness(
+  a: ArrayLike<number>,
+  b: ArrayLike<number>,
+  atol = 1e-5,
+  rtol = 1e-4,
+): number {
   if (a.length !== b.length) return Number.POSITIVE_INFINITY;
   let worst = 0;
   for (let i = 0; i < a.length; i++) {
@@ -69,7 +92,12 @@ export function closeness(a: ArrayLike<number>, b: ArrayLike<number>, atol = 1e-
  * Central-difference gradient of the scalar `loss(...xs)` with respect to input `which`,
  * computed on the active backend in float32 (keep tensors small and eps ~1e-2).
  */
-export function numericGrad(inputs: TensorSpec[], which: number, loss: (...xs: tf.Tensor[]) => tf.Scalar, eps = 1e-2): Float32Array {
+export function numericGrad(
+  inputs: TensorSpec[],
+  which: number,
+  loss: (...xs: tf.Tensor[]) => tf.Scalar,
+  eps = 1e-2,
+): Float32Array {
   const base = inputs[which].values as Float32Array;
   const grad = new Float32Array(base.length);
   const evalAt = (values: Float32Array): number =>

@@ -12,10 +12,14 @@ export function nativeForTests(env: NodeJS.ProcessEnv = process.env): NativeLoad
   const load = loadNativeAddon(env);
   if (load.ok) return load;
   if (env.RL2_REQUIRE_NATIVE === '1') {
-    throw new Error(`RL2_REQUIRE_NATIVE=1, but the native addon did not load: ${load.reason}; or unset RL2_REQUIRE_NATIVE to skip the native tests`);
+    throw new Error(
+      `RL2_REQUIRE_NATIVE=1, but the native addon did not load: ${load.reason}; or unset RL2_REQUIRE_NATIVE to skip the native tests`,
+    );
   }
   if (load.path !== undefined) {
-    throw new Error(`the native addon was built but does not load: ${load.reason}; rebuild it (\`pnpm --filter @rl2/engine build\`) or delete ${load.path} to skip the native tests`);
+    throw new Error(
+      `the native addon was built but does not load: ${load.reason}; rebuild it (\`pnpm --filter @rl2/engine build\`) or delete ${load.path} to skip the native tests`,
+    );
   }
   return load;
 }

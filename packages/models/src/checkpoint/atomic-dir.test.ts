@@ -1,4 +1,12 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -17,12 +25,24 @@ describe('removeStaleSaves', () => {
     mkdirSync(join(run, `.old-${GONE}-1700000000003-step-4`)); // step-4 replaced, killed between the renames
     writeFileSync(join(run, `.old-${GONE}-1700000000003-step-4`, 'trainer_state.json'), '{}');
     mkdirSync(join(run, `.tmp-${process.ppid}-1700000000004-step-5`)); // a live process saving into the same folder
-    for (const mine of ['notes.tmp', '.tmp-draft', 'metrics.jsonl']) writeFileSync(join(run, mine), 'user file');
+    for (const mine of ['notes.tmp', '.tmp-draft', 'metrics.jsonl'])
+      writeFileSync(join(run, mine), 'user file');
 
     const removed = removeStaleSaves(run);
 
-    expect(removed.sort()).toEqual([`.tmp-${GONE}-1700000000000-step-3`, `.tmp-${GONE}-1700000000001-latest`, `.tmp-${GONE}-1700000000002-report.html`]);
-    expect(readdirSync(run).sort()).toEqual([`.tmp-${process.ppid}-1700000000004-step-5`, '.tmp-draft', 'metrics.jsonl', 'notes.tmp', 'step-2', 'step-4']);
+    expect(removed.sort()).toEqual([
+      `.tmp-${GONE}-1700000000000-step-3`,
+      `.tmp-${GONE}-1700000000001-latest`,
+      `.tmp-${GONE}-1700000000002-report.html`,
+    ]);
+    expect(readdirSync(run).sort()).toEqual([
+      `.tmp-${process.ppid}-1700000000004-step-5`,
+      '.tmp-draft',
+      'metrics.jsonl',
+      'notes.tmp',
+      'step-2',
+      'step-4',
+    ]);
     expect(readFileSync(join(run, 'step-4', 'trainer_state.json'), 'utf8')).toBe('{}');
     expect(existsSync(join(run, 'step-2')), 'the link target is untouched').toBe(true);
     expect(removeStaleSaves(join(run, 'missing'))).toEqual([]);
@@ -30,6 +50,8 @@ describe('removeStaleSaves', () => {
 
   it('temp files are named like work folders, so a kill leaves nothing it cannot find', () => {
     const path = join(tmpdir(), 'run', 'trainer_state.json');
-    expect(basename(tempPathBeside(path))).toMatch(new RegExp(`^\\.tmp-${process.pid}-\\d+-trainer_state\\.json$`));
+    expect(basename(tempPathBeside(path))).toMatch(
+      new RegExp(`^\\.tmp-${process.pid}-\\d+-trainer_state\\.json$`),
+    );
   });
 });

@@ -5,7 +5,8 @@ import { syncPath } from './byte-file.js';
 /** `.tmp-<pid>-<time>-<name>` / `.old-<pid>-<time>-<name>`: what a save works in, beside its target. */
 const WORK_DIR = /^\.(tmp|old)-(\d+)-\d+-(.+)$/;
 
-const workName = (kind: 'tmp' | 'old', name: string) => `.${kind}-${process.pid}-${Date.now()}-${name}`;
+const workName = (kind: 'tmp' | 'old', name: string) =>
+  `.${kind}-${process.pid}-${Date.now()}-${name}`;
 
 /**
  * A path beside `path` for a file or link to write before renaming it over `path`; named like a
@@ -54,7 +55,10 @@ export function commitDir(tmp: string, dir: string): void {
  * Fills a fresh folder beside `dir` with `fill`, then puts it in place of `dir` (see
  * `commitDir`). On an error the work folder is removed and `dir` is untouched.
  */
-export async function writeDirAtomic(dir: string, fill: (tmpDir: string) => Promise<void> | void): Promise<void> {
+export async function writeDirAtomic(
+  dir: string,
+  fill: (tmpDir: string) => Promise<void> | void,
+): Promise<void> {
   const tmp = tempDirBeside(dir);
   try {
     await fill(tmp);
@@ -66,7 +70,8 @@ export async function writeDirAtomic(dir: string, fill: (tmpDir: string) => Prom
 }
 
 function syncTree(path: string): void {
-  if (statSync(path).isDirectory()) for (const name of readdirSync(path)) syncTree(join(path, name));
+  if (statSync(path).isDirectory())
+    for (const name of readdirSync(path)) syncTree(join(path, name));
   syncPath(path);
 }
 
@@ -75,17 +80,25 @@ function syncTree(path: string): void {
  * A `.old-*` one while its target is missing is the previous folder of a save killed between its
  * two renames.
  */
-function staleWorkDirs(parent: string, name?: string): { path: string; target: string; old: boolean }[] {
+function staleWorkDirs(
+  parent: string,
+  name?: string,
+): { path: string; target: string; old: boolean }[] {
   if (!existsSync(parent)) return [];
   return readdirSync(parent)
     .map((entry) => ({ entry, m: WORK_DIR.exec(entry) }))
     .filter(({ m }) => m && (name === undefined || m[3] === name) && !processAlive(Number(m[2])))
-    .map(({ entry, m }) => ({ path: join(parent, entry), target: m?.[3] as string, old: m?.[1] === 'old' }));
+    .map(({ entry, m }) => ({
+      path: join(parent, entry),
+      target: m?.[3] as string,
+      old: m?.[1] === 'old',
+    }));
 }
 
 function removeStaleWorkDirs(parent: string, name: string): void {
   recoverInterruptedSave(join(parent, name));
-  for (const stale of staleWorkDirs(parent, name)) rmSync(stale.path, { recursive: true, force: true });
+  for (const stale of staleWorkDirs(parent, name))
+    rmSync(stale.path, { recursive: true, force: true });
 }
 
 /**
@@ -95,7 +108,8 @@ function removeStaleWorkDirs(parent: string, name: string): void {
  * saving into the same folder, are kept). Returns the names removed.
  */
 export function removeStaleSaves(parent: string): string[] {
-  for (const target of new Set(staleWorkDirs(parent).map((s) => s.target))) recoverInterruptedSave(join(parent, target));
+  for (const target of new Set(staleWorkDirs(parent).map((s) => s.target)))
+    recoverInterruptedSave(join(parent, target));
   const stale = staleWorkDirs(parent);
   for (const s of stale) rmSync(s.path, { recursive: true, force: true });
   return stale.map((s) => basename(s.path));

@@ -27,8 +27,18 @@ export function openByteFile(path: string): ByteSource {
     size,
     readInto(dst, position) {
       for (let done = 0; done < dst.byteLength; ) {
-        const n = readSync(fd, dst, done, Math.min(dst.byteLength - done, MAX_IO_BYTES), position + done);
-        if (n === 0) throw checkpointError(path, `the file ended at byte ${position + done} while reading (did it shrink?)`);
+        const n = readSync(
+          fd,
+          dst,
+          done,
+          Math.min(dst.byteLength - done, MAX_IO_BYTES),
+          position + done,
+        );
+        if (n === 0)
+          throw checkpointError(
+            path,
+            `the file ended at byte ${position + done} while reading (did it shrink?)`,
+          );
         done += n;
       }
     },
@@ -42,7 +52,8 @@ export function byteBuffer(bytes: Uint8Array, path: string): ByteSource {
     path,
     size: bytes.byteLength,
     readInto(dst, position) {
-      if (position + dst.byteLength > bytes.byteLength) throw checkpointError(path, `read past the end at byte ${bytes.byteLength}`);
+      if (position + dst.byteLength > bytes.byteLength)
+        throw checkpointError(path, `read past the end at byte ${bytes.byteLength}`);
       dst.set(bytes.subarray(position, position + dst.byteLength));
     },
     close() {},
@@ -52,7 +63,13 @@ export function byteBuffer(bytes: Uint8Array, path: string): ByteSource {
 /** Writes all of `data` at `position` of the open file `fd`. */
 export function writeAt(fd: number, data: Uint8Array, position: number): void {
   for (let done = 0; done < data.byteLength; ) {
-    done += writeSync(fd, data, done, Math.min(data.byteLength - done, MAX_IO_BYTES), position + done);
+    done += writeSync(
+      fd,
+      data,
+      done,
+      Math.min(data.byteLength - done, MAX_IO_BYTES),
+      position + done,
+    );
   }
 }
 

@@ -16,7 +16,10 @@ export function readJsonFile(path: string): unknown {
   try {
     return JSON.parse(text);
   } catch (e) {
-    throw checkpointError(path, `is not valid JSON (${(e as Error).message}); fix the file or download it again`);
+    throw checkpointError(
+      path,
+      `is not valid JSON (${(e as Error).message}); fix the file or download it again`,
+    );
   }
 }
 
@@ -36,12 +39,18 @@ export class CheckpointReader {
     const indexPath = join(dir, INDEX_FILE);
     if (!existsSync(indexPath)) {
       const path = join(dir, 'model.safetensors');
-      if (!existsSync(path)) throw checkpointError(dir, 'no model.safetensors or model.safetensors.index.json; is it a Hugging Face model folder?');
+      if (!existsSync(path))
+        throw checkpointError(
+          dir,
+          'no model.safetensors or model.safetensors.index.json; is it a Hugging Face model folder?',
+        );
       const reader = SafetensorsReader.open(path);
       return new CheckpointReader(dir, new Map(reader.names().map((n) => [n, reader])), [reader]);
     }
-    const weightMap = (readJsonFile(indexPath) as { weight_map?: Record<string, string> } | null)?.weight_map;
-    if (!weightMap || typeof weightMap !== 'object') throw checkpointError(indexPath, 'has no "weight_map"');
+    const weightMap = (readJsonFile(indexPath) as { weight_map?: Record<string, string> } | null)
+      ?.weight_map;
+    if (!weightMap || typeof weightMap !== 'object')
+      throw checkpointError(indexPath, 'has no "weight_map"');
     const byFile = new Map<string, SafetensorsReader>();
     const fileOf = new Map<string, SafetensorsReader>();
     try {
@@ -51,7 +60,11 @@ export class CheckpointReader {
           reader = SafetensorsReader.open(join(dir, file));
           byFile.set(file, reader);
         }
-        if (!reader.entry(name)) throw checkpointError(indexPath, `weight_map puts ${name} in ${file}, which has no such tensor`);
+        if (!reader.entry(name))
+          throw checkpointError(
+            indexPath,
+            `weight_map puts ${name} in ${file}, which has no such tensor`,
+          );
         fileOf.set(name, reader);
       }
     } catch (e) {

@@ -1,5 +1,14 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,7 +18,13 @@ import { disposeParams } from '../model/param-map.js';
 import { recoverInterruptedSave } from './atomic-dir.js';
 import { CheckpointReader, readCheckpointWeights } from './checkpoint-reader.js';
 import { CheckpointWriter } from './checkpoint-writer.js';
-import { decodeFloats, encodeFloats, type SafetensorsDtype, TORCH_DTYPES, type TorchDtype } from './float-formats.js';
+import {
+  decodeFloats,
+  encodeFloats,
+  type SafetensorsDtype,
+  TORCH_DTYPES,
+  type TorchDtype,
+} from './float-formats.js';
 import { loadModel } from './load-checkpoint.js';
 import { saveCheckpoint } from './save-checkpoint.js';
 
@@ -35,35 +50,52 @@ function rounded(data: Float32Array, dtype: SafetensorsDtype): Float32Array {
   return out;
 }
 
-const shardFiles = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.safetensors')).sort();
+const shardFiles = (dir: string) =>
+  readdirSync(dir)
+    .filter((f) => f.endsWith('.safetensors'))
+    .sort();
 
 describe('saveCheckpoint', () => {
-  it.each((['float32', 'bfloat16', 'float16'] as TorchDtype[]).flatMap((d) => [[d, 'single'], [d, 'sharded']] as const))(
-    '%s, %s: reloads to the stored rounding of every weight',
-    async (dtype, layout) => {
-      const dir = join(tmp, `${dtype}-${layout}`);
-      const files = await saveCheckpoint(dir, model, { dtype, maxShardSize: layout === 'sharded' ? '4KB' : '5GB' });
-      expect(files.map((f) => basename(f))).toContain('config.json');
-      expect(JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')).torch_dtype).toBe(dtype);
-      const shards = shardFiles(dir);
-      if (layout === 'single') expect(shards).toEqual(['model.safetensors']);
-      else {
-        expect(shards.length).toBeGreaterThan(2);
-        const index = JSON.parse(readFileSync(join(dir, 'model.safetensors.index.json'), 'utf8'));
-        expect(Object.keys(index.weight_map).sort()).toEqual([...model.params.keys()].sort());
-        const bytes = dtype === 'float32' ? 4 : 2;
-        expect(index.metadata.total_size).toBe([...model.params.values()].reduce((s, p) => s + p.size * bytes, 0));
-      }
-      const reader = CheckpointReader.open(dir);
-      expect(new Set(reader.names().map((n) => reader.entry(n)!.dtype))).toEqual(new Set([TORCH_DTYPES[dtype]]));
-      reader.close();
-      const back = await readCheckpointWeights(dir);
-      for (const [name, p] of model.params) {
-        expect(back.get(name)!.shape, name).toEqual(p.shape);
-        expect(back.get(name)!.data, name).toEqual(rounded(p.dataSync() as Float32Array, TORCH_DTYPES[dtype]));
-      }
-    },
-  );
+  it.each(
+    (['float32', 'bfloat16', 'float16'] as TorchDtype[]).flatMap(
+      (d) =>
+        [
+          [d, 'single'],
+          [d, 'sharded'],
+        ] as const,
+    ),
+  )('%s, %s: reloads to the stored rounding of every weight', async (dtype, layout) => {
+    const dir = join(tmp, `${dtype}-${layout}`);
+    const files = await saveCheckpoint(dir, model, {
+      dtype,
+      maxShardSize: layout === 'sharded' ? '4KB' : '5GB',
+    });
+    expect(files.map((f) => basename(f))).toContain('config.json');
+    expect(JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')).torch_dtype).toBe(dtype);
+    const shards = shardFiles(dir);
+    if (layout === 'single') expect(shards).toEqual(['model.safetensors']);
+    else {
+      expect(shards.length).toBeGreaterThan(2);
+      const index = JSON.parse(readFileSync(join(dir, 'model.safetensors.index.json'), 'utf8'));
+      expect(Object.keys(index.weight_map).sort()).toEqual([...model.params.keys()].sort());
+      const bytes = dtype === 'float32' ? 4 : 2;
+      expect(index.metadata.total_size).toBe(
+        [...model.params.values()].reduce((s, p) => s + p.size * bytes, 0),
+      );
+    }
+    const reader = CheckpointReader.open(dir);
+    expect(new Set(reader.names().map((n) => reader.entry(n)!.dtype))).toEqual(
+      new Set([TORCH_DTYPES[dtype]]),
+    );
+    reader.close();
+    const back = await readCheckpointWeights(dir);
+    for (const [name, p] of model.params) {
+      expect(back.get(name)!.shape, name).toEqual(p.shape);
+      expect(back.get(name)!.data, name).toEqual(
+        rounded(p.dataSync() as Float32Array, TORCH_DTYPES[dtype]),
+      );
+    }
+  });
 
   it("defaults to the loaded checkpoint's torch_dtype, and bf16 weights resave bit-identically", async () => {
     const { model: bf } = await loadModel(join(FIX, 'llama-bf16-sharded'));
@@ -105,31 +137,47 @@ describe('saveCheckpoint', () => {
 
 describe('a save killed mid-way (SIGKILL)', () => {
   const killedSave = async (dir: string, phase: 'tensors' | 'commit') => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '../../test/scripts/save-then-hang.ts'), dir, phase], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        join(import.meta.dirname, '../../test/scripts/save-then-hang.ts'),
+        dir,
+        phase,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     await new Promise<void>((resolve, reject) => {
       child.stdout.on('data', (b: Buffer) => b.toString().includes('HANG') && resolve());
-      child.on('exit', (code) => reject(new Error(`the saving process exited (${code}) before it hung`)));
+      child.on('exit', (code) =>
+        reject(new Error(`the saving process exited (${code}) before it hung`)),
+      );
     });
     const exited = new Promise((resolve) => child.on('exit', resolve));
     child.kill('SIGKILL');
     await exited;
   };
 
-  it.each(['tensors', 'commit'] as const)('while writing (%s): the previous checkpoint loads, nothing partial in it, the next save cleans up', async (phase) => {
-    const parent = join(tmp, `killed-${phase}`);
-    const dir = join(parent, 'model');
-    mkdirSync(parent);
-    await saveCheckpoint(dir, model);
-    const files = readdirSync(dir).sort();
-    await killedSave(dir, phase);
-    expect(readdirSync(dir).sort()).toEqual(files);
-    expect((await loadModel(dir)).model.config.raw.note).toBeUndefined();
-    const left = readdirSync(parent).filter((n) => n !== 'model');
-    expect(left).toHaveLength(1);
-    expect(left[0]).toMatch(/^\.tmp-\d+-\d+-model$/);
-    await saveCheckpoint(dir, model, { dtype: 'bfloat16' });
-    expect(readdirSync(parent)).toEqual(['model']);
-  }, 30_000);
+  it.each(['tensors', 'commit'] as const)(
+    'while writing (%s): the previous checkpoint loads, nothing partial in it, the next save cleans up',
+    async (phase) => {
+      const parent = join(tmp, `killed-${phase}`);
+      const dir = join(parent, 'model');
+      mkdirSync(parent);
+      await saveCheckpoint(dir, model);
+      const files = readdirSync(dir).sort();
+      await killedSave(dir, phase);
+      expect(readdirSync(dir).sort()).toEqual(files);
+      expect((await loadModel(dir)).model.config.raw.note).toBeUndefined();
+      const left = readdirSync(parent).filter((n) => n !== 'model');
+      expect(left).toHaveLength(1);
+      expect(left[0]).toMatch(/^\.tmp-\d+-\d+-model$/);
+      await saveCheckpoint(dir, model, { dtype: 'bfloat16' });
+      expect(readdirSync(parent)).toEqual(['model']);
+    },
+    30_000,
+  );
 
   it('between its two renames: the previous folder is put back', async () => {
     const parent = join(tmp, 'killed-rename');
@@ -146,9 +194,14 @@ describe('a save killed mid-way (SIGKILL)', () => {
 describe('CheckpointWriter', () => {
   it('takes tensors in any order and refuses to commit with one missing', () => {
     const dir = join(tmp, 'incomplete');
-    const w = CheckpointWriter.open(dir, [{ name: 'a', shape: [2] }, { name: 'b', shape: [3] }]);
+    const w = CheckpointWriter.open(dir, [
+      { name: 'a', shape: [2] },
+      { name: 'b', shape: [3] },
+    ]);
     w.write('b', Float32Array.of(1, 2, 3));
-    expect(() => w.write('c', Float32Array.of(1))).toThrow(/tensor "c" is not part of this checkpoint/);
+    expect(() => w.write('c', Float32Array.of(1))).toThrow(
+      /tensor "c" is not part of this checkpoint/,
+    );
     expect(() => w.write('a', Float32Array.of(1))).toThrow(/shape \[2\] needs 2 values, has 1/);
     expect(() => w.commit()).toThrow(/1 planned tensor\(s\) were never written \(a\)/);
     expect(existsSync(dir)).toBe(false);

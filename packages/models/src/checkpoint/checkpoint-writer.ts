@@ -5,7 +5,12 @@ import { commitDir, tempDirBeside } from './atomic-dir.js';
 import { DTYPE_BYTES, safetensorsDtypeOf, type TorchDtype } from './float-formats.js';
 import type { TensorSpec } from './safetensors-header.js';
 import { SafetensorsWriter } from './safetensors-writer.js';
-import { DEFAULT_MAX_SHARD_SIZE, parseShardSize, type ShardPlan, planShards } from './shard-plan.js';
+import {
+  DEFAULT_MAX_SHARD_SIZE,
+  parseShardSize,
+  type ShardPlan,
+  planShards,
+} from './shard-plan.js';
 
 /** The index file of a sharded checkpoint. */
 export const INDEX_FILE = 'model.safetensors.index.json';
@@ -40,9 +45,17 @@ export class CheckpointWriter {
   ) {}
 
   /** Plans the shards of `specs` (in model order) and creates their files in a work folder. */
-  static open(dir: string, specs: readonly TensorSpec[], format: CheckpointFormat = {}): CheckpointWriter {
+  static open(
+    dir: string,
+    specs: readonly TensorSpec[],
+    format: CheckpointFormat = {},
+  ): CheckpointWriter {
     const dtype = safetensorsDtypeOf(format.dtype ?? 'float32', 'save dtype');
-    const plan = planShards(specs, DTYPE_BYTES[dtype], parseShardSize(format.maxShardSize ?? DEFAULT_MAX_SHARD_SIZE));
+    const plan = planShards(
+      specs,
+      DTYPE_BYTES[dtype],
+      parseShardSize(format.maxShardSize ?? DEFAULT_MAX_SHARD_SIZE),
+    );
     const writer = new CheckpointWriter(dir, tempDirBeside(dir), plan);
     try {
       for (const { file, specs: inFile } of plan.files) {
@@ -60,7 +73,11 @@ export class CheckpointWriter {
   /** Writes tensor `name` (float32 values) into its shard. */
   write(name: string, data: Float32Array): void {
     const file = this.fileOf.get(name);
-    if (!file) throw new ModelsError('INVALID_ARGUMENT', `${this.dir}: tensor "${name}" is not part of this checkpoint`);
+    if (!file)
+      throw new ModelsError(
+        'INVALID_ARGUMENT',
+        `${this.dir}: tensor "${name}" is not part of this checkpoint`,
+      );
     file.write(name, data);
   }
 
@@ -74,8 +91,13 @@ export class CheckpointWriter {
     try {
       for (const w of this.files.values()) w.close();
       if (this.plan.files.length > 1) {
-        const weightMap = Object.fromEntries(Object.entries(this.plan.weightMap).sort(([a], [b]) => (a < b ? -1 : 1)));
-        this.writeJson(INDEX_FILE, { metadata: { total_size: this.plan.totalSize }, weight_map: weightMap });
+        const weightMap = Object.fromEntries(
+          Object.entries(this.plan.weightMap).sort(([a], [b]) => (a < b ? -1 : 1)),
+        );
+        this.writeJson(INDEX_FILE, {
+          metadata: { total_size: this.plan.totalSize },
+          weight_map: weightMap,
+        });
       }
       keepOtherFiles(this.dir, this.workDir);
       const names = readdirSync(this.workDir).sort();
@@ -99,6 +121,7 @@ function keepOtherFiles(dir: string, workDir: string): void {
   if (!existsSync(dir)) return;
   const written = new Set(readdirSync(workDir));
   for (const name of readdirSync(dir)) {
-    if (!WEIGHT_FILE.test(name) && !written.has(name)) cpSync(join(dir, name), join(workDir, name), { recursive: true });
+    if (!WEIGHT_FILE.test(name) && !written.has(name))
+      cpSync(join(dir, name), join(workDir, name), { recursive: true });
   }
 }

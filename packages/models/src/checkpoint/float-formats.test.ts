@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { ModelsError } from '../errors.js';
-import { decodeFloats, encodeFloats, floatToBf16Bits, floatToHalfBits, halfToFloat, type SafetensorsDtype } from './float-formats.js';
+import {
+  decodeFloats,
+  encodeFloats,
+  floatToBf16Bits,
+  floatToHalfBits,
+  halfToFloat,
+  type SafetensorsDtype,
+} from './float-formats.js';
 import type { HostTensor } from './host-tensor.js';
 import { parseSafetensors } from './safetensors-reader.js';
 import { serializeSafetensors } from './safetensors-writer.js';
@@ -29,7 +36,9 @@ describe('safetensors', () => {
     const u = new Uint32Array(f.buffer);
     expect(floatToBf16Bits(u[0]!)).toBe(0x3f80);
     expect(floatToBf16Bits(u[1]!)).toBe(0x3f82);
-    const back = parseSafetensors(serializeSafetensors(new Map([['x', { shape: [3], data: f }]]), 'BF16'));
+    const back = parseSafetensors(
+      serializeSafetensors(new Map([['x', { shape: [3], data: f }]]), 'BF16'),
+    );
     expect([...back.get('x')!.data]).toEqual([1, 1 + 2 ** -6, -2.5]);
   });
 
@@ -47,7 +56,9 @@ describe('safetensors', () => {
     const text = new TextDecoder().decode(bytes.subarray(8, 8 + n)).replace('[2]', '[3]');
     const broken = new Uint8Array(bytes);
     broken.set(new TextEncoder().encode(text), 8);
-    expect(() => parseSafetensors(broken, 'x.safetensors')).toThrow(/x\.safetensors: tensor "w" offsets/);
+    expect(() => parseSafetensors(broken, 'x.safetensors')).toThrow(
+      /x\.safetensors: tensor "w" offsets/,
+    );
     expect(() => parseSafetensors(new Uint8Array(4))).toThrow(ModelsError);
   });
 
@@ -85,13 +96,16 @@ describe('safetensors', () => {
     }
   });
 
-  it.each(['F32', 'F16', 'BF16'] as SafetensorsDtype[])('encodeFloats and decodeFloats are inverse on values %s can hold', (dtype) => {
-    const values = Float32Array.from([0, 1, -2.5, 0.15625, 1024, -3.75, 2 ** -14, 96]);
-    const bytes = new Uint8Array(values.length * (dtype === 'F32' ? 4 : 2));
-    encodeFloats(values, dtype, bytes);
-    const back = new Float32Array(values.length + 2);
-    decodeFloats(bytes, dtype, back, 2);
-    expect([...back.subarray(2)]).toEqual([...values]);
-    expect([...back.subarray(0, 2)]).toEqual([0, 0]);
-  });
+  it.each(['F32', 'F16', 'BF16'] as SafetensorsDtype[])(
+    'encodeFloats and decodeFloats are inverse on values %s can hold',
+    (dtype) => {
+      const values = Float32Array.from([0, 1, -2.5, 0.15625, 1024, -3.75, 2 ** -14, 96]);
+      const bytes = new Uint8Array(values.length * (dtype === 'F32' ? 4 : 2));
+      encodeFloats(values, dtype, bytes);
+      const back = new Float32Array(values.length + 2);
+      decodeFloats(bytes, dtype, back, 2);
+      expect([...back.subarray(2)]).toEqual([...values]);
+      expect([...back.subarray(0, 2)]).toEqual([0, 0]);
+    },
+  );
 });

@@ -14,7 +14,11 @@ export type TorchDtype = keyof typeof TORCH_DTYPES;
 /** The safetensors dtype of a torch dtype name, or an error naming `key` and the choices. */
 export function safetensorsDtypeOf(torchDtype: string, key = 'dtype'): SafetensorsDtype {
   const dtype = TORCH_DTYPES[torchDtype as TorchDtype];
-  if (!dtype) throw new ModelsError('INVALID_ARGUMENT', `${key} "${torchDtype}" is not a save dtype; use one of ${Object.keys(TORCH_DTYPES).join(', ')}`);
+  if (!dtype)
+    throw new ModelsError(
+      'INVALID_ARGUMENT',
+      `${key} "${torchDtype}" is not a save dtype; use one of ${Object.keys(TORCH_DTYPES).join(', ')}`,
+    );
   return dtype;
 }
 
@@ -23,7 +27,11 @@ export function safetensorsDtypeOf(torchDtype: string, key = 'dtype'): Safetenso
  * here (a Float32Array read straight from the file) need a little-endian host (x86, Arm).
  */
 export function assertLittleEndian(): void {
-  if (endianness() !== 'LE') throw new ModelsError('UNSUPPORTED_CONFIG', '@rl2/models reads and writes safetensors on little-endian machines only');
+  if (endianness() !== 'LE')
+    throw new ModelsError(
+      'UNSUPPORTED_CONFIG',
+      '@rl2/models reads and writes safetensors on little-endian machines only',
+    );
 }
 
 /** IEEE 754 binary16 bits to a number (subnormals, inf and NaN included). */
@@ -81,7 +89,12 @@ function halfValues(): Float32Array {
  * Decodes `src` (whole elements of `dtype`, little-endian, 2-byte aligned) into `dst` from
  * element `at`. F32 is copied; BF16 is the top half of a float32; F16 goes through a table.
  */
-export function decodeFloats(src: Uint8Array, dtype: SafetensorsDtype, dst: Float32Array, at: number): void {
+export function decodeFloats(
+  src: Uint8Array,
+  dtype: SafetensorsDtype,
+  dst: Float32Array,
+  at: number,
+): void {
   if (dtype === 'F32') {
     new Uint8Array(dst.buffer, dst.byteOffset + at * 4, src.byteLength).set(src);
     return;

@@ -1,4 +1,12 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,25 +26,32 @@ beforeAll(async () => {
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe('checkpoints', () => {
-  it.each(['llama-bf16-sharded', 'llama-fp16'])('%s loads to the values torch rounds to', async (folder) => {
-    const weights = await readCheckpointWeights(join(FIX, folder));
-    const expected = parseSafetensors(new Uint8Array(readFileSync(join(FIX, folder, 'expected-fp32.safetensors'))));
-    expect(weights.size).toBe(expected.size);
-    for (const [name, t] of expected) expect(weights.get(name)!.data, name).toEqual(t.data);
-  });
+  it.each(['llama-bf16-sharded', 'llama-fp16'])(
+    '%s loads to the values torch rounds to',
+    async (folder) => {
+      const weights = await readCheckpointWeights(join(FIX, folder));
+      const expected = parseSafetensors(
+        new Uint8Array(readFileSync(join(FIX, folder, 'expected-fp32.safetensors'))),
+      );
+      expect(weights.size).toBe(expected.size);
+      for (const [name, t] of expected) expect(weights.get(name)!.data, name).toEqual(t.data);
+    },
+  );
 
   it('a checkpoint written here reloads identically (fp32 sharded, bf16 single)', async () => {
     const { model } = await loadModel(join(FIX, 'qwen3'));
     const files = await saveCheckpoint(join(tmp, 'sharded'), model, { maxShardSize: 20_000 });
     expect(files.some((f) => f.endsWith('model.safetensors.index.json'))).toBe(true);
     const back = await loadModel(join(tmp, 'sharded'));
-    for (const [name, v] of model.params) expect(back.model.params.get(name)!.dataSync(), name).toEqual(v.dataSync());
+    for (const [name, v] of model.params)
+      expect(back.model.params.get(name)!.dataSync(), name).toEqual(v.dataSync());
     expect(back.model.config.raw).toEqual({ ...model.config.raw, torch_dtype: 'float32' });
     await saveCheckpoint(join(tmp, 'bf16'), model, { dtype: 'bfloat16' });
     const bf = await readCheckpointWeights(join(tmp, 'bf16'));
     const w = model.params.get('model.layers.0.mlp.up_proj.weight')!.dataSync();
     const b = bf.get('model.layers.0.mlp.up_proj.weight')!.data;
-    for (let i = 0; i < w.length; i++) expect(Math.abs(b[i]! - w[i]!)).toBeLessThanOrEqual(Math.abs(w[i]!) * 2 ** -8);
+    for (let i = 0; i < w.length; i++)
+      expect(Math.abs(b[i]! - w[i]!)).toBeLessThanOrEqual(Math.abs(w[i]!) * 2 ** -8);
     disposeParams(model.params);
     disposeParams(back.model.params);
   });
@@ -48,7 +63,9 @@ describe('checkpoints', () => {
     const name = 'model.layers.1.mlp.down_proj.weight';
     expect(model.params.get(name)!.dataSync()).toEqual(weights.get(name)!.data);
     const bad = new Map([[name, { shape: [2, 2], data: new Float32Array(4) }]]);
-    expect(() => updateParams(model.params, bad)).toThrow(/"model\.layers\.1\.mlp\.down_proj\.weight" has shape \[2,2\]/);
+    expect(() => updateParams(model.params, bad)).toThrow(
+      /"model\.layers\.1\.mlp\.down_proj\.weight" has shape \[2,2\]/,
+    );
     disposeParams(model.params);
   });
 
@@ -56,7 +73,9 @@ describe('checkpoints', () => {
     const { model } = await loadModel(join(FIX, 'qwen2'));
     model.params.delete('model.norm.weight');
     await saveCheckpoint(join(tmp, 'broken'), model);
-    await expect(loadModel(join(tmp, 'broken'))).rejects.toThrow(/broken: missing 1 tensor\(s\) for Qwen2ForCausalLM: model\.norm\.weight/);
+    await expect(loadModel(join(tmp, 'broken'))).rejects.toThrow(
+      /broken: missing 1 tensor\(s\) for Qwen2ForCausalLM: model\.norm\.weight/,
+    );
     disposeParams(model.params);
   });
 
@@ -70,7 +89,9 @@ describe('checkpoints', () => {
     writeFileSync(config, good);
     const weights = join(dir, 'model.safetensors');
     truncateSync(weights, statSync(weights).size - 1000);
-    await expect(loadModel(dir)).rejects.toThrow(`${weights}: the file is 1000 bytes shorter than its header says`);
+    await expect(loadModel(dir)).rejects.toThrow(
+      `${weights}: the file is 1000 bytes shorter than its header says`,
+    );
   });
 
   it('loads a causal-LM checkpoint as a value model with a zero score head', async () => {

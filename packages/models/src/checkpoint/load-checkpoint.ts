@@ -4,7 +4,11 @@ import type { HubModelOptions } from '@rl2/data';
 import { type GenerationConfig, parseGenerationConfig } from '../config/generation-config.js';
 import { type ModelConfig, type ModelHead, parseModelConfig } from '../config/model-config.js';
 import { ModelsError } from '../errors.js';
-import { createDecoderModel, type DecoderModel, type DecoderModelOptions } from '../model/decoder-model.js';
+import {
+  createDecoderModel,
+  type DecoderModel,
+  type DecoderModelOptions,
+} from '../model/decoder-model.js';
 import { createParamMap } from '../model/param-map.js';
 import { readCheckpointWeights, readJsonFile } from './checkpoint-reader.js';
 import { resolveModelDir } from './resolve-model-dir.js';
@@ -12,7 +16,11 @@ import { resolveModelDir } from './resolve-model-dir.js';
 /** Reads and validates `config.json` of a checkpoint folder. */
 export async function readModelConfig(dir: string): Promise<ModelConfig> {
   const path = join(dir, 'config.json');
-  if (!existsSync(path)) throw new ModelsError('CHECKPOINT_ERROR', `${path}: not found; is "${dir}" a Hugging Face model folder?`);
+  if (!existsSync(path))
+    throw new ModelsError(
+      'CHECKPOINT_ERROR',
+      `${path}: not found; is "${dir}" a Hugging Face model folder?`,
+    );
   return parseModelConfig(readJsonFile(path), path);
 }
 
@@ -45,12 +53,18 @@ export interface LoadedModel {
  * model folder, or a hub id such as `Qwen/Qwen3-0.6B` (downloaded into the HF cache, see
  * `resolveModelDir`).
  */
-export async function loadModel(nameOrDir: string, options: LoadModelOptions = {}): Promise<LoadedModel> {
+export async function loadModel(
+  nameOrDir: string,
+  options: LoadModelOptions = {},
+): Promise<LoadedModel> {
   const dir = await resolveModelDir(nameOrDir, options.hub);
   let config = await readModelConfig(dir);
   if (options.head && options.head !== config.head) config = withHead(config, options.head);
   const params = createParamMap(config, await readCheckpointWeights(dir), dir);
-  return { model: createDecoderModel(config, params, options), generationConfig: await readGenerationConfig(dir) };
+  return {
+    model: createDecoderModel(config, params, options),
+    generationConfig: await readGenerationConfig(dir),
+  };
 }
 
 /** The same decoder with another head (`architectures` renamed accordingly). */
@@ -58,6 +72,13 @@ export function withHead(config: ModelConfig, head: ModelHead): ModelConfig {
   const stem = config.architecture.replace(/For(CausalLM|TokenClassification)$/, '');
   const architecture = `${stem}${head === 'value' ? 'ForTokenClassification' : 'ForCausalLM'}`;
   const raw: Record<string, unknown> = { ...config.raw, architectures: [architecture] };
-  if (head === 'value') Object.assign(raw, { num_labels: 1, id2label: { 0: 'LABEL_0' }, label2id: { LABEL_0: 0 } });
-  return { ...config, head, architecture, tieWordEmbeddings: head === 'causal-lm' && config.raw.tie_word_embeddings === true, raw };
+  if (head === 'value')
+    Object.assign(raw, { num_labels: 1, id2label: { 0: 'LABEL_0' }, label2id: { LABEL_0: 0 } });
+  return {
+    ...config,
+    head,
+    architecture,
+    tieWordEmbeddings: head === 'causal-lm' && config.raw.tie_word_embeddings === true,
+    raw,
+  };
 }

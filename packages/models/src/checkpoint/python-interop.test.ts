@@ -23,7 +23,9 @@ interface Verified {
 describe('checkpoints written here load in Python', () => {
   // fixtures/ts-written was produced by scripts/write-ts-checkpoints.ts and then read by the
   // independent Python reader + PyTorch reference (make_fixtures.py --verify-ts).
-  const verified = JSON.parse(readFileSync(join(FIX, 'ts-written', 'python-verified.json'), 'utf8')) as Record<string, Verified>;
+  const verified = JSON.parse(
+    readFileSync(join(FIX, 'ts-written', 'python-verified.json'), 'utf8'),
+  ) as Record<string, Verified>;
 
   it('the Python reader parsed every checkpoint and its reference model reproduced the outputs', () => {
     expect(Object.keys(verified).sort()).toEqual(TS_WRITTEN.map((t) => t[1]).sort());

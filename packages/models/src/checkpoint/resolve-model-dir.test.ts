@@ -16,18 +16,27 @@ const cacheDir = mkdtempSync(join(tmpdir(), 'rl2-hf-models-'));
 beforeAll(async () => {
   vi.spyOn(console, 'debug').mockImplementation(() => {});
   await initEngine({ backend: 'cpu', logger: () => {} });
-  const files = Object.fromEntries(readdirSync(FOLDER).map((f) => [f, new Uint8Array(readFileSync(join(FOLDER, f)))]));
-  hub = await startFakeHub({ 'rl2/llama-bf16': { revisions: { main: { sha: 'e'.repeat(40), files } } } });
+  const files = Object.fromEntries(
+    readdirSync(FOLDER).map((f) => [f, new Uint8Array(readFileSync(join(FOLDER, f)))]),
+  );
+  hub = await startFakeHub({
+    'rl2/llama-bf16': { revisions: { main: { sha: 'e'.repeat(40), files } } },
+  });
 });
 afterAll(() => hub.close());
 
 describe('loadModel with a hub id', () => {
   it('downloads the sharded bf16 checkpoint into the HF cache and loads what the folder loads; then offline', async () => {
     const progress: string[] = [];
-    const hubOptions = { endpoint: hub.url, cacheDir, onProgress: (p: { file: string; done: boolean }) => p.done && progress.push(p.file) };
+    const hubOptions = {
+      endpoint: hub.url,
+      cacheDir,
+      onProgress: (p: { file: string; done: boolean }) => p.done && progress.push(p.file),
+    };
     const { model } = await loadModel('rl2/llama-bf16', { hub: hubOptions });
     const { model: local } = await loadModel(FOLDER);
-    for (const [name, p] of local.params) expect(model.params.get(name)!.dataSync(), name).toEqual(p.dataSync());
+    for (const [name, p] of local.params)
+      expect(model.params.get(name)!.dataSync(), name).toEqual(p.dataSync());
     expect(progress).toContain('model-00012-of-00012.safetensors');
     const offline = await loadModel('rl2/llama-bf16', { hub: { cacheDir, offline: true } });
     expect(offline.model.config.family).toBe('llama');
@@ -35,6 +44,8 @@ describe('loadModel with a hub id', () => {
   });
 
   it('a path that does not exist is not sent to the hub', async () => {
-    await expect(loadModel('./runs/nope/step-3/model')).rejects.toThrow('./runs/nope/step-3/model: no such folder; pass a Hugging Face model folder or a hub id such as Qwen/Qwen3-0.6B');
+    await expect(loadModel('./runs/nope/step-3/model')).rejects.toThrow(
+      './runs/nope/step-3/model: no such folder; pass a Hugging Face model folder or a hub id such as Qwen/Qwen3-0.6B',
+    );
   });
 });

@@ -12,13 +12,23 @@ const HUB_ID = /^[A-Za-z0-9][\w.-]*(\/[\w.-]+)?$/;
  * through the HF cache by @rl2/data's `resolveHubModel` (download with progress, offline reuse,
  * HF_ENDPOINT/HF_TOKEN/HF_HUB_OFFLINE).
  */
-export async function resolveModelDir(nameOrDir: string, hub: HubModelOptions = {}): Promise<string> {
+export async function resolveModelDir(
+  nameOrDir: string,
+  hub: HubModelOptions = {},
+): Promise<string> {
   if (existsSync(nameOrDir) || recoverInterruptedSave(nameOrDir)) {
-    if (!statSync(nameOrDir).isDirectory()) throw new ModelsError('CHECKPOINT_ERROR', `${nameOrDir} is a file; pass a Hugging Face model folder or a hub id such as Qwen/Qwen3-0.6B`);
+    if (!statSync(nameOrDir).isDirectory())
+      throw new ModelsError(
+        'CHECKPOINT_ERROR',
+        `${nameOrDir} is a file; pass a Hugging Face model folder or a hub id such as Qwen/Qwen3-0.6B`,
+      );
     return nameOrDir;
   }
   if (!HUB_ID.test(nameOrDir) || nameOrDir.startsWith('.')) {
-    throw new ModelsError('CHECKPOINT_ERROR', `${nameOrDir}: no such folder; pass a Hugging Face model folder or a hub id such as Qwen/Qwen3-0.6B`);
+    throw new ModelsError(
+      'CHECKPOINT_ERROR',
+      `${nameOrDir}: no such folder; pass a Hugging Face model folder or a hub id such as Qwen/Qwen3-0.6B`,
+    );
   }
   return resolveHubModel(nameOrDir, hub);
 }

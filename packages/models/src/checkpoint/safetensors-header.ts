@@ -33,7 +33,8 @@ const MAX_HEADER_BYTES = 100_000_000;
 export const elementCount = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
 
 /** `path: why` as a CHECKPOINT_ERROR. */
-export const checkpointError = (path: string, why: string) => new ModelsError('CHECKPOINT_ERROR', `${path}: ${why}`);
+export const checkpointError = (path: string, why: string) =>
+  new ModelsError('CHECKPOINT_ERROR', `${path}: ${why}`);
 
 function cutOff(path: string, missing: number, atLeast = false): ModelsError {
   return checkpointError(
@@ -49,7 +50,11 @@ function cutOff(path: string, missing: number, atLeast = false): ModelsError {
 export function headerLength(first8: Uint8Array, fileSize: number, path: string): number {
   if (fileSize < 8) throw cutOff(path, 8 - fileSize, true);
   const n = Number(new DataView(first8.buffer, first8.byteOffset, 8).getBigUint64(0, true));
-  if (n > MAX_HEADER_BYTES) throw checkpointError(path, `not a safetensors file (its first 8 bytes give a header of ${n} bytes)`);
+  if (n > MAX_HEADER_BYTES)
+    throw checkpointError(
+      path,
+      `not a safetensors file (its first 8 bytes give a header of ${n} bytes)`,
+    );
   if (8 + n > fileSize) throw cutOff(path, 8 + n - fileSize, true);
   return n;
 }
@@ -66,7 +71,8 @@ export function parseHeader(json: Uint8Array, fileSize: number, path: string): S
   } catch (e) {
     throw checkpointError(path, `header is not valid JSON (${(e as Error).message})`);
   }
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw checkpointError(path, 'header is not a JSON object');
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    throw checkpointError(path, 'header is not a JSON object');
   const dataStart = 8 + json.length;
   const entries = new Map<string, TensorEntry>();
   let end = dataStart;
@@ -77,18 +83,38 @@ export function parseHeader(json: Uint8Array, fileSize: number, path: string): S
     end = Math.max(end, entry.start + entry.byteLength);
   }
   if (fileSize < end) throw cutOff(path, end - fileSize);
-  return { entries, metadata: (raw.__metadata__ as Record<string, string> | undefined) ?? {}, fileSize: end };
+  return {
+    entries,
+    metadata: (raw.__metadata__ as Record<string, string> | undefined) ?? {},
+    fileSize: end,
+  };
 }
 
-function parseEntry(name: string, info: { dtype?: string; shape?: unknown; data_offsets?: unknown }, dataStart: number, path: string): TensorEntry {
+function parseEntry(
+  name: string,
+  info: { dtype?: string; shape?: unknown; data_offsets?: unknown },
+  dataStart: number,
+  path: string,
+): TensorEntry {
   const dtype = info?.dtype as SafetensorsDtype;
-  if (!(dtype in DTYPE_BYTES)) throw checkpointError(path, `tensor "${name}" has dtype ${info?.dtype}; only F32, F16 and BF16 are supported`);
+  if (!(dtype in DTYPE_BYTES))
+    throw checkpointError(
+      path,
+      `tensor "${name}" has dtype ${info?.dtype}; only F32, F16 and BF16 are supported`,
+    );
   const shape = info.shape;
-  if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) throw checkpointError(path, `tensor "${name}" has no valid shape`);
+  if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0))
+    throw checkpointError(path, `tensor "${name}" has no valid shape`);
   const offsets = info.data_offsets as [number, number] | undefined;
   const [begin, stop] = Array.isArray(offsets) ? offsets : [Number.NaN, Number.NaN];
-  if (!(Number.isInteger(begin) && Number.isInteger(stop) && begin >= 0) || stop - begin !== elementCount(shape) * DTYPE_BYTES[dtype]) {
-    throw checkpointError(path, `tensor "${name}" offsets [${offsets}] do not fit shape [${shape}] ${dtype}`);
+  if (
+    !(Number.isInteger(begin) && Number.isInteger(stop) && begin >= 0) ||
+    stop - begin !== elementCount(shape) * DTYPE_BYTES[dtype]
+  ) {
+    throw checkpointError(
+      path,
+      `tensor "${name}" offsets [${offsets}] do not fit shape [${shape}] ${dtype}`,
+    );
   }
   return { name, dtype, shape: [...shape], start: dataStart + begin, byteLength: stop - begin };
 }
@@ -98,12 +124,20 @@ function parseEntry(name: string, info: { dtype?: string; shape?: unknown; data_
  * contiguous, header padded with spaces to a multiple of 8. Returns the 8 + N header bytes and
  * where each tensor goes.
  */
-export function buildHeader(specs: readonly TensorSpec[], dtype: SafetensorsDtype, metadata: Record<string, string>): { bytes: Uint8Array; header: SafetensorsHeader } {
+export function buildHeader(
+  specs: readonly TensorSpec[],
+  dtype: SafetensorsDtype,
+  metadata: Record<string, string>,
+): { bytes: Uint8Array; header: SafetensorsHeader } {
   const sorted = [...specs].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const json: Record<string, unknown> = {};
   let offset = 0;
   for (const s of sorted) {
-    if (s.name in json || s.name === '__metadata__') throw new ModelsError('INVALID_ARGUMENT', `tensor name "${s.name}" is given twice or reserved`);
+    if (s.name in json || s.name === '__metadata__')
+      throw new ModelsError(
+        'INVALID_ARGUMENT',
+        `tensor name "${s.name}" is given twice or reserved`,
+      );
     const bytes = elementCount(s.shape) * DTYPE_BYTES[dtype];
     json[s.name] = { dtype, shape: s.shape, data_offsets: [offset, offset + bytes] };
     offset += bytes;
@@ -119,7 +153,13 @@ export function buildHeader(specs: readonly TensorSpec[], dtype: SafetensorsDtyp
   const entries = new Map<string, TensorEntry>();
   for (const s of sorted) {
     const [begin, stop] = (json[s.name] as { data_offsets: [number, number] }).data_offsets;
-    entries.set(s.name, { name: s.name, dtype, shape: [...s.shape], start: bytes.length + begin, byteLength: stop - begin });
+    entries.set(s.name, {
+      name: s.name,
+      dtype,
+      shape: [...s.shape],
+      start: bytes.length + begin,
+      byteLength: stop - begin,
+    });
   }
   return { bytes, header: { entries, metadata, fileSize: bytes.length + offset } };
 }

@@ -1,7 +1,14 @@
 import { type ByteSource, byteBuffer, openByteFile } from './byte-file.js';
 import { assertLittleEndian, DTYPE_BYTES, decodeFloats } from './float-formats.js';
 import type { HostTensor } from './host-tensor.js';
-import { checkpointError, elementCount, headerLength, parseHeader, type SafetensorsHeader, type TensorEntry } from './safetensors-header.js';
+import {
+  checkpointError,
+  elementCount,
+  headerLength,
+  parseHeader,
+  type SafetensorsHeader,
+  type TensorEntry,
+} from './safetensors-header.js';
 
 /** Bytes converted per step when widening F16/BF16 (the only scratch memory a read needs). */
 const CHUNK_BYTES = 8 << 20;
@@ -68,7 +75,10 @@ export class SafetensorsReader {
   /** Reads `entry` into `dst` (its element count long). */
   readInto(entry: TensorEntry, dst: Float32Array): void {
     if (entry.dtype === 'F32') {
-      this.source.readInto(new Uint8Array(dst.buffer, dst.byteOffset, entry.byteLength), entry.start);
+      this.source.readInto(
+        new Uint8Array(dst.buffer, dst.byteOffset, entry.byteLength),
+        entry.start,
+      );
       return;
     }
     const size = DTYPE_BYTES[entry.dtype];
@@ -89,7 +99,10 @@ export class SafetensorsReader {
  * Parses safetensors bytes already in memory into float32 tensors (F32/F16/BF16). For files,
  * `SafetensorsReader.open` reads one tensor at a time without holding the file.
  */
-export function parseSafetensors(bytes: Uint8Array, source = 'model.safetensors'): Map<string, HostTensor> {
+export function parseSafetensors(
+  bytes: Uint8Array,
+  source = 'model.safetensors',
+): Map<string, HostTensor> {
   const reader = SafetensorsReader.fromBytes(bytes, source);
   return new Map(reader.names().map((name) => [name, reader.read(name)]));
 }

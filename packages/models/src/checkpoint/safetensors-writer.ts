@@ -1,9 +1,20 @@
 import { closeSync, fsyncSync, openSync } from 'node:fs';
 import { ModelsError } from '../errors.js';
 import { writeAt } from './byte-file.js';
-import { assertLittleEndian, DTYPE_BYTES, encodeFloats, type SafetensorsDtype } from './float-formats.js';
+import {
+  assertLittleEndian,
+  DTYPE_BYTES,
+  encodeFloats,
+  type SafetensorsDtype,
+} from './float-formats.js';
 import type { HostTensor } from './host-tensor.js';
-import { buildHeader, checkpointError, elementCount, type SafetensorsHeader, type TensorSpec } from './safetensors-header.js';
+import {
+  buildHeader,
+  checkpointError,
+  elementCount,
+  type SafetensorsHeader,
+  type TensorSpec,
+} from './safetensors-header.js';
 
 /** Elements converted per write when narrowing to F16/BF16. */
 const CHUNK_ELEMENTS = 4 << 20;
@@ -28,7 +39,12 @@ export class SafetensorsWriter {
   }
 
   /** Creates `path` (replacing a file there) with room for `specs` as `dtype`. */
-  static create(path: string, specs: readonly TensorSpec[], dtype: SafetensorsDtype, metadata: Record<string, string> = { ...PT_METADATA }): SafetensorsWriter {
+  static create(
+    path: string,
+    specs: readonly TensorSpec[],
+    dtype: SafetensorsDtype,
+    metadata: Record<string, string> = { ...PT_METADATA },
+  ): SafetensorsWriter {
     assertLittleEndian();
     const { bytes, header } = buildHeader(specs, dtype, metadata);
     const fd = openSync(path, 'w');
@@ -44,9 +60,16 @@ export class SafetensorsWriter {
   /** Writes tensor `name` (float32 values, converted to the file's dtype). */
   write(name: string, data: Float32Array): void {
     const e = this.header.entries.get(name);
-    if (!e) throw new ModelsError('INVALID_ARGUMENT', `${this.path}: no tensor "${name}" was planned in this file`);
+    if (!e)
+      throw new ModelsError(
+        'INVALID_ARGUMENT',
+        `${this.path}: no tensor "${name}" was planned in this file`,
+      );
     if (data.length !== elementCount(e.shape)) {
-      throw new ModelsError('SHAPE_MISMATCH', `tensor "${name}": shape [${e.shape}] needs ${elementCount(e.shape)} values, has ${data.length}`);
+      throw new ModelsError(
+        'SHAPE_MISMATCH',
+        `tensor "${name}": shape [${e.shape}] needs ${elementCount(e.shape)} values, has ${data.length}`,
+      );
     }
     const fd = this.openFd();
     if (e.dtype === 'F32') {
@@ -69,7 +92,10 @@ export class SafetensorsWriter {
     const fd = this.openFd();
     if (this.pending.size > 0) {
       this.abort();
-      throw checkpointError(this.path, `${this.pending.size} planned tensor(s) were never written (${[...this.pending].slice(0, 3).join(', ')})`);
+      throw checkpointError(
+        this.path,
+        `${this.pending.size} planned tensor(s) were never written (${[...this.pending].slice(0, 3).join(', ')})`,
+      );
     }
     fsyncSync(fd);
     closeSync(fd);
@@ -83,7 +109,8 @@ export class SafetensorsWriter {
   }
 
   private openFd(): number {
-    if (this.fd === undefined) throw new ModelsError('INVALID_ARGUMENT', `${this.path} is already closed`);
+    if (this.fd === undefined)
+      throw new ModelsError('INVALID_ARGUMENT', `${this.path} is already closed`);
     return this.fd;
   }
 }
@@ -92,7 +119,11 @@ export class SafetensorsWriter {
  * Serialises small tensors to safetensors bytes in memory (names sorted, header padded to 8
  * bytes). Checkpoints go through `SafetensorsWriter`/`saveCheckpoint`, which never hold a file.
  */
-export function serializeSafetensors(tensors: ReadonlyMap<string, HostTensor>, dtype: SafetensorsDtype = 'F32', metadata: Record<string, string> = { ...PT_METADATA }): Uint8Array {
+export function serializeSafetensors(
+  tensors: ReadonlyMap<string, HostTensor>,
+  dtype: SafetensorsDtype = 'F32',
+  metadata: Record<string, string> = { ...PT_METADATA },
+): Uint8Array {
   const specs = [...tensors].map(([name, t]) => ({ name, shape: t.shape }));
   const { bytes, header } = buildHeader(specs, dtype, metadata);
   const out = new Uint8Array(header.fileSize);
@@ -100,7 +131,10 @@ export function serializeSafetensors(tensors: ReadonlyMap<string, HostTensor>, d
   for (const [name, e] of header.entries) {
     const data = (tensors.get(name) as HostTensor).data;
     if (data.length !== elementCount(e.shape)) {
-      throw new ModelsError('SHAPE_MISMATCH', `tensor "${name}": shape [${e.shape}] needs ${elementCount(e.shape)} values, has ${data.length}`);
+      throw new ModelsError(
+        'SHAPE_MISMATCH',
+        `tensor "${name}": shape [${e.shape}] needs ${elementCount(e.shape)} values, has ${data.length}`,
+      );
     }
     encodeFloats(data, dtype, out.subarray(e.start, e.start + e.byteLength));
   }

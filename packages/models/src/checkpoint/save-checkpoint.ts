@@ -14,7 +14,9 @@ export interface SaveCheckpointOptions extends CheckpointFormat {
 /** The weights' dtype a config.json declares (`torch_dtype`, or `dtype` in newer transformers); float32 when none. */
 export function checkpointDtype(raw: Record<string, unknown>): TorchDtype {
   const declared = raw.torch_dtype ?? raw.dtype;
-  return typeof declared === 'string' && declared in TORCH_DTYPES ? (declared as TorchDtype) : 'float32';
+  return typeof declared === 'string' && declared in TORCH_DTYPES
+    ? (declared as TorchDtype)
+    : 'float32';
 }
 
 /**
@@ -24,17 +26,29 @@ export function checkpointDtype(raw: Record<string, unknown>): TorchDtype {
  * config's torch_dtype, `maxShardSize` to 5GB. Streams tensor by tensor and replaces `dir`
  * atomically (see `CheckpointWriter`). Returns the files written.
  */
-export async function saveCheckpoint(dir: string, model: DecoderModel, options: SaveCheckpointOptions = {}): Promise<string[]> {
+export async function saveCheckpoint(
+  dir: string,
+  model: DecoderModel,
+  options: SaveCheckpointOptions = {},
+): Promise<string[]> {
   const dtype = options.dtype ?? checkpointDtype(model.config.raw);
   if (!(dtype in TORCH_DTYPES)) {
-    throw new ModelsError('INVALID_ARGUMENT', `saveCheckpoint: dtype "${dtype}" (use ${Object.keys(TORCH_DTYPES).join(', ')})`);
+    throw new ModelsError(
+      'INVALID_ARGUMENT',
+      `saveCheckpoint: dtype "${dtype}" (use ${Object.keys(TORCH_DTYPES).join(', ')})`,
+    );
   }
   const specs = [...model.params].map(([name, p]) => ({ name, shape: p.shape }));
   const writer = CheckpointWriter.open(dir, specs, { dtype, maxShardSize: options.maxShardSize });
   try {
     const raw = model.config.raw;
-    writer.writeJson('config.json', { ...raw, torch_dtype: dtype, ...('dtype' in raw ? { dtype } : {}) });
-    if (options.generationConfig) writer.writeJson('generation_config.json', options.generationConfig.raw);
+    writer.writeJson('config.json', {
+      ...raw,
+      torch_dtype: dtype,
+      ...('dtype' in raw ? { dtype } : {}),
+    });
+    if (options.generationConfig)
+      writer.writeJson('generation_config.json', options.generationConfig.raw);
     // one tensor at a time: on the cpu/native backends dataSync is the variable's own array (no copy)
     for (const [name, p] of model.params) writer.write(name, p.dataSync() as Float32Array);
     options.addFiles?.(writer.workDir);

@@ -12,7 +12,9 @@ describe('max_shard_size', () => {
     expect(parseShardSize('1.5GB')).toBe(1.5e9);
     expect(parseShardSize(1234)).toBe(1234);
     expect(parseShardSize('1234')).toBe(1234);
-    expect(() => parseShardSize('5 parsecs', 'actor.max_shard_size')).toThrow(/actor\.max_shard_size=5 parsecs is not a size; use bytes or a number with a unit, e\.g\. 5GB/);
+    expect(() => parseShardSize('5 parsecs', 'actor.max_shard_size')).toThrow(
+      /actor\.max_shard_size=5 parsecs is not a size; use bytes or a number with a unit, e\.g\. 5GB/,
+    );
     expect(() => parseShardSize(0)).toThrow(/is not a size/);
   });
 });
@@ -31,7 +33,11 @@ describe('planShards (huggingface_hub split_state_dict_into_shards)', () => {
       ['model-00001-of-00002.safetensors', ['z', 'y']],
       ['model-00002-of-00002.safetensors', ['x']],
     ]);
-    expect(plan.weightMap).toEqual({ z: 'model-00001-of-00002.safetensors', y: 'model-00001-of-00002.safetensors', x: 'model-00002-of-00002.safetensors' });
+    expect(plan.weightMap).toEqual({
+      z: 'model-00001-of-00002.safetensors',
+      y: 'model-00001-of-00002.safetensors',
+      x: 'model-00002-of-00002.safetensors',
+    });
   });
 
   it('gives a tensor larger than the limit a shard of its own, before the shard being filled', () => {

@@ -4,7 +4,17 @@ import { elementCount, type TensorSpec } from './safetensors-header.js';
 /** `save_pretrained`'s default `max_shard_size`. */
 export const DEFAULT_MAX_SHARD_SIZE = '5GB';
 
-const UNITS: Record<string, number> = { B: 1, KB: 1e3, MB: 1e6, GB: 1e9, TB: 1e12, KIB: 2 ** 10, MIB: 2 ** 20, GIB: 2 ** 30, TIB: 2 ** 40 };
+const UNITS: Record<string, number> = {
+  B: 1,
+  KB: 1e3,
+  MB: 1e6,
+  GB: 1e9,
+  TB: 1e12,
+  KIB: 2 ** 10,
+  MIB: 2 ** 20,
+  GIB: 2 ** 30,
+  TIB: 2 ** 40,
+};
 
 /**
  * Bytes of a `max_shard_size` as transformers reads it: a number of bytes, or a number with a
@@ -12,9 +22,17 @@ const UNITS: Record<string, number> = { B: 1, KB: 1e3, MB: 1e6, GB: 1e9, TB: 1e1
  */
 export function parseShardSize(value: number | string, key = 'max_shard_size'): number {
   const m = typeof value === 'number' ? null : /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(value);
-  const bytes = typeof value === 'number' ? value : m ? Number(m[1]) * (UNITS[(m[2] || 'B').toUpperCase()] ?? Number.NaN) : Number.NaN;
+  const bytes =
+    typeof value === 'number'
+      ? value
+      : m
+        ? Number(m[1]) * (UNITS[(m[2] || 'B').toUpperCase()] ?? Number.NaN)
+        : Number.NaN;
   if (!Number.isFinite(bytes) || bytes < 1) {
-    throw new ModelsError('INVALID_ARGUMENT', `${key}=${value} is not a size; use bytes or a number with a unit, e.g. 5GB, 500MB, 2GiB`);
+    throw new ModelsError(
+      'INVALID_ARGUMENT',
+      `${key}=${value} is not a size; use bytes or a number with a unit, e.g. 5GB, 500MB, 2GiB`,
+    );
   }
   return Math.floor(bytes);
 }
@@ -34,7 +52,11 @@ export interface ShardPlan {
  * `split_state_dict_into_shards_factory`: a tensor that would tip the current shard over the
  * limit starts a new one, a tensor larger than the limit gets a shard of its own.
  */
-export function planShards(specs: readonly TensorSpec[], bytesPerElement: number, maxShardBytes: number): ShardPlan {
+export function planShards(
+  specs: readonly TensorSpec[],
+  bytesPerElement: number,
+  maxShardBytes: number,
+): ShardPlan {
   const shards: TensorSpec[][] = [];
   let current: TensorSpec[] = [];
   let currentSize = 0;
@@ -56,9 +78,17 @@ export function planShards(specs: readonly TensorSpec[], bytesPerElement: number
   }
   if (current.length > 0 || shards.length === 0) shards.push(current);
   const kept = shards.filter((s) => s.length > 0 || shards.length === 1);
-  if (kept.length === 1) return { files: [{ file: 'model.safetensors', specs: kept[0] as TensorSpec[] }], weightMap: {}, totalSize };
+  if (kept.length === 1)
+    return {
+      files: [{ file: 'model.safetensors', specs: kept[0] as TensorSpec[] }],
+      weightMap: {},
+      totalSize,
+    };
   const n = String(kept.length).padStart(5, '0');
-  const files = kept.map((s, i) => ({ file: `model-${String(i + 1).padStart(5, '0')}-of-${n}.safetensors`, specs: s }));
+  const files = kept.map((s, i) => ({
+    file: `model-${String(i + 1).padStart(5, '0')}-of-${n}.safetensors`,
+    specs: s,
+  }));
   const weightMap: Record<string, string> = {};
   for (const f of files) for (const s of f.specs) weightMap[s.name] = f.file;
   return { files, weightMap, totalSize };

@@ -15,7 +15,10 @@ export interface GenerationConfig {
 }
 
 /** Parses `generation_config.json`; `source` names the file in errors. */
-export function parseGenerationConfig(json: unknown, source = 'generation_config.json'): GenerationConfig {
+export function parseGenerationConfig(
+  json: unknown,
+  source = 'generation_config.json',
+): GenerationConfig {
   if (typeof json !== 'object' || json === null || Array.isArray(json)) {
     throw new ModelsError('INVALID_ARGUMENT', `${source}: expected a JSON object`);
   }
@@ -24,14 +27,22 @@ export function parseGenerationConfig(json: unknown, source = 'generation_config
     const v = raw[key];
     if (v == null) return undefined;
     if (typeof v !== 'number') {
-      throw new ModelsError('INVALID_ARGUMENT', `${source}: "${key}" must be a number, got ${JSON.stringify(v)}`);
+      throw new ModelsError(
+        'INVALID_ARGUMENT',
+        `${source}: "${key}" must be a number, got ${JSON.stringify(v)}`,
+      );
     }
     return v;
   };
   const eos = raw.eos_token_id;
   return {
     bosTokenId: opt('bos_token_id'),
-    eosTokenIds: typeof eos === 'number' ? [eos] : Array.isArray(eos) ? eos.filter((x): x is number => typeof x === 'number') : [],
+    eosTokenIds:
+      typeof eos === 'number'
+        ? [eos]
+        : Array.isArray(eos)
+          ? eos.filter((x): x is number => typeof x === 'number')
+          : [],
     padTokenId: opt('pad_token_id'),
     temperature: opt('temperature'),
     topP: opt('top_p'),

@@ -72,7 +72,10 @@ export function parseModelConfig(json: unknown, source = 'config.json'): ModelCo
   }
   const raw = json as Record<string, unknown>;
   const unsupported = (what: string, hint?: string) =>
-    new ModelsError('UNSUPPORTED_CONFIG', `${source}: ${what} is not supported by @rl2/models${hint ? ` (${hint})` : ''}`);
+    new ModelsError(
+      'UNSUPPORTED_CONFIG',
+      `${source}: ${what} is not supported by @rl2/models${hint ? ` (${hint})` : ''}`,
+    );
   const archs = Array.isArray(raw.architectures) ? (raw.architectures as unknown[]) : [];
   const arch = typeof archs[0] === 'string' ? (archs[0] as string) : undefined;
   const modelType = typeof raw.model_type === 'string' ? raw.model_type : undefined;
@@ -81,7 +84,10 @@ export function parseModelConfig(json: unknown, source = 'config.json'): ModelCo
   if (arch !== undefined) {
     const hit = FAMILY_OF_ARCH[arch];
     if (!hit) {
-      throw unsupported(`architectures "${arch}"`, `supported: ${SUPPORTED_ARCHITECTURES.join(', ')}`);
+      throw unsupported(
+        `architectures "${arch}"`,
+        `supported: ${SUPPORTED_ARCHITECTURES.join(', ')}`,
+      );
     }
     [family, head] = hit;
     if (modelType !== undefined && modelType !== family) {
@@ -94,19 +100,28 @@ export function parseModelConfig(json: unknown, source = 'config.json'): ModelCo
     family = modelType;
     head = 'causal-lm';
   } else {
-    throw unsupported(`model_type "${String(modelType)}"`, `supported architectures: ${SUPPORTED_ARCHITECTURES.join(', ')}`);
+    throw unsupported(
+      `model_type "${String(modelType)}"`,
+      `supported architectures: ${SUPPORTED_ARCHITECTURES.join(', ')}`,
+    );
   }
   const int = (key: string, fallback?: number): number => {
     const v = raw[key] ?? fallback;
     if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) {
-      throw new ModelsError('INVALID_ARGUMENT', `${source}: "${key}" must be a positive integer, got ${JSON.stringify(v)}`);
+      throw new ModelsError(
+        'INVALID_ARGUMENT',
+        `${source}: "${key}" must be a positive integer, got ${JSON.stringify(v)}`,
+      );
     }
     return v;
   };
   const num = (key: string, fallback: number): number => {
     const v = raw[key] ?? fallback;
     if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) {
-      throw new ModelsError('INVALID_ARGUMENT', `${source}: "${key}" must be a positive number, got ${JSON.stringify(v)}`);
+      throw new ModelsError(
+        'INVALID_ARGUMENT',
+        `${source}: "${key}" must be a positive number, got ${JSON.stringify(v)}`,
+      );
     }
     return v;
   };
@@ -121,21 +136,30 @@ export function parseModelConfig(json: unknown, source = 'config.json'): ModelCo
   }
   const headDim = raw.head_dim == null ? hiddenSize / numHeads : int('head_dim');
   if (!Number.isInteger(headDim) || headDim % 2 !== 0) {
-    throw new ModelsError('INVALID_ARGUMENT', `${source}: head_dim ${headDim} must be an even integer (set "head_dim")`);
+    throw new ModelsError(
+      'INVALID_ARGUMENT',
+      `${source}: head_dim ${headDim} must be an even integer (set "head_dim")`,
+    );
   }
   const act = raw.hidden_act ?? 'silu';
   if (act !== 'silu') throw unsupported(`hidden_act "${String(act)}"`, 'only "silu"');
-  if (raw.use_sliding_window === true) throw unsupported('use_sliding_window: true', 'set it to false');
-  if (raw.pretraining_tp != null && raw.pretraining_tp !== 1) throw unsupported(`pretraining_tp ${String(raw.pretraining_tp)}`, 'set it to 1');
+  if (raw.use_sliding_window === true)
+    throw unsupported('use_sliding_window: true', 'set it to false');
+  if (raw.pretraining_tp != null && raw.pretraining_tp !== 1)
+    throw unsupported(`pretraining_tp ${String(raw.pretraining_tp)}`, 'set it to 1');
   if (head === 'value' && raw.num_labels != null && raw.num_labels !== 1) {
-    throw unsupported(`num_labels ${String(raw.num_labels)} for ${arch}`, 'a value head has exactly 1 label');
+    throw unsupported(
+      `num_labels ${String(raw.num_labels)} for ${arch}`,
+      'a value head has exactly 1 label',
+    );
   }
   const attentionBias = raw.attention_bias === true;
   const eos = raw.eos_token_id;
   return {
     family,
     head,
-    architecture: arch ?? `${family === 'llama' ? 'Llama' : family === 'qwen2' ? 'Qwen2' : 'Qwen3'}ForCausalLM`,
+    architecture:
+      arch ?? `${family === 'llama' ? 'Llama' : family === 'qwen2' ? 'Qwen2' : 'Qwen3'}ForCausalLM`,
     vocabSize: int('vocab_size'),
     hiddenSize,
     intermediateSize: int('intermediate_size'),
@@ -153,7 +177,12 @@ export function parseModelConfig(json: unknown, source = 'config.json'): ModelCo
     mlpBias: raw.mlp_bias === true,
     qkNorm: family === 'qwen3',
     bosTokenId: typeof raw.bos_token_id === 'number' ? raw.bos_token_id : undefined,
-    eosTokenIds: typeof eos === 'number' ? [eos] : Array.isArray(eos) ? eos.filter((x): x is number => typeof x === 'number') : [],
+    eosTokenIds:
+      typeof eos === 'number'
+        ? [eos]
+        : Array.isArray(eos)
+          ? eos.filter((x): x is number => typeof x === 'number')
+          : [],
     raw: { ...raw },
   };
 }
@@ -161,7 +190,10 @@ export function parseModelConfig(json: unknown, source = 'config.json'): ModelCo
 function parseRopeScaling(v: unknown, source: string): RopeScaling {
   if (v == null) return { type: 'default' };
   if (typeof v !== 'object') {
-    throw new ModelsError('INVALID_ARGUMENT', `${source}: "rope_scaling" must be an object or null`);
+    throw new ModelsError(
+      'INVALID_ARGUMENT',
+      `${source}: "rope_scaling" must be an object or null`,
+    );
   }
   const r = v as Record<string, unknown>;
   const kind = r.rope_type ?? r.type;

@@ -20,9 +20,18 @@ export interface SamplingRow {
  */
 export interface BatchStepper {
   /** Prompts left-padded by `pad[r]` to one length; appended to the batch. */
-  prefill(tokens: number[][], positions: number[][], pad: number[], rows: readonly SamplingRow[]): Promise<(SampledToken | undefined)[]>;
+  prefill(
+    tokens: number[][],
+    positions: number[][],
+    pad: number[],
+    rows: readonly SamplingRow[],
+  ): Promise<(SampledToken | undefined)[]>;
   /** One token per running row (`tokens[r]` at `positions[r]`). */
-  step(tokens: number[], positions: number[], rows: readonly SamplingRow[]): Promise<(SampledToken | undefined)[]>;
+  step(
+    tokens: number[],
+    positions: number[],
+    rows: readonly SamplingRow[],
+  ): Promise<(SampledToken | undefined)[]>;
   /** Keeps rows `keep`, in that order (none: the cache is freed). */
   select(keep: number[]): void;
   /** Frees the cache (after an error). */
@@ -30,8 +39,17 @@ export interface BatchStepper {
 }
 
 /** `sampleRows` over `logits` [B, V] for the generator's rows. */
-export function sampleBatch(logits: Float32Array, rows: readonly SamplingRow[]): (SampledToken | undefined)[] {
-  return sampleRows(logits, rows.map((r) => r.params), rows.map((r) => r.rng), rows.map((r) => r.topLogprobs), rows.map((r) => r.skip ?? false));
+export function sampleBatch(
+  logits: Float32Array,
+  rows: readonly SamplingRow[],
+): (SampledToken | undefined)[] {
+  return sampleRows(
+    logits,
+    rows.map((r) => r.params),
+    rows.map((r) => r.rng),
+    rows.map((r) => r.topLogprobs),
+    rows.map((r) => r.skip ?? false),
+  );
 }
 
 /**

@@ -60,12 +60,16 @@ export function cachedForward(
       rotate: rotateHalfMatrix(c.headDim),
     };
     if (flash) {
-      const seg = Int32Array.from({ length: b * s }, (_, i) => (i % s < newPad[Math.floor(i / s)]! ? -1 : 0));
+      const seg = Int32Array.from({ length: b * s }, (_, i) =>
+        i % s < newPad[Math.floor(i / s)]! ? -1 : 0,
+      );
       ctx.causalSegments = tf.tensor2d(seg, [b, s], 'int32');
     } else ctx.mask = tf.tensor3d(m, [b, s, total]);
     const ids = tf.tensor1d(Int32Array.from(tokens.flat()), 'int32');
     // a replaced embedding (vocab-parallel under tensor parallelism) looks up its own shard
-    let x = model.embedding ? model.embedding(ids, model.params) : (tf.gather(model.params.get('model.embed_tokens.weight')!, ids) as tf.Tensor2D);
+    let x = model.embedding
+      ? model.embedding(ids, model.params)
+      : (tf.gather(model.params.get('model.embed_tokens.weight')!, ids) as tf.Tensor2D);
     const layers: LayerKv[] = [];
     for (let i = 0; i < c.numLayers; i++) {
       const res = decoderLayer(x, i, model.params, ctx, past?.layers[i]);
@@ -74,14 +78,22 @@ export function cachedForward(
     }
     const lastRows = tf.range(s - 1, b * s, s, 'int32');
     const h = rmsNorm(tf.gather(x, lastRows), model.params.get('model.norm.weight')!, c.rmsNormEps);
-    return { logits: tf.matMul(h, lmHeadWeight(model), false, true), layers: layers.map((l) => ({ ...l })) };
+    return {
+      logits: tf.matMul(h, lmHeadWeight(model), false, true),
+      layers: layers.map((l) => ({ ...l })),
+    };
   }) as unknown as { logits: tf.Tensor2D; layers: LayerKv[] };
   return { logits: out.logits, kv: { layers: out.layers, padLeft: [...padLeft], length: total } };
 }
 
 /** The tensors a cache holds. */
 function kvTensors(kv: KvBatch): tf.Tensor[] {
-  return kv.layers.flatMap((l) => [l.k, l.v, ...(l.kRecent ? [l.kRecent] : []), ...(l.vRecent ? [l.vRecent] : [])]);
+  return kv.layers.flatMap((l) => [
+    l.k,
+    l.v,
+    ...(l.kRecent ? [l.kRecent] : []),
+    ...(l.vRecent ? [l.vRecent] : []),
+  ]);
 }
 
 /** Frees a cache, except tensors still held by `keep` (a decoding step shares the main block). */
@@ -95,7 +107,9 @@ export function disposeKv(kv: KvBatch | undefined, keep?: KvBatch): void {
 function flattenKv(kv: KvBatch): KvBatch {
   if (kv.layers.every((l) => !l.kRecent)) return kv;
   const layers = kv.layers.map((l) =>
-    l.kRecent && l.vRecent ? { k: tf.concat([l.k, l.kRecent], 2), v: tf.concat([l.v, l.vRecent], 2) } : { k: l.k, v: l.v },
+    l.kRecent && l.vRecent
+      ? { k: tf.concat([l.k, l.kRecent], 2), v: tf.concat([l.v, l.vRecent], 2) }
+      : { k: l.k, v: l.v },
   );
   const flat = { ...kv, layers };
   disposeKv(kv, flat);
@@ -112,7 +126,14 @@ export function mergeKv(a0: KvBatch | undefined, b0: KvBatch): KvBatch {
   const b = flattenKv(b0);
   const length = Math.max(a.length, b.length);
   const grow = (kv: KvBatch, t: tf.Tensor4D) =>
-    kv.length === length ? t : (tf.pad(t, [[0, 0], [0, 0], [length - kv.length, 0], [0, 0]]) as tf.Tensor4D);
+    kv.length === length
+      ? t
+      : (tf.pad(t, [
+          [0, 0],
+          [0, 0],
+          [length - kv.length, 0],
+          [0, 0],
+        ]) as tf.Tensor4D);
   const layers = a.layers.map((la, i) => {
     const lb = b.layers[i]!;
     return tf.tidy(() => ({
@@ -120,7 +141,10 @@ export function mergeKv(a0: KvBatch | undefined, b0: KvBatch): KvBatch {
       v: tf.concat([grow(a, la.v), grow(b, lb.v)], 0) as tf.Tensor4D,
     }));
   });
-  const padLeft = [...a.padLeft.map((p) => p + length - a.length), ...b.padLeft.map((p) => p + length - b.length)];
+  const padLeft = [
+    ...a.padLeft.map((p) => p + length - a.length),
+    ...b.padLeft.map((p) => p + length - b.length),
+  ];
   disposeKv(a);
   disposeKv(b);
   return { layers, padLeft, length };

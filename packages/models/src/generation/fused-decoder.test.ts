@@ -35,62 +35,72 @@ function argmaxRows(logits: Float32Array, rows: number): number[] {
 describe.skipIf(!hasNative)('fusedDecoder', () => {
   beforeAll(async () => {
     await initEngine({ backend: 'native', threads: 2, logger: () => {}, env: {} });
-    for (const name of ['llama', 'qwen2', 'qwen3']) models[name] = (await loadModel(join(FIX, name))).model;
+    for (const name of ['llama', 'qwen2', 'qwen3'])
+      models[name] = (await loadModel(join(FIX, name))).model;
   });
 
-  it.each(['llama', 'qwen2', 'qwen3'])('%s: prefill and steps with rows joining and leaving equal the tfjs path', async (name) => {
-    const model = models[name]!;
-    const fused = fusedDecoder(model)!;
-    expect(fused).toBeDefined();
-    const ref = tfjsDecoder(model);
-    const before = tf.memory().numTensors;
-    const prompts = [[1, 17, 99, 5, 64], [1, 8], [1, 120, 33, 2, 91, 60, 7, 7, 100]];
-    const pad = (ps: number[][]) => {
-      const len = Math.max(...ps.map((p) => p.length));
-      return {
-        tokens: ps.map((p) => [...new Array<number>(len - p.length).fill(0), ...p]),
-        positions: ps.map((p) => Array.from({ length: len }, (_, t) => Math.max(0, t - (len - p.length)))),
-        pad: ps.map((p) => len - p.length),
+  it.each(['llama', 'qwen2', 'qwen3'])(
+    '%s: prefill and steps with rows joining and leaving equal the tfjs path',
+    async (name) => {
+      const model = models[name]!;
+      const fused = fusedDecoder(model)!;
+      expect(fused).toBeDefined();
+      const ref = tfjsDecoder(model);
+      const before = tf.memory().numTensors;
+      const prompts = [
+        [1, 17, 99, 5, 64],
+        [1, 8],
+        [1, 120, 33, 2, 91, 60, 7, 7, 100],
+      ];
+      const pad = (ps: number[][]) => {
+        const len = Math.max(...ps.map((p) => p.length));
+        return {
+          tokens: ps.map((p) => [...new Array<number>(len - p.length).fill(0), ...p]),
+          positions: ps.map((p) =>
+            Array.from({ length: len }, (_, t) => Math.max(0, t - (len - p.length))),
+          ),
+          pad: ps.map((p) => len - p.length),
+        };
       };
-    };
-    const first = pad(prompts.slice(0, 2));
-    const pf = await fused.prefill(first.tokens, first.positions, first.pad);
-    const pr = await ref.prefill(first.tokens, first.positions, first.pad);
-    expect(maxDiff(pf.logits, pr.logits)).toBeLessThan(1e-4);
-    let kf = fused.merge(undefined, pf.kv);
-    let kr = ref.merge(undefined, pr.kv);
-    let next = argmaxRows(pr.logits, 2);
-    let pos = prompts.slice(0, 2).map((p) => p.length);
-    for (let step = 0; step < 40; step++) {
-      if (step === 3) {
-        // a third row joins with a longer prompt
-        const third = pad([prompts[2]!]);
-        const jf = await fused.prefill(third.tokens, third.positions, third.pad);
-        const jr = await ref.prefill(third.tokens, third.positions, third.pad);
-        kf = fused.merge(kf, jf.kv);
-        kr = ref.merge(kr, jr.kv);
-        next = [...next, ...argmaxRows(jr.logits, 1)];
-        pos = [...pos, prompts[2]!.length];
+      const first = pad(prompts.slice(0, 2));
+      const pf = await fused.prefill(first.tokens, first.positions, first.pad);
+      const pr = await ref.prefill(first.tokens, first.positions, first.pad);
+      expect(maxDiff(pf.logits, pr.logits)).toBeLessThan(1e-4);
+      let kf = fused.merge(undefined, pf.kv);
+      let kr = ref.merge(undefined, pr.kv);
+      let next = argmaxRows(pr.logits, 2);
+      let pos = prompts.slice(0, 2).map((p) => p.length);
+      for (let step = 0; step < 40; step++) {
+        if (step === 3) {
+          // a third row joins with a longer prompt
+          const third = pad([prompts[2]!]);
+          const jf = await fused.prefill(third.tokens, third.positions, third.pad);
+          const jr = await ref.prefill(third.tokens, third.positions, third.pad);
+          kf = fused.merge(kf, jf.kv);
+          kr = ref.merge(kr, jr.kv);
+          next = [...next, ...argmaxRows(jr.logits, 1)];
+          pos = [...pos, prompts[2]!.length];
+        }
+        if (step === 20) {
+          // the first row leaves
+          kf = fused.select(kf, [1, 2])!;
+          kr = ref.select(kr, [1, 2])!;
+          next = next.slice(1);
+          pos = pos.slice(1);
+        }
+        const sf = await fused.step(kf, next, pos);
+        const sr = await ref.step(kr, next, pos);
+        expect(maxDiff(sf.logits, sr.logits), `step ${step}`).toBeLessThan(1e-4);
+        kf = sf.kv;
+        kr = sr.kv;
+        next = argmaxRows(sr.logits, next.length);
+        pos = pos.map((p) => p + 1);
       }
-      if (step === 20) {
-        // the first row leaves
-        kf = fused.select(kf, [1, 2])!;
-        kr = ref.select(kr, [1, 2])!;
-        next = next.slice(1);
-        pos = pos.slice(1);
-      }
-      const sf = await fused.step(kf, next, pos);
-      const sr = await ref.step(kr, next, pos);
-      expect(maxDiff(sf.logits, sr.logits), `step ${step}`).toBeLessThan(1e-4);
-      kf = sf.kv;
-      kr = sr.kv;
-      next = argmaxRows(sr.logits, next.length);
-      pos = pos.map((p) => p + 1);
-    }
-    fused.dispose(kf);
-    ref.dispose(kr);
-    expect(tf.memory().numTensors).toBe(before);
-  });
+      fused.dispose(kf);
+      ref.dispose(kr);
+      expect(tf.memory().numTensors).toBe(before);
+    },
+  );
 
   it('a decode step is numLayers + 2 dispatches', async () => {
     const model = models.llama!;
@@ -103,7 +113,9 @@ describe.skipIf(!hasNative)('fusedDecoder', () => {
 
   it('models with replaced linear layers take the tfjs path', () => {
     const model = models.llama!;
-    const custom = createDecoderModel(model.config, model.params, { linear: (n, p) => model.linear(n, p) });
+    const custom = createDecoderModel(model.config, model.params, {
+      linear: (n, p) => model.linear(n, p),
+    });
     expect(fusedDecoder(custom)).toBeUndefined();
   });
 
@@ -111,7 +123,11 @@ describe.skipIf(!hasNative)('fusedDecoder', () => {
     const model = models.qwen3!;
     const req = { temperature: 0, maxNewTokens: 12, ignoreEos: true };
     const gen = createGenerator(model, { maxBatch: 2 });
-    const prompts = [[1, 17, 99, 5, 64], [1, 8], [1, 120, 33, 2, 91, 60, 7, 7, 100]];
+    const prompts = [
+      [1, 17, 99, 5, 64],
+      [1, 8],
+      [1, 120, 33, 2, 91, 60, 7, 7, 100],
+    ];
     const results = await Promise.all(prompts.map((p) => gen.generate({ ...req, inputIds: p })));
     const slow = createGenerator(model, { maxBatch: 2, fusedDecode: false });
     const refs = await Promise.all(prompts.map((p) => slow.generate({ ...req, inputIds: p })));

@@ -29,7 +29,11 @@ function grownCapacity(need: number): number {
  * `capacity`, each row's real columns right-aligned.
  */
 function copyRows(
-  parts: { kv: AppendKv; rows: number[] }[], length: number, capacity: number, kvHeads: number, d: number,
+  parts: { kv: AppendKv; rows: number[] }[],
+  length: number,
+  capacity: number,
+  kvHeads: number,
+  d: number,
 ): AppendKv {
   const total = parts.reduce((a, p) => a + p.rows.length, 0);
   const padLeft = new Int32Array(total);
@@ -66,7 +70,10 @@ function fromKvBatch(kv: KvBatch, kvHeads: number, d: number): AppendKv {
   const rows = kv.padLeft.length;
   const capacity = grownCapacity(kv.length);
   const layers = kv.layers.map((l) => {
-    const out = { k: new Float32Array(rows * kvHeads * capacity * d), v: new Float32Array(rows * kvHeads * capacity * d) };
+    const out = {
+      k: new Float32Array(rows * kvHeads * capacity * d),
+      v: new Float32Array(rows * kvHeads * capacity * d),
+    };
     const ks = l.k.dataSync() as Float32Array;
     const vs = l.v.dataSync() as Float32Array;
     for (let g = 0; g < rows * kvHeads; g++) {
@@ -115,7 +122,10 @@ function layerWeights(model: DecoderModel, i: number): DecodeLayerWeights {
 }
 
 /** RoPE tables [B, d] (rotate-half layout) of one position per row. */
-function ropeRows(positions: number[], invFreq: Float64Array): { cos: Float32Array; sin: Float32Array } {
+function ropeRows(
+  positions: number[],
+  invFreq: Float64Array,
+): { cos: Float32Array; sin: Float32Array } {
   const half = invFreq.length;
   const d = 2 * half;
   const cos = new Float32Array(positions.length * d);
@@ -133,15 +143,24 @@ function ropeRows(positions: number[], invFreq: Float64Array): { cos: Float32Arr
 /** Whether every weight the fused step reads is a float32 parameter of the plain dense model. */
 function fusable(model: DecoderModel): boolean {
   const c = model.config;
-  if (model.linear !== denseLinear || model.attention !== groupedQueryAttention || model.embedding || c.head !== 'causal-lm') return false;
-  if (!values(model, 'model.embed_tokens.weight') || !values(model, 'model.norm.weight')) return false;
+  if (
+    model.linear !== denseLinear ||
+    model.attention !== groupedQueryAttention ||
+    model.embedding ||
+    c.head !== 'causal-lm'
+  )
+    return false;
+  if (!values(model, 'model.embed_tokens.weight') || !values(model, 'model.norm.weight'))
+    return false;
   try {
     if (!(lmHeadWeight(model).dataSync() instanceof Float32Array)) return false;
   } catch {
     return false;
   }
   return Array.from({ length: c.numLayers }, (_, i) => layerWeights(model, i)).every((w) =>
-    [w.inputNorm, w.q, w.k, w.v, w.o, w.postNorm, w.gate, w.up, w.down].every((x) => x !== undefined),
+    [w.inputNorm, w.q, w.k, w.v, w.o, w.postNorm, w.gate, w.up, w.down].every(
+      (x) => x !== undefined,
+    ),
   );
 }
 
@@ -157,10 +176,23 @@ export function fusedDecoder(model: DecoderModel): KvDecoder<AppendKv> | undefin
   const c = model.config;
   const d = c.headDim;
   const dims = (rows: number) => ({
-    rows, hidden: c.hiddenSize, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: d, intermediate: c.intermediateSize,
+    rows,
+    hidden: c.hiddenSize,
+    heads: c.numHeads,
+    kvHeads: c.numKvHeads,
+    headDim: d,
+    intermediate: c.intermediateSize,
   });
   const grow = (kv: AppendKv): AppendKv =>
-    kv.length < kv.capacity ? kv : copyRows([{ kv, rows: [...kv.padLeft.keys()] }], kv.length, grownCapacity(kv.length + 1), c.numKvHeads, d);
+    kv.length < kv.capacity
+      ? kv
+      : copyRows(
+          [{ kv, rows: [...kv.padLeft.keys()] }],
+          kv.length,
+          grownCapacity(kv.length + 1),
+          c.numKvHeads,
+          d,
+        );
   return {
     async prefill(tokens, positions, pad) {
       const out = cachedForward(model, tokens, positions, pad);
@@ -179,19 +211,38 @@ export function fusedDecoder(model: DecoderModel): KvDecoder<AppendKv> | undefin
       });
       const { cos, sin } = ropeRows(positions, model.invFreq);
       for (let i = 0; i < c.numLayers; i++) {
-        const cache = { ...kv.layers[i]!, capacity: kv.capacity, length: kv.length, padLeft: kv.padLeft };
+        const cache = {
+          ...kv.layers[i]!,
+          capacity: kv.capacity,
+          length: kv.length,
+          padLeft: kv.padLeft,
+        };
         kernels.layer(x, layerWeights(model, i), dims(b), c.rmsNormEps, cos, sin, cache);
       }
       kernels.rmsNorm(x, values(model, 'model.norm.weight')!, b, h, c.rmsNormEps, x);
       const logits = new Float32Array(b * c.vocabSize);
-      kernels.matMulTransposed(x, lmHeadWeight(model).dataSync() as Float32Array, b, c.vocabSize, h, logits);
+      kernels.matMulTransposed(
+        x,
+        lmHeadWeight(model).dataSync() as Float32Array,
+        b,
+        c.vocabSize,
+        h,
+        logits,
+      );
       return { logits, kv: { ...kv, length: kv.length + 1 } };
     },
     merge(a, b) {
       if (!a) return b;
       const length = Math.max(a.length, b.length);
       return copyRows(
-        [{ kv: a, rows: [...a.padLeft.keys()] }, { kv: b, rows: [...b.padLeft.keys()] }], length, grownCapacity(length), c.numKvHeads, d,
+        [
+          { kv: a, rows: [...a.padLeft.keys()] },
+          { kv: b, rows: [...b.padLeft.keys()] },
+        ],
+        length,
+        grownCapacity(length),
+        c.numKvHeads,
+        d,
       );
     },
     select(kv, keep) {

@@ -31,7 +31,10 @@ export interface GeneratedToken {
 }
 
 /** Why a request finished; `matched` is the stop token id or stop string. */
-export type FinishReason = { type: 'stop'; matched: number | string } | { type: 'length' } | { type: 'abort' };
+export type FinishReason =
+  | { type: 'stop'; matched: number | string }
+  | { type: 'length' }
+  | { type: 'abort' };
 
 /** What `generate` resolves to. */
 export interface GenerationResult {

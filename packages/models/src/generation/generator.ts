@@ -66,7 +66,10 @@ interface Row {
  */
 export function createGenerator(model: DecoderModel, options: GeneratorOptions = {}): Generator {
   if (model.config.head !== 'causal-lm') {
-    throw new ModelsError('INVALID_ARGUMENT', `createGenerator: ${model.config.architecture} has no language-model head`);
+    throw new ModelsError(
+      'INVALID_ARGUMENT',
+      `createGenerator: ${model.config.architecture} has no language-model head`,
+    );
   }
   const maxBatch = options.maxBatch ?? 16;
   const eos = options.eosTokenIds ?? model.config.eosTokenIds;
@@ -84,7 +87,8 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
     if (r.signal?.aborted || row.aborted) row.finish = { type: 'abort' };
     else if (n > 0) {
       const last = row.tokens[n - 1]!;
-      if (r.stopTokenIds?.includes(last) || (!r.ignoreEos && eos.includes(last))) row.finish = { type: 'stop', matched: last };
+      if (r.stopTokenIds?.includes(last) || (!r.ignoreEos && eos.includes(last)))
+        row.finish = { type: 'stop', matched: last };
       else if (r.stop?.length && options.decode) {
         const text = options.decode(row.tokens);
         const hit = r.stop.map((s) => ({ s, at: text.indexOf(s) })).filter((h) => h.at >= 0);
@@ -94,7 +98,10 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
           row.text = r.noStopTrim ? text : text.slice(0, first.at);
         }
       }
-      if (!row.finish && (n >= row.maxNew || r.inputIds.length + n >= model.config.maxPositionEmbeddings)) {
+      if (
+        !row.finish &&
+        (n >= row.maxNew || r.inputIds.length + n >= model.config.maxPositionEmbeddings)
+      ) {
         row.finish = { type: 'length' };
       }
     }
@@ -112,7 +119,12 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
 
   // aborted rows need no token (a stepper may still sample them)
   const samplingRows = (active: Row[]): SamplingRow[] =>
-    active.map((row) => ({ params: row.request, rng: row.rng, topLogprobs: row.request.topLogprobs ?? 0, skip: !!(row.request.signal?.aborted || row.aborted) }));
+    active.map((row) => ({
+      params: row.request,
+      rng: row.rng,
+      topLogprobs: row.request.topLogprobs ?? 0,
+      skip: !!(row.request.signal?.aborted || row.aborted),
+    }));
 
   const sampleInto = (active: Row[], picked: (SampledToken | undefined)[]) => {
     active.forEach((row, i) => {
@@ -139,8 +151,13 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
     if (open.length === 0) return;
     const len = Math.max(...open.map((r) => r.request.inputIds.length));
     const pad = open.map((r) => len - r.request.inputIds.length);
-    const tokens = open.map((r, i) => [...new Array<number>(pad[i]!).fill(0), ...r.request.inputIds]);
-    const positions = open.map((_, i) => Array.from({ length: len }, (_, t) => Math.max(0, t - pad[i]!)));
+    const tokens = open.map((r, i) => [
+      ...new Array<number>(pad[i]!).fill(0),
+      ...r.request.inputIds,
+    ]);
+    const positions = open.map((_, i) =>
+      Array.from({ length: len }, (_, t) => Math.max(0, t - pad[i]!)),
+    );
     const picked = await stepper.prefill(tokens, positions, pad, samplingRows(open));
     rows = [...rows, ...open];
     sampleInto(open, picked);
@@ -194,15 +211,25 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
       if (request.inputIds.length === 0) {
         return Promise.reject(new ModelsError('INVALID_ARGUMENT', 'generate: inputIds is empty'));
       }
-      const bad = request.inputIds.find((t) => !Number.isInteger(t) || t < 0 || t >= model.config.vocabSize);
+      const bad = request.inputIds.find(
+        (t) => !Number.isInteger(t) || t < 0 || t >= model.config.vocabSize,
+      );
       if (bad !== undefined) {
         return Promise.reject(
-          new ModelsError('INVALID_ARGUMENT', `generate: token id ${bad} is outside the vocabulary [0, ${model.config.vocabSize})`),
+          new ModelsError(
+            'INVALID_ARGUMENT',
+            `generate: token id ${bad} is outside the vocabulary [0, ${model.config.vocabSize})`,
+          ),
         );
       }
       const maxNew = request.maxNewTokens ?? options.maxNewTokens ?? 128;
       if (!Number.isInteger(maxNew) || maxNew < 1) {
-        return Promise.reject(new ModelsError('INVALID_ARGUMENT', `generate: maxNewTokens must be an integer >= 1, got ${maxNew}`));
+        return Promise.reject(
+          new ModelsError(
+            'INVALID_ARGUMENT',
+            `generate: maxNewTokens must be an integer >= 1, got ${maxNew}`,
+          ),
+        );
       }
       return new Promise<GenerationResult>((resolve, reject) => {
         const seed = request.seed ?? deriveSeed(options.seed ?? 0, counter);

@@ -9,7 +9,11 @@ import { fusedDecoder } from './fused-decoder.js';
  */
 export interface KvDecoder<C> {
   /** Prompts, left-padded to one length by `pad[r]`; the logits of each row's last token. */
-  prefill(tokens: number[][], positions: number[][], pad: number[]): Promise<{ logits: Float32Array; kv: C }>;
+  prefill(
+    tokens: number[][],
+    positions: number[][],
+    pad: number[],
+  ): Promise<{ logits: Float32Array; kv: C }>;
   /** One token per row at `positions[r]`. Consumes `kv`. */
   step(kv: C, tokens: number[], positions: number[]): Promise<{ logits: Float32Array; kv: C }>;
   /** Row-wise concatenation (shorter cache left-padded). Consumes both. */
@@ -32,7 +36,13 @@ export function tfjsDecoder(model: DecoderModel): KvDecoder<KvBatch> {
       return { logits: await logitsOf(out.logits), kv: out.kv };
     },
     async step(kv, tokens, positions) {
-      const out = cachedForward(model, tokens.map((t) => [t]), positions.map((p) => [p]), tokens.map(() => 0), kv);
+      const out = cachedForward(
+        model,
+        tokens.map((t) => [t]),
+        positions.map((p) => [p]),
+        tokens.map(() => 0),
+        kv,
+      );
       disposeKv(kv, out.kv);
       return { logits: await logitsOf(out.logits), kv: out.kv };
     },

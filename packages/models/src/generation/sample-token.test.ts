@@ -50,7 +50,8 @@ describe('sampleToken', () => {
     logits.set([2, 1, 0.5], 100);
     const rng = new SeededRng(2);
     const seen = new Set<number>();
-    for (let i = 0; i < 2000; i++) seen.add(sampleToken(logits, { topP: 0.8, topK: 100 }, rng).token);
+    for (let i = 0; i < 2000; i++)
+      seen.add(sampleToken(logits, { topP: 0.8, topK: 100 }, rng).token);
     // p = 0.63, 0.23, 0.14: mass 0.63 < 0.8 <= 0.86 -> tokens 100 and 101
     expect([...seen].sort()).toEqual([100, 101]);
   });
@@ -66,21 +67,52 @@ describe('sampleRows (batched, native where available)', () => {
   it('gives sampleToken tokens and logprobs row by row, with top-k/top-p/top-logprob rows mixed in', async () => {
     const { initEngine } = await import('@rl2/engine');
     const { nativeForTests } = await import('@rl2/engine/testing');
-    await initEngine({ backend: nativeForTests().ok ? 'native' : 'cpu', threads: 2, logger: () => {}, env: {} });
+    await initEngine({
+      backend: nativeForTests().ok ? 'native' : 'cpu',
+      threads: 2,
+      logger: () => {},
+      env: {},
+    });
     const v = 500;
     const rows = 6;
     const logits = Float32Array.from({ length: rows * v }, (_, i) => Math.sin(i * 0.37) * 4);
-    const params = [{}, { temperature: 0 }, { temperature: 0.7 }, { topK: 5 }, { topP: 0.9 }, { temperature: 1.3 }];
+    const params = [
+      {},
+      { temperature: 0 },
+      { temperature: 0.7 },
+      { topK: 5 },
+      { topP: 0.9 },
+      { temperature: 1.3 },
+    ];
     const top = [0, 0, 0, 0, 0, 3];
     for (let seed = 0; seed < 20; seed++) {
-      const got = sampleRows(logits, params, params.map((_, i) => new SeededRng(seed * 10 + i)), top, [false, false, false, false, false, false]);
+      const got = sampleRows(
+        logits,
+        params,
+        params.map((_, i) => new SeededRng(seed * 10 + i)),
+        top,
+        [false, false, false, false, false, false],
+      );
       params.forEach((p, i) => {
-        const want = sampleToken(logits.subarray(i * v, (i + 1) * v), p, new SeededRng(seed * 10 + i), top[i]);
+        const want = sampleToken(
+          logits.subarray(i * v, (i + 1) * v),
+          p,
+          new SeededRng(seed * 10 + i),
+          top[i],
+        );
         expect(got[i]!.token, `seed ${seed} row ${i}`).toBe(want.token);
         expect(Math.abs(got[i]!.logprob - want.logprob)).toBeLessThan(1e-5);
         expect(got[i]!.top).toEqual(want.top);
       });
     }
-    expect(sampleRows(logits.subarray(0, 2 * v), [{}, {}], [new SeededRng(1), new SeededRng(2)], [], [true, false])[0]).toBeUndefined();
+    expect(
+      sampleRows(
+        logits.subarray(0, 2 * v),
+        [{}, {}],
+        [new SeededRng(1), new SeededRng(2)],
+        [],
+        [true, false],
+      )[0],
+    ).toBeUndefined();
   });
 });

@@ -30,10 +30,19 @@ export interface SampledToken {
  * i.e. the quantity a trainer recomputes with the same temperature. top-k, then top-p
  * (Holtzman et al. 2019, https://arxiv.org/abs/1904.09751) restrict the candidates.
  */
-export function sampleToken(logits: Float32Array, params: SamplingParams, rng: SeededRng, topLogprobs = 0): SampledToken {
+export function sampleToken(
+  logits: Float32Array,
+  params: SamplingParams,
+  rng: SeededRng,
+  topLogprobs = 0,
+): SampledToken {
   const picked = pickToken(logits, params, rng);
   if (topLogprobs <= 0) return { token: picked.token, logprob: picked.logprob };
-  return { token: picked.token, logprob: picked.logprob, top: mostLikely(picked.w, picked.sum, topLogprobs) };
+  return {
+    token: picked.token,
+    logprob: picked.logprob,
+    top: mostLikely(picked.w, picked.sum, topLogprobs),
+  };
 }
 
 /**
@@ -44,13 +53,21 @@ export function sampleToken(logits: Float32Array, params: SamplingParams, rng: S
  * `skip[i]` leaves row i unsampled (undefined in the result).
  */
 export function sampleRows(
-  logits: Float32Array, params: readonly SamplingParams[], rngs: readonly SeededRng[], topLogprobs: readonly number[] = [], skip: readonly boolean[] = [],
+  logits: Float32Array,
+  params: readonly SamplingParams[],
+  rngs: readonly SeededRng[],
+  topLogprobs: readonly number[] = [],
+  skip: readonly boolean[] = [],
 ): (SampledToken | undefined)[] {
   const rows = params.length;
   const v = logits.length / rows;
   const out: (SampledToken | undefined)[] = new Array(rows);
   const kernels = decodeKernels();
-  const plain = (i: number) => !skip[i] && !(topLogprobs[i]! > 0) && !(params[i]!.topK! > 0 && params[i]!.topK! < v) && !((params[i]!.topP ?? 1) < 1);
+  const plain = (i: number) =>
+    !skip[i] &&
+    !(topLogprobs[i]! > 0) &&
+    !(params[i]!.topK! > 0 && params[i]!.topK! < v) &&
+    !((params[i]!.topP ?? 1) < 1);
   const batched = kernels ? params.map((_, i) => plain(i)) : [];
   if (kernels && batched.some((b) => b)) {
     const temperature = new Float64Array(rows).fill(Number.NaN);
@@ -69,7 +86,13 @@ export function sampleRows(
     });
   }
   for (let i = 0; i < rows; i++) {
-    if (!skip[i] && !out[i]) out[i] = sampleToken(logits.subarray(i * v, (i + 1) * v), params[i]!, rngs[i]!, topLogprobs[i] ?? 0);
+    if (!skip[i] && !out[i])
+      out[i] = sampleToken(
+        logits.subarray(i * v, (i + 1) * v),
+        params[i]!,
+        rngs[i]!,
+        topLogprobs[i] ?? 0,
+      );
   }
   return out;
 }
@@ -93,7 +116,11 @@ function mostLikely(w: Float64Array, sum: number, n: number): TokenLogprob[] {
 }
 
 /** sampleToken's choice, with the weights exp((l - max) / T) and their sum it drew from. */
-function pickToken(logits: Float32Array, params: SamplingParams, rng: SeededRng): { token: number; logprob: number; w: Float64Array; sum: number } {
+function pickToken(
+  logits: Float32Array,
+  params: SamplingParams,
+  rng: SeededRng,
+): { token: number; logprob: number; w: Float64Array; sum: number } {
   const temperature = params.temperature ?? 1;
   const t = temperature > 0 ? temperature : 1;
   const v = logits.length;
@@ -136,7 +163,8 @@ function pickToken(logits: Float32Array, params: SamplingParams, rng: SeededRng)
   }
   // fall back to all tokens when the head cannot contain the answer: fewer than k tokens with
   // top-p off, or less than the top-p mass
-  if ((topP >= 1 && candidates.length < topK) || head < topP * sum) candidates = Array.from({ length: v }, (_, i) => i);
+  if ((topP >= 1 && candidates.length < topK) || head < topP * sum)
+    candidates = Array.from({ length: v }, (_, i) => i);
   candidates.sort((a, b) => w[b]! - w[a]!);
   if (candidates.length > topK) candidates.length = topK;
   if (topP < 1) {

@@ -4,7 +4,11 @@ import type { BatchStepper, SamplingRow } from './batch-stepper.js';
 import type { KvBatch } from './cached-forward.js';
 import { tfjsDecoder } from './kv-decoder.js';
 import type { SampledToken } from './sample-token.js';
-import { sampleVocabParallel, type VocabParallelRow, vocabParallelRow } from './vocab-parallel-sampling.js';
+import {
+  sampleVocabParallel,
+  type VocabParallelRow,
+  vocabParallelRow,
+} from './vocab-parallel-sampling.js';
 
 // Tensor-parallel generation (Megatron layout, Shoeybi et al. 2019, https://arxiv.org/abs/1909.08053):
 // every rank of the tp group holds its shards (column-parallel q/k/v/gate/up, row-parallel
@@ -29,12 +33,23 @@ function rankState(model: DecoderModel, tp: ProcessGroup) {
   let kv: KvBatch | undefined;
   const v = model.config.vocabSize;
   return {
-    async prefill(tokens: number[][], positions: number[][], pad: number[], rows: VocabParallelRow[], lead?: readonly SamplingRow[]) {
+    async prefill(
+      tokens: number[][],
+      positions: number[][],
+      pad: number[],
+      rows: VocabParallelRow[],
+      lead?: readonly SamplingRow[],
+    ) {
       const out = await decoder.prefill(tokens, positions, pad);
       kv = decoder.merge(kv, out.kv);
       return sampleVocabParallel(out.logits, rows, tp, v, lead);
     },
-    async step(tokens: number[], positions: number[], rows: VocabParallelRow[], lead?: readonly SamplingRow[]) {
+    async step(
+      tokens: number[],
+      positions: number[],
+      rows: VocabParallelRow[],
+      lead?: readonly SamplingRow[],
+    ) {
       const out = await decoder.step(kv as KvBatch, tokens, positions);
       kv = out.kv;
       return sampleVocabParallel(out.logits, rows, tp, v, lead);
@@ -60,7 +75,10 @@ function rowsPayload(rows: readonly VocabParallelRow[]): number[] {
 }
 
 function readRows(data: Float32Array, at: number, n: number): VocabParallelRow[] {
-  return Array.from({ length: n }, (_, i) => ({ temperature: data[at + 2 * i] as number, wholeRow: data[at + 2 * i + 1] === 1 }));
+  return Array.from({ length: n }, (_, i) => ({
+    temperature: data[at + 2 * i] as number,
+    wholeRow: data[at + 2 * i + 1] === 1,
+  }));
 }
 
 /**
@@ -68,7 +86,10 @@ function readRows(data: Float32Array, at: number, n: number): VocabParallelRow[]
  * `model` this rank's tensor-parallel shards): every call is broadcast to the group first.
  * `close()` releases the followers (see {@link followTensorParallel}).
  */
-export function tensorParallelStepper(model: DecoderModel, tp: ProcessGroup): BatchStepper & { close(): void } {
+export function tensorParallelStepper(
+  model: DecoderModel,
+  tp: ProcessGroup,
+): BatchStepper & { close(): void } {
   const state = rankState(model, tp);
   const v = model.config.vocabSize;
   const described = (rows: readonly SamplingRow[]) => rows.map((r) => vocabParallelRow(r, v));
@@ -76,7 +97,12 @@ export function tensorParallelStepper(model: DecoderModel, tp: ProcessGroup): Ba
     async prefill(tokens, positions, pad, rows) {
       const vp = described(rows);
       const s = tokens[0]?.length ?? 0;
-      send(tp, PREFILL, tokens.length, s, [...tokens.flat(), ...positions.flat(), ...pad, ...rowsPayload(vp)]);
+      send(tp, PREFILL, tokens.length, s, [
+        ...tokens.flat(),
+        ...positions.flat(),
+        ...pad,
+        ...rowsPayload(vp),
+      ]);
       return (await state.prefill(tokens, positions, pad, vp, rows)) as SampledToken[];
     },
     async step(tokens, positions, rows) {
@@ -108,7 +134,12 @@ export function tensorParallelStepper(model: DecoderModel, tp: ProcessGroup): Ba
 export async function followTensorParallel(model: DecoderModel, tp: ProcessGroup): Promise<void> {
   const state = rankState(model, tp);
   for (;;) {
-    const [op, a, b, n] = tp.broadcast(new Float32Array(4), 0) as unknown as [number, number, number, number];
+    const [op, a, b, n] = tp.broadcast(new Float32Array(4), 0) as unknown as [
+      number,
+      number,
+      number,
+      number,
+    ];
     const data = n > 0 ? tp.broadcast(new Float32Array(n), 0) : new Float32Array(0);
     const ints = (from: number, count: number) => Array.from(data.subarray(from, from + count));
     if (op === PREFILL) {
@@ -118,7 +149,12 @@ export async function followTensorParallel(model: DecoderModel, tp: ProcessGroup
       const pos = ints(rows * len, rows * len);
       const tokens = Array.from({ length: rows }, (_, r) => flat.slice(r * len, (r + 1) * len));
       const positions = Array.from({ length: rows }, (_, r) => pos.slice(r * len, (r + 1) * len));
-      await state.prefill(tokens, positions, ints(2 * rows * len, rows), readRows(data, 2 * rows * len + rows, rows));
+      await state.prefill(
+        tokens,
+        positions,
+        ints(2 * rows * len, rows),
+        readRows(data, 2 * rows * len + rows, rows),
+      );
     } else if (op === STEP) {
       await state.step(ints(0, a), ints(a, a), readRows(data, 2 * a, a));
     } else if (op === SELECT) state.select(ints(0, a));

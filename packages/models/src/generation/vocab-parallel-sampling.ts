@@ -15,7 +15,10 @@ export function vocabParallelRow(row: SamplingRow, vocabSize: number): VocabPara
   const temperature = row.params.temperature ?? 1;
   const topK = row.params.topK ?? 0;
   const cut = topK > 0 && topK < vocabSize;
-  return { temperature, wholeRow: row.topLogprobs > 0 || (temperature > 0 && (cut || (row.params.topP ?? 1) < 1)) };
+  return {
+    temperature,
+    wholeRow: row.topLogprobs > 0 || (temperature > 0 && (cut || (row.params.topP ?? 1) < 1)),
+  };
 }
 
 /** float64 -> two float32 (hi + lo) that sum back to ~48 bits: float32 buffers carry the partial sums. */
@@ -39,11 +42,18 @@ function split(x: number): [number, number] {
  * or top logprobs gather their whole row into that last all-reduce and the lead runs
  * `sampleToken` on it. The tokens are `sampleToken`'s up to float rounding of the sums.
  */
-export function sampleVocabParallel(local: Float32Array, rows: readonly VocabParallelRow[], tp: ProcessGroup, vocabSize: number, lead?: readonly SamplingRow[]): SampledToken[] | undefined {
+export function sampleVocabParallel(
+  local: Float32Array,
+  rows: readonly VocabParallelRow[],
+  tp: ProcessGroup,
+  vocabSize: number,
+  lead?: readonly SamplingRow[],
+): SampledToken[] | undefined {
   const b = rows.length;
   const width = vocabSize / tp.size;
   const start = tp.rank * width;
-  const weightT = (i: number) => ((rows[i] as VocabParallelRow).temperature > 0 ? (rows[i] as VocabParallelRow).temperature : 1);
+  const weightT = (i: number) =>
+    (rows[i] as VocabParallelRow).temperature > 0 ? (rows[i] as VocabParallelRow).temperature : 1;
   // 1. the global max of each row
   const max = new Float32Array(b).fill(Number.NEGATIVE_INFINITY);
   const arg = new Int32Array(b);
@@ -68,7 +78,8 @@ export function sampleVocabParallel(local: Float32Array, rows: readonly VocabPar
     slots.set([...split(s), max[i] === m ? start + (arg[i] as number) : -1], at);
   }
   tp.allReduce(slots, 'sum');
-  const shardSum = (r: number, i: number) => (slots[(r * b + i) * 3] as number) + (slots[(r * b + i) * 3 + 1] as number);
+  const shardSum = (r: number, i: number) =>
+    (slots[(r * b + i) * 3] as number) + (slots[(r * b + i) * 3 + 1] as number);
   const total = (i: number) => {
     let s = 0;
     for (let r = 0; r < tp.size; r++) s += shardSum(r, i);
@@ -81,8 +92,12 @@ export function sampleVocabParallel(local: Float32Array, rows: readonly VocabPar
     }
     return 0;
   };
-  const greedy = (i: number): SampledToken => ({ token: argmax(i), logprob: Math.log(1 / total(i)) });
-  if (rows.every((r) => r.temperature <= 0 && !r.wholeRow)) return lead ? rows.map((_, i) => greedy(i)) : undefined;
+  const greedy = (i: number): SampledToken => ({
+    token: argmax(i),
+    logprob: Math.log(1 / total(i)),
+  });
+  if (rows.every((r) => r.temperature <= 0 && !r.wholeRow))
+    return lead ? rows.map((_, i) => greedy(i)) : undefined;
 
   // 3. the lead's plan per row: [mode (0 argmax, 1 pick in a shard, 2 whole row), shard, u hi, u lo]
   const plan = new Float32Array(b * 4);
@@ -131,7 +146,12 @@ export function sampleVocabParallel(local: Float32Array, rows: readonly VocabPar
     if (mode === 2) {
       const k = whole.indexOf(i);
       const sr = lead[i] as SamplingRow;
-      return sampleToken(picks.subarray(b * 2 + k * vocabSize, b * 2 + (k + 1) * vocabSize), sr.params, sr.rng, sr.topLogprobs);
+      return sampleToken(
+        picks.subarray(b * 2 + k * vocabSize, b * 2 + (k + 1) * vocabSize),
+        sr.params,
+        sr.rng,
+        sr.topLogprobs,
+      );
     }
     if (mode === 1) {
       const w = Math.exp(((picks[i * 2 + 1] as number) - (gmax[i] as number)) / weightT(i));

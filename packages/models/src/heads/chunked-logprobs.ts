@@ -30,7 +30,8 @@ export function chunkedLogprobsEntropy(
   const chunks: [number, number][] = [];
   for (let c0 = 0; c0 < v; c0 += chunkSize) chunks.push([c0, Math.min(chunkSize, v - c0)]);
   const single = chunks.length === 1;
-  const chunkWeight = (w: tf.Tensor2D, c0: number, size: number) => (single ? w : tf.slice(w, [c0, 0], [size, dim]));
+  const chunkWeight = (w: tf.Tensor2D, c0: number, size: number) =>
+    single ? w : tf.slice(w, [c0, 0], [size, dim]);
   const logitsOf = (h: tf.Tensor2D, wc: tf.Tensor2D): tf.Tensor2D => {
     const z: tf.Tensor2D = tf.matMul(h, wc, false, true);
     return inv === 1 ? z : (tf.mul(z, inv) as tf.Tensor2D);
@@ -106,7 +107,9 @@ export function chunkedLogprobsEntropy(
           const row = targets[i]! * dim;
           for (let j = 0; j < dim; j++) dwValues[row + j]! += g * hv[i * dim + j]!;
         }
-        const dhAll = tf.tidy(() => tf.add(dh, tf.mul(gy, tf.gather(ws!, tf.tensor1d(targets, 'int32')))));
+        const dhAll = tf.tidy(() =>
+          tf.add(dh, tf.mul(gy, tf.gather(ws!, tf.tensor1d(targets, 'int32')))),
+        );
         tf.dispose([dh, gy, gLogp, gEnt, ent]);
         const dw = tf.tensor2d(dwValues, [v, dim]);
         if (tied) tied.headGrad = { tensor: dw, values: dwValues };

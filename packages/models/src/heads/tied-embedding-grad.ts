@@ -21,14 +21,20 @@ export interface TiedEmbeddingGrad {
 export function untrackedView(w: tf.Tensor2D): tf.Tensor2D | undefined {
   const backend = tf.backend() as unknown as Partial<MathBackendCPU>;
   const values = backend.data?.get(w.dataId)?.values;
-  return values instanceof Float32Array && values.length === w.size ? tf.tensor2d(values, w.shape) : undefined;
+  return values instanceof Float32Array && values.length === w.size
+    ? tf.tensor2d(values, w.shape)
+    : undefined;
 }
 
 /**
  * `tf.gather(table, ids)` whose gradient is the head's dW from `slot` with the lookup's rows
  * added in place (a dense scatter when the head left none).
  */
-export function tiedEmbeddingLookup(table: tf.Tensor2D, ids: Int32Array, slot: TiedEmbeddingGrad): tf.Tensor2D {
+export function tiedEmbeddingLookup(
+  table: tf.Tensor2D,
+  ids: Int32Array,
+  slot: TiedEmbeddingGrad,
+): tf.Tensor2D {
   const [v, dim] = table.shape;
   const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const t = args[0] as tf.Tensor2D;
@@ -37,7 +43,8 @@ export function tiedEmbeddingLookup(table: tf.Tensor2D, ids: Int32Array, slot: T
       gradFunc: (dy: tf.Tensor) => {
         const head = slot.headGrad;
         slot.headGrad = undefined;
-        if (!head || head.tensor.isDisposed) return tf.tidy(() => tf.unsortedSegmentSum(dy, tf.tensor1d(ids, 'int32'), v));
+        if (!head || head.tensor.isDisposed)
+          return tf.tidy(() => tf.unsortedSegmentSum(dy, tf.tensor1d(ids, 'int32'), v));
         const g = dy.dataSync();
         const out = head.values;
         for (let i = 0; i < ids.length; i++) {

@@ -28,14 +28,25 @@ export function tokenLogprobs(
   const model = passModel.forPass?.() ?? passModel;
   const n = batch.inputIds.length;
   if (targets.length !== n) {
-    throw new ModelsError('SHAPE_MISMATCH', `tokenLogprobs: ${targets.length} targets for ${n} input ids`);
+    throw new ModelsError(
+      'SHAPE_MISMATCH',
+      `tokenLogprobs: ${targets.length} targets for ${n} input ids`,
+    );
   }
   const temperature = options.temperature ?? 1;
-  if (!(temperature > 0)) throw new ModelsError('INVALID_ARGUMENT', `tokenLogprobs: temperature must be > 0, got ${temperature}`);
+  if (!(temperature > 0))
+    throw new ModelsError(
+      'INVALID_ARGUMENT',
+      `tokenLogprobs: temperature must be > 0, got ${temperature}`,
+    );
   const tgt = Int32Array.from(targets);
   const v = model.config.vocabSize;
   const bad = tgt.findIndex((t) => t < 0 || t >= v);
-  if (bad >= 0) throw new ModelsError('INVALID_ARGUMENT', `tokenLogprobs: targets[${bad}] = ${tgt[bad]} is outside the vocabulary [0, ${v})`);
+  if (bad >= 0)
+    throw new ModelsError(
+      'INVALID_ARGUMENT',
+      `tokenLogprobs: targets[${bad}] = ${tgt[bad]} is outside the vocabulary [0, ${v})`,
+    );
   // context parallelism: this rank's tokens of the row, gathered back into row order at the end
   const shard = model.splitRow?.(batch, tgt);
   const run = shard ? { ...model, attention: shard.attention } : model;
@@ -43,11 +54,24 @@ export function tokenLogprobs(
   const chunk = options.vocabChunk ?? 8192;
   const both = tf.tidy(() => {
     // tied embeddings over several vocabulary chunks: one [V, H] gradient array instead of three
-    const plainTied = !model.logprobHead && !model.embedding && !shard && model.config.tieWordEmbeddings && lmHeadWeight(model).shape[0] > chunk;
+    const plainTied =
+      !model.logprobHead &&
+      !model.embedding &&
+      !shard &&
+      model.config.tieWordEmbeddings &&
+      lmHeadWeight(model).shape[0] > chunk;
     const view = plainTied ? untrackedView(lmHeadWeight(model)) : undefined;
     const tied: TiedEmbeddingGrad | undefined = view ? {} : undefined;
     const hidden = forwardHidden(run, shard?.batch ?? batch, options, tied);
-    if (!model.logprobHead) return chunkedLogprobsEntropy(hidden, view ?? lmHeadWeight(model), localTargets, temperature, chunk, tied);
+    if (!model.logprobHead)
+      return chunkedLogprobsEntropy(
+        hidden,
+        view ?? lmHeadWeight(model),
+        localTargets,
+        temperature,
+        chunk,
+        tied,
+      );
     const head = model.logprobHead(hidden, lmHeadWeight(model), localTargets, temperature);
     return tf.stack([head.logprobs, head.entropy], 1) as tf.Tensor2D;
   });
@@ -60,6 +84,12 @@ export function tokenLogprobs(
 }
 
 /** Full logits [N, V] (float32) of a causal-LM model; for inspection and tests. */
-export function tokenLogits(model: DecoderModel, batch: TokenBatch, options: ForwardOptions = {}): tf.Tensor2D {
-  return tf.tidy(() => tf.matMul(forwardHidden(model, batch, options), lmHeadWeight(model), false, true));
+export function tokenLogits(
+  model: DecoderModel,
+  batch: TokenBatch,
+  options: ForwardOptions = {},
+): tf.Tensor2D {
+  return tf.tidy(() =>
+    tf.matMul(forwardHidden(model, batch, options), lmHeadWeight(model), false, true),
+  );
 }

@@ -20,6 +20,11 @@ describe('packed attention masks', () => {
       [0, 0, MASKED],
       [MASKED, MASKED, 0],
     ]);
-    expect(causalMask(2).arraySync()).toEqual([[[0, MASKED], [0, 0]]]);
+    expect(causalMask(2).arraySync()).toEqual([
+      [
+        [0, MASKED],
+        [0, 0],
+      ],
+    ]);
   });
 });

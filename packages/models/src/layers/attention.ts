@@ -10,10 +10,16 @@ import { fusedAttention } from '@rl2/engine';
  * a replacement is called once per layer with the whole row and its block-diagonal mask (only
  * the default kernel is called per sequence of a packed row).
  */
-export type AttentionKernel = (q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor3D) => tf.Tensor2D;
+export type AttentionKernel = (
+  q: tf.Tensor4D,
+  k: tf.Tensor4D,
+  v: tf.Tensor4D,
+  mask: tf.Tensor3D,
+) => tf.Tensor2D;
 
 /** The default kernel: one fused native call on `native` (no [B, H, S, L] tensors), composite ops elsewhere. */
-export const groupedQueryAttention: AttentionKernel = (q, k, v, mask) => fusedAttention(q, k, v, mask) ?? blockedAttention(q, [{ k, v }], mask);
+export const groupedQueryAttention: AttentionKernel = (q, k, v, mask) =>
+  fusedAttention(q, k, v, mask) ?? blockedAttention(q, [{ k, v }], mask);
 
 /**
  * `groupedQueryAttention` over keys/values held in several blocks along the length axis
@@ -21,7 +27,11 @@ export const groupedQueryAttention: AttentionKernel = (q, k, v, mask) => fusedAt
  * over all of them, and the block outputs are summed. Only the [.., S, L] scores are copied,
  * never the cached keys and values. `mask` [B, S, sum of block lengths].
  */
-export function blockedAttention(q: tf.Tensor4D, blocks: { k: tf.Tensor4D; v: tf.Tensor4D }[], mask: tf.Tensor3D): tf.Tensor2D {
+export function blockedAttention(
+  q: tf.Tensor4D,
+  blocks: { k: tf.Tensor4D; v: tf.Tensor4D }[],
+  mask: tf.Tensor3D,
+): tf.Tensor2D {
   const [b, s, nH, d] = q.shape;
   const nKv = blocks[0]!.k.shape[1];
   const rep = nH / nKv;
@@ -31,7 +41,10 @@ export function blockedAttention(q: tf.Tensor4D, blocks: { k: tf.Tensor4D; v: tf
   const qs = tf.mul(q, 1 / Math.sqrt(d));
   // [B, S, nKv, rep, d] -> [B, nKv, rep, S, d] -> [B*nKv, rep*S, d]; with one query per row
   // (decoding) the transposes only move size-1 axes: reshapes suffice
-  const qg = tf.reshape(s === 1 ? qs : tf.transpose(tf.reshape(qs, [b, s, nKv, rep, d]), [0, 2, 3, 1, 4]), [b * nKv, rep * s, d]);
+  const qg = tf.reshape(
+    s === 1 ? qs : tf.transpose(tf.reshape(qs, [b, s, nKv, rep, d]), [0, 2, 3, 1, 4]),
+    [b * nKv, rep * s, d],
+  );
   const flat = (t: tf.Tensor4D) => tf.reshape(t, [b * nKv, t.shape[2], d]) as tf.Tensor3D;
   const parts = blocks.map((bl) => tf.matMul(qg, flat(bl.k), false, true));
   const scores = parts.length === 1 ? parts[0]! : tf.concat(parts, 2);

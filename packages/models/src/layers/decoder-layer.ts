@@ -79,7 +79,12 @@ export function decoderLayer(
   const numKvHeads = kOut.shape[1] / c.headDim;
   let q = tf.reshape(qOut, [n, numHeads, c.headDim]) as tf.Tensor3D;
   let k = tf.reshape(kOut, [n, numKvHeads, c.headDim]) as tf.Tensor3D;
-  const v = tf.reshape(linear(`${pre}self_attn.v_proj`, p).forward(h), [b, s, numKvHeads, c.headDim]);
+  const v = tf.reshape(linear(`${pre}self_attn.v_proj`, p).forward(h), [
+    b,
+    s,
+    numKvHeads,
+    c.headDim,
+  ]);
   if (c.qkNorm) {
     q = rmsNorm(q, get('self_attn.q_norm.weight'), c.rmsNormEps);
     k = rmsNorm(k, get('self_attn.k_norm.weight'), c.rmsNormEps);
@@ -88,7 +93,11 @@ export function decoderLayer(
   k = applyRotary(k, ctx.cos, ctx.sin, ctx.rotate);
   // [B, S, nKv, d] -> [B, nKv, S, d] (a reshape when S = 1, i.e. while decoding)
   const kvShape: [number, number, number, number] = [b, numKvHeads, s, c.headDim];
-  let kt = (s === 1 ? tf.reshape(k, kvShape) : tf.transpose(tf.reshape(k, [b, s, numKvHeads, c.headDim]), [0, 2, 1, 3])) as tf.Tensor4D;
+  let kt = (
+    s === 1
+      ? tf.reshape(k, kvShape)
+      : tf.transpose(tf.reshape(k, [b, s, numKvHeads, c.headDim]), [0, 2, 1, 3])
+  ) as tf.Tensor4D;
   let vt = (s === 1 ? tf.reshape(v, kvShape) : tf.transpose(v, [0, 2, 1, 3])) as tf.Tensor4D;
   const q4 = tf.reshape(q, [b, s, numHeads, c.headDim]) as tf.Tensor4D;
   let attn: tf.Tensor2D;
@@ -97,7 +106,14 @@ export function decoderLayer(
     // decoding with the default kernel: append to the recent tail, attend over both blocks
     const kr = past.kRecent ? tf.concat([past.kRecent, kt], 2) : kt;
     const vr = past.vRecent ? tf.concat([past.vRecent, vt], 2) : vt;
-    attn = blockedAttention(q4, [{ k: past.k, v: past.v }, { k: kr, v: vr }], ctx.mask);
+    attn = blockedAttention(
+      q4,
+      [
+        { k: past.k, v: past.v },
+        { k: kr, v: vr },
+      ],
+      ctx.mask,
+    );
     kv =
       kr.shape[2] >= RECENT_KV_LIMIT
         ? { k: tf.concat([past.k, kr], 2), v: tf.concat([past.v, vr], 2) }
@@ -108,7 +124,8 @@ export function decoderLayer(
       vt = tf.concat([past.v, ...(past.vRecent ? [past.vRecent] : []), vt], 2);
     }
     kv = { k: kt, v: vt };
-    const flash = ctx.causalSegments && !past ? flashAttention(q4, kt, vt, ctx.causalSegments) : undefined;
+    const flash =
+      ctx.causalSegments && !past ? flashAttention(q4, kt, vt, ctx.causalSegments) : undefined;
     if (flash) {
       attn = flash;
     } else if (ctx.segments && !past) {
@@ -122,7 +139,11 @@ export function decoderLayer(
         0,
       );
     } else {
-      if (!ctx.mask) throw new ModelsError('INVALID_ARGUMENT', 'decoderLayer: LayerContext needs a mask, packed segments or causalSegments on a backend with flashAttention');
+      if (!ctx.mask)
+        throw new ModelsError(
+          'INVALID_ARGUMENT',
+          'decoderLayer: LayerContext needs a mask, packed segments or causalSegments on a backend with flashAttention',
+        );
       attn = ctx.attention(q4, kt, vt, ctx.mask);
     }
   }

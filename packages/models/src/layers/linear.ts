@@ -22,7 +22,11 @@ export type LinearFactory = (name: string, params: ParamLookup) => Linear;
  */
 export const denseLinear: LinearFactory = (name, params) => {
   const weight = params.get(`${name}.weight`);
-  if (!weight) throw new ModelsError('CHECKPOINT_ERROR', `denseLinear: parameter "${name}.weight" is missing from the model's parameters`);
+  if (!weight)
+    throw new ModelsError(
+      'CHECKPOINT_ERROR',
+      `denseLinear: parameter "${name}.weight" is missing from the model's parameters`,
+    );
   const bias = params.get(`${name}.bias`);
   return {
     name,

@@ -14,7 +14,9 @@ export interface LayerParamSource {
 }
 
 /** A parameter lookup that may hand recomputed layers a {@link LayerParamSource} for their parameters. */
-export type SourcedParamLookup = ParamLookup & { layerSource?(names: string[]): LayerParamSource | undefined };
+export type SourcedParamLookup = ParamLookup & {
+  layerSource?(names: string[]): LayerParamSource | undefined;
+};
 
 /**
  * Decoder layer with activation recomputation (gradient checkpointing, Chen et al. 2016,
@@ -25,18 +27,29 @@ export type SourcedParamLookup = ParamLookup & { layerSource?(names: string[]): 
  * alive until the backward pass (closure tensors would be disposed after the forward). When
  * the lookup offers a {@link LayerParamSource}, its inputs are passed instead of the parameters.
  */
-export function recomputedDecoderLayer(x: tf.Tensor2D, layer: number, p: SourcedParamLookup, ctx: LayerContext): tf.Tensor2D {
+export function recomputedDecoderLayer(
+  x: tf.Tensor2D,
+  layer: number,
+  p: SourcedParamLookup,
+  ctx: LayerContext,
+): tf.Tensor2D {
   const names = layerParamNames(ctx.config, layer);
   const source = p.layerSource?.(names);
   const paramInputs = source ? source.inputs : names.map((n) => p.get(n)!);
   const maskLengths = ctx.segments ? [...ctx.segments.masks.keys()] : [];
   const constants: tf.Tensor[] = [
-    ctx.cos, ctx.sin, ctx.rotate, ...(ctx.mask ? [ctx.mask] : []), ...(ctx.causalSegments ? [ctx.causalSegments] : []),
+    ctx.cos,
+    ctx.sin,
+    ctx.rotate,
+    ...(ctx.mask ? [ctx.mask] : []),
+    ...(ctx.causalSegments ? [ctx.causalSegments] : []),
     ...(ctx.segments?.masks.values() ?? []),
   ];
   const run = (inputs: tf.Tensor[]): tf.Tensor2D => {
     const k = 1 + paramInputs.length;
-    const local = source ? source.open(inputs.slice(1, k)) : new Map<string, tf.Tensor>(names.map((n, i) => [n, inputs[1 + i]!]));
+    const local = source
+      ? source.open(inputs.slice(1, k))
+      : new Map<string, tf.Tensor>(names.map((n, i) => [n, inputs[1 + i]!]));
     const c: LayerContext = {
       ...ctx,
       cos: inputs[k] as tf.Tensor3D,
@@ -47,7 +60,10 @@ export function recomputedDecoderLayer(x: tf.Tensor2D, layer: number, p: Sourced
     if (ctx.mask) c.mask = inputs[m++] as tf.Tensor3D;
     if (ctx.causalSegments) c.causalSegments = inputs[m++] as tf.Tensor2D;
     if (ctx.segments) {
-      c.segments = { lengths: ctx.segments.lengths, masks: new Map(maskLengths.map((l, i) => [l, inputs[m + i] as tf.Tensor3D])) };
+      c.segments = {
+        lengths: ctx.segments.lengths,
+        masks: new Map(maskLengths.map((l, i) => [l, inputs[m + i] as tf.Tensor3D])),
+      };
     }
     return decoderLayer(inputs[0] as tf.Tensor2D, layer, local, c).x;
   };
@@ -63,7 +79,9 @@ export function recomputedDecoderLayer(x: tf.Tensor2D, layer: number, p: Sourced
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
         const k = 1 + paramInputs.length;
         const consts = saved.slice(k);
-        const grads = nestedGrads(() => tf.grads((...ins: tf.Tensor[]) => run([...ins, ...consts]))(saved.slice(0, k), dy));
+        const grads = nestedGrads(() =>
+          tf.grads((...ins: tf.Tensor[]) => run([...ins, ...consts]))(saved.slice(0, k), dy),
+        );
         return [...grads, ...consts.map((t) => tf.zerosLike(t))];
       },
     };

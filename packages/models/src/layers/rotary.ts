@@ -21,7 +21,9 @@ export function ropeInverseFrequencies(config: ModelConfig): Float64Array {
       const wavelen = (2 * Math.PI) / f;
       if (wavelen < highWavelen) return f;
       if (wavelen > lowWavelen) return f / s.factor;
-      const smooth = (s.originalMaxPositionEmbeddings / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
+      const smooth =
+        (s.originalMaxPositionEmbeddings / wavelen - s.lowFreqFactor) /
+        (s.highFreqFactor - s.lowFreqFactor);
       return ((1 - smooth) * f) / s.factor + smooth * f;
     });
   }
@@ -29,7 +31,10 @@ export function ropeInverseFrequencies(config: ModelConfig): Float64Array {
 }
 
 /** cos/sin tables [N, 1, d] for the given position ids (HF layout: the half-table repeated twice). */
-export function ropeTables(positions: ArrayLike<number>, invFreq: Float64Array): { cos: tf.Tensor3D; sin: tf.Tensor3D } {
+export function ropeTables(
+  positions: ArrayLike<number>,
+  invFreq: Float64Array,
+): { cos: tf.Tensor3D; sin: tf.Tensor3D } {
   const half = invFreq.length;
   const d = 2 * half;
   const n = positions.length;
@@ -66,10 +71,19 @@ export function rotateHalfMatrix(d: number): tf.Tensor2D {
  * Applies RoPE to `x` [N, heads, d]: `x * cos + rotate_half(x) * sin`, rotate_half(x) = x R.
  * One fused kernel on the `native` backend.
  */
-export function applyRotary(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D, rotate: tf.Tensor2D): tf.Tensor3D {
+export function applyRotary(
+  x: tf.Tensor3D,
+  cos: tf.Tensor3D,
+  sin: tf.Tensor3D,
+  rotate: tf.Tensor2D,
+): tf.Tensor3D {
   const fused = fusedRotary(x, cos, sin);
   if (fused) return fused;
   const [n, h, d] = x.shape;
-  const rotated = tf.reshape(tf.matMul(tf.reshape(x, [n * h, d]) as tf.Tensor2D, rotate), [n, h, d]);
+  const rotated = tf.reshape(tf.matMul(tf.reshape(x, [n * h, d]) as tf.Tensor2D, rotate), [
+    n,
+    h,
+    d,
+  ]);
   return tf.add(tf.mul(x, cos), tf.mul(rotated, sin));
 }

@@ -35,7 +35,12 @@ export type RowSplitFn = (batch: TokenBatch, targets?: ArrayLike<number>) => Row
  * weight this rank holds (e.g. a vocabulary shard under tensor parallelism), logits divided by
  * `temperature`.
  */
-export type LogprobHeadFn = (hidden: tf.Tensor2D, headWeight: tf.Tensor2D, targets: Int32Array, temperature: number) => { logprobs: tf.Tensor1D; entropy: tf.Tensor1D };
+export type LogprobHeadFn = (
+  hidden: tf.Tensor2D,
+  headWeight: tf.Tensor2D,
+  targets: Int32Array,
+  temperature: number,
+) => { logprobs: tf.Tensor1D; entropy: tf.Tensor1D };
 
 /**
  * A Llama/Qwen decoder: its config, its parameters by HF name and the replaceable pieces
@@ -73,7 +78,11 @@ export interface DecoderModelOptions {
 }
 
 /** Wraps a config and its parameters (see `createParamMap` / `loadModel`) as a `DecoderModel`. */
-export function createDecoderModel(config: ModelConfig, params: ParamMap, options: DecoderModelOptions = {}): DecoderModel {
+export function createDecoderModel(
+  config: ModelConfig,
+  params: ParamMap,
+  options: DecoderModelOptions = {},
+): DecoderModel {
   return {
     config,
     params,
@@ -91,7 +100,8 @@ export function createDecoderModel(config: ModelConfig, params: ParamMap, option
 export function lmHeadWeight(model: DecoderModel): tf.Tensor2D {
   const name = model.config.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight';
   const w = model.params.get(name);
-  if (!w) throw new ModelsError(
+  if (!w)
+    throw new ModelsError(
       'INVALID_ARGUMENT',
       `lmHeadWeight: ${model.config.architecture} has no "${name}"; a value model has no language-model head (load it with head: 'causal-lm')`,
     );

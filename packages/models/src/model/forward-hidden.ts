@@ -1,6 +1,11 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { hasFlashAttention } from '@rl2/engine';
-import { causalMask, contiguousSegments, groupedQueryAttention, packedCausalMask } from '../layers/attention.js';
+import {
+  causalMask,
+  contiguousSegments,
+  groupedQueryAttention,
+  packedCausalMask,
+} from '../layers/attention.js';
 import { decoderLayer, type LayerContext } from '../layers/decoder-layer.js';
 import { recomputedDecoderLayer } from '../layers/recomputed-layer.js';
 import { type TiedEmbeddingGrad, tiedEmbeddingLookup } from '../heads/tied-embedding-grad.js';
@@ -20,7 +25,12 @@ export interface ForwardOptions {
  * w.r.t. `model.params`. Attention is block-diagonal causal over `segmentIds`. `tied`: the
  * embedding lookup's gradient goes into the tied LM head's (see tied-embedding-grad.ts).
  */
-export function forwardHidden(model: DecoderModel, batch: TokenBatch, options: ForwardOptions = {}, tied?: TiedEmbeddingGrad): tf.Tensor2D {
+export function forwardHidden(
+  model: DecoderModel,
+  batch: TokenBatch,
+  options: ForwardOptions = {},
+  tied?: TiedEmbeddingGrad,
+): tf.Tensor2D {
   const c = model.config;
   const { rows, segmentIds } = resolveBatch(batch);
   return tf.tidy(() => {
@@ -40,9 +50,21 @@ export function forwardHidden(model: DecoderModel, batch: TokenBatch, options: F
     // instead of over a T x T mask. A replaced kernel (e.g. context parallelism) always sees
     // the whole row and its mask.
     const flash = model.attention === groupedQueryAttention && hasFlashAttention();
-    const lengths = !flash && rows === 1 && model.attention === groupedQueryAttention ? contiguousSegments(segmentIds) : undefined;
-    if (flash) ctx.causalSegments = tf.tensor2d(Int32Array.from(segmentIds), [rows, segmentIds.length / rows], 'int32');
-    else if (lengths) ctx.segments = { lengths, masks: new Map([...new Set(lengths)].map((l) => [l, causalMask(l)])) };
+    const lengths =
+      !flash && rows === 1 && model.attention === groupedQueryAttention
+        ? contiguousSegments(segmentIds)
+        : undefined;
+    if (flash)
+      ctx.causalSegments = tf.tensor2d(
+        Int32Array.from(segmentIds),
+        [rows, segmentIds.length / rows],
+        'int32',
+      );
+    else if (lengths)
+      ctx.segments = {
+        lengths,
+        masks: new Map([...new Set(lengths)].map((l) => [l, causalMask(l)])),
+      };
     else ctx.mask = packedCausalMask(segmentIds, rows);
     const table = model.params.get('model.embed_tokens.weight')!;
     let x = model.embedding
@@ -51,7 +73,9 @@ export function forwardHidden(model: DecoderModel, batch: TokenBatch, options: F
         ? tiedEmbeddingLookup(table as tf.Tensor2D, Int32Array.from(batch.inputIds), tied)
         : (tf.gather(table, ids) as tf.Tensor2D);
     for (let i = 0; i < c.numLayers; i++) {
-      x = options.recompute ? recomputedDecoderLayer(x, i, model.params, ctx) : decoderLayer(x, i, model.params, ctx).x;
+      x = options.recompute
+        ? recomputedDecoderLayer(x, i, model.params, ctx)
+        : decoderLayer(x, i, model.params, ctx).x;
     }
     return rmsNorm(x, model.params.get('model.norm.weight')!, c.rmsNormEps);
   });

@@ -15,7 +15,15 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-const spec = { family: 'qwen3', vocabSize: 64, hiddenSize: 16, intermediateSize: 24, numLayers: 1, numHeads: 2, numKvHeads: 1 } as const;
+const spec = {
+  family: 'qwen3',
+  vocabSize: 64,
+  hiddenSize: 16,
+  intermediateSize: 24,
+  numLayers: 1,
+  numHeads: 2,
+  numKvHeads: 1,
+} as const;
 
 describe('initRandomModel', () => {
   it('initialises like HF (N(0, 0.02) weights, unit norms) deterministically', () => {
@@ -26,19 +34,33 @@ describe('initRandomModel', () => {
     const std = Math.sqrt(w.reduce((s, x) => s + x * x, 0) / w.length);
     expect(std).toBeGreaterThan(0.016);
     expect(std).toBeLessThan(0.024);
-    expect([...a.params.get('model.layers.0.self_attn.q_norm.weight')!.dataSync()]).toEqual(new Array(8).fill(1));
+    expect([...a.params.get('model.layers.0.self_attn.q_norm.weight')!.dataSync()]).toEqual(
+      new Array(8).fill(1),
+    );
     expect(a.params.has('lm_head.weight')).toBe(false); // qwen ties by default
     disposeParams(a.params);
     disposeParams(b.params);
   });
 
   it('writes a checkpoint that loads back and scores tokens', async () => {
-    const { model, files } = await initModelCheckpoint(join(tmp, 'm'), { ...spec, family: 'llama' }, { seed: 1 });
-    expect(files.map((f) => f.split('/').at(-1))).toEqual(['config.json', 'generation_config.json', 'model.safetensors']);
+    const { model, files } = await initModelCheckpoint(
+      join(tmp, 'm'),
+      { ...spec, family: 'llama' },
+      { seed: 1 },
+    );
+    expect(files.map((f) => f.split('/').at(-1))).toEqual([
+      'config.json',
+      'generation_config.json',
+      'model.safetensors',
+    ]);
     const { model: back, generationConfig } = await loadModel(join(tmp, 'm'));
     expect(back.config.architecture).toBe('LlamaForCausalLM');
     expect(generationConfig?.eosTokenIds).toEqual([2]);
-    const { logprobs, entropy } = tokenLogprobs(back, { inputIds: [1, 5, 9], positionIds: [0, 1, 2] }, [5, 9, 2]);
+    const { logprobs, entropy } = tokenLogprobs(
+      back,
+      { inputIds: [1, 5, 9], positionIds: [0, 1, 2] },
+      [5, 9, 2],
+    );
     // near-uniform at init: logp ~ -log(64)
     logprobs.dataSync().forEach((lp) => {
       expect(Math.abs(lp + Math.log(64))).toBeLessThan(0.1);

@@ -1,7 +1,12 @@
 import { saveCheckpoint } from '../checkpoint/save-checkpoint.js';
 import type { HostTensor } from '../checkpoint/host-tensor.js';
 import { parseGenerationConfig } from '../config/generation-config.js';
-import { type ModelConfig, type ModelFamily, type ModelHead, parseModelConfig } from '../config/model-config.js';
+import {
+  type ModelConfig,
+  type ModelFamily,
+  type ModelHead,
+  parseModelConfig,
+} from '../config/model-config.js';
 import { SeededRng } from '../generation/seeded-rng.js';
 import { createDecoderModel, type DecoderModel } from './decoder-model.js';
 import { createParamMap } from './param-map.js';
@@ -42,7 +47,9 @@ export function createModelConfigJson(spec: ModelSpec): Record<string, unknown> 
   const head = spec.head ?? 'causal-lm';
   const qwen = spec.family !== 'llama';
   return {
-    architectures: [`${ARCH[spec.family]}${head === 'value' ? 'ForTokenClassification' : 'ForCausalLM'}`],
+    architectures: [
+      `${ARCH[spec.family]}${head === 'value' ? 'ForTokenClassification' : 'ForCausalLM'}`,
+    ],
     model_type: spec.family,
     vocab_size: spec.vocabSize,
     hidden_size: spec.hiddenSize,
@@ -50,7 +57,9 @@ export function createModelConfigJson(spec: ModelSpec): Record<string, unknown> 
     num_hidden_layers: spec.numLayers,
     num_attention_heads: spec.numHeads,
     num_key_value_heads: spec.numKvHeads ?? spec.numHeads,
-    ...(spec.headDim !== undefined || spec.family === 'qwen3' ? { head_dim: spec.headDim ?? spec.hiddenSize / spec.numHeads } : {}),
+    ...(spec.headDim !== undefined || spec.family === 'qwen3'
+      ? { head_dim: spec.headDim ?? spec.hiddenSize / spec.numHeads }
+      : {}),
     hidden_act: 'silu',
     max_position_embeddings: spec.maxPositionEmbeddings ?? 4096,
     rms_norm_eps: spec.rmsNormEps ?? 1e-6,
@@ -63,7 +72,9 @@ export function createModelConfigJson(spec: ModelSpec): Record<string, unknown> 
     bos_token_id: spec.bosTokenId ?? 1,
     eos_token_id: spec.eosTokenId ?? 2,
     torch_dtype: 'float32',
-    ...(head === 'value' ? { num_labels: 1, id2label: { 0: 'LABEL_0' }, label2id: { LABEL_0: 0 } } : {}),
+    ...(head === 'value'
+      ? { num_labels: 1, id2label: { 0: 'LABEL_0' }, label2id: { LABEL_0: 0 } }
+      : {}),
   };
 }
 
@@ -72,14 +83,16 @@ export function createModelConfigJson(spec: ModelSpec): Record<string, unknown> 
  * ~ N(0, initializer_range), biases 0, norm weights 1. Deterministic in `seed`.
  */
 export function initRandomModel(config: ModelConfig | ModelSpec, seed = 0): DecoderModel {
-  const c = 'raw' in config ? config : parseModelConfig(createModelConfigJson(config), 'model spec');
+  const c =
+    'raw' in config ? config : parseModelConfig(createModelConfigJson(config), 'model spec');
   const std = typeof c.raw.initializer_range === 'number' ? c.raw.initializer_range : 0.02;
   const rng = new SeededRng(seed);
   const weights = new Map<string, HostTensor>();
   for (const [name, shape] of paramShapes(c)) {
     const data = new Float32Array(shape.reduce((a, b) => a * b, 1));
     if (name.endsWith('norm.weight')) data.fill(1);
-    else if (name.endsWith('.weight')) for (let i = 0; i < data.length; i++) data[i] = std * rng.normal();
+    else if (name.endsWith('.weight'))
+      for (let i = 0; i < data.length; i++) data[i] = std * rng.normal();
     weights.set(name, { shape, data });
   }
   return createDecoderModel(c, createParamMap(c, weights, 'initRandomModel'));
@@ -99,6 +112,10 @@ export async function initModelCheckpoint(
     bos_token_id: spec.bosTokenId ?? 1,
     eos_token_id: spec.eosTokenId ?? 2,
   });
-  const files = await saveCheckpoint(dir, model, { dtype: options.dtype, maxShardSize: options.maxShardSize, generationConfig });
+  const files = await saveCheckpoint(dir, model, {
+    dtype: options.dtype,
+    maxShardSize: options.maxShardSize,
+    generationConfig,
+  });
   return { model, files };
 }

@@ -16,9 +16,15 @@ const IGNORED = /(^|\.)rotary_emb\.inv_freq$/;
  * A `lm_head.weight` next to tied embeddings, and `score.*` missing from a causal-LM checkpoint
  * loaded as a value model, are the two tolerated mismatches (the latter gets a zero head).
  */
-export function createParamMap(config: ModelConfig, weights: Map<string, HostTensor>, source = 'checkpoint'): ParamMap {
+export function createParamMap(
+  config: ModelConfig,
+  weights: Map<string, HostTensor>,
+  source = 'checkpoint',
+): ParamMap {
   const shapes = paramShapes(config);
-  const missing = [...shapes.keys()].filter((n) => !weights.has(n) && !(config.head === 'value' && n.startsWith('score.')));
+  const missing = [...shapes.keys()].filter(
+    (n) => !weights.has(n) && !(config.head === 'value' && n.startsWith('score.')),
+  );
   if (missing.length > 0) {
     throw new ModelsError(
       'CHECKPOINT_ERROR',
@@ -26,7 +32,10 @@ export function createParamMap(config: ModelConfig, weights: Map<string, HostTen
     );
   }
   const unexpected = [...weights.keys()].filter(
-    (n) => !shapes.has(n) && !IGNORED.test(n) && !(n === 'lm_head.weight' && (config.tieWordEmbeddings || config.head === 'value')),
+    (n) =>
+      !shapes.has(n) &&
+      !IGNORED.test(n) &&
+      !(n === 'lm_head.weight' && (config.tieWordEmbeddings || config.head === 'value')),
   );
   if (unexpected.length > 0) {
     throw new ModelsError(
@@ -36,10 +45,16 @@ export function createParamMap(config: ModelConfig, weights: Map<string, HostTen
   }
   const params: ParamMap = new Map();
   for (const [name, shape] of shapes) {
-    const w = weights.get(name) ?? { shape, data: new Float32Array(shape.reduce((a, b) => a * b, 1)) };
+    const w = weights.get(name) ?? {
+      shape,
+      data: new Float32Array(shape.reduce((a, b) => a * b, 1)),
+    };
     if (w.shape.join(',') !== shape.join(',')) {
       for (const v of params.values()) v.dispose();
-      throw new ModelsError('SHAPE_MISMATCH', `${source}: tensor "${name}" has shape [${w.shape}], config.json implies [${shape}]`);
+      throw new ModelsError(
+        'SHAPE_MISMATCH',
+        `${source}: tensor "${name}" has shape [${w.shape}], config.json implies [${shape}]`,
+      );
     }
     const init = tf.tensor(w.data, shape);
     params.set(name, tf.variable(init, true)); // tfjs gives each variable a unique name
@@ -49,9 +64,12 @@ export function createParamMap(config: ModelConfig, weights: Map<string, HostTen
 }
 
 /** Copies parameters to host memory (float32), e.g. for saving. */
-export async function paramsToHost(params: ReadonlyMap<string, tf.Tensor>): Promise<Map<string, HostTensor>> {
+export async function paramsToHost(
+  params: ReadonlyMap<string, tf.Tensor>,
+): Promise<Map<string, HostTensor>> {
   const out = new Map<string, HostTensor>();
-  for (const [name, t] of params) out.set(name, { shape: [...t.shape], data: (await t.data()) as Float32Array });
+  for (const [name, t] of params)
+    out.set(name, { shape: [...t.shape], data: (await t.data()) as Float32Array });
   return out;
 }
 
@@ -65,16 +83,28 @@ export function disposeParams(params: ParamMap): void {
  * generator, or loading a checkpoint into a live model). Every name must exist with the same
  * shape; names absent from `values` keep their value.
  */
-export function updateParams(params: ParamMap, values: ReadonlyMap<string, tf.Tensor | HostTensor>): void {
+export function updateParams(
+  params: ParamMap,
+  values: ReadonlyMap<string, tf.Tensor | HostTensor>,
+): void {
   for (const [name, v] of values) {
     const p = params.get(name);
-    if (!p) throw new ModelsError('CHECKPOINT_ERROR', `updateParams: the model has no parameter "${name}"`);
+    if (!p)
+      throw new ModelsError(
+        'CHECKPOINT_ERROR',
+        `updateParams: the model has no parameter "${name}"`,
+      );
     const shape = v instanceof tf.Tensor ? v.shape : v.shape;
     if (shape.join(',') !== p.shape.join(',')) {
-      throw new ModelsError('SHAPE_MISMATCH', `updateParams: "${name}" has shape [${shape}], the model expects [${p.shape}]`);
+      throw new ModelsError(
+        'SHAPE_MISMATCH',
+        `updateParams: "${name}" has shape [${shape}], the model expects [${p.shape}]`,
+      );
     }
   }
   for (const [name, v] of values) {
-    tf.tidy(() => params.get(name)!.assign(v instanceof tf.Tensor ? v : tf.tensor(v.data, v.shape)));
+    tf.tidy(() =>
+      params.get(name)!.assign(v instanceof tf.Tensor ? v : tf.tensor(v.data, v.shape)),
+    );
   }
 }

@@ -46,19 +46,33 @@ export function segmentIdsFromCuSeqlens(cuSeqlens: readonly number[]): number[] 
 }
 
 /** Checks lengths and returns rows, tokens per row and segment ids (one segment per row by default). */
-export function resolveBatch(batch: TokenBatch): { rows: number; length: number; segmentIds: ArrayLike<number> } {
+export function resolveBatch(batch: TokenBatch): {
+  rows: number;
+  length: number;
+  segmentIds: ArrayLike<number>;
+} {
   const rows = batch.rows ?? 1;
   const n = batch.inputIds.length;
   if (n === 0 || n % rows !== 0) {
-    throw new ModelsError('SHAPE_MISMATCH', `TokenBatch: ${n} input ids do not split into rows=${rows} equal rows`);
+    throw new ModelsError(
+      'SHAPE_MISMATCH',
+      `TokenBatch: ${n} input ids do not split into rows=${rows} equal rows`,
+    );
   }
   if (batch.positionIds.length !== n) {
-    throw new ModelsError('SHAPE_MISMATCH', `TokenBatch: positionIds has ${batch.positionIds.length} entries, inputIds ${n}`);
+    throw new ModelsError(
+      'SHAPE_MISMATCH',
+      `TokenBatch: positionIds has ${batch.positionIds.length} entries, inputIds ${n}`,
+    );
   }
   if (batch.segmentIds && batch.segmentIds.length !== n) {
-    throw new ModelsError('SHAPE_MISMATCH', `TokenBatch: segmentIds has ${batch.segmentIds.length} entries, inputIds ${n}`);
+    throw new ModelsError(
+      'SHAPE_MISMATCH',
+      `TokenBatch: segmentIds has ${batch.segmentIds.length} entries, inputIds ${n}`,
+    );
   }
   const length = n / rows;
-  const segmentIds = batch.segmentIds ?? Array.from({ length: n }, (_, i) => Math.floor(i / length));
+  const segmentIds =
+    batch.segmentIds ?? Array.from({ length: n }, (_, i) => Math.floor(i / length));
   return { rows, length, segmentIds };
 }

@@ -5,7 +5,10 @@
 import { CheckpointWriter } from '../../src/checkpoint/checkpoint-writer.js';
 
 const [dir, phase] = process.argv.slice(2) as [string, 'tensors' | 'commit'];
-const specs = Array.from({ length: 8 }, (_, i) => ({ name: `layer.${i}.weight`, shape: [256, 64] }));
+const specs = Array.from({ length: 8 }, (_, i) => ({
+  name: `layer.${i}.weight`,
+  shape: [256, 64],
+}));
 const writer = CheckpointWriter.open(dir, specs, { dtype: 'bfloat16', maxShardSize: '100KB' });
 writer.writeJson('config.json', { torch_dtype: 'bfloat16', note: 'new' });
 const upTo = phase === 'tensors' ? specs.length / 2 : specs.length;

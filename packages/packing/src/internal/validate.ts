@@ -3,7 +3,10 @@ import { PackingError } from '../errors.js';
 /** Throws INVALID_ARGUMENT unless `value` is an integer >= `min`; `name` is the option's name. */
 export function assertInteger(name: string, value: number, min: number): void {
   if (!Number.isInteger(value) || value < min) {
-    throw new PackingError('INVALID_ARGUMENT', `${name} must be an integer >= ${min}, got ${value}.`);
+    throw new PackingError(
+      'INVALID_ARGUMENT',
+      `${name} must be an integer >= ${min}, got ${value}.`,
+    );
   }
 }
 

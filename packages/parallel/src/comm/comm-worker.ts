@@ -10,16 +10,31 @@ import { createSocketWorld, type SocketWorldOptions } from './socket-world.js';
 /** One request from the compute thread. */
 export interface CommRequest {
   id: number;
-  op: 'allReduce' | 'allGather' | 'reduceScatter' | 'broadcast' | 'barrier' | 'send' | 'recv' | 'close';
+  op:
+    | 'allReduce'
+    | 'allGather'
+    | 'reduceScatter'
+    | 'broadcast'
+    | 'barrier'
+    | 'send'
+    | 'recv'
+    | 'close';
   group: GroupSpec;
   data: Float32Array;
   /** ReduceOp, or the root / peer group rank. */
   arg?: ReduceOp | number;
 }
 
-export type CommReply = { id: number; ok: true; data?: Float32Array } | { id: number; ok: false; code: string; message: string };
+export type CommReply =
+  | { id: number; ok: true; data?: Float32Array }
+  | { id: number; ok: false; code: string; message: string };
 
-const { env, options, port, ctrl } = workerData as { env: LaunchEnv; options: SocketWorldOptions; port: MessagePort; ctrl: Int32Array };
+const { env, options, port, ctrl } = workerData as {
+  env: LaunchEnv;
+  options: SocketWorldOptions;
+  port: MessagePort;
+  ctrl: Int32Array;
+};
 
 function reply(r: CommReply): void {
   port.postMessage(r, r.ok && r.data ? [r.data.buffer as ArrayBuffer] : []);
@@ -52,7 +67,12 @@ async function run(g: Collective, q: CommRequest): Promise<Float32Array | undefi
 
 // A bug here must not leave the compute thread asleep until its wait limit: report and wake it.
 process.on('uncaughtException', (e) => {
-  port.postMessage({ id: -1, ok: false, code: 'PEER_LOST', message: `the communication worker crashed: ${e.stack ?? e.message}` } satisfies CommReply);
+  port.postMessage({
+    id: -1,
+    ok: false,
+    code: 'PEER_LOST',
+    message: `the communication worker crashed: ${e.stack ?? e.message}`,
+  } satisfies CommReply);
   ctrl[0] = 3;
   Atomics.add(ctrl, 1, 1);
   Atomics.notify(ctrl, 1);
@@ -79,12 +99,18 @@ createSocketWorld(env, options).then(
       }
       run(g, q).then(
         (data) => reply({ id: q.id, ok: true, data }),
-        (e: ParallelError) => reply({ id: q.id, ok: false, code: e.code ?? 'PEER_LOST', message: e.message }),
+        (e: ParallelError) =>
+          reply({ id: q.id, ok: false, code: e.code ?? 'PEER_LOST', message: e.message }),
       );
     });
   },
   (e: ParallelError) => {
-    port.postMessage({ id: -1, ok: false, code: e.code ?? 'RENDEZVOUS', message: e.message } satisfies CommReply);
+    port.postMessage({
+      id: -1,
+      ok: false,
+      code: e.code ?? 'RENDEZVOUS',
+      message: e.message,
+    } satisfies CommReply);
     ctrl[0] = 2; // failed
     Atomics.add(ctrl, 1, 1);
     Atomics.notify(ctrl, 1);

@@ -54,7 +54,12 @@ export class FrameReader {
       const key = this.head.toString('utf8', HEADER_BYTES, HEADER_BYTES + keyBytes);
       buf = this.head.subarray(HEADER_BYTES + keyBytes);
       this.head = Buffer.alloc(0);
-      this.current = { type, key, payload: new Uint8Array(new ArrayBuffer(payloadBytes)), filled: 0 };
+      this.current = {
+        type,
+        key,
+        payload: new Uint8Array(new ArrayBuffer(payloadBytes)),
+        filled: 0,
+      };
       if (payloadBytes === 0) {
         this.current = undefined;
         onFrame({ type, key, payload: new Uint8Array(0) });

@@ -6,7 +6,16 @@ import { fileURLToPath } from 'node:url';
 export const GLOO_ABI = 1;
 
 /** Op codes and reduce codes of native/group.h. */
-export const GLOO_OP = { connect: -1, allReduce: 0, allGather: 1, reduceScatter: 2, broadcast: 3, barrier: 4, send: 5, recv: 6 } as const;
+export const GLOO_OP = {
+  connect: -1,
+  allReduce: 0,
+  allGather: 1,
+  reduceScatter: 2,
+  broadcast: 3,
+  barrier: 4,
+  send: 5,
+  recv: 6,
+} as const;
 export const GLOO_REDUCE = { sum: 0, max: 1, avg: 2 } as const;
 /** `failure` of a failed op (native/group.h Failure). */
 export const GLOO_FAILURE = { timeout: 1, peerLost: 2, rendezvous: 3, invalid: 4 } as const;
@@ -24,12 +33,25 @@ export interface GlooAddon {
   abi: number;
   glooVersion: string;
   host(port: number, worldSize: number): void;
-  connect(host: string, port: number, rank: number, timeoutMs: number, rendezvousTimeoutMs: number, localAddr: string): string;
+  connect(
+    host: string,
+    port: number,
+    rank: number,
+    timeoutMs: number,
+    rendezvousTimeoutMs: number,
+    localAddr: string,
+  ): string;
   storeSet(key: string, value: string): void;
   storeGet(key: string): string;
   storeMissing(keys: string[]): string[];
   group(key: string, groupRank: number, groupSize: number): number;
-  submit(group: number, op: number, input: Float32Array, output: Float32Array | null, arg: number): number;
+  submit(
+    group: number,
+    op: number,
+    input: Float32Array,
+    output: Float32Array | null,
+    arg: number,
+  ): number;
   wait(group: number, ticket: number): GlooFailure | null;
   query(groupKey: string): number[];
   close(): void;
@@ -46,20 +68,33 @@ let cached: GlooLoad | undefined;
 export function loadGlooAddon(env: NodeJS.ProcessEnv = process.env): GlooLoad {
   if (cached) return cached;
   // dist/index.js and src/comm/gloo-addon.ts sit at different depths below the package
-  const candidates = env.RL2_GLOO_ADDON ? [env.RL2_GLOO_ADDON] : ['../build/rl2_gloo.node', '../../build/rl2_gloo.node'].map((p) => fileURLToPath(new URL(p, import.meta.url)));
+  const candidates = env.RL2_GLOO_ADDON
+    ? [env.RL2_GLOO_ADDON]
+    : ['../build/rl2_gloo.node', '../../build/rl2_gloo.node'].map((p) =>
+        fileURLToPath(new URL(p, import.meta.url)),
+      );
   const path = candidates[0]!;
   const found = candidates.find((p) => existsSync(p));
   if (!found) {
-    return { ok: false, reason: `${path} not found (build it with \`pnpm --filter @rl2/parallel build\`; needs libgloo-dev and g++)` };
+    return {
+      ok: false,
+      reason: `${path} not found (build it with \`pnpm --filter @rl2/parallel build\`; needs libgloo-dev and g++)`,
+    };
   }
   try {
     const addon = createRequire(import.meta.url)(found) as GlooAddon;
     if (addon.abi !== GLOO_ABI) {
-      return { ok: false, reason: `${found} is a stale build (abi ${addon.abi}, expected ${GLOO_ABI}); rebuild with \`pnpm --filter @rl2/parallel build\`` };
+      return {
+        ok: false,
+        reason: `${found} is a stale build (abi ${addon.abi}, expected ${GLOO_ABI}); rebuild with \`pnpm --filter @rl2/parallel build\``,
+      };
     }
     cached = { ok: true, addon, path: found };
     return cached;
   } catch (err) {
-    return { ok: false, reason: `${found} failed to load: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]}` };
+    return {
+      ok: false,
+      reason: `${found} failed to load: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]}`,
+    };
   }
 }

@@ -3,15 +3,33 @@ import { ParallelError } from '../errors.js';
 import type { LaunchEnv } from '../launch/read-launch-env.js';
 import type { GroupSpec, PendingOp, ProcessGroup, ReduceOp } from './collective.js';
 import type { World } from './init-process-group.js';
-import { GLOO_FAILURE, GLOO_OP, GLOO_REDUCE, GLOO_STATUS, type GlooAddon, type GlooFailure } from './gloo-addon.js';
+import {
+  GLOO_FAILURE,
+  GLOO_OP,
+  GLOO_REDUCE,
+  GLOO_STATUS,
+  type GlooAddon,
+  type GlooFailure,
+} from './gloo-addon.js';
 
 const OP_NAMES = new Map<number, string>(Object.entries(GLOO_OP).map(([k, v]) => [v, k]));
 
 /** Names the ranks behind a failed op by asking every rank (through rank 0's store) how far it got. */
-function explain(addon: GlooAddon, me: number, spec: GroupSpec, key: string, op: number, f: GlooFailure, timeoutMs: number): ParallelError {
+function explain(
+  addon: GlooAddon,
+  me: number,
+  spec: GroupSpec,
+  key: string,
+  op: number,
+  f: GlooFailure,
+  timeoutMs: number,
+): ParallelError {
   const where = `${OP_NAMES.get(op)} #${f.seq} of group '${spec.name}' (ranks [${spec.ranks.join(', ')}])`;
   if (f.failure === GLOO_FAILURE.rendezvous) {
-    return new ParallelError('RENDEZVOUS', `rank ${me}: connecting group '${spec.name}' (ranks [${spec.ranks.join(', ')}]) failed: ${f.message}. Every listed rank must create the group (subgroup with the same ranks and name).`);
+    return new ParallelError(
+      'RENDEZVOUS',
+      `rank ${me}: connecting group '${spec.name}' (ranks [${spec.ranks.join(', ')}]) failed: ${f.message}. Every listed rank must create the group (subgroup with the same ranks and name).`,
+    );
   }
   let status: number[] | undefined;
   try {
@@ -21,21 +39,35 @@ function explain(addon: GlooAddon, me: number, spec: GroupSpec, key: string, op:
   }
   const others = spec.ranks.filter((r) => r !== me);
   if (!status) {
-    return new ParallelError('PEER_LOST', `rank ${me} lost rank 0 (its rendezvous store is gone) during ${where} (gloo: ${f.message}); rank 0 probably failed: see its error.`);
+    return new ParallelError(
+      'PEER_LOST',
+      `rank ${me} lost rank 0 (its rendezvous store is gone) during ${where} (gloo: ${f.message}); rank 0 probably failed: see its error.`,
+    );
   }
-  const gone = others.filter((r) => status[r] === GLOO_STATUS.gone || status[r] === GLOO_STATUS.neverJoined);
+  const gone = others.filter(
+    (r) => status[r] === GLOO_STATUS.gone || status[r] === GLOO_STATUS.neverJoined,
+  );
   if (gone.length) {
     const s = gone.length > 1 ? 's' : '';
-    return new ParallelError('PEER_LOST', `rank ${me} lost rank${s} [${gone.join(', ')}] (process ended) during ${where}; rank${s} [${gone.join(', ')}] probably failed: see ${gone.length > 1 ? 'their errors' : 'its error'}.`);
+    return new ParallelError(
+      'PEER_LOST',
+      `rank ${me} lost rank${s} [${gone.join(', ')}] (process ended) during ${where}; rank${s} [${gone.join(', ')}] probably failed: see ${gone.length > 1 ? 'their errors' : 'its error'}.`,
+    );
   }
   const missing = others.filter((r) => (status[r] ?? -1) <= f.seq);
   if (f.failure === GLOO_FAILURE.timeout) {
     const why = missing.length
       ? `rank${missing.length > 1 ? 's' : ''} [${missing.join(', ')}] never reached it`
       : `every rank reached it but the data did not arrive (gloo: ${f.message})`;
-    return new ParallelError('COLLECTIVE_TIMEOUT', `rank ${me}: ${where} timed out after ${timeoutMs} ms: ${why}. Check that rank's log; raise the limit with RL2_COLLECTIVE_TIMEOUT_MS if it is only slow.`);
+    return new ParallelError(
+      'COLLECTIVE_TIMEOUT',
+      `rank ${me}: ${where} timed out after ${timeoutMs} ms: ${why}. Check that rank's log; raise the limit with RL2_COLLECTIVE_TIMEOUT_MS if it is only slow.`,
+    );
   }
-  return new ParallelError('PEER_LOST', `rank ${me}: ${where} failed: ${f.message}${missing.length ? `; ranks [${missing.join(', ')}] had not reached it` : ''}. Check the other ranks' errors.`);
+  return new ParallelError(
+    'PEER_LOST',
+    `rank ${me}: ${where} failed: ${f.message}${missing.length ? `; ranks [${missing.join(', ')}] had not reached it` : ''}. Check the other ranks' errors.`,
+  );
 }
 
 /**
@@ -57,12 +89,21 @@ export class GlooProcessGroup implements ProcessGroup {
   ) {
     this.rank = spec.ranks.indexOf(globalRank);
     this.size = spec.ranks.length;
-    if (this.rank < 0) throw new ParallelError('INVALID_ARGUMENT', `rank ${globalRank} is not in group '${spec.name}' (ranks [${spec.ranks.join(', ')}]); only members create a group.`);
+    if (this.rank < 0)
+      throw new ParallelError(
+        'INVALID_ARGUMENT',
+        `rank ${globalRank} is not in group '${spec.name}' (ranks [${spec.ranks.join(', ')}]); only members create a group.`,
+      );
     this.key = `${spec.name}[${spec.ranks.join(',')}]`;
     this.handle = addon.group(this.key, this.rank, this.size);
   }
 
-  private start(op: number, input: Float32Array, output: Float32Array | null, arg: number): () => void {
+  private start(
+    op: number,
+    input: Float32Array,
+    output: Float32Array | null,
+    arg: number,
+  ): () => void {
     const ticket = this.addon.submit(this.handle, op, input, output, arg);
     return () => {
       const f = this.addon.wait(this.handle, ticket);
@@ -127,7 +168,10 @@ export class GlooProcessGroup implements ProcessGroup {
   }
   ireduceScatter(buf: Float32Array, op: ReduceOp = 'sum'): PendingOp<Float32Array> {
     if (buf.length % this.size !== 0) {
-      throw new ParallelError('INVALID_ARGUMENT', `reduceScatter on group '${this.spec.name}': buffer length ${buf.length} is not a multiple of the group size ${this.size}; pad it.`);
+      throw new ParallelError(
+        'INVALID_ARGUMENT',
+        `reduceScatter on group '${this.spec.name}': buffer length ${buf.length} is not a multiple of the group size ${this.size}; pad it.`,
+      );
     }
     if (this.size === 1 || buf.length === 0) {
       const copy = buf.slice();
@@ -145,15 +189,32 @@ export class GlooProcessGroup implements ProcessGroup {
   subgroup(ranks: readonly number[], name: string): ProcessGroup {
     for (const r of ranks) {
       if (!Number.isInteger(r) || r < 0 || r >= this.worldSize) {
-        throw new ParallelError('INVALID_ARGUMENT', `subgroup '${name}': rank ${r} is not a world rank (world size ${this.worldSize}).`);
+        throw new ParallelError(
+          'INVALID_ARGUMENT',
+          `subgroup '${name}': rank ${r} is not a world rank (world size ${this.worldSize}).`,
+        );
       }
     }
-    return new GlooProcessGroup(this.addon, { name, ranks: [...ranks] }, this.globalRank, this.worldSize, this.timeoutMs);
+    return new GlooProcessGroup(
+      this.addon,
+      { name, ranks: [...ranks] },
+      this.globalRank,
+      this.worldSize,
+      this.timeoutMs,
+    );
   }
 
   private checkPeer(peer: number, what: string, notSelf = false): void {
-    if (!Number.isInteger(peer) || peer < 0 || peer >= this.size || (notSelf && peer === this.rank)) {
-      throw new ParallelError('INVALID_ARGUMENT', `${what}=${peer} is not ${notSelf ? 'another' : 'a'} rank of group '${this.spec.name}' (size ${this.size}).`);
+    if (
+      !Number.isInteger(peer) ||
+      peer < 0 ||
+      peer >= this.size ||
+      (notSelf && peer === this.rank)
+    ) {
+      throw new ParallelError(
+        'INVALID_ARGUMENT',
+        `${what}=${peer} is not ${notSelf ? 'another' : 'a'} rank of group '${this.spec.name}' (size ${this.size}).`,
+      );
     }
   }
 }
@@ -166,7 +227,13 @@ class GlooWorld extends GlooProcessGroup implements World {
     readonly env: LaunchEnv,
     timeoutMs: number,
   ) {
-    super(addon, { name: 'world', ranks: Array.from({ length: env.worldSize }, (_, r) => r) }, env.rank, env.worldSize, timeoutMs);
+    super(
+      addon,
+      { name: 'world', ranks: Array.from({ length: env.worldSize }, (_, r) => r) },
+      env.rank,
+      env.worldSize,
+      timeoutMs,
+    );
   }
   async close(): Promise<void> {
     this.addon.close();
@@ -181,19 +248,37 @@ function sleep(ms: number): Promise<void> {
  * Join the world on Gloo: rank 0 serves the rendezvous store at MASTER_ADDR:MASTER_PORT, every
  * rank checks in (same WORLD_SIZE, one process per RANK), then the world group connects.
  */
-export async function joinGlooWorld(addon: GlooAddon, env: LaunchEnv, timeoutMs: number, rendezvousTimeoutMs: number): Promise<World> {
+export async function joinGlooWorld(
+  addon: GlooAddon,
+  env: LaunchEnv,
+  timeoutMs: number,
+  rendezvousTimeoutMs: number,
+): Promise<World> {
   const at = `MASTER_ADDR=${env.masterAddr} MASTER_PORT=${env.masterPort}`;
   if (env.rank === 0) {
     try {
       addon.host(env.masterPort, env.worldSize);
     } catch (e) {
-      throw new ParallelError('RENDEZVOUS', `rank 0 cannot listen on MASTER_PORT=${env.masterPort} (${(e as Error).message}); pick a free port with --master-port.`);
+      throw new ParallelError(
+        'RENDEZVOUS',
+        `rank 0 cannot listen on MASTER_PORT=${env.masterPort} (${(e as Error).message}); pick a free port with --master-port.`,
+      );
     }
   }
   try {
-    addon.connect(env.masterAddr, env.masterPort, env.rank, timeoutMs, rendezvousTimeoutMs, process.env.RL2_GLOO_HOST ?? '');
+    addon.connect(
+      env.masterAddr,
+      env.masterPort,
+      env.rank,
+      timeoutMs,
+      rendezvousTimeoutMs,
+      process.env.RL2_GLOO_HOST ?? '',
+    );
   } catch (e) {
-    throw new ParallelError('RENDEZVOUS', `rank ${env.rank}: cannot reach the rendezvous at ${at} (${(e as Error).message}); check that rank 0 started and the address is reachable.`);
+    throw new ParallelError(
+      'RENDEZVOUS',
+      `rank ${env.rank}: cannot reach the rendezvous at ${at} (${(e as Error).message}); check that rank 0 started and the address is reachable.`,
+    );
   }
   const me = JSON.stringify({ worldSize: env.worldSize, host: hostname(), pid: process.pid });
   addon.storeSet(`rl2/rank/${env.rank}`, me);
@@ -203,16 +288,25 @@ export async function joinGlooWorld(addon: GlooAddon, env: LaunchEnv, timeoutMs:
     const missing = addon.storeMissing(keys);
     if (!missing.length) break;
     if (Date.now() > deadline) {
-      throw new ParallelError('RENDEZVOUS', `rank ${env.rank}: ranks [${missing.map((k) => k.slice(8)).join(', ')}] never reached the rendezvous at ${at} within ${rendezvousTimeoutMs} ms; check that every node was started (RL2_RENDEZVOUS_TIMEOUT_MS sets the limit).`);
+      throw new ParallelError(
+        'RENDEZVOUS',
+        `rank ${env.rank}: ranks [${missing.map((k) => k.slice(8)).join(', ')}] never reached the rendezvous at ${at} within ${rendezvousTimeoutMs} ms; check that every node was started (RL2_RENDEZVOUS_TIMEOUT_MS sets the limit).`,
+      );
     }
     await sleep(pause);
   }
   const first = JSON.parse(addon.storeGet('rl2/rank/0')) as { worldSize: number };
   if (first.worldSize !== env.worldSize) {
-    throw new ParallelError('RENDEZVOUS', `rank ${env.rank} has WORLD_SIZE=${env.worldSize} but rank 0 has ${first.worldSize}; start every node with the same --nnodes and --nproc-per-node.`);
+    throw new ParallelError(
+      'RENDEZVOUS',
+      `rank ${env.rank} has WORLD_SIZE=${env.worldSize} but rank 0 has ${first.worldSize}; start every node with the same --nnodes and --nproc-per-node.`,
+    );
   }
   if (addon.storeGet(`rl2/rank/${env.rank}`) !== me) {
-    throw new ParallelError('RENDEZVOUS', `two processes claim RANK=${env.rank}; give every node a different --node-rank.`);
+    throw new ParallelError(
+      'RENDEZVOUS',
+      `two processes claim RANK=${env.rank}; give every node a different --node-rank.`,
+    );
   }
   const world = new GlooWorld(addon, env, timeoutMs);
   world.connect();

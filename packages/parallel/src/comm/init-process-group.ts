@@ -1,4 +1,9 @@
-import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from 'node:worker_threads';
+import {
+  MessageChannel,
+  type MessagePort,
+  Worker,
+  receiveMessageOnPort,
+} from 'node:worker_threads';
 import { ParallelError, type ParallelErrorCode } from '../errors.js';
 import { type LaunchEnv, readLaunchEnv } from '../launch/read-launch-env.js';
 import type { GroupSpec, PendingOp, ProcessGroup, ReduceOp } from './collective.js';
@@ -47,7 +52,12 @@ class CommChannel {
     readonly worldSize: number,
   ) {}
 
-  request(op: CommRequest['op'], group: GroupSpec, data: Float32Array, arg?: ReduceOp | number): number {
+  request(
+    op: CommRequest['op'],
+    group: GroupSpec,
+    data: Float32Array,
+    arg?: ReduceOp | number,
+  ): number {
     const id = this.nextId++;
     const copy = data.slice(); // the worker owns the copy; the caller keeps its buffer
     this.port.postMessage({ id, op, group, data: copy, arg } satisfies CommRequest, [copy.buffer]);
@@ -64,7 +74,8 @@ class CommChannel {
         this.stash.set(r.id, r);
       }
       const crash = this.stash.get(-1);
-      if (crash && !crash.ok) throw new ParallelError(crash.code as ParallelErrorCode, crash.message);
+      if (crash && !crash.ok)
+        throw new ParallelError(crash.code as ParallelErrorCode, crash.message);
       const r = this.stash.get(id);
       if (r) {
         this.stash.delete(id);
@@ -73,7 +84,10 @@ class CommChannel {
       }
       const left = deadline - Date.now();
       if (left <= 0) {
-        throw new ParallelError('COLLECTIVE_TIMEOUT', `the communication worker did not answer within ${this.waitLimitMs} ms; it may have crashed.`);
+        throw new ParallelError(
+          'COLLECTIVE_TIMEOUT',
+          `the communication worker did not answer within ${this.waitLimitMs} ms; it may have crashed.`,
+        );
       }
       Atomics.wait(this.ctrl, 1, seen, Math.min(left, 1000));
     }
@@ -92,13 +106,21 @@ class WorkerProcessGroup implements ProcessGroup {
   ) {
     this.rank = spec.ranks.indexOf(globalRank);
     this.size = spec.ranks.length;
-    if (this.rank < 0) throw new ParallelError('INVALID_ARGUMENT', `rank ${globalRank} is not in group '${spec.name}' (ranks [${spec.ranks.join(', ')}]); only members create a group.`);
+    if (this.rank < 0)
+      throw new ParallelError(
+        'INVALID_ARGUMENT',
+        `rank ${globalRank} is not in group '${spec.name}' (ranks [${spec.ranks.join(', ')}]); only members create a group.`,
+      );
   }
 
   private call(op: CommRequest['op'], buf: Float32Array, arg?: ReduceOp | number): Float32Array {
     return this.channel.wait(this.channel.request(op, this.spec, buf, arg)) ?? buf;
   }
-  private pending(op: CommRequest['op'], buf: Float32Array, arg?: ReduceOp | number): PendingOp<Float32Array> {
+  private pending(
+    op: CommRequest['op'],
+    buf: Float32Array,
+    arg?: ReduceOp | number,
+  ): PendingOp<Float32Array> {
     const id = this.channel.request(op, this.spec, buf, arg);
     return { wait: () => this.channel.wait(id)! };
   }
@@ -141,10 +163,17 @@ class WorkerProcessGroup implements ProcessGroup {
   subgroup(ranks: readonly number[], name: string): ProcessGroup {
     for (const r of ranks) {
       if (!Number.isInteger(r) || r < 0 || r >= this.channel.worldSize) {
-        throw new ParallelError('INVALID_ARGUMENT', `subgroup '${name}': rank ${r} is not a world rank (world size ${this.channel.worldSize}).`);
+        throw new ParallelError(
+          'INVALID_ARGUMENT',
+          `subgroup '${name}': rank ${r} is not a world rank (world size ${this.channel.worldSize}).`,
+        );
       }
     }
-    return new WorkerProcessGroup(this.channel, { name, ranks: [...ranks] }, this.spec.ranks[this.rank]!);
+    return new WorkerProcessGroup(
+      this.channel,
+      { name, ranks: [...ranks] },
+      this.spec.ranks[this.rank]!,
+    );
   }
 }
 
@@ -154,7 +183,11 @@ class WorkerWorld extends WorkerProcessGroup implements World {
     channel: CommChannel,
     readonly env: LaunchEnv,
   ) {
-    super(channel, { name: 'world', ranks: Array.from({ length: env.worldSize }, (_, i) => i) }, env.rank);
+    super(
+      channel,
+      { name: 'world', ranks: Array.from({ length: env.worldSize }, (_, i) => i) },
+      env.rank,
+    );
   }
   async close(): Promise<void> {
     this.channel.wait(this.channel.request('close', this.spec, new Float32Array(0)));
@@ -168,7 +201,8 @@ class WorkerWorld extends WorkerProcessGroup implements World {
  * loader, so a two-line bootstrap registers it first.
  */
 function startWorker(options: ConstructorParameters<typeof Worker>[1]): Worker {
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./comm-worker.js', import.meta.url), options);
+  if (!import.meta.url.endsWith('.ts'))
+    return new Worker(new URL('./comm-worker.js', import.meta.url), options);
   const tsx = import.meta.resolve('tsx/esm/api');
   const script = new URL('./comm-worker.ts', import.meta.url).href;
   const boot = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(script)}); });`;
@@ -191,24 +225,39 @@ export async function initProcessGroup(options: InitProcessGroupOptions = {}): P
     return Object.assign(g, { env, collectives: 'single' as const, close: async () => {} });
   }
   const { timeoutMs, rendezvousTimeoutMs } = resolveTimeouts(options);
-  const choice = options.collectives ?? parseCollectives(process.env.RL2_COLLECTIVES, 'RL2_COLLECTIVES');
-  const log = env.localRank === 0 ? (options.logger ?? ((line: string) => console.info(line))) : () => {};
+  const choice =
+    options.collectives ?? parseCollectives(process.env.RL2_COLLECTIVES, 'RL2_COLLECTIVES');
+  const log =
+    env.localRank === 0 ? (options.logger ?? ((line: string) => console.info(line))) : () => {};
   let fallback = '';
   if (choice !== 'sockets') {
     const load = loadGlooAddon();
     if (load.ok) {
       const world = await joinGlooWorld(load.addon, env, timeoutMs, rendezvousTimeoutMs);
-      log(`rl2 parallel: collectives on gloo ${load.addon.glooVersion} (tcp), ${env.worldSize} ranks`);
+      log(
+        `rl2 parallel: collectives on gloo ${load.addon.glooVersion} (tcp), ${env.worldSize} ranks`,
+      );
       return world;
     }
-    if (choice === 'gloo') throw new ParallelError('INVALID_ARGUMENT', `RL2_COLLECTIVES=gloo but the gloo addon is unavailable: ${load.reason}.`);
+    if (choice === 'gloo')
+      throw new ParallelError(
+        'INVALID_ARGUMENT',
+        `RL2_COLLECTIVES=gloo but the gloo addon is unavailable: ${load.reason}.`,
+      );
     fallback = `; gloo unavailable: ${load.reason}`;
   }
-  log(`rl2 parallel: collectives on sockets (${options.transport === 'tcp' ? 'tcp' : 'unix sockets within a node, tcp across'}), ${env.worldSize} ranks${fallback}`);
+  log(
+    `rl2 parallel: collectives on sockets (${options.transport === 'tcp' ? 'tcp' : 'unix sockets within a node, tcp across'}), ${env.worldSize} ranks${fallback}`,
+  );
   const { port1, port2 } = new MessageChannel();
   const ctrl = new Int32Array(new SharedArrayBuffer(8));
   const worker = startWorker({
-    workerData: { env, options: { transport: options.transport, timeoutMs, rendezvousTimeoutMs }, port: port2, ctrl },
+    workerData: {
+      env,
+      options: { transport: options.transport, timeoutMs, rendezvousTimeoutMs },
+      port: port2,
+      ctrl,
+    },
     transferList: [port2],
   });
   worker.unref(); // a finished program exits even if it forgot close()
@@ -218,7 +267,11 @@ export async function initProcessGroup(options: InitProcessGroupOptions = {}): P
       clearInterval(poll);
       if (ctrl[0] === 1) return resolve();
       const m = receiveMessageOnPort(port1)?.message as CommReply | undefined;
-      reject(m && !m.ok ? new ParallelError(m.code as ParallelErrorCode, m.message) : new ParallelError('RENDEZVOUS', 'rendezvous failed'));
+      reject(
+        m && !m.ok
+          ? new ParallelError(m.code as ParallelErrorCode, m.message)
+          : new ParallelError('RENDEZVOUS', 'rendezvous failed'),
+      );
     }, 5);
     worker.once('error', (e) => {
       clearInterval(poll);

@@ -22,10 +22,16 @@ export class LocalProcessGroup implements ProcessGroup {
   }
   barrier(): void {}
   send(_buf: Float32Array, peer: number): void {
-    throw new ParallelError('INVALID_ARGUMENT', `send to group rank ${peer}: group '${this.spec.name}' has one rank.`);
+    throw new ParallelError(
+      'INVALID_ARGUMENT',
+      `send to group rank ${peer}: group '${this.spec.name}' has one rank.`,
+    );
   }
   recv(_buf: Float32Array, peer: number): Float32Array {
-    throw new ParallelError('INVALID_ARGUMENT', `recv from group rank ${peer}: group '${this.spec.name}' has one rank.`);
+    throw new ParallelError(
+      'INVALID_ARGUMENT',
+      `recv from group rank ${peer}: group '${this.spec.name}' has one rank.`,
+    );
   }
   iallGather(buf: Float32Array): PendingOp<Float32Array> {
     return done(buf.slice());
@@ -38,7 +44,10 @@ export class LocalProcessGroup implements ProcessGroup {
   }
   subgroup(ranks: readonly number[], name: string): ProcessGroup {
     if (ranks.length !== 1 || ranks[0] !== this.spec.ranks[0]) {
-      throw new ParallelError('INVALID_ARGUMENT', `subgroup '${name}' [${ranks.join(', ')}] of a one-rank world must be [${this.spec.ranks[0]}].`);
+      throw new ParallelError(
+        'INVALID_ARGUMENT',
+        `subgroup '${name}' [${ranks.join(', ')}] of a one-rank world must be [${this.spec.ranks[0]}].`,
+      );
     }
     return new LocalProcessGroup({ name, ranks: [...ranks] });
   }

@@ -79,7 +79,10 @@ export class PeerMesh {
 
   static async connect(o: PeerMeshOptions): Promise<PeerMesh> {
     const deadline = Date.now() + (o.rendezvousTimeoutMs ?? 300_000);
-    const unixPath = o.transport === 'tcp' ? undefined : join(tmpdir(), `rl2-${process.pid}-${randomBytes(4).toString('hex')}.sock`);
+    const unixPath =
+      o.transport === 'tcp'
+        ? undefined
+        : join(tmpdir(), `rl2-${process.pid}-${randomBytes(4).toString('hex')}.sock`);
     const accepted = new Map<number, Link>();
     const pendingAccepts: (() => void)[] = [];
     const onConn = (sock: Socket) => {
@@ -104,13 +107,21 @@ export class PeerMesh {
     const tcpPort = (servers[0]!.address() as { port: number }).port;
     const store = o.rank === 0 ? await startStore(o, deadline) : undefined;
     try {
-      const table = await register(o, { rank: o.rank, worldSize: o.worldSize, host: '', tcpPort, unixPath, nodeId: o.nodeId }, deadline);
+      const table = await register(
+        o,
+        { rank: o.rank, worldSize: o.worldSize, host: '', tcpPort, unixPath, nodeId: o.nodeId },
+        deadline,
+      );
       const sockets = new Map<number, Link>();
       const dials = table
         .filter((c) => c.rank < o.rank)
         .map(async (c) => {
           const local = o.transport !== 'tcp' && c.unixPath && c.nodeId === o.nodeId;
-          const sock = await dial(local ? { path: c.unixPath! } : { host: c.host, port: c.tcpPort }, deadline, `rank ${c.rank} at ${local ? c.unixPath : `${c.host}:${c.tcpPort}`}`);
+          const sock = await dial(
+            local ? { path: c.unixPath! } : { host: c.host, port: c.tcpPort },
+            deadline,
+            `rank ${c.rank} at ${local ? c.unixPath : `${c.host}:${c.tcpPort}`}`,
+          );
           sock.write(frameHeader(FRAME_HELLO, String(o.rank), 0));
           sockets.set(c.rank, { sock });
         });
@@ -122,10 +133,20 @@ export class PeerMesh {
           clearTimeout(t);
           resolve();
         };
-        const t = setTimeout(() => {
-          const missing = table.filter((c) => c.rank > o.rank && !accepted.has(c.rank)).map((c) => c.rank);
-          reject(new ParallelError('RENDEZVOUS', `rank ${o.rank}: ranks [${missing.join(', ')}] never connected to it; check firewalls between nodes.`));
-        }, Math.max(0, deadline - Date.now()));
+        const t = setTimeout(
+          () => {
+            const missing = table
+              .filter((c) => c.rank > o.rank && !accepted.has(c.rank))
+              .map((c) => c.rank);
+            reject(
+              new ParallelError(
+                'RENDEZVOUS',
+                `rank ${o.rank}: ranks [${missing.join(', ')}] never connected to it; check firewalls between nodes.`,
+              ),
+            );
+          },
+          Math.max(0, deadline - Date.now()),
+        );
         pendingAccepts.push(check);
         check();
       });
@@ -162,7 +183,10 @@ export class PeerMesh {
   }
 
   private lostError(peer: number, key: string): ParallelError {
-    return new ParallelError('PEER_LOST', `rank ${this.rank} lost rank ${peer} (${this.lost.get(peer)}) while waiting for ${key}; rank ${peer} probably failed: see its error.`);
+    return new ParallelError(
+      'PEER_LOST',
+      `rank ${this.rank} lost rank ${peer} (${this.lost.get(peer)}) while waiting for ${key}; rank ${peer} probably failed: see its error.`,
+    );
   }
 
   private deliver(peer: number, f: Frame): void {
@@ -187,7 +211,11 @@ export class PeerMesh {
   /** Send bytes on channel `key`; resolves when the socket has taken them (safe to reuse). */
   send(peer: number, key: string, payload: Uint8Array, type = FRAME_DATA): Promise<void> {
     const sock = this.sockets.get(peer);
-    if (!sock) throw new ParallelError('INVALID_ARGUMENT', `rank ${this.rank} has no connection to rank ${peer} (world size ${this.worldSize}).`);
+    if (!sock)
+      throw new ParallelError(
+        'INVALID_ARGUMENT',
+        `rank ${this.rank} has no connection to rank ${peer} (world size ${this.worldSize}).`,
+      );
     if (this.lost.has(peer)) return Promise.reject(this.lostError(peer, key));
     sock.write(frameHeader(type, key, payload.byteLength));
     return new Promise((resolve) => {
@@ -204,10 +232,15 @@ export class PeerMesh {
       if (!q.length) this.inbox.get(peer)!.delete(key);
       return { promise: Promise.resolve(p), cancel: () => {} };
     }
-    if (this.lost.has(peer)) return { promise: Promise.reject(this.lostError(peer, key)), cancel: () => {} };
+    if (this.lost.has(peer))
+      return { promise: Promise.reject(this.lostError(peer, key)), cancel: () => {} };
     const ws = this.waiters.get(peer) ?? new Map<string, Waiter>();
     this.waiters.set(peer, ws);
-    if (ws.has(key)) throw new ParallelError('INVALID_ARGUMENT', `two receives from rank ${peer} on ${key} at once.`);
+    if (ws.has(key))
+      throw new ParallelError(
+        'INVALID_ARGUMENT',
+        `two receives from rank ${peer} on ${key} at once.`,
+      );
     const map = ws;
     const promise = new Promise<Uint8Array>((resolve, reject) => map.set(key, { resolve, reject }));
     return { promise, cancel: () => map.delete(key) };
@@ -224,7 +257,10 @@ export class PeerMesh {
   }
 }
 
-function listen(server: Server, at: { port: number; host: string } | { path: string }): Promise<Server> {
+function listen(
+  server: Server,
+  at: { port: number; host: string } | { path: string },
+): Promise<Server> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(at, () => {
@@ -238,7 +274,11 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-async function dial(at: { host: string; port: number } | { path: string }, deadline: number, what: string): Promise<Socket> {
+async function dial(
+  at: { host: string; port: number } | { path: string },
+  deadline: number,
+  what: string,
+): Promise<Socket> {
   let last = '';
   while (Date.now() < deadline) {
     try {
@@ -256,7 +296,10 @@ async function dial(at: { host: string; port: number } | { path: string }, deadl
       await sleep(100);
     }
   }
-  throw new ParallelError('RENDEZVOUS', `cannot reach ${what} before the rendezvous timeout (${last || 'timed out'}).`);
+  throw new ParallelError(
+    'RENDEZVOUS',
+    `cannot reach ${what} before the rendezvous timeout (${last || 'timed out'}).`,
+  );
 }
 
 /** Rank 0's rendezvous store: collect one card per rank, then send everyone the table. */
@@ -272,9 +315,12 @@ async function startStore(o: PeerMeshOptions, deadline: number): Promise<Server>
       text += d.toString('utf8');
       if (!text.includes('\n')) return;
       const card = JSON.parse(text.slice(0, text.indexOf('\n'))) as Card;
-      card.host = card.rank === 0 ? o.masterAddr : (sock.remoteAddress ?? '').replace(/^::ffff:/, '');
+      card.host =
+        card.rank === 0 ? o.masterAddr : (sock.remoteAddress ?? '').replace(/^::ffff:/, '');
       if (card.worldSize !== o.worldSize) {
-        sock.end(`${JSON.stringify({ error: `rank ${card.rank} has WORLD_SIZE=${card.worldSize} but rank 0 has ${o.worldSize}; start every node with the same --nnodes and --nproc-per-node.` })}\n`);
+        sock.end(
+          `${JSON.stringify({ error: `rank ${card.rank} has WORLD_SIZE=${card.worldSize} but rank 0 has ${o.worldSize}; start every node with the same --nnodes and --nproc-per-node.` })}\n`,
+        );
         return;
       }
       if (cards.has(card.rank)) {
@@ -283,7 +329,9 @@ async function startStore(o: PeerMeshOptions, deadline: number): Promise<Server>
       }
       cards.set(card.rank, { card, sock });
       if (cards.size === o.worldSize) {
-        const table = JSON.stringify({ table: [...cards.values()].map((c) => c.card).sort((a, b) => a.rank - b.rank) });
+        const table = JSON.stringify({
+          table: [...cards.values()].map((c) => c.card).sort((a, b) => a.rank - b.rank),
+        });
         for (const { sock: s } of cards.values()) s.end(`${table}\n`);
       }
     });
@@ -291,7 +339,10 @@ async function startStore(o: PeerMeshOptions, deadline: number): Promise<Server>
   try {
     await listen(server, { port: o.masterPort, host: '0.0.0.0' });
   } catch (e) {
-    throw new ParallelError('RENDEZVOUS', `rank 0 cannot listen on MASTER_PORT=${o.masterPort} (${(e as Error).message}); pick a free port with --master-port.`);
+    throw new ParallelError(
+      'RENDEZVOUS',
+      `rank 0 cannot listen on MASTER_PORT=${o.masterPort} (${(e as Error).message}); pick a free port with --master-port.`,
+    );
   }
   const t = setTimeout(() => server.close(), Math.max(0, deadline - Date.now()));
   t.unref();
@@ -299,14 +350,26 @@ async function startStore(o: PeerMeshOptions, deadline: number): Promise<Server>
 }
 
 async function register(o: PeerMeshOptions, card: Card, deadline: number): Promise<Card[]> {
-  const sock = await dial({ host: o.masterAddr, port: o.masterPort }, deadline, `the rendezvous at MASTER_ADDR=${o.masterAddr} MASTER_PORT=${o.masterPort}`);
+  const sock = await dial(
+    { host: o.masterAddr, port: o.masterPort },
+    deadline,
+    `the rendezvous at MASTER_ADDR=${o.masterAddr} MASTER_PORT=${o.masterPort}`,
+  );
   sock.write(`${JSON.stringify(card)}\n`);
   return new Promise((resolve, reject) => {
     let text = '';
-    const t = setTimeout(() => {
-      sock.destroy();
-      reject(new ParallelError('RENDEZVOUS', `rank ${o.rank}: not every one of the ${o.worldSize} ranks reached MASTER_ADDR=${o.masterAddr}:${o.masterPort} before the rendezvous timeout; check that every node was started.`));
-    }, Math.max(0, deadline - Date.now()));
+    const t = setTimeout(
+      () => {
+        sock.destroy();
+        reject(
+          new ParallelError(
+            'RENDEZVOUS',
+            `rank ${o.rank}: not every one of the ${o.worldSize} ranks reached MASTER_ADDR=${o.masterAddr}:${o.masterPort} before the rendezvous timeout; check that every node was started.`,
+          ),
+        );
+      },
+      Math.max(0, deadline - Date.now()),
+    );
     t.unref();
     sock.on('data', (d) => {
       text += d.toString('utf8');
@@ -315,7 +378,13 @@ async function register(o: PeerMeshOptions, card: Card, deadline: number): Promi
     sock.on('close', () => {
       clearTimeout(t);
       const line = text.split('\n')[0] ?? '';
-      if (!line) return reject(new ParallelError('RENDEZVOUS', `rank ${o.rank}: the rendezvous at ${o.masterAddr}:${o.masterPort} closed before every rank joined (rank 0 gone?).`));
+      if (!line)
+        return reject(
+          new ParallelError(
+            'RENDEZVOUS',
+            `rank ${o.rank}: the rendezvous at ${o.masterAddr}:${o.masterPort} closed before every rank joined (rank 0 gone?).`,
+          ),
+        );
       const msg = JSON.parse(line) as { table?: Card[]; error?: string };
       if (msg.error) reject(new ParallelError('RENDEZVOUS', msg.error));
       else resolve(msg.table!);

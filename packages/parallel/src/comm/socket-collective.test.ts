@@ -7,7 +7,16 @@ import { type ArrivalBook, SocketCollective } from './socket-collective.js';
 async function meshes(n: number): Promise<PeerMesh[]> {
   const masterPort = await freePort();
   return Promise.all(
-    Array.from({ length: n }, (_, rank) => PeerMesh.connect({ rank, worldSize: n, masterAddr: '127.0.0.1', masterPort, nodeId: 'test', rendezvousTimeoutMs: 10_000 })),
+    Array.from({ length: n }, (_, rank) =>
+      PeerMesh.connect({
+        rank,
+        worldSize: n,
+        masterAddr: '127.0.0.1',
+        masterPort,
+        nodeId: 'test',
+        rendezvousTimeoutMs: 10_000,
+      }),
+    ),
   );
 }
 
@@ -24,7 +33,9 @@ describe('SocketCollective in one process', () => {
   it('all-reduces over a ring of 3', async () => {
     const ms = await meshes(3);
     const cs = collectives(ms, 10_000);
-    const out = await Promise.all(cs.map((c, r) => c.allReduce(Float32Array.of(r, 1, 2 * r, 5), 'sum')));
+    const out = await Promise.all(
+      cs.map((c, r) => c.allReduce(Float32Array.of(r, 1, 2 * r, 5), 'sum')),
+    );
     for (const o of out) expect([...o]).toEqual([3, 3, 6, 15]);
     for (const m of ms) m.close();
   });
@@ -43,10 +54,15 @@ describe('SocketCollective in one process', () => {
   it('a timeout names the rank that never reached the op', async () => {
     const ms = await meshes(3);
     const [c0, , c2] = collectives(ms, 300);
-    const results = await Promise.allSettled([c0!.allReduce(new Float32Array(4)), c2!.allReduce(new Float32Array(4))]);
+    const results = await Promise.allSettled([
+      c0!.allReduce(new Float32Array(4)),
+      c2!.allReduce(new Float32Array(4)),
+    ]);
     for (const r of results) {
       expect(r.status).toBe('rejected');
-      expect((r as PromiseRejectedResult).reason.message).toMatch(/allReduce #0 of group 'world' .* timed out after 300 ms: rank \[1\] never reached it/);
+      expect((r as PromiseRejectedResult).reason.message).toMatch(
+        /allReduce #0 of group 'world' .* timed out after 300 ms: rank \[1\] never reached it/,
+      );
     }
     for (const m of ms) m.close();
   });

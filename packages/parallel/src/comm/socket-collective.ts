@@ -43,7 +43,11 @@ export class SocketCollective implements Collective {
   ) {
     this.rank = spec.ranks.indexOf(mesh.rank);
     this.size = spec.ranks.length;
-    if (this.rank < 0) throw new ParallelError('INVALID_ARGUMENT', `rank ${mesh.rank} is not a member of group '${spec.name}' (ranks [${spec.ranks.join(', ')}]).`);
+    if (this.rank < 0)
+      throw new ParallelError(
+        'INVALID_ARGUMENT',
+        `rank ${mesh.rank} is not a member of group '${spec.name}' (ranks [${spec.ranks.join(', ')}]).`,
+      );
     if (!arrivals.has(spec.name)) arrivals.set(spec.name, new Map());
   }
 
@@ -63,7 +67,11 @@ export class SocketCollective implements Collective {
     return this.spec.ranks[groupRank]!;
   }
 
-  private async run<T>(opName: string, body: (ctx: OpContext) => Promise<T>, waitFor?: number[]): Promise<T> {
+  private async run<T>(
+    opName: string,
+    body: (ctx: OpContext) => Promise<T>,
+    waitFor?: number[],
+  ): Promise<T> {
     const seq = this.seq++;
     const key = `${this.spec.name}#${seq}`;
     const peers = this.spec.ranks.filter((r) => r !== this.mesh.rank);
@@ -95,12 +103,17 @@ export class SocketCollective implements Collective {
 
   private timeoutError(opName: string, seq: number, waitFor?: number[]): ParallelError {
     const seen = this.arrivals.get(this.spec.name)!;
-    const missing = this.spec.ranks.filter((r) => r !== this.mesh.rank && (seen.get(r) ?? -1) < seq);
+    const missing = this.spec.ranks.filter(
+      (r) => r !== this.mesh.rank && (seen.get(r) ?? -1) < seq,
+    );
     const where = `${opName} #${seq} of group '${this.spec.name}' (ranks [${this.spec.ranks.join(', ')}])`;
     const why = missing.length
       ? `rank${missing.length > 1 ? 's' : ''} [${missing.join(', ')}] never reached it`
       : `every rank reached it but rank${(waitFor ?? []).length > 1 ? 's' : ''} [${(waitFor ?? []).map((g) => this.global(g)).join(', ')}] did not deliver its data`;
-    return new ParallelError('COLLECTIVE_TIMEOUT', `rank ${this.mesh.rank}: ${where} timed out after ${this.timeoutMs} ms: ${why}. Check that rank's log; raise the limit with RL2_COLLECTIVE_TIMEOUT_MS if it is only slow.`);
+    return new ParallelError(
+      'COLLECTIVE_TIMEOUT',
+      `rank ${this.mesh.rank}: ${where} timed out after ${this.timeoutMs} ms: ${why}. Check that rank's log; raise the limit with RL2_COLLECTIVE_TIMEOUT_MS if it is only slow.`,
+    );
   }
 
   /** Chunk k of a buffer split into `n` near-equal contiguous pieces. */
@@ -112,7 +125,12 @@ export class SocketCollective implements Collective {
    * Ring reduce-scatter over chunks; afterwards rank r holds the reduced chunk (r + shift) mod n.
    * Step s: send chunk (r+shift-s-1), receive chunk (r+shift-s-2) from the left and reduce into it.
    */
-  private async ringReduce(ctx: OpContext, buf: Float32Array, op: ReduceOp, shift: number): Promise<void> {
+  private async ringReduce(
+    ctx: OpContext,
+    buf: Float32Array,
+    op: ReduceOp,
+    shift: number,
+  ): Promise<void> {
     const n = this.size;
     const r = this.rank;
     const right = (r + 1) % n;
@@ -121,7 +139,10 @@ export class SocketCollective implements Collective {
     for (let s = 0; s < n - 1; s++) {
       const [a, b] = SocketCollective.bounds(buf.length, n, mod(r + shift - s - 1));
       const [c, d] = SocketCollective.bounds(buf.length, n, mod(r + shift - s - 2));
-      const [, got] = await Promise.all([ctx.send(right, `rs${s}`, buf.subarray(a, b)), ctx.recv(left, `rs${s}`)]);
+      const [, got] = await Promise.all([
+        ctx.send(right, `rs${s}`, buf.subarray(a, b)),
+        ctx.recv(left, `rs${s}`),
+      ]);
       combine(buf.subarray(c, d), got, op);
     }
   }
@@ -134,17 +155,24 @@ export class SocketCollective implements Collective {
     for (let s = 0; s < n - 1; s++) {
       const [a, b] = SocketCollective.bounds(buf.length, n, mod(r + shift - s));
       const [c] = SocketCollective.bounds(buf.length, n, mod(r + shift - s - 1));
-      const [, got] = await Promise.all([ctx.send((r + 1) % n, `ag${s}`, buf.subarray(a, b)), ctx.recv((r - 1 + n) % n, `ag${s}`)]);
+      const [, got] = await Promise.all([
+        ctx.send((r + 1) % n, `ag${s}`, buf.subarray(a, b)),
+        ctx.recv((r - 1 + n) % n, `ag${s}`),
+      ]);
       buf.set(got, c);
     }
   }
 
   async allReduce(buf: Float32Array, op: ReduceOp = 'sum'): Promise<Float32Array> {
     if (this.size > 1) {
-      await this.run('allReduce', async (ctx) => {
-        await this.ringReduce(ctx, buf, op, 1);
-        await this.ringGather(ctx, buf, 1);
-      }, [(this.rank - 1 + this.size) % this.size]);
+      await this.run(
+        'allReduce',
+        async (ctx) => {
+          await this.ringReduce(ctx, buf, op, 1);
+          await this.ringGather(ctx, buf, 1);
+        },
+        [(this.rank - 1 + this.size) % this.size],
+      );
     }
     if (op === 'avg') for (let i = 0; i < buf.length; i++) buf[i]! /= this.size;
     return buf;
@@ -153,16 +181,25 @@ export class SocketCollective implements Collective {
   async allGather(buf: Float32Array): Promise<Float32Array> {
     const out = new Float32Array(buf.length * this.size);
     out.set(buf, this.rank * buf.length);
-    if (this.size > 1) await this.run('allGather', (ctx) => this.ringGather(ctx, out, 0), [(this.rank - 1 + this.size) % this.size]);
+    if (this.size > 1)
+      await this.run('allGather', (ctx) => this.ringGather(ctx, out, 0), [
+        (this.rank - 1 + this.size) % this.size,
+      ]);
     return out;
   }
 
   async reduceScatter(buf: Float32Array, op: ReduceOp = 'sum'): Promise<Float32Array> {
     if (buf.length % this.size !== 0) {
-      throw new ParallelError('INVALID_ARGUMENT', `reduceScatter on group '${this.spec.name}': buffer length ${buf.length} is not a multiple of the group size ${this.size}; pad it.`);
+      throw new ParallelError(
+        'INVALID_ARGUMENT',
+        `reduceScatter on group '${this.spec.name}': buffer length ${buf.length} is not a multiple of the group size ${this.size}; pad it.`,
+      );
     }
     const work = Float32Array.from(buf);
-    if (this.size > 1) await this.run('reduceScatter', (ctx) => this.ringReduce(ctx, work, op, 0), [(this.rank - 1 + this.size) % this.size]);
+    if (this.size > 1)
+      await this.run('reduceScatter', (ctx) => this.ringReduce(ctx, work, op, 0), [
+        (this.rank - 1 + this.size) % this.size,
+      ]);
     const c = buf.length / this.size;
     const out = work.slice(this.rank * c, (this.rank + 1) * c);
     if (op === 'avg') for (let i = 0; i < out.length; i++) out[i]! /= this.size;
@@ -172,13 +209,19 @@ export class SocketCollective implements Collective {
   async broadcast(buf: Float32Array, root: number): Promise<Float32Array> {
     this.checkPeer(root, 'broadcast root');
     if (this.size === 1) return buf;
-    await this.run('broadcast', async (ctx) => {
-      if (this.rank === root) {
-        await Promise.all(this.spec.ranks.map((_, g) => (g === root ? undefined : ctx.send(g, 'b', buf))));
-      } else {
-        buf.set(await ctx.recv(root, 'b'));
-      }
-    }, [root]);
+    await this.run(
+      'broadcast',
+      async (ctx) => {
+        if (this.rank === root) {
+          await Promise.all(
+            this.spec.ranks.map((_, g) => (g === root ? undefined : ctx.send(g, 'b', buf))),
+          );
+        } else {
+          buf.set(await ctx.recv(root, 'b'));
+        }
+      },
+      [root],
+    );
     return buf;
   }
 
@@ -190,7 +233,11 @@ export class SocketCollective implements Collective {
     this.checkPeer(peer, 'send peer');
     const n = this.p2pSent.get(peer) ?? 0;
     this.p2pSent.set(peer, n + 1);
-    await this.mesh.send(this.global(peer), `${this.spec.name}:p2p:${this.rank}>${peer}#${n}`, bytes(buf));
+    await this.mesh.send(
+      this.global(peer),
+      `${this.spec.name}:p2p:${this.rank}>${peer}#${n}`,
+      bytes(buf),
+    );
   }
 
   async recv(buf: Float32Array, peer: number): Promise<Float32Array> {
@@ -202,13 +249,21 @@ export class SocketCollective implements Collective {
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         r.cancel();
-        reject(new ParallelError('COLLECTIVE_TIMEOUT', `rank ${this.mesh.rank}: recv #${n} from rank ${this.global(peer)} on group '${this.spec.name}' timed out after ${this.timeoutMs} ms: rank ${this.global(peer)} never sent it.`));
+        reject(
+          new ParallelError(
+            'COLLECTIVE_TIMEOUT',
+            `rank ${this.mesh.rank}: recv #${n} from rank ${this.global(peer)} on group '${this.spec.name}' timed out after ${this.timeoutMs} ms: rank ${this.global(peer)} never sent it.`,
+          ),
+        );
       }, this.timeoutMs);
     });
     try {
       const p = await Promise.race([r.promise, timeout]);
       if (p.byteLength !== buf.byteLength) {
-        throw new ParallelError('INVALID_ARGUMENT', `recv from rank ${this.global(peer)}: got ${p.byteLength / 4} values but the buffer holds ${buf.length}; match the send and recv sizes.`);
+        throw new ParallelError(
+          'INVALID_ARGUMENT',
+          `recv from rank ${this.global(peer)}: got ${p.byteLength / 4} values but the buffer holds ${buf.length}; match the send and recv sizes.`,
+        );
       }
       buf.set(new Float32Array(p.buffer, p.byteOffset, p.byteLength / 4));
       return buf;
@@ -219,7 +274,10 @@ export class SocketCollective implements Collective {
 
   private checkPeer(peer: number, what: string): void {
     if (!Number.isInteger(peer) || peer < 0 || peer >= this.size) {
-      throw new ParallelError('INVALID_ARGUMENT', `${what}=${peer} is not a rank of group '${this.spec.name}' (size ${this.size}).`);
+      throw new ParallelError(
+        'INVALID_ARGUMENT',
+        `${what}=${peer} is not a rank of group '${this.spec.name}' (size ${this.size}).`,
+      );
     }
   }
 }

@@ -2,7 +2,11 @@ import { hostname } from 'node:os';
 import type { LaunchEnv } from '../launch/read-launch-env.js';
 import type { Collective, GroupSpec } from './collective.js';
 import { PeerMesh, type Transport } from './peer-mesh.js';
-import { type ArrivalBook, DEFAULT_COLLECTIVE_TIMEOUT_MS, SocketCollective } from './socket-collective.js';
+import {
+  type ArrivalBook,
+  DEFAULT_COLLECTIVE_TIMEOUT_MS,
+  SocketCollective,
+} from './socket-collective.js';
 
 export interface SocketWorldOptions {
   /** `auto` (default): Unix-domain sockets between ranks of one node, TCP between nodes. `tcp`: TCP everywhere. */
@@ -27,7 +31,10 @@ function envMs(key: string): number | undefined {
 }
 
 /** Resolved timeouts: option, else environment, else default. */
-export function resolveTimeouts(o: SocketWorldOptions): { timeoutMs: number; rendezvousTimeoutMs: number } {
+export function resolveTimeouts(o: SocketWorldOptions): {
+  timeoutMs: number;
+  rendezvousTimeoutMs: number;
+} {
   return {
     timeoutMs: o.timeoutMs ?? envMs('RL2_COLLECTIVE_TIMEOUT_MS') ?? DEFAULT_COLLECTIVE_TIMEOUT_MS,
     rendezvousTimeoutMs: o.rendezvousTimeoutMs ?? envMs('RL2_RENDEZVOUS_TIMEOUT_MS') ?? 300_000,
@@ -39,7 +46,10 @@ export function resolveTimeouts(o: SocketWorldOptions): { timeoutMs: number; ren
  * asynchronous collectives. Use this on an event loop (benchmarks, data-parallel statistics);
  * compute code that must block uses `initProcessGroup`, which runs this in a worker thread.
  */
-export async function createSocketWorld(env: LaunchEnv, options: SocketWorldOptions = {}): Promise<SocketWorld> {
+export async function createSocketWorld(
+  env: LaunchEnv,
+  options: SocketWorldOptions = {},
+): Promise<SocketWorld> {
   const { timeoutMs, rendezvousTimeoutMs } = resolveTimeouts(options);
   const mesh = await PeerMesh.connect({
     rank: env.rank,

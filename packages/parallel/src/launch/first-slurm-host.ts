@@ -9,13 +9,19 @@ export function firstSlurmHost(nodelist: string): string {
   const text = nodelist.trim();
   const m = /^([^,[]*)(\[([^\]]*)\])?/.exec(text);
   if (!text || !m || (!m[1] && !m[3])) {
-    throw new ParallelError('LAUNCH_ENV', `SLURM_JOB_NODELIST="${nodelist}" has no host; set MASTER_ADDR to the first node's address.`);
+    throw new ParallelError(
+      'LAUNCH_ENV',
+      `SLURM_JOB_NODELIST="${nodelist}" has no host; set MASTER_ADDR to the first node's address.`,
+    );
   }
   const prefix = m[1] ?? '';
   if (m[3] === undefined) return prefix;
   const first = m[3].split(',')[0]!.split('-')[0]!;
   if (!/^\d+$/.test(first)) {
-    throw new ParallelError('LAUNCH_ENV', `SLURM_JOB_NODELIST="${nodelist}": cannot read the range "[${m[3]}]"; set MASTER_ADDR explicitly.`);
+    throw new ParallelError(
+      'LAUNCH_ENV',
+      `SLURM_JOB_NODELIST="${nodelist}": cannot read the range "[${m[3]}]"; set MASTER_ADDR explicitly.`,
+    );
   }
   return prefix + first;
 }

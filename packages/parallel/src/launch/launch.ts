@@ -50,12 +50,18 @@ export interface LaunchResult {
 }
 
 function positiveInt(name: string, v: number, min: number): number {
-  if (!Number.isInteger(v) || v < min) throw new ParallelError('INVALID_ARGUMENT', `${name}=${v} must be an integer >= ${min}.`);
+  if (!Number.isInteger(v) || v < min)
+    throw new ParallelError('INVALID_ARGUMENT', `${name}=${v} must be an integer >= ${min}.`);
   return v;
 }
 
 /** The environment torchrun gives local rank `localRank`, plus NODE_RANK for launchers that read it. */
-export function rankEnv(o: Required<Pick<LaunchOptions, 'nprocPerNode' | 'nnodes' | 'nodeRank' | 'masterAddr' | 'masterPort'>>, localRank: number): Record<string, string> {
+export function rankEnv(
+  o: Required<
+    Pick<LaunchOptions, 'nprocPerNode' | 'nnodes' | 'nodeRank' | 'masterAddr' | 'masterPort'>
+  >,
+  localRank: number,
+): Record<string, string> {
   return {
     RANK: String(o.nodeRank * o.nprocPerNode + localRank),
     LOCAL_RANK: String(localRank),
@@ -88,10 +94,22 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
     masterAddr: options.masterAddr ?? '127.0.0.1',
     masterPort: positiveInt('masterPort', options.masterPort ?? DEFAULT_MASTER_PORT, 1),
   };
-  if (o.nodeRank >= o.nnodes) throw new ParallelError('INVALID_ARGUMENT', `nodeRank=${o.nodeRank} must be < nnodes=${o.nnodes} (--node-rank counts from 0).`);
-  if (o.masterPort > 65535) throw new ParallelError('INVALID_ARGUMENT', `masterPort=${o.masterPort} is not a TCP port (1..65535).`);
+  if (o.nodeRank >= o.nnodes)
+    throw new ParallelError(
+      'INVALID_ARGUMENT',
+      `nodeRank=${o.nodeRank} must be < nnodes=${o.nnodes} (--node-rank counts from 0).`,
+    );
+  if (o.masterPort > 65535)
+    throw new ParallelError(
+      'INVALID_ARGUMENT',
+      `masterPort=${o.masterPort} is not a TCP port (1..65535).`,
+    );
   const [program, ...args] = options.command;
-  if (!program) throw new ParallelError('INVALID_ARGUMENT', 'command is empty: pass the program to run per rank, e.g. ["rl2", "ppo", ...].');
+  if (!program)
+    throw new ParallelError(
+      'INVALID_ARGUMENT',
+      'command is empty: pass the program to run per rank, e.g. ["rl2", "ppo", ...].',
+    );
   const output = options.output ?? 'prefix';
   const grace = options.killGraceMs ?? 5000;
   const interruptGrace = options.interruptGraceMs ?? 120_000;
@@ -133,7 +151,14 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
     const onParentExit = () => {
       for (const c of children) kill(c, 'SIGKILL');
     };
-    const onAbort = () => stopAll(new InterruptedError(null, `launch aborted: ${String(options.signal?.reason ?? 'signal')}; every rank was stopped.`), false);
+    const onAbort = () =>
+      stopAll(
+        new InterruptedError(
+          null,
+          `launch aborted: ${String(options.signal?.reason ?? 'signal')}; every rank was stopped.`,
+        ),
+        false,
+      );
     // Ctrl-C and SIGTERM (what Slurm and Kubernetes send before they stop a job) are passed on
     // (ranks run in their own process groups, so the terminal's SIGINT does not reach them):
     // trainers finish their step, save a checkpoint and exit. A second signal, or
@@ -141,14 +166,22 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
     let interrupting = false;
     const onSignal = (sig: NodeJS.Signals) => {
       if (interrupting) return terminate();
-      if (sig === 'SIGHUP' || failure) return stopAll(new InterruptedError(sig, `launch got ${sig}; every rank was stopped.`), false);
+      if (sig === 'SIGHUP' || failure)
+        return stopAll(
+          new InterruptedError(sig, `launch got ${sig}; every rank was stopped.`),
+          false,
+        );
       interrupting = true;
-      failure = new InterruptedError(sig, `launch got ${sig}; every rank was asked to stop (trainers save a checkpoint first).`);
+      failure = new InterruptedError(
+        sig,
+        `launch got ${sig}; every rank was asked to stop (trainers save a checkpoint first).`,
+      );
       for (const c of children) kill(c, sig);
       killTimer = setTimeout(terminate, interruptGrace);
       killTimer.unref();
     };
-    const signals: NodeJS.Signals[] = options.forwardSignals === false ? [] : ['SIGINT', 'SIGTERM', 'SIGHUP'];
+    const signals: NodeJS.Signals[] =
+      options.forwardSignals === false ? [] : ['SIGINT', 'SIGTERM', 'SIGHUP'];
     process.once('exit', onParentExit);
     for (const sig of signals) process.on(sig, onSignal);
     options.signal?.addEventListener('abort', onAbort, { once: true });
@@ -161,7 +194,15 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
       options.signal?.removeEventListener('abort', onAbort);
       if (failure && (failure as ParallelError).code === 'INTERRUPTED') return reject(failure);
       const cause = rootCause(failed, tails);
-      if (cause) reject(new RankFailedError(o.nodeRank * o.nprocPerNode + cause.localRank, cause.code, cause.signal, tails[cause.localRank]!));
+      if (cause)
+        reject(
+          new RankFailedError(
+            o.nodeRank * o.nprocPerNode + cause.localRank,
+            cause.code,
+            cause.signal,
+            tails[cause.localRank]!,
+          ),
+        );
       else if (failure) reject(failure);
       else resolve({ ranks: exits.map((e) => e!) });
     };
@@ -170,7 +211,11 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
       const env = { ...process.env, ...options.env, ...rankEnv(o, localRank) };
       const rank = Number(env.RANK);
       tails[localRank] = '';
-      const child = spawn(program, args, { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(program, args, {
+        env,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       children.push(child);
       const forward = (stream: 'stdout' | 'stderr') => {
         let partial = '';
@@ -195,7 +240,12 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
       forward('stdout');
       forward('stderr');
       child.on('error', (err) => {
-        stopAll(new ParallelError('RANK_FAILED', `rank ${rank}: cannot start "${program}": ${err.message}; check the command after --.`));
+        stopAll(
+          new ParallelError(
+            'RANK_FAILED',
+            `rank ${rank}: cannot start "${program}": ${err.message}; check the command after --.`,
+          ),
+        );
       });
       child.on('exit', (code, signal) => {
         if (code !== 0 && (code !== null || !terminated)) failed.push({ localRank, code, signal });

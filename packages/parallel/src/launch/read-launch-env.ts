@@ -27,14 +27,21 @@ function int(env: Env, key: string, min: number): number | undefined {
   if (raw === undefined || raw === '') return undefined;
   const v = Number(raw);
   if (!Number.isInteger(v) || v < min) {
-    throw new ParallelError('LAUNCH_ENV', `${key}="${raw}" must be an integer >= ${min}; fix the launcher environment.`);
+    throw new ParallelError(
+      'LAUNCH_ENV',
+      `${key}="${raw}" must be an integer >= ${min}; fix the launcher environment.`,
+    );
   }
   return v;
 }
 
 function required(env: Env, key: string, min: number, why: string): number {
   const v = int(env, key, min);
-  if (v === undefined) throw new ParallelError('LAUNCH_ENV', `${key} is not set but ${why}; set ${key} or unset the other variables.`);
+  if (v === undefined)
+    throw new ParallelError(
+      'LAUNCH_ENV',
+      `${key} is not set but ${why}; set ${key} or unset the other variables.`,
+    );
   return v;
 }
 
@@ -53,21 +60,35 @@ function slurmTasksOnNode(spec: string, nodeId: number): number | undefined {
 
 function masterPort(env: Env): number {
   const port = int(env, 'MASTER_PORT', 1) ?? DEFAULT_MASTER_PORT;
-  if (port > 65535) throw new ParallelError('LAUNCH_ENV', `MASTER_PORT="${env.MASTER_PORT}" is not a TCP port (1..65535).`);
+  if (port > 65535)
+    throw new ParallelError(
+      'LAUNCH_ENV',
+      `MASTER_PORT="${env.MASTER_PORT}" is not a TCP port (1..65535).`,
+    );
   return port;
 }
 
-function check(e: LaunchEnv, names: Record<'rank' | 'worldSize' | 'localRank' | 'localWorldSize', string>): LaunchEnv {
-  const bad = (msg: string) => new ParallelError('LAUNCH_ENV', `${e.source} environment is inconsistent: ${msg}`);
+function check(
+  e: LaunchEnv,
+  names: Record<'rank' | 'worldSize' | 'localRank' | 'localWorldSize', string>,
+): LaunchEnv {
+  const bad = (msg: string) =>
+    new ParallelError('LAUNCH_ENV', `${e.source} environment is inconsistent: ${msg}`);
   if (e.worldSize < 1) throw bad(`${names.worldSize}=${e.worldSize} must be >= 1.`);
-  if (e.rank >= e.worldSize) throw bad(`${names.rank}=${e.rank} must be < ${names.worldSize}=${e.worldSize}.`);
+  if (e.rank >= e.worldSize)
+    throw bad(`${names.rank}=${e.rank} must be < ${names.worldSize}=${e.worldSize}.`);
   if (e.localWorldSize < 1 || e.localWorldSize > e.worldSize) {
-    throw bad(`${names.localWorldSize}=${e.localWorldSize} must be between 1 and ${names.worldSize}=${e.worldSize}.`);
+    throw bad(
+      `${names.localWorldSize}=${e.localWorldSize} must be between 1 and ${names.worldSize}=${e.worldSize}.`,
+    );
   }
   if (e.localRank >= e.localWorldSize) {
-    throw bad(`${names.localRank}=${e.localRank} must be < ${names.localWorldSize}=${e.localWorldSize}.`);
+    throw bad(
+      `${names.localRank}=${e.localRank} must be < ${names.localWorldSize}=${e.localWorldSize}.`,
+    );
   }
-  if (e.localRank > e.rank) throw bad(`${names.localRank}=${e.localRank} cannot exceed ${names.rank}=${e.rank}.`);
+  if (e.localRank > e.rank)
+    throw bad(`${names.localRank}=${e.localRank} cannot exceed ${names.rank}=${e.rank}.`);
   return e;
 }
 
@@ -92,22 +113,59 @@ export function readLaunchEnv(env: Env = process.env): LaunchEnv {
     const masterAddr = env.MASTER_ADDR;
     if (env.LOCAL_RANK === undefined) {
       if (!masterAddr && worldSize > 1) {
-        throw new ParallelError('LAUNCH_ENV', `RANK and WORLD_SIZE are set (PyTorchJob style) but MASTER_ADDR is not; set MASTER_ADDR to rank 0's host.`);
+        throw new ParallelError(
+          'LAUNCH_ENV',
+          `RANK and WORLD_SIZE are set (PyTorchJob style) but MASTER_ADDR is not; set MASTER_ADDR to rank 0's host.`,
+        );
       }
-      const e: LaunchEnv = { rank, worldSize, localRank: 0, localWorldSize: 1, nodeRank: rank, masterAddr: masterAddr || '127.0.0.1', masterPort: port, source: 'pytorchjob' };
-      return check(e, { rank: 'RANK', worldSize: 'WORLD_SIZE', localRank: 'LOCAL_RANK', localWorldSize: 'LOCAL_WORLD_SIZE' });
+      const e: LaunchEnv = {
+        rank,
+        worldSize,
+        localRank: 0,
+        localWorldSize: 1,
+        nodeRank: rank,
+        masterAddr: masterAddr || '127.0.0.1',
+        masterPort: port,
+        source: 'pytorchjob',
+      };
+      return check(e, {
+        rank: 'RANK',
+        worldSize: 'WORLD_SIZE',
+        localRank: 'LOCAL_RANK',
+        localWorldSize: 'LOCAL_WORLD_SIZE',
+      });
     }
     const localRank = required(env, 'LOCAL_RANK', 0, why);
     const localWorldSize = int(env, 'LOCAL_WORLD_SIZE', 1) ?? worldSize;
     const nodeRank = int(env, 'GROUP_RANK', 0) ?? Math.floor(rank / localWorldSize);
     if (!masterAddr && localWorldSize < worldSize) {
-      throw new ParallelError('LAUNCH_ENV', `WORLD_SIZE=${worldSize} spans several nodes (LOCAL_WORLD_SIZE=${localWorldSize}) but MASTER_ADDR is not set.`);
+      throw new ParallelError(
+        'LAUNCH_ENV',
+        `WORLD_SIZE=${worldSize} spans several nodes (LOCAL_WORLD_SIZE=${localWorldSize}) but MASTER_ADDR is not set.`,
+      );
     }
-    const e: LaunchEnv = { rank, worldSize, localRank, localWorldSize, nodeRank, masterAddr: masterAddr || '127.0.0.1', masterPort: port, source: 'torchrun' };
+    const e: LaunchEnv = {
+      rank,
+      worldSize,
+      localRank,
+      localWorldSize,
+      nodeRank,
+      masterAddr: masterAddr || '127.0.0.1',
+      masterPort: port,
+      source: 'torchrun',
+    };
     if (worldSize % localWorldSize !== 0) {
-      throw new ParallelError('LAUNCH_ENV', `torchrun environment is inconsistent: WORLD_SIZE=${worldSize} is not a multiple of LOCAL_WORLD_SIZE=${localWorldSize}.`);
+      throw new ParallelError(
+        'LAUNCH_ENV',
+        `torchrun environment is inconsistent: WORLD_SIZE=${worldSize} is not a multiple of LOCAL_WORLD_SIZE=${localWorldSize}.`,
+      );
     }
-    return check(e, { rank: 'RANK', worldSize: 'WORLD_SIZE', localRank: 'LOCAL_RANK', localWorldSize: 'LOCAL_WORLD_SIZE' });
+    return check(e, {
+      rank: 'RANK',
+      worldSize: 'WORLD_SIZE',
+      localRank: 'LOCAL_RANK',
+      localWorldSize: 'LOCAL_WORLD_SIZE',
+    });
   }
   if (env.OMPI_COMM_WORLD_RANK !== undefined) {
     const why = 'OMPI_COMM_WORLD_RANK is set';
@@ -116,10 +174,27 @@ export function readLaunchEnv(env: Env = process.env): LaunchEnv {
     const localRank = int(env, 'OMPI_COMM_WORLD_LOCAL_RANK', 0) ?? 0;
     const localWorldSize = int(env, 'OMPI_COMM_WORLD_LOCAL_SIZE', 1) ?? 1;
     if (!env.MASTER_ADDR && localWorldSize < worldSize) {
-      throw new ParallelError('LAUNCH_ENV', `Open MPI job spans several nodes (OMPI_COMM_WORLD_SIZE=${worldSize}, OMPI_COMM_WORLD_LOCAL_SIZE=${localWorldSize}) but MASTER_ADDR is not set; pass -x MASTER_ADDR=<host of rank 0> to mpirun.`);
+      throw new ParallelError(
+        'LAUNCH_ENV',
+        `Open MPI job spans several nodes (OMPI_COMM_WORLD_SIZE=${worldSize}, OMPI_COMM_WORLD_LOCAL_SIZE=${localWorldSize}) but MASTER_ADDR is not set; pass -x MASTER_ADDR=<host of rank 0> to mpirun.`,
+      );
     }
-    const e: LaunchEnv = { rank, worldSize, localRank, localWorldSize, nodeRank: Math.floor(rank / localWorldSize), masterAddr: env.MASTER_ADDR || '127.0.0.1', masterPort: port, source: 'openmpi' };
-    return check(e, { rank: 'OMPI_COMM_WORLD_RANK', worldSize: 'OMPI_COMM_WORLD_SIZE', localRank: 'OMPI_COMM_WORLD_LOCAL_RANK', localWorldSize: 'OMPI_COMM_WORLD_LOCAL_SIZE' });
+    const e: LaunchEnv = {
+      rank,
+      worldSize,
+      localRank,
+      localWorldSize,
+      nodeRank: Math.floor(rank / localWorldSize),
+      masterAddr: env.MASTER_ADDR || '127.0.0.1',
+      masterPort: port,
+      source: 'openmpi',
+    };
+    return check(e, {
+      rank: 'OMPI_COMM_WORLD_RANK',
+      worldSize: 'OMPI_COMM_WORLD_SIZE',
+      localRank: 'OMPI_COMM_WORLD_LOCAL_RANK',
+      localWorldSize: 'OMPI_COMM_WORLD_LOCAL_SIZE',
+    });
   }
   if (env.SLURM_PROCID !== undefined) {
     const why = 'SLURM_PROCID is set (run under srun)';
@@ -127,18 +202,46 @@ export function readLaunchEnv(env: Env = process.env): LaunchEnv {
     const worldSize = required(env, 'SLURM_NTASKS', 1, why);
     const localRank = int(env, 'SLURM_LOCALID', 0) ?? 0;
     const nodeRank = int(env, 'SLURM_NODEID', 0) ?? 0;
-    const perNode = env.SLURM_TASKS_PER_NODE ? slurmTasksOnNode(env.SLURM_TASKS_PER_NODE, nodeRank) : undefined;
+    const perNode = env.SLURM_TASKS_PER_NODE
+      ? slurmTasksOnNode(env.SLURM_TASKS_PER_NODE, nodeRank)
+      : undefined;
     const localWorldSize = int(env, 'SLURM_NTASKS_PER_NODE', 1) ?? perNode ?? worldSize;
     let masterAddr = env.MASTER_ADDR;
     if (!masterAddr) {
       const list = env.SLURM_JOB_NODELIST ?? env.SLURM_NODELIST;
       if (list) masterAddr = firstSlurmHost(list);
       else if (localWorldSize < worldSize) {
-        throw new ParallelError('LAUNCH_ENV', 'Slurm job spans several nodes but neither MASTER_ADDR nor SLURM_JOB_NODELIST is set.');
+        throw new ParallelError(
+          'LAUNCH_ENV',
+          'Slurm job spans several nodes but neither MASTER_ADDR nor SLURM_JOB_NODELIST is set.',
+        );
       }
     }
-    const e: LaunchEnv = { rank, worldSize, localRank, localWorldSize, nodeRank, masterAddr: masterAddr || '127.0.0.1', masterPort: port, source: 'slurm' };
-    return check(e, { rank: 'SLURM_PROCID', worldSize: 'SLURM_NTASKS', localRank: 'SLURM_LOCALID', localWorldSize: 'SLURM_NTASKS_PER_NODE' });
+    const e: LaunchEnv = {
+      rank,
+      worldSize,
+      localRank,
+      localWorldSize,
+      nodeRank,
+      masterAddr: masterAddr || '127.0.0.1',
+      masterPort: port,
+      source: 'slurm',
+    };
+    return check(e, {
+      rank: 'SLURM_PROCID',
+      worldSize: 'SLURM_NTASKS',
+      localRank: 'SLURM_LOCALID',
+      localWorldSize: 'SLURM_NTASKS_PER_NODE',
+    });
   }
-  return { rank: 0, worldSize: 1, localRank: 0, localWorldSize: 1, nodeRank: 0, masterAddr: env.MASTER_ADDR || '127.0.0.1', masterPort: port, source: 'single' };
+  return {
+    rank: 0,
+    worldSize: 1,
+    localRank: 0,
+    localWorldSize: 1,
+    nodeRank: 0,
+    masterAddr: env.MASTER_ADDR || '127.0.0.1',
+    masterPort: port,
+    source: 'single',
+  };
 }

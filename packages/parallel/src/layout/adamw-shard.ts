@@ -24,7 +24,12 @@ export function createAdamWShardState(size: number): AdamWShardState {
  * p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps). Elementwise, so a sharded
  * optimizer state gives exactly the unsharded update.
  */
-export function adamwShardStep(params: Float32Array, grads: Float32Array, state: AdamWShardState, c: AdamWConfig): void {
+export function adamwShardStep(
+  params: Float32Array,
+  grads: Float32Array,
+  state: AdamWShardState,
+  c: AdamWConfig,
+): void {
   const b1 = c.beta1 ?? 0.9;
   const b2 = c.beta2 ?? 0.999;
   const eps = c.eps ?? 1e-8;

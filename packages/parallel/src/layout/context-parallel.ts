@@ -6,7 +6,11 @@ import type { ZigzagPlan } from './zigzag.js';
 
 /** Take this cp rank's tokens (axis 0) of a tensor over the whole packed row. */
 export function zigzagSplit<T extends tf.Tensor>(row: T, plan: ZigzagPlan, cpRank: number): T {
-  if (row.shape[0] !== plan.length) throw new ParallelError('LAYOUT', `zigzagSplit: axis 0 has ${row.shape[0]} tokens but the plan's row has ${plan.length}.`);
+  if (row.shape[0] !== plan.length)
+    throw new ParallelError(
+      'LAYOUT',
+      `zigzagSplit: axis 0 has ${row.shape[0]} tokens but the plan's row has ${plan.length}.`,
+    );
   return tf.gather(row, plan.indices[cpRank]!, 0) as T;
 }
 
@@ -21,12 +25,18 @@ export function zigzagMerge<T extends tf.Tensor>(rankMajor: T, plan: ZigzagPlan)
  * in attention; `own` (this rank's slice) when every rank computes the same replicated result
  * from it, as the loss over gathered outputs.
  */
-export function allGatherContext<T extends tf.Tensor>(local: T, plan: ZigzagPlan, cp: ProcessGroup, backward: 'sum' | 'own'): T {
+export function allGatherContext<T extends tf.Tensor>(
+  local: T,
+  plan: ZigzagPlan,
+  cp: ProcessGroup,
+  backward: 'sum' | 'own',
+): T {
   if (cp.size === 1) return local;
   const op = unaryCustomGrad((x) => ({
     value: tf.tensor(cp.allGather(valuesOf(x)), [x.shape[0]! * cp.size, ...x.shape.slice(1)]),
     gradFunc: (dy) => {
-      if (backward === 'own') return tf.slice(dy, [cp.rank * x.shape[0]!, ...x.shape.slice(1).map(() => 0)], x.shape);
+      if (backward === 'own')
+        return tf.slice(dy, [cp.rank * x.shape[0]!, ...x.shape.slice(1).map(() => 0)], x.shape);
       return tf.tensor(cp.reduceScatter(valuesOf(dy), 'sum'), x.shape);
     },
   }));
@@ -80,12 +90,23 @@ function bucketSequences(seqs: LocalSequence[]): LocalSequence[][] {
  * `q [Tl, Hq, D]`, `k`/`v [Tl, Hkv, D]` on this rank's zigzag tokens; GQA when Hq > Hkv.
  * Returns `[Tl, Hq, D]`; gradients to K/V flow back to their owners by reduce-scatter.
  */
-export function contextParallelAttention(q: tf.Tensor3D, k: tf.Tensor3D, v: tf.Tensor3D, plan: ZigzagPlan, cp: ProcessGroup): tf.Tensor3D {
+export function contextParallelAttention(
+  q: tf.Tensor3D,
+  k: tf.Tensor3D,
+  v: tf.Tensor3D,
+  plan: ZigzagPlan,
+  cp: ProcessGroup,
+): tf.Tensor3D {
   const [tl, hq, d] = q.shape;
   const hkv = k.shape[1];
-  if (hq % hkv !== 0) throw new ParallelError('LAYOUT', `query heads ${hq} are not a multiple of kv heads ${hkv}.`);
+  if (hq % hkv !== 0)
+    throw new ParallelError('LAYOUT', `query heads ${hq} are not a multiple of kv heads ${hkv}.`);
   const mine = plan.indices[cp.rank]!;
-  if (mine.length !== tl) throw new ParallelError('LAYOUT', `cp rank ${cp.rank} holds ${mine.length} tokens in the plan but q has ${tl}.`);
+  if (mine.length !== tl)
+    throw new ParallelError(
+      'LAYOUT',
+      `cp rank ${cp.rank} holds ${mine.length} tokens in the plan but q has ${tl}.`,
+    );
   const t = plan.length;
   const seqs: LocalSequence[] = [];
   for (let i = 0; i < tl; ) {
@@ -100,7 +121,8 @@ export function contextParallelAttention(q: tf.Tensor3D, k: tf.Tensor3D, v: tf.T
   }
   // K/V all-gathered in row order, one zero row appended for padding
   const rep = hq / hkv;
-  const expand = (x: tf.Tensor) => (rep === 1 ? x : tf.reshape(tf.tile(tf.expandDims(x, 2), [1, 1, rep, 1]), [t + 1, hq, d])); // repeat_interleave on heads
+  const expand = (x: tf.Tensor) =>
+    rep === 1 ? x : tf.reshape(tf.tile(tf.expandDims(x, 2), [1, 1, rep, 1]), [t + 1, hq, d]); // repeat_interleave on heads
   const zerosKv = tf.zeros([1, hkv, d]);
   const kAll = expand(tf.concat([allGatherContext(k, plan, cp, 'sum'), zerosKv])); // [T + 1, Hq, D]
   const vAll = expand(tf.concat([allGatherContext(v, plan, cp, 'sum'), zerosKv]));
@@ -129,11 +151,15 @@ export function contextParallelAttention(q: tf.Tensor3D, k: tf.Tensor3D, v: tf.T
         }
       }
     });
-    const heads = (x: tf.Tensor, len: number) => tf.transpose(tf.reshape(x, [n, len, hq, d]), [0, 2, 1, 3]); // [n, Hq, len, D]
+    const heads = (x: tf.Tensor, len: number) =>
+      tf.transpose(tf.reshape(x, [n, len, hq, d]), [0, 2, 1, 3]); // [n, Hq, len, D]
     const qh = heads(tf.gather(qPadded, qIdx), qLen);
     const kh = heads(tf.gather(kAll, kIdx), kLen);
     const vh = heads(tf.gather(vAll, kIdx), kLen);
-    const scores = tf.add(tf.div(tf.matMul(qh, kh, false, true), Math.sqrt(d)), tf.tensor4d(mask, [n, 1, qLen, kLen]));
+    const scores = tf.add(
+      tf.div(tf.matMul(qh, kh, false, true), Math.sqrt(d)),
+      tf.tensor4d(mask, [n, 1, qLen, kLen]),
+    );
     const out = tf.matMul(tf.softmax(scores), vh); // [n, Hq, qLen, D]
     outs.push(tf.reshape(tf.transpose(out, [0, 2, 1, 3]), [n * qLen, hq, d]));
     done += n * qLen;
@@ -151,10 +177,20 @@ export function contextParallelAttention(q: tf.Tensor3D, k: tf.Tensor3D, v: tf.T
  */
 export function contextParallelAttentionKernel(plan: ZigzagPlan, cp: ProcessGroup) {
   return (q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, _mask?: tf.Tensor3D): tf.Tensor2D => {
-    if (q.shape[0] !== 1) throw new ParallelError('LAYOUT', `context parallelism takes one packed row per micro-batch (batch ${q.shape[0]}); pack sequences into one row.`);
+    if (q.shape[0] !== 1)
+      throw new ParallelError(
+        'LAYOUT',
+        `context parallelism takes one packed row per micro-batch (batch ${q.shape[0]}); pack sequences into one row.`,
+      );
     const [, tl, hq, d] = q.shape;
     const toTokens = (x: tf.Tensor4D) => tf.transpose(tf.squeeze(x, [0]), [1, 0, 2]) as tf.Tensor3D; // [Hkv, Tl, D] -> [Tl, Hkv, D]
-    const out = contextParallelAttention(tf.squeeze(q, [0]) as tf.Tensor3D, toTokens(k), toTokens(v), plan, cp);
+    const out = contextParallelAttention(
+      tf.squeeze(q, [0]) as tf.Tensor3D,
+      toTokens(k),
+      toTokens(v),
+      plan,
+      cp,
+    );
     return tf.reshape(out, [tl, hq * d]) as tf.Tensor2D;
   };
 }

@@ -22,8 +22,12 @@ export interface FlatParamLayout {
 }
 
 /** Lay out parameters (in the map's order) for an fsdp group of `fsdpSize` ranks. */
-export function planFlatParams(shapes: Record<string, readonly number[]>, fsdpSize: number): FlatParamLayout {
-  if (!Number.isInteger(fsdpSize) || fsdpSize < 1) throw new ParallelError('INVALID_ARGUMENT', `fsdpSize=${fsdpSize} must be a positive integer.`);
+export function planFlatParams(
+  shapes: Record<string, readonly number[]>,
+  fsdpSize: number,
+): FlatParamLayout {
+  if (!Number.isInteger(fsdpSize) || fsdpSize < 1)
+    throw new ParallelError('INVALID_ARGUMENT', `fsdpSize=${fsdpSize} must be a positive integer.`);
   const names = Object.keys(shapes);
   const offsets: number[] = [];
   let numel = 0;
@@ -32,14 +36,26 @@ export function planFlatParams(shapes: Record<string, readonly number[]>, fsdpSi
     numel += shapes[n]!.reduce((a, b) => a * b, 1);
   }
   const shardSize = Math.ceil(numel / fsdpSize);
-  return { names, shapes: names.map((n) => [...shapes[n]!]), offsets, numel, paddedNumel: shardSize * fsdpSize, shardSize, fsdpSize };
+  return {
+    names,
+    shapes: names.map((n) => [...shapes[n]!]),
+    offsets,
+    numel,
+    paddedNumel: shardSize * fsdpSize,
+    shardSize,
+    fsdpSize,
+  };
 }
 
 /**
  * FSDP units of named tensors: `unitOf(name)` groups them (e.g. one unit per decoder layer),
  * units in the order their first tensor appears, each laid out flat for `fsdpSize` ranks.
  */
-export function planUnits(tensors: Record<string, { shape: readonly number[] }>, unitOf: (name: string) => string, fsdpSize: number): { name: string; layout: FlatParamLayout }[] {
+export function planUnits(
+  tensors: Record<string, { shape: readonly number[] }>,
+  unitOf: (name: string) => string,
+  fsdpSize: number,
+): { name: string; layout: FlatParamLayout }[] {
   const byUnit = new Map<string, Record<string, readonly number[]>>();
   for (const [name, t] of Object.entries(tensors)) {
     const u = unitOf(name);
@@ -51,13 +67,23 @@ export function planUnits(tensors: Record<string, { shape: readonly number[] }>,
 }
 
 /** Copy tensors into a padded flat buffer; a missing or misshapen tensor names the parameter. */
-export function flattenParams(tensors: Record<string, tf.Tensor>, layout: FlatParamLayout): Float32Array {
+export function flattenParams(
+  tensors: Record<string, tf.Tensor>,
+  layout: FlatParamLayout,
+): Float32Array {
   const flat = new Float32Array(layout.paddedNumel);
   layout.names.forEach((n, i) => {
     const t = tensors[n];
-    if (!t) throw new ParallelError('LAYOUT', `parameter "${n}" is missing from the map (expected shape [${layout.shapes[i]!.join(', ')}]).`);
+    if (!t)
+      throw new ParallelError(
+        'LAYOUT',
+        `parameter "${n}" is missing from the map (expected shape [${layout.shapes[i]!.join(', ')}]).`,
+      );
     if (t.shape.join(',') !== layout.shapes[i]!.join(',')) {
-      throw new ParallelError('LAYOUT', `parameter "${n}" has shape [${t.shape.join(', ')}] but the layout expects [${layout.shapes[i]!.join(', ')}].`);
+      throw new ParallelError(
+        'LAYOUT',
+        `parameter "${n}" has shape [${t.shape.join(', ')}] but the layout expects [${layout.shapes[i]!.join(', ')}].`,
+      );
     }
     flat.set(valuesOf(t), layout.offsets[i]);
   });
@@ -65,18 +91,32 @@ export function flattenParams(tensors: Record<string, tf.Tensor>, layout: FlatPa
 }
 
 /** Tensors viewed from a flat buffer (the padding is ignored). */
-export function unflattenParams(flat: Float32Array, layout: FlatParamLayout): Record<string, tf.Tensor> {
+export function unflattenParams(
+  flat: Float32Array,
+  layout: FlatParamLayout,
+): Record<string, tf.Tensor> {
   const out: Record<string, tf.Tensor> = {};
   layout.names.forEach((n, i) => {
     const size = layout.shapes[i]!.reduce((a, b) => a * b, 1);
-    out[n] = tf.tensor(flat.subarray(layout.offsets[i], layout.offsets[i]! + size), layout.shapes[i]);
+    out[n] = tf.tensor(
+      flat.subarray(layout.offsets[i], layout.offsets[i]! + size),
+      layout.shapes[i],
+    );
   });
   return out;
 }
 
 /** This fsdp rank's shard of a padded flat buffer (a copy). */
-export function shardOf(flat: Float32Array, layout: FlatParamLayout, fsdpRank: number): Float32Array {
-  if (fsdpRank < 0 || fsdpRank >= layout.fsdpSize) throw new ParallelError('INVALID_ARGUMENT', `fsdp rank ${fsdpRank} is outside the group of ${layout.fsdpSize}.`);
+export function shardOf(
+  flat: Float32Array,
+  layout: FlatParamLayout,
+  fsdpRank: number,
+): Float32Array {
+  if (fsdpRank < 0 || fsdpRank >= layout.fsdpSize)
+    throw new ParallelError(
+      'INVALID_ARGUMENT',
+      `fsdp rank ${fsdpRank} is outside the group of ${layout.fsdpSize}.`,
+    );
   return flat.slice(fsdpRank * layout.shardSize, (fsdpRank + 1) * layout.shardSize);
 }
 
@@ -84,7 +124,12 @@ export function shardOf(flat: Float32Array, layout: FlatParamLayout, fsdpRank: n
  * Sum of squares of this fsdp rank's shard of a flat buffer (e.g. its gradient shard), each
  * parameter's part weighted by `weightOf(name)` (the padding is not counted).
  */
-export function shardSquares(shard: ArrayLike<number>, layout: FlatParamLayout, fsdpRank: number, weightOf: (name: string) => number = () => 1): number {
+export function shardSquares(
+  shard: ArrayLike<number>,
+  layout: FlatParamLayout,
+  fsdpRank: number,
+  weightOf: (name: string) => number = () => 1,
+): number {
   const start = fsdpRank * layout.shardSize;
   let sq = 0;
   layout.names.forEach((name, k) => {

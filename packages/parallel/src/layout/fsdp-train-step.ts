@@ -1,6 +1,11 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ProcessGroup } from '../comm/collective.js';
-import { type AdamWConfig, type AdamWShardState, adamwShardStep, createAdamWShardState } from './adamw-shard.js';
+import {
+  type AdamWConfig,
+  type AdamWShardState,
+  adamwShardStep,
+  createAdamWShardState,
+} from './adamw-shard.js';
 import type { FullyShardedParams } from './fsdp.js';
 
 export interface FsdpTrainStepOptions {
@@ -22,11 +27,17 @@ export interface FsdpTrainStepOptions {
  * next while unflattening the current); a model that frees layers as it goes calls
  * `fsdp.gather(i)` per layer itself. Returns the loss (summed over `dp`) and the norm before clipping.
  */
-export function fsdpTrainStep(fsdp: FullyShardedParams, lossOf: (params: ReadonlyMap<string, tf.Tensor>) => tf.Scalar, o: FsdpTrainStepOptions): { loss: number; gradNorm: number } {
+export function fsdpTrainStep(
+  fsdp: FullyShardedParams,
+  lossOf: (params: ReadonlyMap<string, tf.Tensor>) => tf.Scalar,
+  o: FsdpTrainStepOptions,
+): { loss: number; gradNorm: number } {
   const gathered = fsdp.units.map((_, i) => fsdp.gather(i));
   const names = gathered.flatMap((g) => Object.keys(g));
   const tensors = gathered.flatMap((g) => Object.values(g));
-  const { value, grads } = tf.valueAndGrads((...ts: tf.Tensor[]) => lossOf(new Map(names.map((n, i) => [n, ts[i]!]))))(tensors);
+  const { value, grads } = tf.valueAndGrads((...ts: tf.Tensor[]) =>
+    lossOf(new Map(names.map((n, i) => [n, ts[i]!]))),
+  )(tensors);
   const byName = new Map(names.map((n, i) => [n, grads[i]!]));
   fsdp.units.forEach((u, i) => {
     fsdp.reduceGrads(i, Object.fromEntries(u.layout.names.map((n) => [n, byName.get(n)!])), 'sum');

@@ -23,7 +23,9 @@ describe('flat parameters', () => {
 
   it('names a misshapen parameter', () => {
     const layout = planFlatParams({ 'layers.0.w': [2, 2] }, 2);
-    expect(() => flattenParams({ 'layers.0.w': tf.zeros([3, 2]) }, layout)).toThrow(/"layers.0.w" has shape \[3, 2\] but the layout expects \[2, 2\]/);
+    expect(() => flattenParams({ 'layers.0.w': tf.zeros([3, 2]) }, layout)).toThrow(
+      /"layers.0.w" has shape \[3, 2\] but the layout expects \[2, 2\]/,
+    );
     expect(() => flattenParams({}, layout)).toThrow(/"layers.0.w" is missing/);
   });
 });
@@ -32,7 +34,9 @@ describe('FullyShardedParams on one process', () => {
   it('one step (clip by global norm, AdamW) equals torch', () => {
     tf.setBackend('cpu');
     const f = fixture('train_step.json');
-    const init = Object.fromEntries(Object.entries(f.init).map(([k, s]) => [k, tensor(s as never)]));
+    const init = Object.fromEntries(
+      Object.entries(f.init).map(([k, s]) => [k, tensor(s as never)]),
+    );
     const fsdp = FullyShardedParams.fromFull(init, { fsdp: new LocalProcessGroup() });
     const p = fsdp.gather(0);
     const x = tensor(f.x);
@@ -40,7 +44,10 @@ describe('FullyShardedParams on one process', () => {
     const names = Object.keys(init);
     const lossOf = (...ts: tf.Tensor[]) => {
       const [w1, b1, w2, b2] = ts as [tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor];
-      const pred = tf.add(tf.matMul(tf.tanh(tf.add(tf.matMul(x, w1, false, true), b1)), w2, false, true), b2);
+      const pred = tf.add(
+        tf.matMul(tf.tanh(tf.add(tf.matMul(x, w1, false, true), b1)), w2, false, true),
+        b2,
+      );
       return tf.div(tf.sum(tf.square(tf.sub(pred, y))), x.shape[0]!) as tf.Scalar;
     };
     const { value, grads } = tf.valueAndGrads(lossOf)(names.map((n) => p[n]!));
@@ -48,7 +55,10 @@ describe('FullyShardedParams on one process', () => {
     const norm = fsdp.clipGradNorm(1);
     const u = fsdp.units[0]!;
     const hp = f.hparams;
-    adamwShardStep(u.params, u.grads, createAdamWShardState(u.params.length), { lr: hp.lr, weightDecay: hp.weight_decay });
+    adamwShardStep(u.params, u.grads, createAdamWShardState(u.params.length), {
+      lr: hp.lr,
+      weightDecay: hp.weight_decay,
+    });
     expect(relErr([value.dataSync()[0]!], [f.loss])).toBeLessThan(1e-6);
     expect(relErr([norm], [f.grad_norm])).toBeLessThan(1e-6);
     const after = fsdp.gatherAll();

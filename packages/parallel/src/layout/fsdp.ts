@@ -1,7 +1,14 @@
 import type * as tf from '@tensorflow/tfjs-core';
 import type { PendingOp, ProcessGroup } from '../comm/collective.js';
 import { ParallelError } from '../errors.js';
-import { type FlatParamLayout, flattenParams, planUnits, shardOf, shardSquares, unflattenParams } from './flat-params.js';
+import {
+  type FlatParamLayout,
+  flattenParams,
+  planUnits,
+  shardOf,
+  shardSquares,
+  unflattenParams,
+} from './flat-params.js';
 import type { FsdpGroups, FsdpNormOptions } from './zero3-params.js';
 
 /** One FSDP unit (typically a decoder layer, or the embedding): its layout and this rank's shards. */
@@ -43,28 +50,42 @@ export class FullyShardedParams {
     groups: FsdpGroups,
     unitOf: (name: string) => string = () => 'all',
   ): FullyShardedParams {
-    const params: Record<string, tf.Tensor> = full instanceof Map ? Object.fromEntries(full) : (full as Record<string, tf.Tensor>);
+    const params: Record<string, tf.Tensor> =
+      full instanceof Map ? Object.fromEntries(full) : (full as Record<string, tf.Tensor>);
     const units = planUnits(params, unitOf, groups.fsdp.size).map(({ name, layout }) => {
       const subset = Object.fromEntries(layout.names.map((n) => [n, params[n]!]));
-      return { name, layout, params: shardOf(flattenParams(subset, layout), layout, groups.fsdp.rank), grads: new Float32Array(layout.shardSize) };
+      return {
+        name,
+        layout,
+        params: shardOf(flattenParams(subset, layout), layout, groups.fsdp.rank),
+        grads: new Float32Array(layout.shardSize),
+      };
     });
     return new FullyShardedParams(units, groups);
   }
 
   private index(unit: number | string): number {
     const i = typeof unit === 'number' ? unit : this.units.findIndex((u) => u.name === unit);
-    if (i < 0 || i >= this.units.length) throw new ParallelError('INVALID_ARGUMENT', `no FSDP unit ${JSON.stringify(unit)}; units are ${this.units.map((u) => u.name).join(', ')}.`);
+    if (i < 0 || i >= this.units.length)
+      throw new ParallelError(
+        'INVALID_ARGUMENT',
+        `no FSDP unit ${JSON.stringify(unit)}; units are ${this.units.map((u) => u.name).join(', ')}.`,
+      );
     return i;
   }
 
   /** Start gathering a unit now (overlaps with compute); `gather` picks it up. */
   prefetch(unit: number | string): void {
     const i = this.index(unit);
-    if (!this.prefetched.has(i)) this.prefetched.set(i, this.groups.fsdp.iallGather(this.units[i]!.params));
+    if (!this.prefetched.has(i))
+      this.prefetched.set(i, this.groups.fsdp.iallGather(this.units[i]!.params));
   }
 
   /** The full tensors of a unit, all-gathered over fsdp; prefetches the next unit unless told not to. */
-  gather(unit: number | string, options: { prefetchNext?: boolean } = {}): Record<string, tf.Tensor> {
+  gather(
+    unit: number | string,
+    options: { prefetchNext?: boolean } = {},
+  ): Record<string, tf.Tensor> {
     const i = this.index(unit);
     const pending = this.prefetched.get(i);
     this.prefetched.delete(i);
@@ -78,7 +99,11 @@ export class FullyShardedParams {
    * all-reduce over ddp, with `op` (`sum` when the loss is already scaled to the global mean,
    * `avg` to average over all data-parallel ranks).
    */
-  reduceGrads(unit: number | string, grads: Record<string, tf.Tensor>, op: 'sum' | 'avg' = 'sum'): Float32Array {
+  reduceGrads(
+    unit: number | string,
+    grads: Record<string, tf.Tensor>,
+    op: 'sum' | 'avg' = 'sum',
+  ): Float32Array {
     const u = this.units[this.index(unit)]!;
     const shard = this.groups.fsdp.reduceScatter(flattenParams(grads, u.layout), op);
     if (this.groups.ddp && this.groups.ddp.size > 1) this.groups.ddp.allReduce(shard, op);
@@ -96,16 +121,20 @@ export class FullyShardedParams {
   gradNorm(options: FsdpNormOptions = {}): number {
     const { weightOf, across } = options;
     let sq = 0;
-    for (const u of this.units) sq += shardSquares(u.grads, u.layout, this.groups.fsdp.rank, weightOf);
+    for (const u of this.units)
+      sq += shardSquares(u.grads, u.layout, this.groups.fsdp.rank, weightOf);
     const total = this.groups.fsdp.allReduce(Float32Array.of(sq), 'sum')[0]!;
-    return Math.sqrt(across && across.size > 1 ? across.allReduce(Float32Array.of(total), 'sum')[0]! : total);
+    return Math.sqrt(
+      across && across.size > 1 ? across.allReduce(Float32Array.of(total), 'sum')[0]! : total,
+    );
   }
 
   /** Scale every gradient shard by min(1, maxNorm / (norm + 1e-6)), as torch's clip_grad_norm_; returns the norm before clipping. */
   clipGradNorm(maxNorm: number, options: FsdpNormOptions = {}): number {
     const norm = this.gradNorm(options);
     const scale = maxNorm / (norm + 1e-6);
-    if (scale < 1) for (const u of this.units) for (let i = 0; i < u.grads.length; i++) u.grads[i]! *= scale;
+    if (scale < 1)
+      for (const u of this.units) for (let i = 0; i < u.grads.length; i++) u.grads[i]! *= scale;
     return norm;
   }
 

@@ -14,7 +14,10 @@ import { unaryCustomGrad, valuesOf } from './custom-grad.js';
 export function gatherSequence<T extends tf.Tensor>(x: T, tp: ProcessGroup): T {
   if (tp.size === 1) return x;
   const op = unaryCustomGrad((input) => ({
-    value: tf.tensor(tp.allGather(valuesOf(input)), [input.shape[0]! * tp.size, ...input.shape.slice(1)]),
+    value: tf.tensor(tp.allGather(valuesOf(input)), [
+      input.shape[0]! * tp.size,
+      ...input.shape.slice(1),
+    ]),
     gradFunc: (dy) => tf.tensor(tp.reduceScatter(valuesOf(dy), 'sum'), input.shape),
   }));
   return op(x) as T;
@@ -24,7 +27,11 @@ export function gatherSequence<T extends tf.Tensor>(x: T, tp: ProcessGroup): T {
 export function reduceScatterSequence<T extends tf.Tensor>(x: T, tp: ProcessGroup): T {
   if (tp.size === 1) return x;
   const t = x.shape[0]!;
-  if (t % tp.size !== 0) throw new ParallelError('LAYOUT', `sequence parallelism: ${t} tokens do not split over tp=${tp.size}; pad the packed row to a multiple of tp.`);
+  if (t % tp.size !== 0)
+    throw new ParallelError(
+      'LAYOUT',
+      `sequence parallelism: ${t} tokens do not split over tp=${tp.size}; pad the packed row to a multiple of tp.`,
+    );
   const op = unaryCustomGrad((input) => {
     const shape = [t / tp.size, ...input.shape.slice(1)];
     return {
@@ -36,9 +43,20 @@ export function reduceScatterSequence<T extends tf.Tensor>(x: T, tp: ProcessGrou
 }
 
 /** This tp rank's contiguous token block of a `[T, ...]` tensor (to enter sequence-parallel form). */
-export function splitSequence<T extends tf.Tensor>(x: T, tp: Pick<ProcessGroup, 'rank' | 'size'>): T {
+export function splitSequence<T extends tf.Tensor>(
+  x: T,
+  tp: Pick<ProcessGroup, 'rank' | 'size'>,
+): T {
   const t = x.shape[0]!;
-  if (t % tp.size !== 0) throw new ParallelError('LAYOUT', `sequence parallelism: ${t} tokens do not split over tp=${tp.size}; pad the packed row to a multiple of tp.`);
+  if (t % tp.size !== 0)
+    throw new ParallelError(
+      'LAYOUT',
+      `sequence parallelism: ${t} tokens do not split over tp=${tp.size}; pad the packed row to a multiple of tp.`,
+    );
   const n = t / tp.size;
-  return tf.slice(x, [tp.rank * n, ...x.shape.slice(1).map(() => 0)], [n, ...x.shape.slice(1)]) as T;
+  return tf.slice(
+    x,
+    [tp.rank * n, ...x.shape.slice(1).map(() => 0)],
+    [n, ...x.shape.slice(1)],
+  ) as T;
 }

@@ -2,7 +2,11 @@ import '@tensorflow/tfjs-backend-cpu';
 import * as tf from '@tensorflow/tfjs-core';
 import { describe, expect, it } from 'vitest';
 import type { ProcessGroup } from '../comm/collective.js';
-import { gatherTensorParallel, shardForTensorParallel, tensorParallelRole } from './tensor-parallel-model.js';
+import {
+  gatherTensorParallel,
+  shardForTensorParallel,
+  tensorParallelRole,
+} from './tensor-parallel-model.js';
 
 describe('tensor-parallel roles of HF parameters', () => {
   it.each([
@@ -37,7 +41,11 @@ describe('tensor-parallel roles of HF parameters', () => {
 
   it('gatherTensorParallel undoes the shard of every role for tp = 3 (the gathered rank-major shards come back full)', () => {
     tf.setBackend('cpu');
-    const iota = (shape: number[]) => tf.tensor(Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => i * 0.5 - 3), shape);
+    const iota = (shape: number[]) =>
+      tf.tensor(
+        Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => i * 0.5 - 3),
+        shape,
+      );
     const full = new Map<string, tf.Tensor>([
       ['model.layers.0.mlp.up_proj.weight', iota([6, 4])],
       ['model.layers.0.self_attn.q_proj.bias', iota([6])],
@@ -52,7 +60,12 @@ describe('tensor-parallel roles of HF parameters', () => {
       for (let rank = 0; rank < 3; rank++) {
         const local = shards[rank]!.get(name)!;
         const tp = { rank, size: 3, allGather: () => all } as unknown as ProcessGroup;
-        const got = gatherTensorParallel(name, Float32Array.from(local.dataSync()), local.shape, tp);
+        const got = gatherTensorParallel(
+          name,
+          Float32Array.from(local.dataSync()),
+          local.shape,
+          tp,
+        );
         expect(got.shape, name).toEqual(want.shape);
         expect([...got.data], `${name} on rank ${rank}`).toEqual([...want.dataSync()]);
       }

@@ -32,14 +32,19 @@ export function tensorParallelAxis(name: string): 0 | 1 | undefined {
 }
 
 const splitWhat = (name: string, axis: 0 | 1) =>
-  tensorParallelRole(name) === 'vocab' ? `vocabulary rows of ${name} (pad the embedding to a multiple of tp)` : `${axis === 0 ? 'output' : 'input'} features of ${name}`;
+  tensorParallelRole(name) === 'vocab'
+    ? `vocabulary rows of ${name} (pad the embedding to a multiple of tp)`
+    : `${axis === 0 ? 'output' : 'input'} features of ${name}`;
 
 /**
  * This tp rank's shard of every parameter (full tensors in, e.g. from a checkpoint): column
  * weights and biases split on the output rows, row weights on the input columns (their bias
  * stays whole), embedding and LM head on vocabulary rows, norms copied. Keys are unchanged.
  */
-export function shardForTensorParallel(params: ReadonlyMap<string, tf.Tensor>, tp: Pick<ProcessGroup, 'rank' | 'size'>): Map<string, tf.Tensor> {
+export function shardForTensorParallel(
+  params: ReadonlyMap<string, tf.Tensor>,
+  tp: Pick<ProcessGroup, 'rank' | 'size'>,
+): Map<string, tf.Tensor> {
   const out = new Map<string, tf.Tensor>();
   for (const [name, t] of params) {
     const axis = tensorParallelAxis(name);
@@ -61,7 +66,12 @@ export function shardForTensorParallel(params: ReadonlyMap<string, tf.Tensor>, t
  * `tp`. A collective: every tp rank calls it for the same names in the same order. Tensors
  * held whole come back as they are, without communication.
  */
-export function gatherTensorParallel(name: string, local: Float32Array, localShape: readonly number[], tp: ProcessGroup): { shape: number[]; data: Float32Array } {
+export function gatherTensorParallel(
+  name: string,
+  local: Float32Array,
+  localShape: readonly number[],
+  tp: ProcessGroup,
+): { shape: number[]; data: Float32Array } {
   const axis = tensorParallelAxis(name);
   if (axis === undefined || tp.size === 1) return { shape: [...localShape], data: local };
   const gathered = tp.allGather(local); // rank-major: [tp, ...localShape]
@@ -71,7 +81,11 @@ export function gatherTensorParallel(name: string, local: Float32Array, localSha
   const [rows, cols] = localShape as [number, number];
   const data = new Float32Array(gathered.length);
   for (let r = 0; r < tp.size; r++) {
-    for (let o = 0; o < rows; o++) data.set(gathered.subarray((r * rows + o) * cols, (r * rows + o + 1) * cols), o * cols * tp.size + r * cols);
+    for (let o = 0; o < rows; o++)
+      data.set(
+        gathered.subarray((r * rows + o) * cols, (r * rows + o + 1) * cols),
+        o * cols * tp.size + r * cols,
+      );
   }
   return { shape, data };
 }
@@ -82,9 +96,16 @@ export function gatherTensorParallel(name: string, local: Float32Array, localSha
  * and a plain dense layer for anything else. `x` is `[N, in]` (replicated) or `[N, in/tp]` for row layers.
  */
 export function tensorParallelLinearFactory(tp: ProcessGroup) {
-  return (name: string, params: ReadonlyMap<string, tf.Tensor>): { name: string; forward: (x: tf.Tensor2D) => tf.Tensor2D } => {
+  return (
+    name: string,
+    params: ReadonlyMap<string, tf.Tensor>,
+  ): { name: string; forward: (x: tf.Tensor2D) => tf.Tensor2D } => {
     const weight = params.get(`${name}.weight`) as tf.Tensor2D | undefined;
-    if (!weight) throw new ParallelError('LAYOUT', `tensorParallelLinearFactory: parameter "${name}.weight" is missing from the sharded map; shard the full map with shardForTensorParallel first.`);
+    if (!weight)
+      throw new ParallelError(
+        'LAYOUT',
+        `tensorParallelLinearFactory: parameter "${name}.weight" is missing from the sharded map; shard the full map with shardForTensorParallel first.`,
+      );
     const bias = params.get(`${name}.bias`) as tf.Tensor1D | undefined;
     const role = tensorParallelRole(name);
     return {

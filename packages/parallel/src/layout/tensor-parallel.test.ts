@@ -7,11 +7,17 @@ describe('tensor-parallel shapes', () => {
     expect(tensorParallelHeads(64, 8, 4)).toEqual({ heads: 16, kvHeads: 2 });
   });
   it('rejects kv_heads % tp != 0 and lists the tp values that work', () => {
-    expect(() => tensorParallelHeads(28, 4, 8)).toThrow(/num_attention_heads=28 is not divisible by tp=8/);
-    expect(() => tensorParallelHeads(32, 2, 4)).toThrow(/num_key_value_heads=2 is not divisible by tp=4 .*use tp in \{1, 2\}/);
+    expect(() => tensorParallelHeads(28, 4, 8)).toThrow(
+      /num_attention_heads=28 is not divisible by tp=8/,
+    );
+    expect(() => tensorParallelHeads(32, 2, 4)).toThrow(
+      /num_key_value_heads=2 is not divisible by tp=4 .*use tp in \{1, 2\}/,
+    );
   });
   it('gives each tp rank a contiguous vocabulary slice and asks to pad otherwise', () => {
     expect(vocabRange(152064, { rank: 3, size: 4 })).toEqual([114048, 152064]);
-    expect(() => vocabRange(10, { rank: 0, size: 4 })).toThrow(/vocab_size .*=10 is not divisible by tp=4/);
+    expect(() => vocabRange(10, { rank: 0, size: 4 })).toThrow(
+      /vocab_size .*=10 is not divisible by tp=4/,
+    );
   });
 });

@@ -32,7 +32,11 @@ export function reduceFromTensorParallel<T extends tf.Tensor>(x: T, tp: ProcessG
 
 /** Rows [start, end) of a dimension of size `n` owned by tp rank `rank`; n must divide evenly. */
 export function shardRange(n: number, rank: number, size: number, what: string): [number, number] {
-  if (n % size !== 0) throw new ParallelError('LAYOUT', `${what}=${n} is not divisible by tp=${size}; choose a tp that divides it.`);
+  if (n % size !== 0)
+    throw new ParallelError(
+      'LAYOUT',
+      `${what}=${n} is not divisible by tp=${size}; choose a tp that divides it.`,
+    );
   const c = n / size;
   return [rank * c, (rank + 1) * c];
 }
@@ -42,11 +46,19 @@ export function shardRange(n: number, rank: number, size: number, what: string):
  * `column` splits out (q/k/v, gate/up; bias split too), `row` splits in (o_proj, down_proj;
  * the bias stays whole and is added once after the reduction).
  */
-export function shardLinear(w: tf.Tensor2D, kind: 'column' | 'row', tp: Pick<ProcessGroup, 'rank' | 'size'>, bias?: tf.Tensor1D): { weight: tf.Tensor2D; bias?: tf.Tensor1D } {
+export function shardLinear(
+  w: tf.Tensor2D,
+  kind: 'column' | 'row',
+  tp: Pick<ProcessGroup, 'rank' | 'size'>,
+  bias?: tf.Tensor1D,
+): { weight: tf.Tensor2D; bias?: tf.Tensor1D } {
   const [out, inp] = w.shape;
   if (kind === 'column') {
     const [a, b] = shardRange(out, tp.rank, tp.size, 'output features of a column-parallel linear');
-    return { weight: tf.slice(w, [a, 0], [b - a, inp]), bias: bias && tf.slice(bias, [a], [b - a]) };
+    return {
+      weight: tf.slice(w, [a, 0], [b - a, inp]),
+      bias: bias && tf.slice(bias, [a], [b - a]),
+    };
   }
   const [a, b] = shardRange(inp, tp.rank, tp.size, 'input features of a row-parallel linear');
   return { weight: tf.slice(w, [0, a], [out, b - a]), bias };
@@ -69,7 +81,10 @@ export function columnParallelLinear(
   tp: ProcessGroup,
   options: ParallelLinearOptions = {},
 ): tf.Tensor {
-  const y = linear(options.sequenceParallel ? gatherSequence(x, tp) : copyToTensorParallel(x, tp), weightShard);
+  const y = linear(
+    options.sequenceParallel ? gatherSequence(x, tp) : copyToTensorParallel(x, tp),
+    weightShard,
+  );
   return biasShard ? tf.add(y, biasShard) : y;
 }
 
@@ -85,7 +100,9 @@ export function rowParallelLinear(
   options: ParallelLinearOptions = {},
 ): tf.Tensor {
   const partial = linear(xShard, weightShard);
-  const y = options.sequenceParallel ? reduceScatterSequence(partial, tp) : reduceFromTensorParallel(partial, tp);
+  const y = options.sequenceParallel
+    ? reduceScatterSequence(partial, tp)
+    : reduceFromTensorParallel(partial, tp);
   return bias ? tf.add(y, bias) : y;
 }
 
@@ -100,10 +117,21 @@ function linear(x: tf.Tensor, w: tf.Tensor2D): tf.Tensor {
  * Attention heads under tp: q heads and kv heads are split over the tp ranks, so both must
  * divide by tp (Megatron keeps each kv head with its query group). Returns heads per rank.
  */
-export function tensorParallelHeads(numHeads: number, numKvHeads: number, tp: number): { heads: number; kvHeads: number } {
-  if (numHeads % tp !== 0) throw new ParallelError('LAYOUT', `num_attention_heads=${numHeads} is not divisible by tp=${tp}; choose a tp that divides it.`);
+export function tensorParallelHeads(
+  numHeads: number,
+  numKvHeads: number,
+  tp: number,
+): { heads: number; kvHeads: number } {
+  if (numHeads % tp !== 0)
+    throw new ParallelError(
+      'LAYOUT',
+      `num_attention_heads=${numHeads} is not divisible by tp=${tp}; choose a tp that divides it.`,
+    );
   if (numKvHeads % tp !== 0) {
-    throw new ParallelError('LAYOUT', `num_key_value_heads=${numKvHeads} is not divisible by tp=${tp} (kv_heads % tp must be 0); use tp in {${divisors(numKvHeads).join(', ')}}.`);
+    throw new ParallelError(
+      'LAYOUT',
+      `num_key_value_heads=${numKvHeads} is not divisible by tp=${tp} (kv_heads % tp must be 0); use tp in {${divisors(numKvHeads).join(', ')}}.`,
+    );
   }
   return { heads: numHeads / tp, kvHeads: numKvHeads / tp };
 }

@@ -4,8 +4,16 @@ import { reduceFromTensorParallel, shardRange } from './tensor-parallel.js';
 import { unaryCustomGrad, valuesOf } from './custom-grad.js';
 
 /** Vocabulary rows [start, end) held by this tp rank (vocab size must divide by tp: pad it). */
-export function vocabRange(vocabSize: number, tp: Pick<ProcessGroup, 'rank' | 'size'>): [number, number] {
-  return shardRange(vocabSize, tp.rank, tp.size, 'vocab_size (pad the embedding to a multiple of tp)');
+export function vocabRange(
+  vocabSize: number,
+  tp: Pick<ProcessGroup, 'rank' | 'size'>,
+): [number, number] {
+  return shardRange(
+    vocabSize,
+    tp.rank,
+    tp.size,
+    'vocab_size (pad the embedding to a multiple of tp)',
+  );
 }
 
 /**
@@ -13,7 +21,12 @@ export function vocabRange(vocabSize: number, tp: Pick<ProcessGroup, 'rank' | 's
  * elsewhere) and the slices are summed over tp (g operator), so every rank gets `[N, H]`.
  * `tableShard [V/tp, H]`, `ids [N]` int32 over the full vocabulary.
  */
-export function vocabParallelEmbedding(ids: tf.Tensor1D, tableShard: tf.Tensor2D, vocabSize: number, tp: ProcessGroup): tf.Tensor2D {
+export function vocabParallelEmbedding(
+  ids: tf.Tensor1D,
+  tableShard: tf.Tensor2D,
+  vocabSize: number,
+  tp: ProcessGroup,
+): tf.Tensor2D {
   const [start, end] = vocabRange(vocabSize, tp);
   const local = tf.tidy(() => {
     const shifted = tf.sub(tf.cast(ids, 'int32'), tf.scalar(start, 'int32'));
@@ -34,14 +47,20 @@ export function vocabParallelEmbedding(ids: tf.Tensor1D, tableShard: tf.Tensor2D
  * The gradient is local (no communication): d logp / dz_j = 1[j = target] - p_j and
  * d entropy / dz_j = -p_j (z_j - E_p[z]). Divide logits by the sampling temperature first.
  */
-export function vocabParallelLogprobs(logitsShard: tf.Tensor2D, targets: tf.Tensor1D, vocabSize: number, tp: ProcessGroup): { logprobs: tf.Tensor1D; entropy: tf.Tensor1D } {
+export function vocabParallelLogprobs(
+  logitsShard: tf.Tensor2D,
+  targets: tf.Tensor1D,
+  vocabSize: number,
+  tp: ProcessGroup,
+): { logprobs: tf.Tensor1D; entropy: tf.Tensor1D } {
   const [start] = vocabRange(vocabSize, tp);
   const [n, width] = logitsShard.shape;
   const tgt = Int32Array.from(targets.dataSync());
   const op = unaryCustomGrad((z) => {
     const zs = valuesOf(z);
     const max = new Float32Array(n).fill(Number.NEGATIVE_INFINITY);
-    for (let i = 0; i < n; i++) for (let j = 0; j < width; j++) max[i] = Math.max(max[i]!, zs[i * width + j]!);
+    for (let i = 0; i < n; i++)
+      for (let j = 0; j < width; j++) max[i] = Math.max(max[i]!, zs[i * width + j]!);
     tp.allReduce(max, 'max');
     const part = new Float32Array(3 * n); // per row: sum exp(z - m), target logit, sum exp(z - m) * z
     for (let i = 0; i < n; i++) {
@@ -78,7 +97,8 @@ export function vocabParallelLogprobs(logitsShard: tf.Tensor2D, targets: tf.Tens
           for (let j = 0; j < width; j++) {
             const zij = zs[i * width + j]!;
             const p = Math.exp(zij - logZ[i]!);
-            dz[i * width + j] = g[2 * i]! * ((j === local ? 1 : 0) - p) - g[2 * i + 1]! * p * (zij - mean[i]!);
+            dz[i * width + j] =
+              g[2 * i]! * ((j === local ? 1 : 0) - p) - g[2 * i + 1]! * p * (zij - mean[i]!);
           }
         }
         return tf.tensor2d(dz, [n, width]);

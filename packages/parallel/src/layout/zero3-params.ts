@@ -2,7 +2,13 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { PendingOp, ProcessGroup } from '../comm/collective.js';
 import { ParallelError } from '../errors.js';
 import { unaryCustomGrad, valuesOf } from './custom-grad.js';
-import { type FlatParamLayout, flattenParams, planUnits, shardOf, shardSquares } from './flat-params.js';
+import {
+  type FlatParamLayout,
+  flattenParams,
+  planUnits,
+  shardOf,
+  shardSquares,
+} from './flat-params.js';
 
 /** The groups FSDP works over: shard over `fsdp`, replicate over `ddp` (size 1 = ZeRO-3). */
 export interface FsdpGroups {
@@ -48,7 +54,10 @@ export interface Zero3Options {
 export class Zero3Params {
   readonly units: Zero3Unit[];
   private readonly unitIndex = new Map<string, number>();
-  private readonly prefetched = new Map<number, { op: PendingOp<Float32Array>; generation: number }>();
+  private readonly prefetched = new Map<
+    number,
+    { op: PendingOp<Float32Array>; generation: number }
+  >();
   private generation = 0;
 
   private constructor(
@@ -68,11 +77,25 @@ export class Zero3Params {
   }
 
   /** Shards full tensors (identical on every rank, e.g. a loaded checkpoint) into units; the inputs are left alone. */
-  static fromFull(full: ReadonlyMap<string, tf.Tensor>, groups: FsdpGroups, unitOf: (name: string) => string, options: Zero3Options = {}): Zero3Params {
+  static fromFull(
+    full: ReadonlyMap<string, tf.Tensor>,
+    groups: FsdpGroups,
+    unitOf: (name: string) => string,
+    options: Zero3Options = {},
+  ): Zero3Params {
     const params = Object.fromEntries(full);
     const units = planUnits(params, unitOf, groups.fsdp.size).map(({ name, layout }) => {
-      const flat = flattenParams(Object.fromEntries(layout.names.map((n) => [n, params[n]!])), layout);
-      return { name, layout, shard: tf.tidy(() => tf.variable(tf.tensor1d(shardOf(flat, layout, groups.fsdp.rank)), true)) };
+      const flat = flattenParams(
+        Object.fromEntries(layout.names.map((n) => [n, params[n]!])),
+        layout,
+      );
+      return {
+        name,
+        layout,
+        shard: tf.tidy(() =>
+          tf.variable(tf.tensor1d(shardOf(flat, layout, groups.fsdp.rank)), true),
+        ),
+      };
     });
     return new Zero3Params(units, groups, options);
   }
@@ -110,7 +133,10 @@ export class Zero3Params {
   /** Starts gathering unit `i` (unless it is already on its way); `gatherUnit(i)` picks it up. */
   prefetch(i: number): void {
     if (i >= this.units.length || this.prefetched.has(i)) return;
-    this.prefetched.set(i, { op: this.groups.fsdp.iallGather(valuesOf(this.units[i]!.shard)), generation: this.generation });
+    this.prefetched.set(i, {
+      op: this.groups.fsdp.iallGather(valuesOf(this.units[i]!.shard)),
+      generation: this.generation,
+    });
   }
 
   /**
@@ -134,7 +160,13 @@ export class Zero3Params {
     return new Map(
       layout.names.map((n, k) => {
         const shape = layout.shapes[k]!;
-        return [n, tf.reshape(tf.slice(flat, [layout.offsets[k]!], [shape.reduce((a, b) => a * b, 1)]), shape)];
+        return [
+          n,
+          tf.reshape(
+            tf.slice(flat, [layout.offsets[k]!], [shape.reduce((a, b) => a * b, 1)]),
+            shape,
+          ),
+        ];
       }),
     );
   }
@@ -158,12 +190,18 @@ export class Zero3Params {
    * collective over the units `byUnit` holds, which must be the same on every rank (an
    * optimizer has moments for the units that had gradients, everywhere alike).
    */
-  gatherShardValues(byUnit: Readonly<Record<string, Float32Array>>): Record<string, { shape: number[]; data: Float32Array }> {
+  gatherShardValues(
+    byUnit: Readonly<Record<string, Float32Array>>,
+  ): Record<string, { shape: number[]; data: Float32Array }> {
     const out: Record<string, { shape: number[]; data: Float32Array }> = {};
     for (const u of this.units) {
       const shard = byUnit[u.name];
       if (!shard) continue;
-      if (shard.length !== u.layout.shardSize) throw new ParallelError('INVALID_ARGUMENT', `unit "${u.name}": ${shard.length} shard values, its shards hold ${u.layout.shardSize}.`);
+      if (shard.length !== u.layout.shardSize)
+        throw new ParallelError(
+          'INVALID_ARGUMENT',
+          `unit "${u.name}": ${shard.length} shard values, its shards hold ${u.layout.shardSize}.`,
+        );
       const flat = this.groups.fsdp.allGather(shard);
       u.layout.names.forEach((n, k) => {
         const shape = u.layout.shapes[k]!;
@@ -175,7 +213,9 @@ export class Zero3Params {
   }
 
   /** This rank's shard of each unit from per-parameter full values (missing ones are zeros). No communication. */
-  shardValues(full: Readonly<Record<string, Float32Array | undefined>>): Record<string, Float32Array> {
+  shardValues(
+    full: Readonly<Record<string, Float32Array | undefined>>,
+  ): Record<string, Float32Array> {
     return Object.fromEntries(
       this.units.map((u) => {
         const flat = new Float32Array(u.layout.paddedNumel);
@@ -200,7 +240,11 @@ export class Zero3Params {
       if (g) sq += shardSquares(g.dataSync(), u.layout, this.groups.fsdp.rank, options.weightOf);
     }
     const total = this.groups.fsdp.allReduce(Float32Array.of(sq), 'sum')[0]!;
-    return Math.sqrt(options.across && options.across.size > 1 ? options.across.allReduce(Float32Array.of(total), 'sum')[0]! : total);
+    return Math.sqrt(
+      options.across && options.across.size > 1
+        ? options.across.allReduce(Float32Array.of(total), 'sum')[0]!
+        : total,
+    );
   }
 }
 
@@ -220,7 +264,11 @@ class GatheringMap extends Map<string, tf.Tensor> {
    * the next unit, the backward the previous recomputed one) and frees it with the layer's
    * intermediates, so only one layer is held in full at a time.
    */
-  layerSource(names: string[]): { inputs: tf.Tensor[]; open(inputs: tf.Tensor[]): ReadonlyMap<string, tf.Tensor> } | undefined {
+  layerSource(
+    names: string[],
+  ):
+    | { inputs: tf.Tensor[]; open(inputs: tf.Tensor[]): ReadonlyMap<string, tf.Tensor> }
+    | undefined {
     const i = this.owner.unitOf(names[0] ?? '');
     if (i === undefined || names.some((n) => this.owner.unitOf(n) !== i)) return undefined;
     this.sourced.add(i);

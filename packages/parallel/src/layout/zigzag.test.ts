@@ -9,7 +9,9 @@ describe('planZigzag', () => {
     expect(plan.indices).toEqual(f.zigzag2);
     expect(plan.inverse).toEqual(f.zigzag2_np);
     const concat = plan.indices.flat();
-    expect(plan.inverse.map((k) => concat[k])).toEqual(Array.from({ length: plan.length }, (_, i) => i));
+    expect(plan.inverse.map((k) => concat[k])).toEqual(
+      Array.from({ length: plan.length }, (_, i) => i),
+    );
   });
 
   it('hand case: one sequence of 8 over cp=2 keeps chunks (0,3) and (1,2)', () => {
@@ -28,6 +30,8 @@ describe('planZigzag', () => {
   });
 
   it('names the sequence that does not split into 2*cp chunks', () => {
-    expect(() => planZigzag([0, 8, 14], 2)).toThrow(/sequence 1 has length 6, not a multiple of 2\*cp = 4/);
+    expect(() => planZigzag([0, 8, 14], 2)).toThrow(
+      /sequence 1 has length 6, not a multiple of 2\*cp = 4/,
+    );
   });
 });

@@ -28,8 +28,13 @@ export interface ZigzagPlan {
  * ranks. Every sequence length must be a multiple of 2*cp (pad sequences when packing).
  */
 export function planZigzag(cuSeqlens: readonly number[], cp: number): ZigzagPlan {
-  if (!Number.isInteger(cp) || cp < 1) throw new ParallelError('INVALID_ARGUMENT', `cp=${cp} must be a positive integer.`);
-  if (cuSeqlens.length < 1 || cuSeqlens[0] !== 0) throw new ParallelError('INVALID_ARGUMENT', `cuSeqlens must start at 0 (got [${cuSeqlens.slice(0, 4).join(', ')}...]).`);
+  if (!Number.isInteger(cp) || cp < 1)
+    throw new ParallelError('INVALID_ARGUMENT', `cp=${cp} must be a positive integer.`);
+  if (cuSeqlens.length < 1 || cuSeqlens[0] !== 0)
+    throw new ParallelError(
+      'INVALID_ARGUMENT',
+      `cuSeqlens must start at 0 (got [${cuSeqlens.slice(0, 4).join(', ')}...]).`,
+    );
   const length = cuSeqlens[cuSeqlens.length - 1]!;
   const indices: number[][] = Array.from({ length: cp }, () => []);
   const segments = new Array<number>(length);
@@ -37,9 +42,16 @@ export function planZigzag(cuSeqlens: readonly number[], cp: number): ZigzagPlan
   for (let s = 0; s + 1 < cuSeqlens.length; s++) {
     const a = cuSeqlens[s]!;
     const len = cuSeqlens[s + 1]! - a;
-    if (len < 0) throw new ParallelError('INVALID_ARGUMENT', `cuSeqlens must not decrease (sequence ${s}: ${cuSeqlens[s]} -> ${cuSeqlens[s + 1]}).`);
+    if (len < 0)
+      throw new ParallelError(
+        'INVALID_ARGUMENT',
+        `cuSeqlens must not decrease (sequence ${s}: ${cuSeqlens[s]} -> ${cuSeqlens[s + 1]}).`,
+      );
     if (len % (2 * cp) !== 0) {
-      throw new ParallelError('LAYOUT', `sequence ${s} has length ${len}, not a multiple of 2*cp = ${2 * cp}; pad every packed sequence to a multiple of 2*cp for context parallelism.`);
+      throw new ParallelError(
+        'LAYOUT',
+        `sequence ${s} has length ${len}, not a multiple of 2*cp = ${2 * cp}; pad every packed sequence to a multiple of 2*cp for context parallelism.`,
+      );
     }
     const chunk = len / (2 * cp);
     for (let i = 0; i < len; i++) {
@@ -47,7 +59,8 @@ export function planZigzag(cuSeqlens: readonly number[], cp: number): ZigzagPlan
       positions[a + i] = i;
     }
     for (let r = 0; r < cp; r++) {
-      for (const c of [r, 2 * cp - 1 - r]) for (let i = 0; i < chunk; i++) indices[r]!.push(a + c * chunk + i);
+      for (const c of [r, 2 * cp - 1 - r])
+        for (let i = 0; i < chunk; i++) indices[r]!.push(a + c * chunk + i);
     }
   }
   const inverse = new Array<number>(length);

@@ -11,16 +11,28 @@ describe('planDeviceMesh', () => {
   });
 
   it('every axis partitions the world, and each rank is in its own groups', () => {
-    for (const sizes of [{ ddp: 1 }, { ddp: 2 }, { tp: 2 }, { cp: 4 }, { ddp: 2, tp: 2, cp: 2 }, { tp: 4, cp: 2 }]) {
+    for (const sizes of [
+      { ddp: 1 },
+      { ddp: 2 },
+      { tp: 2 },
+      { cp: 4 },
+      { ddp: 2, tp: 2, cp: 2 },
+      { tp: 4, cp: 2 },
+    ]) {
       const W = 8;
       for (const axis of ['ddp', 'fsdp', 'tp', 'dp', 'cp'] as const) {
-        const groups = new Set(Array.from({ length: W }, (_, r) => planDeviceMesh(W, r, sizes).groups[axis].join(',')));
+        const groups = new Set(
+          Array.from({ length: W }, (_, r) => planDeviceMesh(W, r, sizes).groups[axis].join(',')),
+        );
         const members = [...groups].flatMap((g) => g.split(',').map(Number)).sort((a, b) => a - b);
-        expect(members, `${axis} ${JSON.stringify(sizes)}`).toEqual(Array.from({ length: W }, (_, i) => i));
+        expect(members, `${axis} ${JSON.stringify(sizes)}`).toEqual(
+          Array.from({ length: W }, (_, i) => i),
+        );
       }
       for (let r = 0; r < W; r++) {
         const m = planDeviceMesh(W, r, sizes);
-        for (const axis of ['ddp', 'fsdp', 'tp', 'dp', 'cp'] as const) expect(m.groups[axis][m.coords[axis]]).toBe(r);
+        for (const axis of ['ddp', 'fsdp', 'tp', 'dp', 'cp'] as const)
+          expect(m.groups[axis][m.coords[axis]]).toBe(r);
         expect(m.sizes.ddp * m.sizes.fsdp * m.sizes.tp).toBe(W);
         expect(m.sizes.dp * m.sizes.cp * m.sizes.tp).toBe(W);
       }

@@ -33,7 +33,8 @@ export interface DeviceMesh {
 
 function size(name: string, v: number | undefined): number {
   const s = v ?? 1;
-  if (!Number.isInteger(s) || s < 1) throw new ParallelError('MESH', `${name}=${v} must be a positive integer.`);
+  if (!Number.isInteger(s) || s < 1)
+    throw new ParallelError('MESH', `${name}=${v} must be a positive integer.`);
   return s;
 }
 
@@ -42,13 +43,21 @@ export function planDeviceMesh(worldSize: number, rank: number, sizes: MeshSizes
   const ddp = size('ddp', sizes.ddp);
   const tp = size('tp', sizes.tp);
   const cp = size('cp', sizes.cp);
-  if (!Number.isInteger(worldSize) || worldSize < 1) throw new ParallelError('MESH', `world size ${worldSize} must be a positive integer.`);
-  if (!Number.isInteger(rank) || rank < 0 || rank >= worldSize) throw new ParallelError('MESH', `rank ${rank} is outside the world of ${worldSize}.`);
+  if (!Number.isInteger(worldSize) || worldSize < 1)
+    throw new ParallelError('MESH', `world size ${worldSize} must be a positive integer.`);
+  if (!Number.isInteger(rank) || rank < 0 || rank >= worldSize)
+    throw new ParallelError('MESH', `rank ${rank} is outside the world of ${worldSize}.`);
   if (worldSize % (ddp * tp) !== 0) {
-    throw new ParallelError('MESH', `world size ${worldSize} is not divisible by ddp*tp = ${ddp}*${tp} = ${ddp * tp}; choose ddp and tp whose product divides the number of processes.`);
+    throw new ParallelError(
+      'MESH',
+      `world size ${worldSize} is not divisible by ddp*tp = ${ddp}*${tp} = ${ddp * tp}; choose ddp and tp whose product divides the number of processes.`,
+    );
   }
   if (worldSize % (cp * tp) !== 0) {
-    throw new ParallelError('MESH', `world size ${worldSize} is not divisible by cp*tp = ${cp}*${tp} = ${cp * tp}; choose cp and tp whose product divides the number of processes.`);
+    throw new ParallelError(
+      'MESH',
+      `world size ${worldSize} is not divisible by cp*tp = ${cp}*${tp} = ${cp * tp}; choose cp and tp whose product divides the number of processes.`,
+    );
   }
   const fsdp = worldSize / (ddp * tp);
   const dp = worldSize / (cp * tp);

@@ -32,7 +32,10 @@ export interface ParameterCount {
 function need(config: Record<string, unknown>, key: keyof DecoderConfig): number {
   const v = config[key];
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) {
-    throw new ParallelError('INVALID_ARGUMENT', `config.json: "${key}" must be a positive integer (got ${JSON.stringify(v)}); pass a Llama/Qwen config.`);
+    throw new ParallelError(
+      'INVALID_ARGUMENT',
+      `config.json: "${key}" must be a positive integer (got ${JSON.stringify(v)}); pass a Llama/Qwen config.`,
+    );
   }
   return v;
 }
@@ -52,7 +55,11 @@ export function countParameters(config: DecoderConfig): ParameterCount {
   const nH = need(c, 'num_attention_heads');
   const nKV = config.num_key_value_heads ?? nH;
   const hd = config.head_dim ?? H / nH;
-  if (!Number.isInteger(hd)) throw new ParallelError('INVALID_ARGUMENT', `config.json: hidden_size ${H} is not divisible by num_attention_heads ${nH}; set head_dim.`);
+  if (!Number.isInteger(hd))
+    throw new ParallelError(
+      'INVALID_ARGUMENT',
+      `config.json: hidden_size ${H} is not divisible by num_attention_heads ${nH}; set head_dim.`,
+    );
   const bias = config.attention_bias ?? config.model_type === 'qwen2';
   const q = H * nH * hd + (bias ? nH * hd : 0);
   const kv = 2 * (H * nKV * hd + (bias ? nKV * hd : 0));

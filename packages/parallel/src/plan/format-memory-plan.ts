@@ -29,7 +29,11 @@ export function formatMemoryPlan(plan: MemoryPlan, deviceBytes?: number): string
       largest === 'attention scores'
         ? 'attention scores dominate (context parallelism attends over a T x T mask): lower max_length_per_device or cp'
         : 'raise tp or the number of devices, or lower max_length_per_device';
-    lines.push(b.total <= deviceBytes ? `fits in ${gib(deviceBytes)}` : `does NOT fit in ${gib(deviceBytes)}: ${hint}`);
+    lines.push(
+      b.total <= deviceBytes
+        ? `fits in ${gib(deviceBytes)}`
+        : `does NOT fit in ${gib(deviceBytes)}: ${hint}`,
+    );
   }
   return lines.join('\n');
 }

@@ -5,7 +5,16 @@ import { formatMemoryPlan } from './format-memory-plan.js';
 import { planMemory } from './plan-memory.js';
 
 const qwen72b = fixture('qwen2.5-72b-config.json');
-const qwen05b = { model_type: 'qwen2', vocab_size: 151936, hidden_size: 896, intermediate_size: 4864, num_hidden_layers: 24, num_attention_heads: 14, num_key_value_heads: 2, tie_word_embeddings: true };
+const qwen05b = {
+  model_type: 'qwen2',
+  vocab_size: 151936,
+  hidden_size: 896,
+  intermediate_size: 4864,
+  num_hidden_layers: 24,
+  num_attention_heads: 14,
+  num_key_value_heads: 2,
+  tie_word_embeddings: true,
+};
 
 describe('countParameters', () => {
   it('Qwen2.5-72B has 72,706,203,648 parameters (its published count)', () => {
@@ -16,7 +25,9 @@ describe('countParameters', () => {
     expect(countParameters(qwen05b).total).toBe(494_032_768);
   });
   it('names a missing config key', () => {
-    expect(() => countParameters({ ...qwen05b, hidden_size: undefined } as never)).toThrow(/"hidden_size" must be a positive integer/);
+    expect(() => countParameters({ ...qwen05b, hidden_size: undefined } as never)).toThrow(
+      /"hidden_size" must be a positive integer/,
+    );
   });
 });
 
@@ -30,9 +41,22 @@ describe('planMemory', () => {
   });
 
   it('tiled attention without cp holds one log-sum-exp per query and head, not T x T scores', () => {
-    const tiled = planMemory({ config: qwen72b, gpus: 64, tp: 8, dtype: 'bfloat16', maxLengthPerDevice: 8192 });
+    const tiled = planMemory({
+      config: qwen72b,
+      gpus: 64,
+      tp: 8,
+      dtype: 'bfloat16',
+      maxLengthPerDevice: 8192,
+    });
     expect(tiled.bytes.attentionScores).toBe((64 / 8) * (8192 * 8) * 4);
-    const full = planMemory({ config: qwen72b, gpus: 64, tp: 8, dtype: 'bfloat16', maxLengthPerDevice: 8192, tiledAttention: false });
+    const full = planMemory({
+      config: qwen72b,
+      gpus: 64,
+      tp: 8,
+      dtype: 'bfloat16',
+      maxLengthPerDevice: 8192,
+      tiledAttention: false,
+    });
     expect(full.bytes.attentionScores).toBe(2 * (64 / 8) * (8192 * 8) * (8192 * 8) * 4);
     expect([tiled.attention, full.attention]).toEqual(['tiled', 'scores']);
     expect(formatMemoryPlan(tiled)).toMatch(/attention \(tiled, lse\)\s+0\.00 GiB/);
@@ -40,7 +64,14 @@ describe('planMemory', () => {
   });
 
   it('72B on 64 GPUs with tp=8: matrices / 8, norms replicated, then / fsdp=8', () => {
-    const p = planMemory({ config: qwen72b, gpus: 64, tp: 8, cp: 2, dtype: 'bfloat16', maxLengthPerDevice: 4096 });
+    const p = planMemory({
+      config: qwen72b,
+      gpus: 64,
+      tp: 8,
+      cp: 2,
+      dtype: 'bfloat16',
+      maxLengthPerDevice: 4096,
+    });
     // 80 * (877,668,352 / 8 + 16,384) + 2 * 152064 * 8192 / 8 + 8192 = 9,089,429,504; / 8
     expect(p.paramsPerDevice).toBe(1_136_178_688);
     expect(p.bytes.parameters).toBe(1_136_178_688 * 2);
@@ -51,12 +82,18 @@ describe('planMemory', () => {
     expect(p.bytes.attentionScores).toBe(2 * (64 / 8) * (4096 * 8) * (4096 * 8 * 2) * 4);
     expect(p.layout).toMatchObject({ fsdp: 8, dp: 4 });
     const text = formatMemoryPlan(p, 80 * 2 ** 30);
-    expect(text).toContain('layout: 64 devices = ddp 1 x fsdp 8 x tp 8 (model), dp 4 x cp 2 x tp 8 (data)');
+    expect(text).toContain(
+      'layout: 64 devices = ddp 1 x fsdp 8 x tp 8 (model), dp 4 x cp 2 x tp 8 (data)',
+    );
     expect(text).toMatch(/parameters\s+2\.12 GiB/);
   });
 
   it('refuses layouts RL2 refuses, with the rule', () => {
-    expect(() => planMemory({ config: qwen72b, gpus: 12, tp: 8 })).toThrow(/not divisible by ddp\*tp/);
-    expect(() => planMemory({ config: qwen72b, gpus: 16, tp: 16 })).toThrow(/num_key_value_heads=8 is not divisible by tp=16/);
+    expect(() => planMemory({ config: qwen72b, gpus: 12, tp: 8 })).toThrow(
+      /not divisible by ddp\*tp/,
+    );
+    expect(() => planMemory({ config: qwen72b, gpus: 16, tp: 16 })).toThrow(
+      /num_key_value_heads=8 is not divisible by tp=16/,
+    );
   });
 });

@@ -73,20 +73,31 @@ export function planMemory(o: PlanMemoryOptions): MemoryPlan {
   const p = countParameters(o.config);
   const c = o.config;
   const { heads } = tensorParallelHeads(c.num_attention_heads, p.kvHeads, tp);
-  if (c.vocab_size % tp !== 0) throw new ParallelError('LAYOUT', `vocab_size=${c.vocab_size} is not divisible by tp=${tp}; pad the vocabulary or choose another tp.`);
+  if (c.vocab_size % tp !== 0)
+    throw new ParallelError(
+      'LAYOUT',
+      `vocab_size=${c.vocab_size} is not divisible by tp=${tp}; pad the vocabulary or choose another tp.`,
+    );
   const fsdp = mesh.sizes.fsdp;
   const L = c.num_hidden_layers;
-  const perDeviceUnsharded = L * (p.layerSharded / tp + p.layerReplicated) + p.vocab / tp + p.finalNorm;
+  const perDeviceUnsharded =
+    L * (p.layerSharded / tp + p.layerReplicated) + p.vocab / tp + p.finalNorm;
   const paramsPerDevice = Math.ceil(perDeviceUnsharded / fsdp);
   const wBytes = o.dtype === 'bfloat16' ? 2 : 4;
   const T = o.maxLengthPerDevice ?? 8192;
   const H = c.hidden_size;
   const hd = p.headDim;
   const layerPerTp = p.layerSharded / tp + p.layerReplicated;
-  const perTokenLayer = 2 * H + ((c.num_attention_heads + 2 * p.kvHeads) * hd) / tp + (c.num_attention_heads * hd) / tp + (3 * c.intermediate_size) / tp;
+  const perTokenLayer =
+    2 * H +
+    ((c.num_attention_heads + 2 * p.kvHeads) * hd) / tp +
+    (c.num_attention_heads * hd) / tp +
+    (3 * c.intermediate_size) / tp;
   const checkpointing = o.gradientCheckpointing ?? true;
   const tiled = cp === 1 && (o.tiledAttention ?? true);
-  const activations = checkpointing ? (L * T * H + T * tp * perTokenLayer) * wBytes : L * T * tp * perTokenLayer * wBytes;
+  const activations = checkpointing
+    ? (L * T * H + T * tp * perTokenLayer) * wBytes
+    : L * T * tp * perTokenLayer * wBytes;
   const bytes = {
     parameters: paramsPerDevice * wBytes,
     gradients: paramsPerDevice * wBytes,
@@ -99,5 +110,11 @@ export function planMemory(o: PlanMemoryOptions): MemoryPlan {
     total: 0,
   };
   bytes.total = Object.entries(bytes).reduce((s, [k, v]) => (k === 'total' ? s : s + v), 0);
-  return { layout: { gpus: o.gpus, ddp, fsdp, tp, dp: mesh.sizes.dp, cp }, attention: tiled ? 'tiled' : 'scores', parameters: p, paramsPerDevice, bytes };
+  return {
+    layout: { gpus: o.gpus, ddp, fsdp, tp, dp: mesh.sizes.dp, cp },
+    attention: tiled ? 'tiled' : 'scores',
+    parameters: p,
+    paramsPerDevice,
+    bytes,
+  };
 }

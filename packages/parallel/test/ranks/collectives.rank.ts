@@ -2,7 +2,9 @@
 // sub-groups, checked against values computed here in closed form. Prints `RESULT <json>`.
 import { initProcessGroup } from '../../src/index.js';
 
-const world = await initProcessGroup({ transport: (process.env.RL2_TEST_TRANSPORT as 'tcp' | 'auto') ?? 'auto' });
+const world = await initProcessGroup({
+  transport: (process.env.RL2_TEST_TRANSPORT as 'tcp' | 'auto') ?? 'auto',
+});
 const { rank, size } = world;
 const value = (r: number, i: number) => (r + 1) * 0.5 + i * 0.25; // exact in float32
 const n = 1003; // not a multiple of the world size: uneven ring chunks
@@ -11,7 +13,8 @@ const failures: string[] = [];
 const expect = (name: string, got: ArrayLike<number>, want: (i: number) => number, len = n) => {
   if (got.length !== len) return failures.push(`${name}: length ${got.length} != ${len}`);
   for (let i = 0; i < len; i++) {
-    if (Math.abs(got[i]! - want(i)) > 1e-6 * Math.max(1, Math.abs(want(i)))) return failures.push(`${name}[${i}] = ${got[i]} != ${want(i)}`);
+    if (Math.abs(got[i]! - want(i)) > 1e-6 * Math.max(1, Math.abs(want(i))))
+      return failures.push(`${name}[${i}] = ${got[i]} != ${want(i)}`);
   }
 };
 const ranks = Array.from({ length: size }, (_, r) => r);
@@ -47,12 +50,21 @@ expect('iallGather', pending.wait(), (i) => i, size);
 if (size >= 4) {
   const members = ranks.filter((r) => r % 2 === rank % 2);
   const g = world.subgroup(members, 'parity');
-  expect('subgroup allReduce', g.allReduce(mine()), (i) => members.reduce((s, r) => s + value(r, i), 0));
-  expect('subgroup allGather', g.allGather(Float32Array.of(rank)), (i) => members[i]!, members.length);
+  expect('subgroup allReduce', g.allReduce(mine()), (i) =>
+    members.reduce((s, r) => s + value(r, i), 0),
+  );
+  expect(
+    'subgroup allGather',
+    g.allGather(Float32Array.of(rank)),
+    (i) => members[i]!,
+    members.length,
+  );
 }
 const big = Float32Array.from({ length: 1 << 18 }, (_, i) => (i % 7) + rank);
 const bigOut = world.allReduce(big, 'sum');
 expect('allReduce 1 MiB', bigOut, (i) => (i % 7) * size + (size * (size - 1)) / 2, 1 << 18);
 world.barrier();
-console.log(`RESULT ${JSON.stringify({ rank, size, failures, source: world.env.source, collectives: world.collectives, nodeRank: world.env.nodeRank })}`);
+console.log(
+  `RESULT ${JSON.stringify({ rank, size, failures, source: world.env.source, collectives: world.collectives, nodeRank: world.env.nodeRank })}`,
+);
 await world.close();

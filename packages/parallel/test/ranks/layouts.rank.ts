@@ -33,8 +33,19 @@ await tf.setBackend('cpu');
 const world = await initProcessGroup();
 const local = new LocalProcessGroup();
 const errors: { case: string; what: string; vsTorch: number; vsSingle?: number }[] = [];
-const record = (c: string, what: string, got: tf.Tensor | ArrayLike<number>, torchRef: tf.Tensor | ArrayLike<number>, single?: tf.Tensor | ArrayLike<number>) =>
-  errors.push({ case: c, what, vsTorch: relErr(got, torchRef), vsSingle: single === undefined ? undefined : relErr(got, single) });
+const record = (
+  c: string,
+  what: string,
+  got: tf.Tensor | ArrayLike<number>,
+  torchRef: tf.Tensor | ArrayLike<number>,
+  single?: tf.Tensor | ArrayLike<number>,
+) =>
+  errors.push({
+    case: c,
+    what,
+    vsTorch: relErr(got, torchRef),
+    vsSingle: single === undefined ? undefined : relErr(got, single),
+  });
 
 /** Tensor-parallel MLP: tanh(x W1^T + b1) W2^T + b2, W1 column- and W2 row-parallel. */
 function tpMlp(tp: ProcessGroup, caseName: string) {
@@ -45,20 +56,51 @@ function tpMlp(tp: ProcessGroup, caseName: string) {
     const row = shardLinear(w2 as tf.Tensor2D, 'row', g, b2 as tf.Tensor1D);
     const loss = (xx: tf.Tensor, a: tf.Tensor, ab: tf.Tensor, b: tf.Tensor, bb: tf.Tensor) => {
       const h = tf.tanh(columnParallelLinear(xx, a as tf.Tensor2D, ab as tf.Tensor1D, g));
-      return tf.sum(tf.mul(rowParallelLinear(h, b as tf.Tensor2D, bb as tf.Tensor1D, g), c!)) as tf.Scalar;
+      return tf.sum(
+        tf.mul(rowParallelLinear(h, b as tf.Tensor2D, bb as tf.Tensor1D, g), c!),
+      ) as tf.Scalar;
     };
-    const { value, grads } = tf.valueAndGrads(loss)([x!, col.weight, col.bias!, row.weight, row.bias!]);
+    const { value, grads } = tf.valueAndGrads(loss)([
+      x!,
+      col.weight,
+      col.bias!,
+      row.weight,
+      row.bias!,
+    ]);
     return { value, grads, col, row };
   };
   const sharded = run(tp);
   const single = run(local);
   const outRows = (w1 as tf.Tensor2D).shape[0] / tp.size;
-  const own = (t: tf.Tensor, axis: 0 | 1) => tf.slice(t, axis === 0 ? [tp.rank * outRows, 0] : [0, tp.rank * outRows], axis === 0 ? [outRows, -1] : [-1, outRows]);
+  const own = (t: tf.Tensor, axis: 0 | 1) =>
+    tf.slice(
+      t,
+      axis === 0 ? [tp.rank * outRows, 0] : [0, tp.rank * outRows],
+      axis === 0 ? [outRows, -1] : [-1, outRows],
+    );
   record(caseName, 'loss', [sharded.value.dataSync()[0]!], [f.loss], [single.value.dataSync()[0]!]);
   record(caseName, 'dx', sharded.grads[0]!, tensor(f.dx), single.grads[0]!);
-  record(caseName, 'dW1 (column shard)', sharded.grads[1]!, own(tensor(f.dw1), 0), own(single.grads[1]!, 0));
-  record(caseName, 'db1 (column shard)', sharded.grads[2]!, tf.slice(tensor(f.db1), [tp.rank * outRows], [outRows]), tf.slice(single.grads[2]!, [tp.rank * outRows], [outRows]));
-  record(caseName, 'dW2 (row shard)', sharded.grads[3]!, own(tensor(f.dw2), 1), own(single.grads[3]!, 1));
+  record(
+    caseName,
+    'dW1 (column shard)',
+    sharded.grads[1]!,
+    own(tensor(f.dw1), 0),
+    own(single.grads[1]!, 0),
+  );
+  record(
+    caseName,
+    'db1 (column shard)',
+    sharded.grads[2]!,
+    tf.slice(tensor(f.db1), [tp.rank * outRows], [outRows]),
+    tf.slice(single.grads[2]!, [tp.rank * outRows], [outRows]),
+  );
+  record(
+    caseName,
+    'dW2 (row shard)',
+    sharded.grads[3]!,
+    own(tensor(f.dw2), 1),
+    own(single.grads[3]!, 1),
+  );
   record(caseName, 'db2', sharded.grads[4]!, tensor(f.db2), single.grads[4]!);
 }
 
@@ -72,9 +114,20 @@ function tpMlpSequenceParallel(tp: ProcessGroup, caseName: string) {
     const sp = { sequenceParallel: true };
     const loss = (xx: tf.Tensor, a: tf.Tensor, ab: tf.Tensor, b: tf.Tensor, bb: tf.Tensor) => {
       const h = tf.tanh(columnParallelLinear(xx, a as tf.Tensor2D, ab as tf.Tensor1D, g, sp));
-      return tf.sum(tf.mul(rowParallelLinear(h, b as tf.Tensor2D, bb as tf.Tensor1D, g, sp), splitSequence(c!, g))) as tf.Scalar;
+      return tf.sum(
+        tf.mul(
+          rowParallelLinear(h, b as tf.Tensor2D, bb as tf.Tensor1D, g, sp),
+          splitSequence(c!, g),
+        ),
+      ) as tf.Scalar;
     };
-    const { value, grads } = tf.valueAndGrads(loss)([splitSequence(x!, g), col.weight, col.bias!, row.weight, row.bias!]);
+    const { value, grads } = tf.valueAndGrads(loss)([
+      splitSequence(x!, g),
+      col.weight,
+      col.bias!,
+      row.weight,
+      row.bias!,
+    ]);
     // the loss and the row bias' gradient are partial per tp rank under sequence parallelism
     const total = g.allReduce(Float32Array.of(value.dataSync()[0]!), 'sum')[0]!;
     const db2 = tf.tensor(g.allReduce(Float32Array.from(grads[4]!.dataSync()), 'sum'));
@@ -83,9 +136,20 @@ function tpMlpSequenceParallel(tp: ProcessGroup, caseName: string) {
   const sh = run(tp);
   const si = run(local);
   const outRows = (w1 as tf.Tensor2D).shape[0] / tp.size;
-  const own = (t: tf.Tensor, axis: 0 | 1) => tf.slice(t, axis === 0 ? [tp.rank * outRows, 0] : [0, tp.rank * outRows], axis === 0 ? [outRows, -1] : [-1, outRows]);
+  const own = (t: tf.Tensor, axis: 0 | 1) =>
+    tf.slice(
+      t,
+      axis === 0 ? [tp.rank * outRows, 0] : [0, tp.rank * outRows],
+      axis === 0 ? [outRows, -1] : [-1, outRows],
+    );
   record(caseName, 'loss', [sh.total], [f.loss], [si.total]);
-  record(caseName, 'dx (token shard)', sh.grads[0]!, splitSequence(tensor(f.dx), tp), splitSequence(si.grads[0]!, tp));
+  record(
+    caseName,
+    'dx (token shard)',
+    sh.grads[0]!,
+    splitSequence(tensor(f.dx), tp),
+    splitSequence(si.grads[0]!, tp),
+  );
   record(caseName, 'dW1 (column shard)', sh.grads[1]!, own(tensor(f.dw1), 0), own(si.grads[1]!, 0));
   record(caseName, 'dW2 (row shard)', sh.grads[3]!, own(tensor(f.dw2), 1), own(si.grads[3]!, 1));
   record(caseName, 'db2 (summed over tp)', sh.db2, tensor(f.db2), si.db2);
@@ -142,7 +206,10 @@ function vocab(tp: ProcessGroup, caseName: string) {
     const [s, e] = vocabRange(V, grp);
     const shard = tf.slice(table, [s, 0], [e - s, -1]);
     const out = vocabParallelEmbedding(ids, shard, V, grp);
-    const d = tf.grad((t: tf.Tensor) => tf.sum(tf.mul(vocabParallelEmbedding(ids, t as tf.Tensor2D, V, grp), g)) as tf.Scalar)(shard);
+    const d = tf.grad(
+      (t: tf.Tensor) =>
+        tf.sum(tf.mul(vocabParallelEmbedding(ids, t as tf.Tensor2D, V, grp), g)) as tf.Scalar,
+    )(shard);
     return { out, d, s, e };
   };
   const eSh = emb(tp);
@@ -166,7 +233,12 @@ function attention(cp: ProcessGroup, tp: ProcessGroup, caseName: string) {
     const [ql, kl, vl, gl] = [q!, k!, v!, g!].map(mine) as tf.Tensor3D[];
     const out = contextParallelAttention(ql!, kl!, vl!, plan, cg);
     const lossOf = (a: tf.Tensor, b: tf.Tensor, c: tf.Tensor) =>
-      tf.sum(tf.mul(contextParallelAttention(a as tf.Tensor3D, b as tf.Tensor3D, c as tf.Tensor3D, plan, cg), gl!)) as tf.Scalar;
+      tf.sum(
+        tf.mul(
+          contextParallelAttention(a as tf.Tensor3D, b as tf.Tensor3D, c as tf.Tensor3D, plan, cg),
+          gl!,
+        ),
+      ) as tf.Scalar;
     const [dq, dk, dv] = tf.grads(lossOf)([ql!, kl!, vl!]);
     return { out, dq, dk, dv, plan };
   };
@@ -174,16 +246,41 @@ function attention(cp: ProcessGroup, tp: ProcessGroup, caseName: string) {
   const si = run(local, local); // whole row, all heads
   const expectMine = (t: tf.Tensor3D) => zigzagSplit(heads(t, tp), sh.plan, cp.rank);
   record(caseName, 'out', sh.out, expectMine(tensor(f.out) as tf.Tensor3D), expectMine(si.out));
-  record(caseName, 'dq', sh.dq!, expectMine(tensor(f.dq) as tf.Tensor3D), expectMine(si.dq as tf.Tensor3D));
-  record(caseName, 'dk', sh.dk!, expectMine(tensor(f.dk) as tf.Tensor3D), expectMine(si.dk as tf.Tensor3D));
-  record(caseName, 'dv', sh.dv!, expectMine(tensor(f.dv) as tf.Tensor3D), expectMine(si.dv as tf.Tensor3D));
-  if (cp.size === 2 && tp.size === 1) record(caseName, 'zigzag indices', sh.plan.indices[cp.rank]!, f.zigzag2[cp.rank]);
+  record(
+    caseName,
+    'dq',
+    sh.dq!,
+    expectMine(tensor(f.dq) as tf.Tensor3D),
+    expectMine(si.dq as tf.Tensor3D),
+  );
+  record(
+    caseName,
+    'dk',
+    sh.dk!,
+    expectMine(tensor(f.dk) as tf.Tensor3D),
+    expectMine(si.dk as tf.Tensor3D),
+  );
+  record(
+    caseName,
+    'dv',
+    sh.dv!,
+    expectMine(tensor(f.dv) as tf.Tensor3D),
+    expectMine(si.dv as tf.Tensor3D),
+  );
+  if (cp.size === 2 && tp.size === 1)
+    record(caseName, 'zigzag indices', sh.plan.indices[cp.rank]!, f.zigzag2[cp.rank]);
   // the model-facing kernel: q [1, Tl, Hq, D], k/v [1, Hkv, Tl, D] -> [Tl, Hq*D]
   const kernel = contextParallelAttentionKernel(sh.plan, cp);
   const mine = (t: tf.Tensor3D) => zigzagSplit(heads(t, tp), sh.plan, cp.rank);
-  const asKv = (t: tf.Tensor3D) => tf.expandDims(tf.transpose(mine(t), [1, 0, 2]), 0) as tf.Tensor4D;
+  const asKv = (t: tf.Tensor3D) =>
+    tf.expandDims(tf.transpose(mine(t), [1, 0, 2]), 0) as tf.Tensor4D;
   const viaKernel = kernel(tf.expandDims(mine(q!), 0) as tf.Tensor4D, asKv(k!), asKv(v!));
-  record(caseName, 'model attention kernel', viaKernel, tf.reshape(expectMine(tensor(f.out) as tf.Tensor3D), viaKernel.shape));
+  record(
+    caseName,
+    'model attention kernel',
+    viaKernel,
+    tf.reshape(expectMine(tensor(f.out) as tf.Tensor3D), viaKernel.shape),
+  );
 }
 
 /** One training step (MSE over the global batch, clip by global norm 1.0, AdamW) under FSDP. */
@@ -196,25 +293,43 @@ function trainStep(groups: { fsdp: ProcessGroup; ddp?: ProcessGroup }, dp: Proce
   const per = B / dp.size;
   const mineX = tf.slice(x, [dp.rank * per, 0], [per, -1]);
   const mineY = tf.slice(y, [dp.rank * per, 0], [per, -1]);
-  const fsdp = FullyShardedParams.fromFull(init, groups, (n) => (n.endsWith('1') ? 'layer1' : 'layer2'));
+  const fsdp = FullyShardedParams.fromFull(init, groups, (n) =>
+    n.endsWith('1') ? 'layer1' : 'layer2',
+  );
   const lossOf = (p: ReadonlyMap<string, tf.Tensor>) => {
     const h = tf.tanh(tf.add(tf.matMul(mineX, p.get('w1')!, false, true), p.get('b1')!));
     const pred = tf.add(tf.matMul(h, p.get('w2')!, false, true), p.get('b2')!);
     return tf.div(tf.sum(tf.square(tf.sub(pred, mineY))), B) as tf.Scalar; // this rank's share of the global mean
   };
   const hp = f.hparams;
-  const optimizer = { lr: hp.lr, beta1: hp.beta1, beta2: hp.beta2, eps: hp.eps, weightDecay: hp.weight_decay };
-  const { loss, gradNorm: norm } = fsdpTrainStep(fsdp, lossOf, { optimizer, states: [], maxGradNorm: hp.max_grad_norm, dp });
+  const optimizer = {
+    lr: hp.lr,
+    beta1: hp.beta1,
+    beta2: hp.beta2,
+    eps: hp.eps,
+    weightDecay: hp.weight_decay,
+  };
+  const { loss, gradNorm: norm } = fsdpTrainStep(fsdp, lossOf, {
+    optimizer,
+    states: [],
+    maxGradNorm: hp.max_grad_norm,
+    dp,
+  });
   return { loss, norm, updated: fsdp.gatherAll() };
 }
 
-function trainCase(caseName: string, groups: { fsdp: ProcessGroup; ddp?: ProcessGroup }, dp: ProcessGroup) {
+function trainCase(
+  caseName: string,
+  groups: { fsdp: ProcessGroup; ddp?: ProcessGroup },
+  dp: ProcessGroup,
+) {
   const f = fixture('train_step.json');
   const sh = trainStep(groups, dp);
   const si = trainStep({ fsdp: local }, local);
   record(caseName, 'loss', [sh.loss], [f.loss], [si.loss]);
   record(caseName, 'global grad norm', [sh.norm], [f.grad_norm], [si.norm]);
-  for (const n of Object.keys(f.updated)) record(caseName, `updated ${n}`, sh.updated[n]!, tensor(f.updated[n]), si.updated[n]!);
+  for (const n of Object.keys(f.updated))
+    record(caseName, `updated ${n}`, sh.updated[n]!, tensor(f.updated[n]), si.updated[n]!);
 }
 
 const cases = (process.env.LAYOUT_CASES ?? '').split(',');
@@ -239,5 +354,7 @@ if (cases.includes('tpxcp')) {
   tpMlp(g.tp, 'TP(2) inside a 4-rank world');
 }
 world.barrier();
-console.log(`RESULT ${JSON.stringify({ rank: world.rank, collectives: world.collectives, errors })}`);
+console.log(
+  `RESULT ${JSON.stringify({ rank: world.rank, collectives: world.collectives, errors })}`,
+);
 await world.close();

@@ -5,7 +5,9 @@ import { UrlBalancer, normaliseUrl } from './url-balancer.js';
 describe('backoffDelays', () => {
   it('doubles from initialMs and caps at maxMs', () => {
     expect(backoffDelays()).toEqual([200, 400, 800]);
-    expect(backoffDelays({ retries: 5, initialMs: 100, factor: 3, maxMs: 1000 })).toEqual([100, 300, 900, 1000, 1000]);
+    expect(backoffDelays({ retries: 5, initialMs: 100, factor: 3, maxMs: 1000 })).toEqual([
+      100, 300, 900, 1000, 1000,
+    ]);
     expect(backoffDelays({ retries: 0 })).toEqual([]);
   });
   it('names the bad option', () => {

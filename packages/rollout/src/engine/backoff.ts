@@ -17,10 +17,15 @@ export function backoffDelays(options: BackoffOptions = {}): number[] {
   const { retries = 3, initialMs = 200, factor = 2, maxMs = 5000 } = options;
   for (const [key, v] of Object.entries({ retries, initialMs, factor, maxMs })) {
     if (!Number.isFinite(v) || v < 0) {
-      throw new RolloutError('INVALID_ARGUMENT', `backoff.${key} must be a non-negative number, got ${v}`);
+      throw new RolloutError(
+        'INVALID_ARGUMENT',
+        `backoff.${key} must be a non-negative number, got ${v}`,
+      );
     }
   }
-  return Array.from({ length: Math.floor(retries) }, (_, k) => Math.min(initialMs * factor ** k, maxMs));
+  return Array.from({ length: Math.floor(retries) }, (_, k) =>
+    Math.min(initialMs * factor ** k, maxMs),
+  );
 }
 
 /** Resolves after `ms` (or rejects early when `signal` aborts). */

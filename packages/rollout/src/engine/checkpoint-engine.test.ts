@@ -11,7 +11,15 @@ import { startSGLangServer } from '../server/sglang-server.js';
 import { loadCheckpointEngine } from './checkpoint-engine.js';
 import { createSGLangEngine } from './sglang-engine.js';
 
-const spec: ModelSpec = { family: 'llama', vocabSize: 40, hiddenSize: 16, intermediateSize: 32, numLayers: 1, numHeads: 2, initializerRange: 0.5 };
+const spec: ModelSpec = {
+  family: 'llama',
+  vocabSize: 40,
+  hiddenSize: 16,
+  intermediateSize: 32,
+  numLayers: 1,
+  numHeads: 2,
+  initializerRange: 0.5,
+};
 const dir = mkdtempSync(join(tmpdir(), 'rl2-serve-'));
 const first = join(dir, 'step-0');
 const second = join(dir, 'step-1');
@@ -24,7 +32,10 @@ beforeAll(async () => {
 
 describe('loadCheckpointEngine behind the SGLang server', () => {
   it('serves a checkpoint and swaps it on update_weights_from_disk', async () => {
-    const request = { inputIds: [1, 5, 9], sampling: { temperature: 0, max_new_tokens: 6, ignore_eos: true } };
+    const request = {
+      inputIds: [1, 5, 9],
+      sampling: { temperature: 0, max_new_tokens: 6, ignore_eos: true },
+    };
     const engine = await loadCheckpointEngine(first);
     const server = await startSGLangServer(engine, { port: 0, modelPath: first });
     try {

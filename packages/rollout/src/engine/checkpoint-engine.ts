@@ -1,4 +1,11 @@
-import { type DecoderModel, type Generator, type ModelConfig, createGenerator, disposeParams, loadModel } from '@rl2/models';
+import {
+  type DecoderModel,
+  type Generator,
+  type ModelConfig,
+  createGenerator,
+  disposeParams,
+  loadModel,
+} from '@rl2/models';
 import { createEmbeddedEngine } from './embedded-engine.js';
 import type { RolloutEngine } from './rollout-engine.js';
 
@@ -29,7 +36,10 @@ export interface CheckpointEngine extends RolloutEngine {
  * (The PPO trainer's hybrid engine needs none of this: it wraps a generator over the actor's
  * own weights with `createEmbeddedEngine`, so updates are seen in place.)
  */
-export async function loadCheckpointEngine(modelPath: string, options: CheckpointEngineOptions = {}): Promise<CheckpointEngine> {
+export async function loadCheckpointEngine(
+  modelPath: string,
+  options: CheckpointEngineOptions = {},
+): Promise<CheckpointEngine> {
   const open = async (path: string) => {
     const { model, generationConfig } = await loadModel(path);
     const eos = generationConfig?.eosTokenIds;

@@ -9,7 +9,10 @@ describe('createEmbeddedEngine over the toy generator', () => {
     const engine = createEmbeddedEngine({ generator: createToyGenerator() });
     const a = await engine.generate({ inputIds: [1, 2, 3], sampling });
     const b = await engine.generate({ inputIds: [1, 2, 3], sampling });
-    const c = await engine.generate({ inputIds: [1, 2, 3], sampling: { ...sampling, sampling_seed: 8 } });
+    const c = await engine.generate({
+      inputIds: [1, 2, 3],
+      sampling: { ...sampling, sampling_seed: 8 },
+    });
     expect(a.tokenIds).toHaveLength(12);
     expect(a.finishReason).toBe('length');
     expect(b).toEqual(a);
@@ -19,39 +22,63 @@ describe('createEmbeddedEngine over the toy generator', () => {
 
   it('greedy decoding picks the most likely token, so logprobs are the max', async () => {
     const engine = createEmbeddedEngine({ generator: createToyGenerator({ vocabSize: 4 }) });
-    const out = await engine.generate({ inputIds: [0], sampling: { temperature: 0, max_new_tokens: 5 } });
+    const out = await engine.generate({
+      inputIds: [0],
+      sampling: { temperature: 0, max_new_tokens: 5 },
+    });
     // with 4 tokens the argmax has probability >= 1/4
     for (const lp of out.logprobs) expect(lp).toBeGreaterThanOrEqual(Math.log(0.25) - 1e-12);
   });
 
   it('stops on a stop token id and keeps it', async () => {
     const engine = createEmbeddedEngine({ generator: createToyGenerator() });
-    const free = await engine.generate({ inputIds: [5], sampling: { ...sampling, max_new_tokens: 30 } });
+    const free = await engine.generate({
+      inputIds: [5],
+      sampling: { ...sampling, max_new_tokens: 30 },
+    });
     const stopAt = free.tokenIds[3];
     const firstIdx = free.tokenIds.indexOf(stopAt);
-    const out = await engine.generate({ inputIds: [5], sampling: { ...sampling, max_new_tokens: 30, stop_token_ids: [stopAt] } });
+    const out = await engine.generate({
+      inputIds: [5],
+      sampling: { ...sampling, max_new_tokens: 30, stop_token_ids: [stopAt] },
+    });
     expect(out.finishReason).toBe('stop');
     expect(out.tokenIds).toEqual(free.tokenIds.slice(0, firstIdx + 1));
   });
 
   it('cuts at a stop string when given decode', async () => {
-    const decode = (ids: readonly number[]) => ids.map((i) => String.fromCharCode(97 + (i % 26))).join('');
+    const decode = (ids: readonly number[]) =>
+      ids.map((i) => String.fromCharCode(97 + (i % 26))).join('');
     const engine = createEmbeddedEngine({ generator: createToyGenerator({ decode }) });
-    const free = await engine.generate({ inputIds: [5], sampling: { ...sampling, max_new_tokens: 20 } });
+    const free = await engine.generate({
+      inputIds: [5],
+      sampling: { ...sampling, max_new_tokens: 20 },
+    });
     const text = decode(free.tokenIds);
     const stop = text.slice(4, 6);
-    const out = await engine.generate({ inputIds: [5], sampling: { ...sampling, max_new_tokens: 20, stop: [stop] } });
+    const out = await engine.generate({
+      inputIds: [5],
+      sampling: { ...sampling, max_new_tokens: 20, stop: [stop] },
+    });
     expect(out.finishReason).toBe('stop');
     expect(decode(out.tokenIds).endsWith(stop)).toBe(true);
     expect(decode(out.tokenIds)).toBe(text.slice(0, text.indexOf(stop) + stop.length));
     const noDecode = createEmbeddedEngine({ generator: createToyGenerator() });
-    await expect(noDecode.generate({ inputIds: [1], sampling: { stop: ['x'] } })).rejects.toThrow(/decoder/);
+    await expect(noDecode.generate({ inputIds: [1], sampling: { stop: ['x'] } })).rejects.toThrow(
+      /decoder/,
+    );
   });
 
   it('pause aborts in-flight requests with their partial tokens and holds new ones until continue', async () => {
     const engine = createEmbeddedEngine({ generator: createToyGenerator() });
-    const full = await engine.generate({ inputIds: [9], sampling: { ...sampling, max_new_tokens: 10_000 } });
-    const running = engine.generate({ inputIds: [9], sampling: { ...sampling, max_new_tokens: 10_000 } });
+    const full = await engine.generate({
+      inputIds: [9],
+      sampling: { ...sampling, max_new_tokens: 10_000 },
+    });
+    const running = engine.generate({
+      inputIds: [9],
+      sampling: { ...sampling, max_new_tokens: 10_000 },
+    });
     await new Promise((r) => setImmediate(r));
     await new Promise((r) => setImmediate(r));
     await engine.pause();
@@ -60,10 +87,12 @@ describe('createEmbeddedEngine over the toy generator', () => {
     expect(partial.tokenIds.length).toBeLessThan(10_000);
     expect(partial.tokenIds).toEqual(full.tokenIds.slice(0, partial.tokenIds.length));
     let started = false;
-    const held = engine.generate({ inputIds: [9], sampling: { ...sampling, max_new_tokens: 3 } }).then((r) => {
-      started = true;
-      return r;
-    });
+    const held = engine
+      .generate({ inputIds: [9], sampling: { ...sampling, max_new_tokens: 3 } })
+      .then((r) => {
+        started = true;
+        return r;
+      });
     for (let i = 0; i < 20; i += 1) await new Promise((r) => setImmediate(r));
     expect(started).toBe(false);
     await engine.continue();
@@ -92,7 +121,14 @@ describe('createRolloutEngine', () => {
     const { createRolloutEngine } = await import('./create-rollout-engine.js');
     const embedded = createRolloutEngine({ type: 'embedded', generator: createToyGenerator() });
     expect((await embedded.health()).backends[0].name).toBe('embedded');
-    const http = createRolloutEngine({ type: 'sglang', urls: ['127.0.0.1:9'], backoff: { retries: 0 } });
-    expect((await http.health()).backends[0]).toMatchObject({ name: 'http://127.0.0.1:9', ok: false });
+    const http = createRolloutEngine({
+      type: 'sglang',
+      urls: ['127.0.0.1:9'],
+      backoff: { retries: 0 },
+    });
+    expect((await http.health()).backends[0]).toMatchObject({
+      name: 'http://127.0.0.1:9',
+      ok: false,
+    });
   });
 });

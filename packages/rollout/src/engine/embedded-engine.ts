@@ -1,5 +1,13 @@
 import { RolloutError } from '../errors.js';
-import type { EngineHealth, FinishReason, GeneratedToken, GenerateRequest, GenerateResult, RolloutEngine, TokenLogprob } from './rollout-engine.js';
+import type {
+  EngineHealth,
+  FinishReason,
+  GeneratedToken,
+  GenerateRequest,
+  GenerateResult,
+  RolloutEngine,
+  TokenLogprob,
+} from './rollout-engine.js';
 
 /**
  * What the embedded engine asks an in-process generator for: SamplingParams in camelCase, the
@@ -64,7 +72,8 @@ export function createEmbeddedEngine(options: EmbeddedEngineOptions): RolloutEng
     async generate(request: GenerateRequest): Promise<GenerateResult> {
       const s = request.sampling;
       while (resume) await resume.promise;
-      if (request.signal?.aborted) throw new RolloutError('ENGINE_ABORTED', 'generate was aborted by the caller');
+      if (request.signal?.aborted)
+        throw new RolloutError('ENGINE_ABORTED', 'generate was aborted by the caller');
       const controller = new AbortController();
       const onCallerAbort = () => controller.abort(request.signal?.reason);
       request.signal?.addEventListener('abort', onCallerAbort, { once: true });
@@ -93,9 +102,13 @@ export function createEmbeddedEngine(options: EmbeddedEngineOptions): RolloutEng
         inFlight.delete(controller);
         request.signal?.removeEventListener('abort', onCallerAbort);
       }
-      if (request.signal?.aborted) throw new RolloutError('ENGINE_ABORTED', 'generate was aborted by the caller');
+      if (request.signal?.aborted)
+        throw new RolloutError('ENGINE_ABORTED', 'generate was aborted by the caller');
       if (out.outputIds.length !== out.logprobs.length) {
-        throw new RolloutError('INVALID_ARGUMENT', `the generator returned ${out.outputIds.length} ids but ${out.logprobs.length} logprobs`);
+        throw new RolloutError(
+          'INVALID_ARGUMENT',
+          `the generator returned ${out.outputIds.length} ids but ${out.logprobs.length} logprobs`,
+        );
       }
       const { type, matched } = out.finishReason;
       return {

@@ -1,6 +1,11 @@
 import { RolloutError } from '../errors.js';
 import { type BackoffOptions, backoffDelays, sleep } from './backoff.js';
-import type { EngineHealth, GenerateRequest, GenerateResult, RolloutEngine } from './rollout-engine.js';
+import type {
+  EngineHealth,
+  GenerateRequest,
+  GenerateResult,
+  RolloutEngine,
+} from './rollout-engine.js';
 import { errorBodyMessage, parseGenerateResponse } from './sglang-response.js';
 import { type BalanceStrategy, UrlBalancer } from './url-balancer.js';
 
@@ -47,7 +52,13 @@ export function createSGLangEngine(options: SGLangEngineOptions): RolloutEngine 
   const controlTimeoutMs = options.controlTimeoutMs ?? 60_000;
 
   /** One HTTP call with a timeout; classifies failures into retryable or not. */
-  async function attempt(url: string, path: string, body: unknown, timeoutMs: number, signal?: AbortSignal): Promise<unknown> {
+  async function attempt(
+    url: string,
+    path: string,
+    body: unknown,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<unknown> {
     const timeout = AbortSignal.timeout(timeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
     const headers: Record<string, string> = {};
@@ -68,8 +79,18 @@ export function createSGLangEngine(options: SGLangEngineOptions): RolloutEngine 
     if (!res.ok) {
       const hint = res.status === 401 || res.status === 403 ? ` (${authHint(options.apiKey)})` : '';
       const detail = errorBodyMessage(text);
-      const err = Object.assign(new RolloutError('ENGINE_HTTP', `${url}${path} answered HTTP ${res.status}: ${detail}${hint}`), { status: res.status, detail });
-      throw { url, error: err, retryable: res.status >= 500 || res.status === 429 } satisfies AttemptError;
+      const err = Object.assign(
+        new RolloutError(
+          'ENGINE_HTTP',
+          `${url}${path} answered HTTP ${res.status}: ${detail}${hint}`,
+        ),
+        { status: res.status, detail },
+      );
+      throw {
+        url,
+        error: err,
+        retryable: res.status >= 500 || res.status === 429,
+      } satisfies AttemptError;
     }
     if (text === '') return {};
     try {
@@ -124,7 +145,9 @@ export function createSGLangEngine(options: SGLangEngineOptions): RolloutEngine 
 
   /** Sends a control call to every worker URL. */
   async function broadcast(path: string, body: unknown): Promise<unknown[]> {
-    return Promise.all(workers.urls.map((_, i) => call(workers, path, body, controlTimeoutMs, undefined, i)));
+    return Promise.all(
+      workers.urls.map((_, i) => call(workers, path, body, controlTimeoutMs, undefined, i)),
+    );
   }
 
   return {
@@ -142,16 +165,30 @@ export function createSGLangEngine(options: SGLangEngineOptions): RolloutEngine 
       // SGLang answers a failed load with HTTP 400 {success: false, message}; older servers with 200.
       const answers = await Promise.all(
         workers.urls.map((url, i) =>
-          call(workers, '/update_weights_from_disk', { model_path: modelPath }, controlTimeoutMs, undefined, i).catch((e: RolloutError & { status?: number; detail?: string }) => {
+          call(
+            workers,
+            '/update_weights_from_disk',
+            { model_path: modelPath },
+            controlTimeoutMs,
+            undefined,
+            i,
+          ).catch((e: RolloutError & { status?: number; detail?: string }) => {
             if (e.status === undefined) throw e;
-            throw new RolloutError(e.code, `${url}/update_weights_from_disk refused "${modelPath}" (HTTP ${e.status}): ${e.detail}`, { cause: e });
+            throw new RolloutError(
+              e.code,
+              `${url}/update_weights_from_disk refused "${modelPath}" (HTTP ${e.status}): ${e.detail}`,
+              { cause: e },
+            );
           }),
         ),
       );
       answers.forEach((a, i) => {
         if ((a as { success?: boolean }).success === false) {
           const msg = (a as { message?: string }).message ?? '';
-          throw new RolloutError('ENGINE_HTTP', `${workers.urls[i]}/update_weights_from_disk refused "${modelPath}": ${msg}`);
+          throw new RolloutError(
+            'ENGINE_HTTP',
+            `${workers.urls[i]}/update_weights_from_disk refused "${modelPath}": ${msg}`,
+          );
         }
       });
     },
@@ -187,28 +224,57 @@ function dropUndefined<T extends object>(o: T): Partial<T> {
 }
 
 function authHint(apiKey: string | undefined): string {
-  return apiKey ? 'the server refused this API key: check RL2_API_KEY or the apiKey option' : 'the server needs an API key: set RL2_API_KEY (or the apiKey option)';
+  return apiKey
+    ? 'the server refused this API key: check RL2_API_KEY or the apiKey option'
+    : 'the server needs an API key: set RL2_API_KEY (or the apiKey option)';
 }
 
 function toAttemptError(url: string, e: unknown): AttemptError {
-  if (e && typeof e === 'object' && 'error' in e && (e as AttemptError).error instanceof RolloutError) return e as AttemptError;
-  if (e instanceof RolloutError) return { url, error: e, retryable: e.code === 'ENGINE_UNREACHABLE' || e.code === 'ENGINE_TIMEOUT' };
+  if (
+    e &&
+    typeof e === 'object' &&
+    'error' in e &&
+    (e as AttemptError).error instanceof RolloutError
+  )
+    return e as AttemptError;
+  if (e instanceof RolloutError)
+    return {
+      url,
+      error: e,
+      retryable: e.code === 'ENGINE_UNREACHABLE' || e.code === 'ENGINE_TIMEOUT',
+    };
   return { url, error: new RolloutError('ENGINE_HTTP', `${url}: ${String(e)}`), retryable: false };
 }
 
-function classifyFetchError(url: string, path: string, cause: unknown, timeoutMs: number, signal?: AbortSignal): AttemptError {
+function classifyFetchError(
+  url: string,
+  path: string,
+  cause: unknown,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): AttemptError {
   if (signal?.aborted) {
-    return { url, error: new RolloutError('ENGINE_ABORTED', `${url}${path} was aborted by the caller`), retryable: false };
+    return {
+      url,
+      error: new RolloutError('ENGINE_ABORTED', `${url}${path} was aborted by the caller`),
+      retryable: false,
+    };
   }
   const name = (cause as { name?: string })?.name;
   if (name === 'TimeoutError' || name === 'AbortError') {
     return {
       url,
-      error: new RolloutError('ENGINE_TIMEOUT', `${url}${path} did not answer within ${timeoutMs} ms (raise the engine timeout)`),
+      error: new RolloutError(
+        'ENGINE_TIMEOUT',
+        `${url}${path} did not answer within ${timeoutMs} ms (raise the engine timeout)`,
+      ),
       retryable: true,
     };
   }
-  const code = (cause as { cause?: { code?: string } })?.cause?.code ?? (cause as { code?: string })?.code ?? String(cause);
+  const code =
+    (cause as { cause?: { code?: string } })?.cause?.code ??
+    (cause as { code?: string })?.code ??
+    String(cause);
   return {
     url,
     error: new RolloutError('ENGINE_UNREACHABLE', `cannot reach ${url}${path} (${code})`),

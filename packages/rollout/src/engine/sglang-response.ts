@@ -29,7 +29,8 @@ export function parseGenerateResponse(body: unknown, url: string): GenerateResul
   }
   const result: GenerateResult = { tokenIds, logprobs, finishReason: reason };
   const matched = finish?.matched;
-  if (reason === 'stop' && (typeof matched === 'number' || typeof matched === 'string')) result.matched = matched;
+  if (reason === 'stop' && (typeof matched === 'number' || typeof matched === 'string'))
+    result.matched = matched;
   const top = meta?.output_top_logprobs;
   if (Array.isArray(top)) result.topLogprobs = top.map((step) => toTokenLogprobs(step));
   return result;

@@ -1,5 +1,9 @@
 import { RolloutError } from '../errors.js';
-import type { TokenGenerator, TokenGeneratorRequest, TokenGeneratorResult } from './embedded-engine.js';
+import type {
+  TokenGenerator,
+  TokenGeneratorRequest,
+  TokenGeneratorResult,
+} from './embedded-engine.js';
 import type { TokenLogprob } from './rollout-engine.js';
 
 export interface ToyGeneratorOptions {
@@ -29,7 +33,10 @@ export function createToyGenerator(options: ToyGeneratorOptions = {}): TokenGene
     async generate(req: TokenGeneratorRequest): Promise<TokenGeneratorResult> {
       const stop = req.stop ?? [];
       if (stop.length > 0 && !options.decode) {
-        throw new RolloutError('INVALID_ARGUMENT', 'stop strings need a decoder: pass decode to createToyGenerator or use stop_token_ids');
+        throw new RolloutError(
+          'INVALID_ARGUMENT',
+          'stop strings need a decoder: pass decode to createToyGenerator or use stop_token_ids',
+        );
       }
       const rand = mulberry32(hashInts([req.seed ?? 0, ...req.inputIds]));
       const temperature = req.temperature ?? 1;
@@ -37,7 +44,10 @@ export function createToyGenerator(options: ToyGeneratorOptions = {}): TokenGene
       const outputIds: number[] = [];
       const logprobs: number[] = [];
       const top: TokenLogprob[][] = [];
-      const done = (type: 'stop' | 'length' | 'abort', matched?: number | string): TokenGeneratorResult => ({
+      const done = (
+        type: 'stop' | 'length' | 'abort',
+        matched?: number | string,
+      ): TokenGeneratorResult => ({
         outputIds,
         logprobs,
         finishReason: matched === undefined ? { type } : { type, matched },
@@ -47,9 +57,13 @@ export function createToyGenerator(options: ToyGeneratorOptions = {}): TokenGene
       while (outputIds.length < maxNew) {
         if (req.signal?.aborted) return done('abort');
         const t = temperature > 0 ? temperature : 1;
-        const logits = Array.from({ length: vocabSize }, (_, v) => ((hashInts([prev, v, outputIds.length]) % 1000) / 1000) * 4);
+        const logits = Array.from(
+          { length: vocabSize },
+          (_, v) => ((hashInts([prev, v, outputIds.length]) % 1000) / 1000) * 4,
+        );
         const logp = logSoftmax(logits.map((x) => x / t));
-        const token = temperature > 0 ? sample(logp, req.topK ?? 0, req.topP ?? 1, rand()) : argmax(logp);
+        const token =
+          temperature > 0 ? sample(logp, req.topK ?? 0, req.topP ?? 1, rand()) : argmax(logp);
         outputIds.push(token);
         logprobs.push(logp[token]);
         const best = req.topLogprobs ? mostLikely(logp, req.topLogprobs) : undefined;

@@ -18,7 +18,10 @@ export class UrlBalancer {
     readonly strategy: BalanceStrategy = 'round-robin',
   ) {
     if (urls.length === 0) {
-      throw new RolloutError('INVALID_ARGUMENT', 'engine urls is empty: give a router URL or at least one server URL');
+      throw new RolloutError(
+        'INVALID_ARGUMENT',
+        'engine urls is empty: give a router URL or at least one server URL',
+      );
     }
     this.urls = urls.map(normaliseUrl);
     this.inFlight = urls.map(() => 0);
@@ -30,7 +33,8 @@ export class UrlBalancer {
     const candidates = [...Array(n).keys()]
       .map((k) => (this.next + k) % n)
       .filter((i) => !exclude.has(i));
-    const order = candidates.length > 0 ? candidates : [...Array(n).keys()].map((k) => (this.next + k) % n);
+    const order =
+      candidates.length > 0 ? candidates : [...Array(n).keys()].map((k) => (this.next + k) % n);
     let best = order[0];
     if (this.strategy === 'least-loaded') {
       for (const i of order) if (this.inFlight[i] < this.inFlight[best]) best = i;
@@ -59,6 +63,9 @@ export function normaliseUrl(raw: string): string {
     const u = new URL(withScheme);
     return `${u.protocol}//${u.host}${u.pathname.replace(/\/+$/, '')}`;
   } catch {
-    throw new RolloutError('INVALID_ARGUMENT', `engine url "${raw}" is not a valid URL (expected e.g. http://127.0.0.1:30000)`);
+    throw new RolloutError(
+      'INVALID_ARGUMENT',
+      `engine url "${raw}" is not a valid URL (expected e.g. http://127.0.0.1:30000)`,
+    );
   }
 }

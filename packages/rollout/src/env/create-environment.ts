@@ -1,5 +1,11 @@
 import { RolloutError } from '../errors.js';
-import type { EnvModule, EnvStep, EnvStepOutput, Environment, RolloutPrompt } from './environment.js';
+import type {
+  EnvModule,
+  EnvStep,
+  EnvStepOutput,
+  Environment,
+  RolloutPrompt,
+} from './environment.js';
 import { withTimeout } from './with-timeout.js';
 
 export interface EnvironmentOptions {
@@ -13,11 +19,17 @@ export interface EnvironmentOptions {
  * Wraps an env module (loaded from a file or written inline) into an Environment: validates
  * what `step`/`reset` return, turns throws into ENV_STEP errors and hangs into ENV_TIMEOUT.
  */
-export function createEnvironment(module: EnvModule, options: EnvironmentOptions = {}): Environment {
+export function createEnvironment(
+  module: EnvModule,
+  options: EnvironmentOptions = {},
+): Environment {
   const source = options.source ?? 'env';
   const timeoutMs = options.timeoutMs ?? 60_000;
   if (typeof module?.step !== 'function') {
-    throw new RolloutError('ENV_LOAD', `${source} does not export a step function: export async function step(state, action, answer) { return [nextState, reward, done]; }`);
+    throw new RolloutError(
+      'ENV_LOAD',
+      `${source} does not export a step function: export async function step(state, action, answer) { return [nextState, reward, done]; }`,
+    );
   }
 
   async function call<T>(name: string, run: () => T | Promise<T>): Promise<T> {
@@ -25,7 +37,11 @@ export function createEnvironment(module: EnvModule, options: EnvironmentOptions
       return await withTimeout(Promise.resolve().then(run), timeoutMs, `${source} ${name}()`);
     } catch (e) {
       if (e instanceof RolloutError) throw e;
-      throw new RolloutError('ENV_STEP', `${source} ${name}() threw: ${(e as Error)?.message ?? String(e)}`, { cause: e });
+      throw new RolloutError(
+        'ENV_STEP',
+        `${source} ${name}() threw: ${(e as Error)?.message ?? String(e)}`,
+        { cause: e },
+      );
     }
   }
 
@@ -43,7 +59,10 @@ export function createEnvironment(module: EnvModule, options: EnvironmentOptions
       if (out && typeof out === 'object' && typeof out.state === 'string') {
         return { state: out.state, answer: 'answer' in out ? out.answer : prompt.answer };
       }
-      throw new RolloutError('ENV_STEP', `${source} reset() must return a string or {state, answer}, got ${preview(out)}`);
+      throw new RolloutError(
+        'ENV_STEP',
+        `${source} reset() must return a string or {state, answer}, got ${preview(out)}`,
+      );
     },
   };
 }
@@ -59,17 +78,29 @@ function normaliseStep(out: EnvStepOutput, source: string): EnvStep {
     reward = out.reward;
     done = out.done;
   } else {
-    throw new RolloutError('ENV_STEP', `${source} step() must return [nextState, reward, done] or {nextState, reward, done}, got ${preview(out)}`);
+    throw new RolloutError(
+      'ENV_STEP',
+      `${source} step() must return [nextState, reward, done] or {nextState, reward, done}, got ${preview(out)}`,
+    );
   }
   if (typeof reward === 'boolean') reward = reward ? 1 : 0;
   if (typeof reward !== 'number' || !Number.isFinite(reward)) {
-    throw new RolloutError('ENV_STEP', `${source} step() returned reward ${preview(reward)}: it must be a finite number`);
+    throw new RolloutError(
+      'ENV_STEP',
+      `${source} step() returned reward ${preview(reward)}: it must be a finite number`,
+    );
   }
   if (typeof done !== 'boolean') {
-    throw new RolloutError('ENV_STEP', `${source} step() returned done ${preview(done)}: it must be true or false`);
+    throw new RolloutError(
+      'ENV_STEP',
+      `${source} step() returned done ${preview(done)}: it must be true or false`,
+    );
   }
   if (!done && typeof nextState !== 'string') {
-    throw new RolloutError('ENV_STEP', `${source} step() returned done=false with nextState ${preview(nextState)}: give the next prompt text or set done=true`);
+    throw new RolloutError(
+      'ENV_STEP',
+      `${source} step() returned done=false with nextState ${preview(nextState)}: give the next prompt text or set done=true`,
+    );
   }
   return { nextState: typeof nextState === 'string' ? nextState : null, reward, done };
 }

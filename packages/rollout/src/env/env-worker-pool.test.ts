@@ -42,10 +42,20 @@ describe('envs in worker threads', () => {
     const timer = setInterval(() => (ticks += 1), 20);
     const began = performance.now();
     const blocked = env.step('s', 'spin', null);
-    await expect(blocked).rejects.toMatchObject({ code: 'ENV_TIMEOUT', message: expect.stringContaining('step() did not finish within 0.3 s (rollout.env_timeout_s=0.3)') });
+    await expect(blocked).rejects.toMatchObject({
+      code: 'ENV_TIMEOUT',
+      message: expect.stringContaining(
+        'step() did not finish within 0.3 s (rollout.env_timeout_s=0.3)',
+      ),
+    });
     // sent to the blocked worker before it is found out (half the limit later): fails with it
     const alongside = env.step('s', 'slow', null);
-    await expect(alongside).rejects.toMatchObject({ code: 'ENV_TIMEOUT', message: expect.stringContaining('the env worker was restarted: a step() on it blocked its thread') });
+    await expect(alongside).rejects.toMatchObject({
+      code: 'ENV_TIMEOUT',
+      message: expect.stringContaining(
+        'the env worker was restarted: a step() on it blocked its thread',
+      ),
+    });
     const waited = performance.now() - began;
     clearInterval(timer);
     expect(waited).toBeLessThan(3000);
@@ -63,21 +73,35 @@ describe('envs in worker threads', () => {
 
   it('reset sees the whole row; a crash outside step() and an uncopyable result are errors; close() ends the calls', async () => {
     env = await loadEnvironment(envFile, { timeoutMs: 5000 });
-    expect(await env.reset({ prompt: 'p', answer: 7, row: { prompt: 'p', answer: 7, level: 'hard' } })).toEqual({ state: 'p', answer: { answer: 7, level: 'hard' } });
-    await expect(env.step('s', 'fn', null)).rejects.toMatchObject({ code: 'ENV_STEP', message: expect.stringContaining('cannot be sent between threads') });
+    expect(
+      await env.reset({ prompt: 'p', answer: 7, row: { prompt: 'p', answer: 7, level: 'hard' } }),
+    ).toEqual({ state: 'p', answer: { answer: 7, level: 'hard' } });
+    await expect(env.step('s', 'fn', null)).rejects.toMatchObject({
+      code: 'ENV_STEP',
+      message: expect.stringContaining('cannot be sent between threads'),
+    });
     expect((await env.step('s', 'crash', null)).reward).toBe(1);
     const next = env.step('s', 'slow', null);
-    await expect(next).rejects.toMatchObject({ code: 'ENV_STEP', message: expect.stringContaining('the env worker crashed: late failure') });
+    await expect(next).rejects.toMatchObject({
+      code: 'ENV_STEP',
+      message: expect.stringContaining('the env worker crashed: late failure'),
+    });
     expect((await env.step('s', 'count', null)).reward).toBe(1); // replaced
-    const open = expect(env.step('s', 'slow', null)).rejects.toMatchObject({ message: expect.stringContaining('the environment was closed') });
+    const open = expect(env.step('s', 'slow', null)).rejects.toMatchObject({
+      message: expect.stringContaining('the environment was closed'),
+    });
     await env.close?.();
     await open;
   });
 
   it('spreads calls over rollout.env_workers threads, each with its own module state', async () => {
     env = await loadEnvironment(envFile, { timeoutMs: 5000, workers: 2 });
-    const counts = await Promise.all(Array.from({ length: 4 }, () => env!.step('s', 'count', null)));
+    const counts = await Promise.all(
+      Array.from({ length: 4 }, () => env!.step('s', 'count', null)),
+    );
     expect(counts.map((c) => c.reward).sort()).toEqual([1, 1, 2, 2]);
-    await expect(loadEnvironment(envFile, { workers: 0 })).rejects.toThrow(/rollout.env_workers must be an integer >= 1, got 0/);
+    await expect(loadEnvironment(envFile, { workers: 0 })).rejects.toThrow(
+      /rollout.env_workers must be an integer >= 1, got 0/,
+    );
   });
 });

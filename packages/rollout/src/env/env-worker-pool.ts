@@ -20,7 +20,9 @@ export interface EnvWorkerPoolOptions {
 }
 
 type Reply = { id: number; ok: boolean; value?: unknown; message?: string };
-type Hello = { type: 'ready'; step: boolean; reset: boolean } | { type: 'load-error'; message: string };
+type Hello =
+  | { type: 'ready'; step: boolean; reset: boolean }
+  | { type: 'load-error'; message: string };
 
 interface Call {
   resolve: (value: unknown) => void;
@@ -57,31 +59,48 @@ export class EnvWorkerPool {
   }
 
   /** Starts the workers and waits until each loaded the module; rejects with ENV_LOAD when it cannot load. */
-  static async start(options: EnvWorkerPoolOptions): Promise<{ pool: EnvWorkerPool; hasStep: boolean; hasReset: boolean }> {
+  static async start(
+    options: EnvWorkerPoolOptions,
+  ): Promise<{ pool: EnvWorkerPool; hasStep: boolean; hasReset: boolean }> {
     const pool = new EnvWorkerPool(options);
     const hellos = await Promise.all(pool.slots.map((s) => s.ready));
     const failed = hellos.find((h) => h.type === 'load-error');
     const ready = hellos[0];
     if (failed?.type === 'load-error' || ready?.type !== 'ready') {
       await pool.close();
-      throw new RolloutError('ENV_LOAD', `cannot load rollout.env_path "${options.source}": ${failed?.type === 'load-error' ? failed.message : 'no env worker started'}`);
+      throw new RolloutError(
+        'ENV_LOAD',
+        `cannot load rollout.env_path "${options.source}": ${failed?.type === 'load-error' ? failed.message : 'no env worker started'}`,
+      );
     }
     return { pool, hasStep: ready.step, hasReset: ready.reset };
   }
 
   /** Calls `op(...args)` on the env in the least busy worker. */
   async call(op: 'step' | 'reset', args: unknown[]): Promise<unknown> {
-    if (this.closed) throw new RolloutError('ENV_STEP', `${this.options.source} ${op}() called after the environment was closed`);
+    if (this.closed)
+      throw new RolloutError(
+        'ENV_STEP',
+        `${this.options.source} ${op}() called after the environment was closed`,
+      );
     const slot = this.slots.reduce((a, b) => (b.calls.size < a.calls.size ? b : a));
     const id = this.nextId++;
     slot.calls.add(id);
     slot.worker.ref();
-    const result = new Promise<unknown>((resolve, reject) => this.pending.set(id, { resolve, reject, slot }));
+    const result = new Promise<unknown>((resolve, reject) =>
+      this.pending.set(id, { resolve, reject, slot }),
+    );
     const hello = await slot.ready;
     const call = this.pending.get(id);
     if (!call) return result; // the worker was replaced while loading: already rejected
     if (hello.type !== 'ready') {
-      this.settle(id, new RolloutError('ENV_LOAD', `the env worker could not load rollout.env_path "${this.options.source}" again: ${hello.message}`));
+      this.settle(
+        id,
+        new RolloutError(
+          'ENV_LOAD',
+          `the env worker could not load rollout.env_path "${this.options.source}" again: ${hello.message}`,
+        ),
+      );
       return result;
     }
     const { timeoutMs } = this.options;
@@ -94,31 +113,59 @@ export class EnvWorkerPool {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const id of [...this.pending.keys()]) this.settle(id, new RolloutError('ENV_STEP', `${this.options.source}: the environment was closed during the call`));
+    for (const id of [...this.pending.keys()])
+      this.settle(
+        id,
+        new RolloutError(
+          'ENV_STEP',
+          `${this.options.source}: the environment was closed during the call`,
+        ),
+      );
     await Promise.all(this.slots.map((s) => s.worker.terminate()));
   }
 
   private spawn(): Slot {
     // referenced (keeps the process alive) while loading and while calls are in flight
-    const worker = new Worker(WORKER_URL, { workerData: { file: this.options.file, tsxApi: this.options.tsxApi } });
+    const worker = new Worker(WORKER_URL, {
+      workerData: { file: this.options.file, tsxApi: this.options.tsxApi },
+    });
     let hello!: (h: Hello) => void;
-    const slot: Slot = { worker, ready: new Promise<Hello>((r) => (hello = r)), calls: new Set(), loaded: false };
+    const slot: Slot = {
+      worker,
+      ready: new Promise<Hello>((r) => (hello = r)),
+      calls: new Set(),
+      loaded: false,
+    };
     worker.on('message', (m: Hello | Reply) => {
       if (!('type' in m)) return this.reply(slot, m);
       slot.loaded = m.type === 'ready';
       if (slot.calls.size === 0) worker.unref();
       hello(m);
     });
-    worker.on('error', (e) => this.lost(slot, `the env worker crashed: ${e.message} (an exception outside step(), e.g. in a timer callback)`, 'ENV_STEP'));
+    worker.on('error', (e) =>
+      this.lost(
+        slot,
+        `the env worker crashed: ${e.message} (an exception outside step(), e.g. in a timer callback)`,
+        'ENV_STEP',
+      ),
+    );
     worker.on('exit', (code) => {
-      hello({ type: 'load-error', message: `the env worker exited with code ${code} while loading` });
-      this.lost(slot, `the env worker exited with code ${code} (process.exit() in the env?)`, 'ENV_STEP');
+      hello({
+        type: 'load-error',
+        message: `the env worker exited with code ${code} while loading`,
+      });
+      this.lost(
+        slot,
+        `the env worker exited with code ${code} (process.exit() in the env?)`,
+        'ENV_STEP',
+      );
     });
     return slot;
   }
 
   private reply(slot: Slot, m: Reply): void {
-    if (m.id === slot.ping) slot.ping = undefined; // the worker is alive
+    if (m.id === slot.ping)
+      slot.ping = undefined; // the worker is alive
     else this.settle(m.id, m.ok ? undefined : new Error(m.message), m.value);
   }
 
@@ -137,7 +184,13 @@ export class EnvWorkerPool {
     const call = this.pending.get(id);
     if (!call) return;
     const s = this.options.timeoutMs / 1000;
-    this.settle(id, new RolloutError('ENV_TIMEOUT', `${this.options.source} ${op}() did not finish within ${s} s (rollout.env_timeout_s=${s}); raise rollout.env_timeout_s or fix the env`));
+    this.settle(
+      id,
+      new RolloutError(
+        'ENV_TIMEOUT',
+        `${this.options.source} ${op}() did not finish within ${s} s (rollout.env_timeout_s=${s}); raise rollout.env_timeout_s or fix the env`,
+      ),
+    );
     this.checkAlive(call.slot);
   }
 
@@ -151,7 +204,11 @@ export class EnvWorkerPool {
     setTimeout(() => {
       if (slot.ping !== id || !this.slots.includes(slot)) return;
       const s = this.options.timeoutMs / 1000;
-      this.lost(slot, `the env worker was restarted: a step() on it blocked its thread for more than ${s} s (rollout.env_timeout_s=${s}; a synchronous loop?)`, 'ENV_TIMEOUT');
+      this.lost(
+        slot,
+        `the env worker was restarted: a step() on it blocked its thread for more than ${s} s (rollout.env_timeout_s=${s}; a synchronous loop?)`,
+        'ENV_TIMEOUT',
+      );
     }, grace).unref();
   }
 
@@ -159,7 +216,8 @@ export class EnvWorkerPool {
   private lost(slot: Slot, why: string, code: 'ENV_STEP' | 'ENV_TIMEOUT'): void {
     const i = this.slots.indexOf(slot);
     if (i < 0 || this.closed) return;
-    for (const id of [...slot.calls]) this.settle(id, new RolloutError(code, `${this.options.source}: ${why}`));
+    for (const id of [...slot.calls])
+      this.settle(id, new RolloutError(code, `${this.options.source}: ${why}`));
     slot.worker.removeAllListeners();
     void slot.worker.terminate();
     if (slot.loaded) this.slots[i] = this.spawn();

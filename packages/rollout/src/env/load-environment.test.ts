@@ -9,9 +9,20 @@ const envs = join(import.meta.dirname, '..', '..', 'test', 'envs');
 describe('loadEnvironment', () => {
   it('loads a TypeScript env (types, enum, relative .ts import) with its reset', async () => {
     const env = await loadEnvironment(join(envs, 'typed-env.ts'));
-    expect(await env.reset({ prompt: 'Q', answer: 7 })).toEqual({ state: 'Q>', answer: { target: '7' } });
-    expect(await env.step('Q>', ' 7 ', { target: '7' })).toEqual({ nextState: null, reward: 10, done: true });
-    expect(await env.step('Q>', '8', { target: '7' })).toEqual({ nextState: null, reward: 0, done: true });
+    expect(await env.reset({ prompt: 'Q', answer: 7 })).toEqual({
+      state: 'Q>',
+      answer: { target: '7' },
+    });
+    expect(await env.step('Q>', ' 7 ', { target: '7' })).toEqual({
+      nextState: null,
+      reward: 10,
+      done: true,
+    });
+    expect(await env.step('Q>', '8', { target: '7' })).toEqual({
+      nextState: null,
+      reward: 0,
+      done: true,
+    });
   });
 
   it('loads .mjs (object form) and .js (default export, tuple form)', async () => {
@@ -23,12 +34,19 @@ describe('loadEnvironment', () => {
   });
 
   it('names the path when the file is missing, has the wrong extension, fails to load or lacks step', async () => {
-    await expect(loadEnvironment('/nope/env.ts')).rejects.toThrow(/rollout.env_path "\/nope\/env.ts" does not exist/);
-    await expect(loadEnvironment(join(envs, '..', 'scripted-engine.txt'))).rejects.toThrow(/must end in .ts/);
+    await expect(loadEnvironment('/nope/env.ts')).rejects.toThrow(
+      /rollout.env_path "\/nope\/env.ts" does not exist/,
+    );
+    await expect(loadEnvironment(join(envs, '..', 'scripted-engine.txt'))).rejects.toThrow(
+      /must end in .ts/,
+    );
     const dir = mkdtempSync(join(tmpdir(), 'rl2-env-'));
     const broken = join(dir, 'broken.ts');
     writeFileSync(broken, 'export const step = (: number) => ;\n');
-    await expect(loadEnvironment(broken)).rejects.toMatchObject({ code: 'ENV_LOAD', message: expect.stringContaining(`cannot load rollout.env_path "${broken}"`) });
+    await expect(loadEnvironment(broken)).rejects.toMatchObject({
+      code: 'ENV_LOAD',
+      message: expect.stringContaining(`cannot load rollout.env_path "${broken}"`),
+    });
     const noStep = join(dir, 'no-step.mjs');
     writeFileSync(noStep, 'export const stop = 1;\n');
     await expect(loadEnvironment(noStep)).rejects.toThrow(/does not export a step function/);

@@ -21,17 +21,30 @@ export interface LoadEnvironmentOptions {
  * when it blocks its thread, and the main thread stays free. Module state lives in each worker;
  * arguments and results are copied between threads (plain data). `close()` stops the workers.
  */
-export async function loadEnvironment(path: string, options: LoadEnvironmentOptions = {}): Promise<Environment> {
+export async function loadEnvironment(
+  path: string,
+  options: LoadEnvironmentOptions = {},
+): Promise<Environment> {
   const file = resolve(path);
   const ext = extname(file);
   if (!loadable.includes(ext)) {
-    throw new RolloutError('ENV_LOAD', `rollout.env_path "${path}" must end in ${loadable.join(', ')}`);
+    throw new RolloutError(
+      'ENV_LOAD',
+      `rollout.env_path "${path}" must end in ${loadable.join(', ')}`,
+    );
   }
   if (!existsSync(file)) {
-    throw new RolloutError('ENV_LOAD', `rollout.env_path "${path}" does not exist (resolved to ${file})`);
+    throw new RolloutError(
+      'ENV_LOAD',
+      `rollout.env_path "${path}" does not exist (resolved to ${file})`,
+    );
   }
   const workers = options.workers ?? 1;
-  if (!Number.isInteger(workers) || workers < 1) throw new RolloutError('INVALID_ARGUMENT', `rollout.env_workers must be an integer >= 1, got ${workers}`);
+  if (!Number.isInteger(workers) || workers < 1)
+    throw new RolloutError(
+      'INVALID_ARGUMENT',
+      `rollout.env_workers must be an integer >= 1, got ${workers}`,
+    );
   const ts = ext === '.ts' || ext === '.mts' || ext === '.cts';
   const { pool, hasStep, hasReset } = await EnvWorkerPool.start({
     file,
@@ -41,7 +54,12 @@ export async function loadEnvironment(path: string, options: LoadEnvironmentOpti
     source: path,
   });
   const module = {
-    ...(hasStep ? { step: (state: string, action: string, answer: unknown) => pool.call('step', [state, action, answer]) } : {}),
+    ...(hasStep
+      ? {
+          step: (state: string, action: string, answer: unknown) =>
+            pool.call('step', [state, action, answer]),
+        }
+      : {}),
     ...(hasReset ? { reset: (prompt: RolloutPrompt) => pool.call('reset', [prompt]) } : {}),
   } as EnvModule;
   let env: Environment;

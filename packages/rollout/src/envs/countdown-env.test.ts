@@ -10,8 +10,12 @@ describe('countdown env (RL2 envs/countdown.py)', () => {
   it('gives 1 for a correct equation, in any order, with spaces and parentheses', () => {
     expect(countdownReward('<answer>3*7+12</answer>', p)).toBe(1);
     expect(countdownReward('think... <answer> 12 + (7 * 3) </answer><|im_end|>', p)).toBe(1);
-    expect(countdownReward('<answer>(12/3+7)*3</answer>', { numbers: [12, 3, 7, 3], target: 33 })).toBe(1);
-    expect(countdownReward('<answer>7/3*12-(-5)</answer>', { numbers: [7, 3, 12, 5], target: 33 })).toBe(1);
+    expect(
+      countdownReward('<answer>(12/3+7)*3</answer>', { numbers: [12, 3, 7, 3], target: 33 }),
+    ).toBe(1);
+    expect(
+      countdownReward('<answer>7/3*12-(-5)</answer>', { numbers: [7, 3, 12, 5], target: 33 }),
+    ).toBe(1);
   });
   it('gives 0.1 for a well-formed answer that is wrong, uses other numbers, or does not parse', () => {
     expect(countdownReward('<answer>3+7+12</answer>', p)).toBe(0.1); // 22, not 33
@@ -24,11 +28,19 @@ describe('countdown env (RL2 envs/countdown.py)', () => {
     expect(countdownReward('<answer>x3*7+12</answer>', p)).toBe(0.1); // illegal character
     expect(countdownReward('<answer></answer>', p)).toBe(0.1);
     // Python's eval raises on these, so RL2 keeps 0.1 although 3*7+12 = 33 once read:
-    expect(countdownReward('<answer>3*07+12</answer>', { numbers: [3, 7, 12], target: 33 })).toBe(0.1);
-    expect(countdownReward('<answer>3*7+1 2</answer>', { numbers: [3, 7, 1, 2], target: 33 })).toBe(0.1);
+    expect(countdownReward('<answer>3*07+12</answer>', { numbers: [3, 7, 12], target: 33 })).toBe(
+      0.1,
+    );
+    expect(countdownReward('<answer>3*7+1 2</answer>', { numbers: [3, 7, 1, 2], target: 33 })).toBe(
+      0.1,
+    );
     // ...while 12.0 is a float for Python's eval and the numbers 12 and 0 for RL2's check:
-    expect(countdownReward('<answer>3*7+12.0</answer>', { numbers: [3, 7, 12, 0], target: 33 })).toBe(1);
-    expect(countdownReward('<answer>12/(7-7)*3</answer>', { numbers: [12, 7, 7, 3], target: 33 })).toBe(0.1); // division by 0
+    expect(
+      countdownReward('<answer>3*7+12.0</answer>', { numbers: [3, 7, 12, 0], target: 33 }),
+    ).toBe(1);
+    expect(
+      countdownReward('<answer>12/(7-7)*3</answer>', { numbers: [12, 7, 7, 3], target: 33 }),
+    ).toBe(0.1); // division by 0
   });
   it('gives 0 without a closed <answer> tag', () => {
     expect(countdownReward('3*7+12', p)).toBe(0);

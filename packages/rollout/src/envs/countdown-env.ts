@@ -24,7 +24,11 @@ export interface CountdownProblem {
 const answerTag = /<answer>([^\n]*?)<\/answer>/;
 const equationChars = /^[\d+\-*/().\s]+$/;
 
-export async function step(_state: string, action: string, answer: unknown): Promise<[null, number, true]> {
+export async function step(
+  _state: string,
+  action: string,
+  answer: unknown,
+): Promise<[null, number, true]> {
   return [null, countdownReward(action, toProblem(answer)), true];
 }
 
@@ -56,7 +60,10 @@ function toProblem(answer: unknown): CountdownProblem {
   const value = typeof answer === 'string' ? (JSON.parse(answer) as unknown) : answer;
   const p = value as Partial<CountdownProblem> | null;
   if (!p || !Array.isArray(p.numbers) || typeof p.target !== 'number') {
-    throw new RolloutError('INVALID_ARGUMENT', 'countdown env: the answer must be {numbers: number[], target: number} (set data.train.answer_key to the column holding it)');
+    throw new RolloutError(
+      'INVALID_ARGUMENT',
+      'countdown env: the answer must be {numbers: number[], target: number} (set data.train.answer_key to the column holding it)',
+    );
   }
   return { numbers: p.numbers.map(Number), target: p.target };
 }

@@ -43,19 +43,27 @@ describe('evaluateExpression', () => {
 describe('example envs loaded by path', () => {
   it('calculator: a tool call merges into one sequence with the result tokens masked', async () => {
     const env = await loadEnvironment(join(import.meta.dirname, 'calculator-env.ts'));
-    const engine = scriptedEngine((text) => (text.includes('<result>') ? '<answer>84</answer>' : '<calc>12*(3+4)</calc>'));
-    const t = await runTrajectory({ prompt: 'Q: 12*(3+4)?\n', answer: 84 }, { promptId: 0, sampleId: 0 }, {
-      engine,
-      env,
-      tokenizer: charTokenizer,
-      sampling: {},
-      maxTurns: 4,
-    });
+    const engine = scriptedEngine((text) =>
+      text.includes('<result>') ? '<answer>84</answer>' : '<calc>12*(3+4)</calc>',
+    );
+    const t = await runTrajectory(
+      { prompt: 'Q: 12*(3+4)?\n', answer: 84 },
+      { promptId: 0, sampleId: 0 },
+      {
+        engine,
+        env,
+        tokenizer: charTokenizer,
+        sampling: {},
+        maxTurns: 4,
+      },
+    );
     expect(t.error).toBeUndefined();
     expect(t.sequences).toHaveLength(1);
     const s = t.sequences[0];
     const text = charTokenizer.decode(s.tokenIds);
-    expect(text).toBe('Q: 12*(3+4)?\n<calc>12*(3+4)</calc>\n<result>84</result>\n<answer>84</answer>');
+    expect(text).toBe(
+      'Q: 12*(3+4)?\n<calc>12*(3+4)</calc>\n<result>84</result>\n<answer>84</answer>',
+    );
     const masked = (from: string) => {
       const i = text.indexOf(from);
       return s.actionMask.slice(i, i + from.length);

@@ -12,7 +12,10 @@ export function evaluateExpression(source: string): number {
   const text = source.replace(/\s+/g, '');
   let pos = 0;
   const fail = (what: string): never => {
-    throw new RolloutError('INVALID_ARGUMENT', `cannot evaluate "${source}": ${what} at character ${pos + 1}`);
+    throw new RolloutError(
+      'INVALID_ARGUMENT',
+      `cannot evaluate "${source}": ${what} at character ${pos + 1}`,
+    );
   };
   if (text.length === 0 || text.length > 200) fail('expected 1 to 200 characters');
 

@@ -45,8 +45,12 @@ export function summariseRollout(input: {
   const mean = average(rewards);
   const variance = average(rewards.map((r) => (r - mean) ** 2));
   const turns = ok.flatMap((t) => t.turns);
-  const count = (cause: FailureCause) => input.trajectories.filter((t) => t.error && failureCause(t.error.code) === cause).length;
-  const generated = input.trajectories.reduce((s, t) => s + t.turns.reduce((a, x) => a + x.actionTokens, 0), 0);
+  const count = (cause: FailureCause) =>
+    input.trajectories.filter((t) => t.error && failureCause(t.error.code) === cause).length;
+  const generated = input.trajectories.reduce(
+    (s, t) => s + t.turns.reduce((a, x) => a + x.actionTokens, 0),
+    0,
+  );
   return {
     'reward/mean': mean,
     'reward/std': Math.sqrt(variance),

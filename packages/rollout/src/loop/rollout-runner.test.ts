@@ -73,7 +73,10 @@ describe('createRolloutRunner', () => {
   });
 
   it('refill oversamples until the batch is full', async () => {
-    const { r } = runner(['M1', 'U1', 'U2', 'M2', 'U3', 'M3', 'M4'], { dynamicFiltering: true, refill: true });
+    const { r } = runner(['M1', 'U1', 'U2', 'M2', 'U3', 'M3', 'M4'], {
+      dynamicFiltering: true,
+      refill: true,
+    });
     const out = await r.step(1);
     expect(out.groups).toHaveLength(3);
     expect(out.groups.every((g) => g[0].prompt.startsWith('M'))).toBe(true);
@@ -81,7 +84,11 @@ describe('createRolloutRunner', () => {
   });
 
   it('refill stops at maxGroupsPerStep or when the prompts run out', async () => {
-    const capped = runner(['U1', 'U2', 'U3', 'U4', 'M1', 'M2', 'M3'], { dynamicFiltering: true, refill: true, maxGroupsPerStep: 5 });
+    const capped = runner(['U1', 'U2', 'U3', 'U4', 'M1', 'M2', 'M3'], {
+      dynamicFiltering: true,
+      refill: true,
+      maxGroupsPerStep: 5,
+    });
     const out = await capped.r.step(1);
     expect(out.groups.map((g) => g[0].prompt)).toEqual(['M1']);
     const dry = runner(['U1', 'M1'], { dynamicFiltering: true, refill: true });
@@ -94,9 +101,16 @@ describe('createRolloutRunner', () => {
     expect(out.groups).toHaveLength(2);
     expect(out.metrics.failures).toBe(2);
     expect(logs).toHaveLength(2);
-    expect(logs[0]).toMatch(/rollout step 4: sample 0 of prompt 1 failed \(ENV_STEP\): env step\(\) threw: calculator exploded/);
+    expect(logs[0]).toMatch(
+      /rollout step 4: sample 0 of prompt 1 failed \(ENV_STEP\): env step\(\) threw: calculator exploded/,
+    );
     const strict = runner(['M1', 'F1', 'M2'], { onSampleError: 'stop' });
-    await expect(strict.r.step(1)).rejects.toMatchObject({ code: 'ROLLOUT_FAILED', message: expect.stringMatching(/calculator exploded \(rollout.on_sample_error=stop; set it to skip/) });
+    await expect(strict.r.step(1)).rejects.toMatchObject({
+      code: 'ROLLOUT_FAILED',
+      message: expect.stringMatching(
+        /calculator exploded \(rollout.on_sample_error=stop; set it to skip/,
+      ),
+    });
   });
 
   it('counts failures by cause (env errors, env timeouts, engine errors) and keeps the first one', async () => {
@@ -104,25 +118,46 @@ describe('createRolloutRunner', () => {
       if (text.startsWith('X')) throw new Error('CUDA out of memory');
       return text.startsWith('F') ? 'boom' : 'a';
     });
-    const slow = createEnvironment({ step: async (_s, a) => (a === 'a' ? new Promise(() => {}) : [null, 1, true]) }, { timeoutMs: 20 });
+    const slow = createEnvironment(
+      { step: async (_s, a) => (a === 'a' ? new Promise(() => {}) : [null, 1, true]) },
+      { timeoutMs: 20 },
+    );
     const { r } = runner(['F1', 'X1', 'M1'], { engine });
     const out = await r.step(2);
-    expect(out.metrics).toMatchObject({ samples: 6, failures: 4, env_errors: 2, env_timeouts: 0, engine_errors: 2 });
+    expect(out.metrics).toMatchObject({
+      samples: 6,
+      failures: 4,
+      env_errors: 2,
+      env_timeouts: 0,
+      engine_errors: 2,
+    });
     expect(out.firstFailure).toMatch(/^sample \d of prompt \d failed \((ENV_STEP|ENGINE_FAILED)\)/);
     const timed = runner(['M1', 'M2', 'M3'], { env: slow, engine: scriptedEngine(() => 'a') });
-    expect((await timed.r.step(1)).metrics).toMatchObject({ samples: 6, failures: 6, env_timeouts: 6 });
+    expect((await timed.r.step(1)).metrics).toMatchObject({
+      samples: 6,
+      failures: 6,
+      env_timeouts: 6,
+    });
   });
 
   it('an engine that cannot be reached after its retries stops the step at once, in training and evaluation', async () => {
     const engine = scriptedEngine(() => {
-      throw new RolloutError('ENGINE_UNREACHABLE', '/generate failed after 4 attempt(s) on http://127.0.0.1:9: cannot reach http://127.0.0.1:9/generate (ECONNREFUSED)');
+      throw new RolloutError(
+        'ENGINE_UNREACHABLE',
+        '/generate failed after 4 attempt(s) on http://127.0.0.1:9: cannot reach http://127.0.0.1:9/generate (ECONNREFUSED)',
+      );
     });
     const { r } = runner(['M1', 'M2', 'M3'], { engine });
     await expect(r.step(5)).rejects.toMatchObject({
       code: 'ENGINE_UNREACHABLE',
-      message: expect.stringContaining('rollout step 5: the inference engine cannot be reached after its retries, stopping: /generate failed after 4 attempt(s)'),
+      message: expect.stringContaining(
+        'rollout step 5: the inference engine cannot be reached after its retries, stopping: /generate failed after 4 attempt(s)',
+      ),
     });
-    await expect(r.evaluate([{ prompt: 'M9' }], 5)).rejects.toMatchObject({ code: 'ENGINE_UNREACHABLE', message: expect.stringContaining('eval step 5:') });
+    await expect(r.evaluate([{ prompt: 'M9' }], 5)).rejects.toMatchObject({
+      code: 'ENGINE_UNREACHABLE',
+      message: expect.stringContaining('eval step 5:'),
+    });
   });
 
   it('never runs more samples at once than the concurrency limit', async () => {
@@ -146,11 +181,20 @@ describe('createRolloutRunner', () => {
     const dir = mkdtempSync(join(tmpdir(), 'rl2-rollouts-'));
     const { r } = runner(['M1', 'U1', 'M2', 'E1'], { dynamicFiltering: true, saveDir: dir });
     await r.step(7);
-    const lines = readFileSync(join(dir, 'step-7.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const lines = readFileSync(join(dir, 'step-7.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(6);
     expect(lines.filter((l) => l.filtered).map((l) => l.prompt)).toEqual(['U1', 'U1']);
     expect(lines[0]).toMatchObject({ step: 7, turns: [{ state: expect.any(String) }] });
-    const ev = await r.evaluate([{ prompt: 'M9', answer: 'a' }, { prompt: 'U9', answer: 'same' }], 7);
+    const ev = await r.evaluate(
+      [
+        { prompt: 'M9', answer: 'a' },
+        { prompt: 'U9', answer: 'same' },
+      ],
+      7,
+    );
     expect(ev.trajectories).toHaveLength(2);
     expect(ev.metrics['reward/mean']).toBe(0.5);
     expect(readFileSync(join(dir, 'eval-step-7.jsonl'), 'utf8').trim().split('\n')).toHaveLength(2);
@@ -169,10 +213,16 @@ describe('createRolloutRunner', () => {
       generator: {
         async generate(req) {
           const text = charTokenizer.decode(req.inputIds);
-          if (!text.startsWith('SLOW')) return { outputIds: [97], logprobs: [-0.5], finishReason: { type: 'stop' } };
+          if (!text.startsWith('SLOW'))
+            return { outputIds: [97], logprobs: [-0.5], finishReason: { type: 'stop' } };
           const outputIds: number[] = [];
           while (outputIds.length < req.maxNewTokens!) {
-            if (req.signal?.aborted) return { outputIds, logprobs: outputIds.map(() => -1), finishReason: { type: 'abort' } };
+            if (req.signal?.aborted)
+              return {
+                outputIds,
+                logprobs: outputIds.map(() => -1),
+                finishReason: { type: 'abort' },
+              };
             outputIds.push(115);
             await new Promise((r) => setImmediate(r));
           }
@@ -195,7 +245,8 @@ describe('createRolloutRunner', () => {
     expect(s1.metrics.carried_groups).toBe(1);
     expect(r.carried).toBe(1);
     const all = [...s1.groups];
-    for (let step = 2; step <= 6 && !all.some((g) => g[0].prompt === 'SLOW'); step += 1) all.push(...(await r.step(step)).groups);
+    for (let step = 2; step <= 6 && !all.some((g) => g[0].prompt === 'SLOW'); step += 1)
+      all.push(...(await r.step(step)).groups);
     // the fast prompts finish first each step; SLOW completes once the prompts run out (step 5)
     expect(all.map((g) => g[0].prompt)).toEqual(['A1', 'A2', 'A3', 'A4', 'SLOW']);
     const slow = all[4][0];
@@ -206,7 +257,11 @@ describe('createRolloutRunner', () => {
   });
 
   it('names bad sizes', () => {
-    expect(() => runner([], { promptsPerStep: 0 })).toThrow('promptsPerStep (rollout.train_prompts_per_rollout) must be an integer >= 1, got 0');
-    expect(() => runner([], { groupsInFlight: 2 })).toThrow(/groupsInFlight \(rollout.groups_in_flight\)/);
+    expect(() => runner([], { promptsPerStep: 0 })).toThrow(
+      'promptsPerStep (rollout.train_prompts_per_rollout) must be an integer >= 1, got 0',
+    );
+    expect(() => runner([], { groupsInFlight: 2 })).toThrow(
+      /groupsInFlight \(rollout.groups_in_flight\)/,
+    );
   });
 });

@@ -73,7 +73,10 @@ export interface RolloutRunner {
   /** Runs a training rollout step: all prompts x responses in flight under the concurrency limit. */
   step(step: number): Promise<RolloutStepResult>;
   /** Runs each prompt once at `evalSampling` (temperature 0); no filtering, nothing carried. */
-  evaluate(prompts: readonly RolloutPrompt[], step: number): Promise<{ trajectories: Trajectory[]; metrics: RolloutMetrics }>;
+  evaluate(
+    prompts: readonly RolloutPrompt[],
+    step: number,
+  ): Promise<{ trajectories: Trajectory[]; metrics: RolloutMetrics }>;
   /** Groups generating in the background (partial rollout), carried to the next step. */
   readonly carried: number;
   /** Cancels carried groups and resumes the engine if it was paused. */
@@ -97,12 +100,19 @@ export function createRolloutRunner(options: RolloutRunnerOptions): RolloutRunne
   const g = options.responsesPerPrompt ?? 1;
   const target = options.promptsPerStep;
   // messages name the option and the `rl2 ppo` key that sets it
-  for (const [key, v] of [['promptsPerStep (rollout.train_prompts_per_rollout)', target], ['responsesPerPrompt (rollout.responses_per_prompt)', g]] as const) {
-    if (!Number.isInteger(v) || v < 1) throw new RolloutError('INVALID_ARGUMENT', `${key} must be an integer >= 1, got ${v}`);
+  for (const [key, v] of [
+    ['promptsPerStep (rollout.train_prompts_per_rollout)', target],
+    ['responsesPerPrompt (rollout.responses_per_prompt)', g],
+  ] as const) {
+    if (!Number.isInteger(v) || v < 1)
+      throw new RolloutError('INVALID_ARGUMENT', `${key} must be an integer >= 1, got ${v}`);
   }
   const maxGroups = options.maxGroupsPerStep ?? 4 * target;
   if (!Number.isInteger(maxGroups) || maxGroups < target) {
-    throw new RolloutError('INVALID_ARGUMENT', `maxGroupsPerStep (rollout.max_groups_per_rollout) must be an integer >= promptsPerStep (${target}), got ${maxGroups}`);
+    throw new RolloutError(
+      'INVALID_ARGUMENT',
+      `maxGroupsPerStep (rollout.max_groups_per_rollout) must be an integer >= promptsPerStep (${target}), got ${maxGroups}`,
+    );
   }
   const inFlight = options.groupsInFlight ?? target;
   if (!Number.isInteger(inFlight) || inFlight < target || inFlight > maxGroups) {
@@ -117,25 +127,40 @@ export function createRolloutRunner(options: RolloutRunnerOptions): RolloutRunne
   let paused = false;
   let serial = 0;
 
-  function launch(prompt: RolloutPrompt, sampling: SamplingParams, samples: number, seeded: boolean): RunningGroup {
+  function launch(
+    prompt: RolloutPrompt,
+    sampling: SamplingParams,
+    samples: number,
+    seeded: boolean,
+  ): RunningGroup {
     const groupSerial = serial;
     serial += 1;
     const abort = new AbortController();
     const runs = Array.from({ length: samples }, (_, s) =>
       semaphore.run(() =>
-        runTrajectory(prompt, { promptId: groupSerial, sampleId: s }, {
-          engine: options.engine,
-          env: options.env,
-          tokenizer: options.tokenizer,
-          sampling,
-          maxTurns: options.maxTurns,
-          maxSequenceTokens: options.maxSequenceTokens,
-          seed: seeded && options.seed !== undefined ? options.seed + (groupSerial * samples + s) * 1000 : undefined,
-          signal: abort.signal,
-        }),
+        runTrajectory(
+          prompt,
+          { promptId: groupSerial, sampleId: s },
+          {
+            engine: options.engine,
+            env: options.env,
+            tokenizer: options.tokenizer,
+            sampling,
+            maxTurns: options.maxTurns,
+            maxSequenceTokens: options.maxSequenceTokens,
+            seed:
+              seeded && options.seed !== undefined
+                ? options.seed + (groupSerial * samples + s) * 1000
+                : undefined,
+            signal: abort.signal,
+          },
+        ),
       ),
     );
-    const promise = Promise.all(runs).then((trajectories) => ({ serial: groupSerial, trajectories }));
+    const promise = Promise.all(runs).then((trajectories) => ({
+      serial: groupSerial,
+      trajectories,
+    }));
     promise.catch(() => {}); // cancelled groups reject; nobody waits for them
     return { serial: groupSerial, promise, abort };
   }
@@ -143,7 +168,11 @@ export function createRolloutRunner(options: RolloutRunnerOptions): RolloutRunne
   /** An engine that cannot be reached after its retries fails every other sample too: stop at once. */
   function stopIfEngineGone(trajectories: Trajectory[], what: string): void {
     const gone = trajectories.find((t) => t.error?.code === 'ENGINE_UNREACHABLE');
-    if (gone?.error) throw new RolloutError('ENGINE_UNREACHABLE', `${what}: the inference engine cannot be reached after its retries, stopping: ${gone.error.message}`);
+    if (gone?.error)
+      throw new RolloutError(
+        'ENGINE_UNREACHABLE',
+        `${what}: the inference engine cannot be reached after its retries, stopping: ${gone.error.message}`,
+      );
   }
 
   /** Logs each failed sample; returns the first line. Throws when the engine is gone or onSampleError is 'stop'. */
@@ -156,7 +185,10 @@ export function createRolloutRunner(options: RolloutRunnerOptions): RolloutRunne
       log(`${what}: ${line}`);
       stopIfEngineGone([t], what);
       if (options.onSampleError === 'stop') {
-        throw new RolloutError('ROLLOUT_FAILED', `${what}: ${line} (rollout.on_sample_error=stop; set it to skip to drop such groups and go on)`);
+        throw new RolloutError(
+          'ROLLOUT_FAILED',
+          `${what}: ${line} (rollout.on_sample_error=stop; set it to skip to drop such groups and go on)`,
+        );
       }
     }
     return first;
@@ -208,12 +240,16 @@ export function createRolloutRunner(options: RolloutRunnerOptions): RolloutRunne
           running.delete(done.serial);
           firstFailure ??= reportFailures(done.trajectories, `rollout step ${step}`);
           const failed = done.trajectories.some((t) => t.error);
-          const uniform = !failed && options.dynamicFiltering === true && isUniformGroup(done.trajectories.map((t) => t.reward));
+          const uniform =
+            !failed &&
+            options.dynamicFiltering === true &&
+            isUniformGroup(done.trajectories.map((t) => t.reward));
           if (!failed) finished += 1;
           if (uniform) filtered += 1;
           if (!failed && !uniform) accepted.push(done.trajectories);
           for (const t of done.trajectories) records.push({ ...t, step, filtered: uniform });
-          if (options.refill && accepted.length + running.size < target) await launchMore(target - accepted.length - running.size);
+          if (options.refill && accepted.length + running.size < target)
+            await launchMore(target - accepted.length - running.size);
         }
       } catch (e) {
         for (const r of running.values()) r.abort.abort();
@@ -235,7 +271,12 @@ export function createRolloutRunner(options: RolloutRunnerOptions): RolloutRunne
         seconds: (performance.now() - start) / 1000,
       });
       await save(`step-${step}.jsonl`, records);
-      return { groups: accepted, batch: toTrainingBatch(accepted, g), metrics, ...(firstFailure ? { firstFailure } : {}) };
+      return {
+        groups: accepted,
+        batch: toTrainingBatch(accepted, g),
+        metrics,
+        ...(firstFailure ? { firstFailure } : {}),
+      };
     },
 
     async evaluate(prompts, step) {
@@ -244,7 +285,11 @@ export function createRolloutRunner(options: RolloutRunnerOptions): RolloutRunne
       const sampling = options.evalSampling ?? { ...options.sampling, temperature: 0 };
       const groups = await Promise.all(prompts.map((p) => launch(p, sampling, 1, false).promise));
       const trajectories = groups.flatMap((x) => x.trajectories);
-      for (const t of trajectories) if (t.error) log(`eval step ${step}: prompt ${t.promptId} failed (${t.error.code}): ${t.error.message}`);
+      for (const t of trajectories)
+        if (t.error)
+          log(
+            `eval step ${step}: prompt ${t.promptId} failed (${t.error.code}): ${t.error.message}`,
+          );
       stopIfEngineGone(trajectories, `eval step ${step}`);
       const metrics = summariseRollout({
         trajectories,
@@ -254,7 +299,10 @@ export function createRolloutRunner(options: RolloutRunnerOptions): RolloutRunne
         carriedGroups: 0,
         seconds: (performance.now() - start) / 1000,
       });
-      await save(`eval-step-${step}.jsonl`, trajectories.map((t) => ({ ...t, step, filtered: false })));
+      await save(
+        `eval-step-${step}.jsonl`,
+        trajectories.map((t) => ({ ...t, step, filtered: false })),
+      );
       return { trajectories, metrics };
     },
 

@@ -7,7 +7,10 @@ export class Semaphore {
 
   constructor(readonly limit: number) {
     if (!Number.isInteger(limit) || limit < 1) {
-      throw new RolloutError('INVALID_ARGUMENT', `concurrency limit must be an integer >= 1, got ${limit}`);
+      throw new RolloutError(
+        'INVALID_ARGUMENT',
+        `concurrency limit must be an integer >= 1, got ${limit}`,
+      );
     }
   }
 

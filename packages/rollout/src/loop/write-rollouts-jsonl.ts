@@ -10,7 +10,13 @@ export interface RolloutRecord extends Trajectory {
 }
 
 /** Writes `records` as JSON lines to `path` (folders created), replacing the file. */
-export async function writeRolloutsJsonl(path: string, records: readonly RolloutRecord[]): Promise<void> {
+export async function writeRolloutsJsonl(
+  path: string,
+  records: readonly RolloutRecord[],
+): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
-  await writeFile(path, records.map((r) => JSON.stringify(r)).join('\n') + (records.length > 0 ? '\n' : ''));
+  await writeFile(
+    path,
+    records.map((r) => JSON.stringify(r)).join('\n') + (records.length > 0 ? '\n' : ''),
+  );
 }

@@ -16,14 +16,21 @@ export function checkAccess(req: IncomingMessage, path: string, apiKey: string |
     if (path.startsWith('/health')) return;
     if (bearerMatches(req.headers.authorization, apiKey)) return;
     const given = req.headers.authorization ? 'a wrong API key' : 'no Authorization header';
-    throw new HttpError(401, `this server needs an API key: send "Authorization: Bearer KEY" (the request had ${given})`, {
-      type: 'invalid_request_error',
-      code: 'invalid_api_key',
-      ...(path.startsWith('/v1/') ? {} : { body: { error: 'Unauthorized' } }),
-    });
+    throw new HttpError(
+      401,
+      `this server needs an API key: send "Authorization: Bearer KEY" (the request had ${given})`,
+      {
+        type: 'invalid_request_error',
+        code: 'invalid_api_key',
+        ...(path.startsWith('/v1/') ? {} : { body: { error: 'Unauthorized' } }),
+      },
+    );
   }
   if (DISK_ENDPOINTS.has(path) && !isLoopback(req)) {
-    throw new HttpError(403, `${path} loads files from this machine's disk and answers loopback clients only; start rl2 serve with --api-key KEY to allow it from other hosts`);
+    throw new HttpError(
+      403,
+      `${path} loads files from this machine's disk and answers loopback clients only; start rl2 serve with --api-key KEY to allow it from other hosts`,
+    );
   }
 }
 

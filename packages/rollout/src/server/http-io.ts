@@ -31,13 +31,19 @@ export function badRequest(message: string, param?: string): HttpError {
 /** Sends `body` as JSON with `status`. */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+  });
   res.end(text);
 }
 
 /** Sends plain text (SGLang's /flush_cache answers this way). */
 export function sendText(res: ServerResponse, status: number, text: string): void {
-  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, {
+    'content-type': 'text/plain; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+  });
   res.end(text);
 }
 
@@ -49,7 +55,11 @@ export function sendEmpty(res: ServerResponse, status: number): void {
 
 /** Starts a server-sent event stream (`data: ...` events, blank-line separated). */
 export function startEvents(res: ServerResponse): void {
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  });
 }
 
 /** Writes one `data:` event: a JSON object, or the literal `[DONE]`. */
@@ -62,17 +72,27 @@ export function sendEvent(res: ServerResponse, data: unknown): void {
  * Reads a JSON request body: undefined when empty, 413 past `maxBytes`, 400 when it is not
  * JSON or not a JSON object.
  */
-export async function readJson(req: IncomingMessage, maxBytes: number): Promise<Record<string, unknown> | undefined> {
+export async function readJson(
+  req: IncomingMessage,
+  maxBytes: number,
+): Promise<Record<string, unknown> | undefined> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > maxBytes) {
     req.resume();
-    throw new HttpError(413, `request body of ${declared} bytes exceeds the limit of ${maxBytes} bytes (raise --max-body-bytes)`);
+    throw new HttpError(
+      413,
+      `request body of ${declared} bytes exceeds the limit of ${maxBytes} bytes (raise --max-body-bytes)`,
+    );
   }
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > maxBytes) throw new HttpError(413, `request body exceeds the limit of ${maxBytes} bytes (raise --max-body-bytes)`);
+    if (size > maxBytes)
+      throw new HttpError(
+        413,
+        `request body exceeds the limit of ${maxBytes} bytes (raise --max-body-bytes)`,
+      );
     chunks.push(chunk as Buffer);
   }
   if (size === 0) return undefined;
@@ -83,7 +103,9 @@ export async function readJson(req: IncomingMessage, maxBytes: number): Promise<
     throw badRequest(`request body is not valid JSON: ${(e as Error).message}`);
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw badRequest(`request body must be a JSON object, got ${Array.isArray(parsed) ? 'an array' : JSON.stringify(parsed)}`);
+    throw badRequest(
+      `request body must be a JSON object, got ${Array.isArray(parsed) ? 'an array' : JSON.stringify(parsed)}`,
+    );
   }
   return parsed as Record<string, unknown>;
 }

@@ -15,7 +15,11 @@ export interface ServerFacts {
 /** GET /health: 200 with no body when the engine is up, 503 otherwise. */
 export async function handleHealth(ctx: ServerContext, res: ServerResponse): Promise<void> {
   const h = await ctx.engine.health();
-  if (!h.ok) throw new HttpError(503, `engine unhealthy: ${h.backends.map((b) => `${b.name}: ${b.error ?? 'down'}`).join('; ')}`);
+  if (!h.ok)
+    throw new HttpError(
+      503,
+      `engine unhealthy: ${h.backends.map((b) => `${b.name}: ${b.error ?? 'down'}`).join('; ')}`,
+    );
   sendEmpty(res, 200);
 }
 
@@ -23,7 +27,11 @@ export async function handleHealth(ctx: ServerContext, res: ServerResponse): Pro
 export async function handleHealthGenerate(ctx: ServerContext, res: ServerResponse): Promise<void> {
   const signal = AbortSignal.timeout(HEALTH_GENERATE_TIMEOUT_MS);
   try {
-    await ctx.engine.generate({ inputIds: [0], sampling: { max_new_tokens: 1, temperature: 0 }, signal });
+    await ctx.engine.generate({
+      inputIds: [0],
+      sampling: { max_new_tokens: 1, temperature: 0 },
+      signal,
+    });
   } catch (e) {
     throw new HttpError(503, `health check generation failed: ${(e as Error).message}`);
   }
@@ -71,18 +79,28 @@ export async function handleFlushCache(ctx: ServerContext, res: ServerResponse):
  * POST /update_weights_from_disk {model_path, load_format?, abort_all_requests?, weight_version?}:
  * {success, message, num_paused_requests}, HTTP 200, or 400 when the load fails (SGLang's codes).
  */
-export async function handleUpdateWeights(ctx: ServerContext, body: Record<string, unknown>): Promise<unknown> {
+export async function handleUpdateWeights(
+  ctx: ServerContext,
+  body: Record<string, unknown>,
+): Promise<unknown> {
   const path = body.model_path;
   if (typeof path !== 'string' || path === '') {
-    throw badRequest(`update_weights_from_disk needs {"model_path": "<checkpoint folder>"}, got model_path=${JSON.stringify(path)}`, 'model_path');
+    throw badRequest(
+      `update_weights_from_disk needs {"model_path": "<checkpoint folder>"}, got model_path=${JSON.stringify(path)}`,
+      'model_path',
+    );
   }
   const format = body.load_format;
-  const refuse = (message: string) => new HttpError(400, message, { body: { success: false, message, num_paused_requests: 0 } });
+  const refuse = (message: string) =>
+    new HttpError(400, message, { body: { success: false, message, num_paused_requests: 0 } });
   if (format !== undefined && format !== null && format !== 'auto' && format !== 'safetensors') {
-    throw refuse(`load_format ${JSON.stringify(format)} is not supported by rl2 serve: it reads Hugging Face safetensors folders (auto)`);
+    throw refuse(
+      `load_format ${JSON.stringify(format)} is not supported by rl2 serve: it reads Hugging Face safetensors folders (auto)`,
+    );
   }
   const version = body.weight_version;
-  if (version !== undefined && version !== null && typeof version !== 'string') throw badRequest('weight_version must be a string', 'weight_version');
+  if (version !== undefined && version !== null && typeof version !== 'string')
+    throw badRequest('weight_version must be a string', 'weight_version');
   let paused = 0;
   if (body.abort_all_requests === true) {
     paused = ctx.registry.abort();
@@ -103,10 +121,16 @@ export async function handleUpdateWeights(ctx: ServerContext, body: Record<strin
 }
 
 /** POST /pause_generation {mode?: "abort"}: running requests end with finish reason abort; new ones wait. */
-export async function handlePause(ctx: ServerContext, body: Record<string, unknown> | undefined): Promise<unknown> {
+export async function handlePause(
+  ctx: ServerContext,
+  body: Record<string, unknown> | undefined,
+): Promise<unknown> {
   const mode = body?.mode;
   if (mode !== undefined && mode !== null && mode !== 'abort') {
-    throw badRequest(`pause_generation mode ${JSON.stringify(mode)} is not supported by rl2 serve; it pauses with mode "abort" (running requests end and return their tokens)`, 'mode');
+    throw badRequest(
+      `pause_generation mode ${JSON.stringify(mode)} is not supported by rl2 serve; it pauses with mode "abort" (running requests end and return their tokens)`,
+      'mode',
+    );
   }
   await ctx.engine.pause();
   return { message: 'Generation paused successfully.', status: 'ok' };
@@ -119,10 +143,15 @@ export async function handleContinue(ctx: ServerContext): Promise<unknown> {
 }
 
 /** POST /abort_request {rid} or {abort_all: true}: those requests end with finish reason abort. */
-export function handleAbort(ctx: ServerContext, res: ServerResponse, body: Record<string, unknown> | undefined): void {
+export function handleAbort(
+  ctx: ServerContext,
+  res: ServerResponse,
+  body: Record<string, unknown> | undefined,
+): void {
   const rid = body?.rid;
   if (body?.abort_all === true) ctx.registry.abort();
   else if (typeof rid === 'string' && rid !== '') ctx.registry.abort(rid);
-  else throw badRequest('abort_request needs {"rid": "<request id>"} or {"abort_all": true}', 'rid');
+  else
+    throw badRequest('abort_request needs {"rid": "<request id>"} or {"abort_all": true}', 'rid');
   sendEmpty(res, 200);
 }

@@ -6,7 +6,11 @@ import type { ServerContext } from './server-context.js';
 /** usage: prompt tokens counted once per prompt, completion tokens over every choice. */
 export function usage(plan: OpenAiPlan, outcomes: GenerationOutcome[]) {
   const completion = outcomes.reduce((a, o) => a + o.tokenIds.length, 0);
-  return { prompt_tokens: plan.promptTokens, completion_tokens: completion, total_tokens: plan.promptTokens + completion };
+  return {
+    prompt_tokens: plan.promptTokens,
+    completion_tokens: completion,
+    total_tokens: plan.promptTokens + completion,
+  };
 }
 
 /** The text of one token, as OpenAI's logprobs list it (partial UTF-8 sequences show as U+FFFD). */
@@ -15,7 +19,14 @@ function tokenText(ctx: ServerContext, id: number): string {
 }
 
 /** /v1/completions `logprobs` (legacy format) of tokens [from, to) of an outcome. */
-export function completionLogprobs(ctx: ServerContext, plan: OpenAiPlan, out: GenerationOutcome, from = 0, to = out.tokenIds.length, offset0 = 0) {
+export function completionLogprobs(
+  ctx: ServerContext,
+  plan: OpenAiPlan,
+  out: GenerationOutcome,
+  from = 0,
+  to = out.tokenIds.length,
+  offset0 = 0,
+) {
   const ids = out.tokenIds.slice(from, to);
   const tokens = ids.map((id) => tokenText(ctx, id));
   const offsets: number[] = [];
@@ -24,7 +35,8 @@ export function completionLogprobs(ctx: ServerContext, plan: OpenAiPlan, out: Ge
     offsets.push(offset);
     offset += t.length;
   }
-  const top = (k: number) => Object.fromEntries((out.topLogprobs?.[k] ?? []).map((t) => [tokenText(ctx, t.id), t.logprob]));
+  const top = (k: number) =>
+    Object.fromEntries((out.topLogprobs?.[k] ?? []).map((t) => [tokenText(ctx, t.id), t.logprob]));
   return {
     tokens,
     token_logprobs: out.logprobs.slice(from, to),
@@ -34,7 +46,12 @@ export function completionLogprobs(ctx: ServerContext, plan: OpenAiPlan, out: Ge
 }
 
 /** /v1/chat/completions `logprobs.content` of tokens [from, to) of an outcome. */
-export function chatLogprobs(ctx: ServerContext, out: GenerationOutcome, from = 0, to = out.tokenIds.length) {
+export function chatLogprobs(
+  ctx: ServerContext,
+  out: GenerationOutcome,
+  from = 0,
+  to = out.tokenIds.length,
+) {
   const entry = (t: TokenLogprob) => {
     const token = tokenText(ctx, t.id);
     return { token, logprob: t.logprob, bytes: [...Buffer.from(token, 'utf8')] };
@@ -56,9 +73,17 @@ export function openAiAnswer(ctx: ServerContext, plan: OpenAiPlan, outcomes: Gen
     // finish_reason is OpenAI's 'stop' | 'length', or SGLang's 'abort' for aborted requests
     const common = { index, finish_reason: out.finishReason, matched_stop: out.matched ?? null };
     if (plan.kind === 'completion') {
-      return { ...common, text, logprobs: plan.logprobs === null ? null : completionLogprobs(ctx, plan, out) };
+      return {
+        ...common,
+        text,
+        logprobs: plan.logprobs === null ? null : completionLogprobs(ctx, plan, out),
+      };
     }
-    return { ...common, message: { role: 'assistant', content: text }, logprobs: plan.logprobs === null ? null : chatLogprobs(ctx, out) };
+    return {
+      ...common,
+      message: { role: 'assistant', content: text },
+      logprobs: plan.logprobs === null ? null : chatLogprobs(ctx, out),
+    };
   });
   return {
     id: plan.id,

@@ -14,7 +14,15 @@ const noEos = { ignore_eos: true } as Record<string, unknown>;
 
 beforeAll(async () => {
   model = await writeTinyCheckpoint(2);
-  server = await serveModel({ model, port: 0, backend: 'cpu', threads: 1, apiKey: 'sk-test', servedModelName: 'tiny', log: () => {} });
+  server = await serveModel({
+    model,
+    port: 0,
+    backend: 'cpu',
+    threads: 1,
+    apiKey: 'sk-test',
+    servedModelName: 'tiny',
+    log: () => {},
+  });
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'sk-test', maxRetries: 0 });
 }, 60_000);
 afterAll(async () => {
@@ -32,11 +40,23 @@ describe('rl2 serve with the openai client', () => {
     const models = await collect(client.models.list());
     expect(models.map((m) => m.id)).toEqual(['tiny']);
     expect((await client.models.retrieve('tiny')).object).toBe('model');
-    await expect(client.models.retrieve('gpt-9')).rejects.toMatchObject({ status: 404, message: expect.stringContaining("The model 'gpt-9' does not exist") });
+    await expect(client.models.retrieve('gpt-9')).rejects.toMatchObject({
+      status: 404,
+      message: expect.stringContaining("The model 'gpt-9' does not exist"),
+    });
   });
 
   it('completions: n samples with a seed are reproducible and distinct; logprobs and usage', async () => {
-    const req = { model: 'tiny', prompt: '12+7=', max_tokens: 6, temperature: 1, n: 3, seed: 11, logprobs: 2, ...noEos };
+    const req = {
+      model: 'tiny',
+      prompt: '12+7=',
+      max_tokens: 6,
+      temperature: 1,
+      n: 3,
+      seed: 11,
+      logprobs: 2,
+      ...noEos,
+    };
     const a = await client.completions.create(req);
     const b = await client.completions.create(req);
     expect(a.object).toBe('text_completion');
@@ -49,12 +69,24 @@ describe('rl2 serve with the openai client', () => {
       expect(c.logprobs?.token_logprobs?.every((x) => x < 0)).toBe(true);
       expect(Object.keys(c.logprobs?.top_logprobs?.[0] ?? {}).length).toBeLessThanOrEqual(2);
     }
-    const promptTokens = (await loadTokenizer(model)).encode('12+7=', { addSpecialTokens: true }).length;
-    expect(a.usage).toEqual({ prompt_tokens: promptTokens, completion_tokens: 18, total_tokens: promptTokens + 18 });
+    const promptTokens = (await loadTokenizer(model)).encode('12+7=', {
+      addSpecialTokens: true,
+    }).length;
+    expect(a.usage).toEqual({
+      prompt_tokens: promptTokens,
+      completion_tokens: 18,
+      total_tokens: promptTokens + 18,
+    });
   });
 
   it('completions: the streamed text is the text of the same request unstreamed', async () => {
-    const req = { model: 'tiny', prompt: ['3+45=', '8+8='], max_tokens: 8, temperature: 0, ...noEos };
+    const req = {
+      model: 'tiny',
+      prompt: ['3+45=', '8+8='],
+      max_tokens: 8,
+      temperature: 0,
+      ...noEos,
+    };
     const whole = await client.completions.create(req);
     const chunks = await collect(await client.completions.create({ ...req, stream: true }));
     const texts = ['', ''];
@@ -75,8 +107,22 @@ describe('rl2 serve with the openai client', () => {
       { role: 'system' as const, content: 'You add numbers.' },
       { role: 'user' as const, content: [{ type: 'text' as const, text: '12+7=' }] },
     ];
-    const res = await client.chat.completions.create({ model: 'tiny', messages, max_tokens: 5, temperature: 0, logprobs: true, top_logprobs: 3, ...noEos });
-    const rendered = tokenizer.applyChatTemplate([{ role: 'system', content: 'You add numbers.' }, { role: 'user', content: '12+7=' }], { addGenerationPrompt: true });
+    const res = await client.chat.completions.create({
+      model: 'tiny',
+      messages,
+      max_tokens: 5,
+      temperature: 0,
+      logprobs: true,
+      top_logprobs: 3,
+      ...noEos,
+    });
+    const rendered = tokenizer.applyChatTemplate(
+      [
+        { role: 'system', content: 'You add numbers.' },
+        { role: 'user', content: '12+7=' },
+      ],
+      { addGenerationPrompt: true },
+    );
     expect(res.usage?.prompt_tokens).toBe(tokenizer.encode(rendered).length);
     const choice = res.choices[0]!;
     expect(choice.message.role).toBe('assistant');
@@ -89,14 +135,31 @@ describe('rl2 serve with the openai client', () => {
       expect(t.bytes).toEqual([...Buffer.from(t.token)]);
     }
     const sample = { model: 'tiny', messages, max_tokens: 6, temperature: 1, seed: 5, ...noEos };
-    const [x, y] = [await client.chat.completions.create(sample), await client.chat.completions.create(sample)];
+    const [x, y] = [
+      await client.chat.completions.create(sample),
+      await client.chat.completions.create(sample),
+    ];
     expect(y.choices[0]!.message.content).toBe(x.choices[0]!.message.content);
   });
 
   it('chat streamed with n=2 and include_usage equals the unstreamed answer', async () => {
-    const req = { model: 'tiny', messages: [{ role: 'user' as const, content: '3+45=' }], max_tokens: 7, temperature: 0.8, seed: 9, n: 2, ...noEos };
+    const req = {
+      model: 'tiny',
+      messages: [{ role: 'user' as const, content: '3+45=' }],
+      max_tokens: 7,
+      temperature: 0.8,
+      seed: 9,
+      n: 2,
+      ...noEos,
+    };
     const whole = await client.chat.completions.create(req);
-    const chunks = await collect(await client.chat.completions.create({ ...req, stream: true, stream_options: { include_usage: true } }));
+    const chunks = await collect(
+      await client.chat.completions.create({
+        ...req,
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+    );
     const content = ['', ''];
     const roles: string[] = [];
     for (const c of chunks) {
@@ -113,18 +176,26 @@ describe('rl2 serve with the openai client', () => {
   });
 
   it('a stop string ends the answer before it, streamed and not', async () => {
-    const base = { model: 'tiny', messages: [{ role: 'user' as const, content: '60+21=' }], temperature: 0, ...noEos };
-    const free = (await client.chat.completions.create({ ...base, max_tokens: 12 })).choices[0]!.message.content!;
+    const base = {
+      model: 'tiny',
+      messages: [{ role: 'user' as const, content: '60+21=' }],
+      temperature: 0,
+      ...noEos,
+    };
+    const free = (await client.chat.completions.create({ ...base, max_tokens: 12 })).choices[0]!
+      .message.content!;
     const stop = free.slice(3, 5);
     const cut = free.slice(0, free.indexOf(stop));
     const res = await client.chat.completions.create({ ...base, max_tokens: 12, stop: [stop] });
     expect(res.choices[0]!.finish_reason).toBe('stop');
     expect(res.choices[0]!.message.content).toBe(cut);
-    const streamed = await collect(await client.chat.completions.create({ ...base, max_tokens: 12, stop, stream: true }));
+    const streamed = await collect(
+      await client.chat.completions.create({ ...base, max_tokens: 12, stop, stream: true }),
+    );
     expect(streamed.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe(cut);
   });
 
-  it('client errors are 400s in OpenAI\'s error shape, with the message', async () => {
+  it("client errors are 400s in OpenAI's error shape, with the message", async () => {
     const msg = { model: 'tiny', messages: [{ role: 'user' as const, content: 'hi' }] };
     const cases: [Record<string, unknown>, RegExp][] = [
       [{ max_tokens: 0 }, /max_tokens must be positive/],
@@ -134,19 +205,28 @@ describe('rl2 serve with the openai client', () => {
       [{ n: 0 }, /n must be at least 1/],
       [{ frequency_penalty: 0.5 }, /frequency_penalty=0.5 is not supported/],
       [{ top_logprobs: 2 }, /top_logprobs needs logprobs: true/],
-      [{ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }, /text parts only/],
+      [
+        { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] },
+        /text parts only/,
+      ],
       [{ messages: [] }, /messages must be a non-empty list/],
       [{ max_tokens: 1000 }, /maximum context length of 256 tokens/],
     ];
     for (const [extra, message] of cases) {
-      const err = await client.chat.completions.create({ ...msg, ...extra } as never).catch((e) => e);
+      const err = await client.chat.completions
+        .create({ ...msg, ...extra } as never)
+        .catch((e) => e);
       expect(err, JSON.stringify(extra)).toBeInstanceOf(OpenAI.BadRequestError);
       expect(err.message, JSON.stringify(extra)).toMatch(message);
       expect(err.error.type).toBe('invalid_request_error');
     }
-    const badPrompt = await client.completions.create({ model: 'tiny', prompt: [[1, 5, 999]] } as never).catch((e) => e);
+    const badPrompt = await client.completions
+      .create({ model: 'tiny', prompt: [[1, 5, 999]] } as never)
+      .catch((e) => e);
     expect(badPrompt).toBeInstanceOf(OpenAI.BadRequestError);
-    expect(badPrompt.message).toMatch(/contains 999 at position 2, outside the vocabulary \(the vocab size is 99\)/);
+    expect(badPrompt.message).toMatch(
+      /contains 999 at position 2, outside the vocabulary \(the vocab size is 99\)/,
+    );
   });
 
   it('needs the API key', async () => {

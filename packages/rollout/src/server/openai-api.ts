@@ -27,7 +27,11 @@ export function listModels(ctx: ServerContext) {
 /** GET /v1/models/{id}: the card, or OpenAI's 404 model_not_found. */
 export function retrieveModel(ctx: ServerContext, id: string) {
   if (id !== ctx.servedModelName) {
-    throw new HttpError(404, `The model '${id}' does not exist`, { type: 'invalid_request_error', param: 'model', code: 'model_not_found' });
+    throw new HttpError(404, `The model '${id}' does not exist`, {
+      type: 'invalid_request_error',
+      param: 'model',
+      code: 'model_not_found',
+    });
   }
   return modelCard(ctx);
 }
@@ -35,7 +39,8 @@ export function retrieveModel(ctx: ServerContext, id: string) {
 /** SGLang's OpenAI endpoints take JSON bodies only (400 otherwise). */
 export function requireJson(req: IncomingMessage): void {
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-  if (type !== 'application/json') throw badRequest("Unsupported Media Type: Only 'application/json' is allowed");
+  if (type !== 'application/json')
+    throw badRequest("Unsupported Media Type: Only 'application/json' is allowed");
 }
 
 /** POST /v1/completions or /v1/chat/completions: a whole answer, or a stream of chunks. */
@@ -52,6 +57,8 @@ export async function handleOpenAi(
     if (!res.writableFinished) gone.abort();
   });
   if (plan.stream) return streamOpenAi(ctx, res, plan, gone.signal);
-  const outcomes = await Promise.all(plan.items.map((item) => runGeneration(ctx, item, gone.signal)));
+  const outcomes = await Promise.all(
+    plan.items.map((item) => runGeneration(ctx, item, gone.signal)),
+  );
   return openAiAnswer(ctx, plan, outcomes);
 }

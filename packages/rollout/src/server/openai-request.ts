@@ -41,22 +41,39 @@ export function planCompletion(ctx: ServerContext, body: Record<string, unknown>
 export function planChat(ctx: ServerContext, body: Record<string, unknown>): OpenAiPlan {
   const tokenizer = needTokenizer(ctx, '/v1/chat/completions');
   if (!tokenizer.applyChatTemplate || tokenizer.hasChatTemplate === false) {
-    throw badRequest('this checkpoint has no chat template (tokenizer_config.json chat_template or chat_template.jinja): use /v1/completions with a prompt', 'messages');
+    throw badRequest(
+      'this checkpoint has no chat template (tokenizer_config.json chat_template or chat_template.jinja): use /v1/completions with a prompt',
+      'messages',
+    );
   }
   const messages = chatMessages(body.messages);
   const kwargs = body.chat_template_kwargs;
-  if (kwargs !== undefined && kwargs !== null && (typeof kwargs !== 'object' || Array.isArray(kwargs))) throw badRequest('chat_template_kwargs must be an object', 'chat_template_kwargs');
+  if (
+    kwargs !== undefined &&
+    kwargs !== null &&
+    (typeof kwargs !== 'object' || Array.isArray(kwargs))
+  )
+    throw badRequest('chat_template_kwargs must be an object', 'chat_template_kwargs');
   const text = tokenizer.applyChatTemplate(messages, {
     addGenerationPrompt: body.add_generation_prompt !== false,
     ...(Array.isArray(body.tools) ? { tools: body.tools } : {}),
     ...(kwargs ? { templateKwargs: kwargs as Record<string, unknown> } : {}),
   });
   const wantLogprobs = body.logprobs === true;
-  if (body.logprobs !== undefined && body.logprobs !== null && typeof body.logprobs !== 'boolean') throw badRequest('logprobs must be true or false', 'logprobs');
+  if (body.logprobs !== undefined && body.logprobs !== null && typeof body.logprobs !== 'boolean')
+    throw badRequest('logprobs must be true or false', 'logprobs');
   const top = optionalInt(body.top_logprobs, 'top_logprobs', 0, 20);
-  if (top !== undefined && top > 0 && !wantLogprobs) throw badRequest('top_logprobs needs logprobs: true', 'top_logprobs');
+  if (top !== undefined && top > 0 && !wantLogprobs)
+    throw badRequest('top_logprobs needs logprobs: true', 'top_logprobs');
   const maxTokens = body.max_completion_tokens ?? body.max_tokens;
-  return plan(ctx, { ...body, max_tokens: maxTokens }, 'chat', [tokenizer.encode(text)], wantLogprobs ? (top ?? 0) : null, null);
+  return plan(
+    ctx,
+    { ...body, max_tokens: maxTokens },
+    'chat',
+    [tokenizer.encode(text)],
+    wantLogprobs ? (top ?? 0) : null,
+    null,
+  );
 }
 
 function plan(
@@ -68,23 +85,41 @@ function plan(
   defaultMaxTokens: number | null,
 ): OpenAiPlan {
   for (const [key, allowed] of Object.entries(UNSUPPORTED)) {
-    if (body[key] !== undefined && !allowed.includes(body[key])) throw badRequest(`${key}=${JSON.stringify(body[key])} is not supported by rl2 serve`, key);
+    if (body[key] !== undefined && !allowed.includes(body[key]))
+      throw badRequest(`${key}=${JSON.stringify(body[key])} is not supported by rl2 serve`, key);
   }
-  const maxTokens = optionalInt(body.max_tokens, 'max_tokens', Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY);
-  if (maxTokens !== undefined && maxTokens <= 0) throw badRequest('max_tokens must be positive', 'max_tokens');
+  const maxTokens = optionalInt(
+    body.max_tokens,
+    'max_tokens',
+    Number.NEGATIVE_INFINITY,
+    Number.POSITIVE_INFINITY,
+  );
+  if (maxTokens !== undefined && maxTokens <= 0)
+    throw badRequest('max_tokens must be positive', 'max_tokens');
   const seed = optionalInt(body.seed, 'seed', Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY);
-  if (body.model !== undefined && typeof body.model !== 'string') throw badRequest('model must be a string', 'model');
-  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') throw badRequest('stream must be true or false', 'stream');
+  if (body.model !== undefined && typeof body.model !== 'string')
+    throw badRequest('model must be a string', 'model');
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean')
+    throw badRequest('stream must be true or false', 'stream');
   const parsed = parseSamplingParams(samplingOf(body, maxTokens, seed), '', defaultMaxTokens);
   const n = parsed.n;
   const items = prompts.flatMap((inputIds, i) => {
-    const maxNew = checkPrompt(ctx, inputIds, parsed.maxNewTokens, prompts.length > 1 ? `prompt[${i}]` : kind === 'chat' ? 'messages' : 'prompt');
+    const maxNew = checkPrompt(
+      ctx,
+      inputIds,
+      parsed.maxNewTokens,
+      prompts.length > 1 ? `prompt[${i}]` : kind === 'chat' ? 'messages' : 'prompt',
+    );
     return Array.from({ length: n }, (_, j) => {
       const s = sampleSeed(parsed.sampling.sampling_seed, i * n + j);
       return {
         rid: newRequestId(),
         inputIds,
-        sampling: { ...parsed.sampling, max_new_tokens: maxNew, ...(s === undefined ? {} : { sampling_seed: s }) },
+        sampling: {
+          ...parsed.sampling,
+          max_new_tokens: maxNew,
+          ...(s === undefined ? {} : { sampling_seed: s }),
+        },
         topLogprobs: logprobs ?? 0,
       };
     });
@@ -105,7 +140,11 @@ function plan(
 }
 
 /** The OpenAI request's sampling fields under their SGLang names (absent ones left out). */
-function samplingOf(body: Record<string, unknown>, maxTokens: number | undefined, seed: number | undefined): Record<string, unknown> {
+function samplingOf(
+  body: Record<string, unknown>,
+  maxTokens: number | undefined,
+  seed: number | undefined,
+): Record<string, unknown> {
   const map: Record<string, unknown> = {
     max_new_tokens: maxTokens,
     temperature: body.temperature,
@@ -141,20 +180,27 @@ function optionalInt(v: unknown, key: string, min: number, max: number): number 
 
 /** `prompt` of /v1/completions as token id lists (text is tokenized). */
 function completionPrompts(ctx: ServerContext, prompt: unknown): number[][] {
-  const isIds = (x: unknown) => Array.isArray(x) && x.length > 0 && x.every((t) => typeof t === 'number');
-  if (typeof prompt === 'string') return [needTokenizer(ctx, 'a text prompt').encode(prompt, { addSpecialTokens: true })];
+  const isIds = (x: unknown) =>
+    Array.isArray(x) && x.length > 0 && x.every((t) => typeof t === 'number');
+  if (typeof prompt === 'string')
+    return [needTokenizer(ctx, 'a text prompt').encode(prompt, { addSpecialTokens: true })];
   if (isIds(prompt)) return [prompt as number[]];
   if (Array.isArray(prompt) && prompt.length > 0 && prompt.every((p) => typeof p === 'string')) {
     const tokenizer = needTokenizer(ctx, 'a text prompt');
     return (prompt as string[]).map((p) => tokenizer.encode(p, { addSpecialTokens: true }));
   }
-  if (Array.isArray(prompt) && prompt.length > 0 && prompt.every(isIds)) return prompt as number[][];
-  throw badRequest('prompt must be a string, a list of strings, a list of token ids or a list of token id lists (none of them empty)', 'prompt');
+  if (Array.isArray(prompt) && prompt.length > 0 && prompt.every(isIds))
+    return prompt as number[][];
+  throw badRequest(
+    'prompt must be a string, a list of strings, a list of token ids or a list of token id lists (none of them empty)',
+    'prompt',
+  );
 }
 
 /** `messages`: {role, content} with text content (a string or text parts); other parts are refused. */
 function chatMessages(raw: unknown): ChatMessage[] {
-  if (!Array.isArray(raw) || raw.length === 0) throw badRequest('messages must be a non-empty list of {role, content}', 'messages');
+  if (!Array.isArray(raw) || raw.length === 0)
+    throw badRequest('messages must be a non-empty list of {role, content}', 'messages');
   return raw.map((m, i) => {
     if (m === null || typeof m !== 'object' || typeof (m as { role?: unknown }).role !== 'string') {
       throw badRequest(`messages[${i}] must be an object with a string role`, `messages[${i}]`);
@@ -167,12 +213,19 @@ function chatMessages(raw: unknown): ChatMessage[] {
 function messageText(content: unknown, i: number): string {
   if (content === undefined || content === null) return '';
   if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) throw badRequest(`messages[${i}].content must be a string or a list of content parts`, `messages[${i}].content`);
+  if (!Array.isArray(content))
+    throw badRequest(
+      `messages[${i}].content must be a string or a list of content parts`,
+      `messages[${i}].content`,
+    );
   return content
     .map((part, k) => {
       const p = part as { type?: unknown; text?: unknown };
       if (p?.type !== 'text' || typeof p.text !== 'string') {
-        throw badRequest(`messages[${i}].content[${k}] has type ${JSON.stringify(p?.type)}: rl2 serve takes text parts only`, `messages[${i}].content`);
+        throw badRequest(
+          `messages[${i}].content[${k}] has type ${JSON.stringify(p?.type)}: rl2 serve takes text parts only`,
+          `messages[${i}].content`,
+        );
       }
       return p.text;
     })

@@ -63,7 +63,12 @@ export class TextDeltas {
  * stream_options.include_usage, then `data: [DONE]`. An engine failure is sent as a
  * `data: {"error": ...}` event.
  */
-export async function streamOpenAi(ctx: ServerContext, res: ServerResponse, plan: OpenAiPlan, gone: AbortSignal): Promise<void> {
+export async function streamOpenAi(
+  ctx: ServerContext,
+  res: ServerResponse,
+  plan: OpenAiPlan,
+  gone: AbortSignal,
+): Promise<void> {
   startEvents(res);
   const chat = plan.kind === 'chat';
   const chunk = (choice: Record<string, unknown>) => ({
@@ -81,30 +86,81 @@ export async function streamOpenAi(ctx: ServerContext, res: ServerResponse, plan
   try {
     await Promise.all(
       plan.items.map(async (item, index) => {
-        const deltas = new TextDeltas((ids) => ctx.decode(ids, skip), noTrim ? [] : (item.sampling.stop ?? []));
+        const deltas = new TextDeltas(
+          (ids) => ctx.decode(ids, skip),
+          noTrim ? [] : (item.sampling.stop ?? []),
+        );
         const tokens: GeneratedToken[] = [];
         let textSent = '';
-        const send = (text: string, out: GenerationOutcome, from: number, finish: GenerationOutcome | null) => {
-          const logprobs = plan.logprobs === null ? null : chat ? chatLogprobs(ctx, out, from) : completionLogprobs(ctx, plan, out, from, out.tokenIds.length, textSent.length);
-          const end = finish ? { finish_reason: finish.finishReason, matched_stop: finish.matched ?? null } : { finish_reason: null };
-          sendEvent(res, chunk(chat ? { index, delta: { content: text }, logprobs, ...end } : { index, text, logprobs, ...end }));
+        const send = (
+          text: string,
+          out: GenerationOutcome,
+          from: number,
+          finish: GenerationOutcome | null,
+        ) => {
+          const logprobs =
+            plan.logprobs === null
+              ? null
+              : chat
+                ? chatLogprobs(ctx, out, from)
+                : completionLogprobs(ctx, plan, out, from, out.tokenIds.length, textSent.length);
+          const end = finish
+            ? { finish_reason: finish.finishReason, matched_stop: finish.matched ?? null }
+            : { finish_reason: null };
+          sendEvent(
+            res,
+            chunk(
+              chat
+                ? { index, delta: { content: text }, logprobs, ...end }
+                : { index, text, logprobs, ...end },
+            ),
+          );
           textSent += text;
         };
-        if (chat) sendEvent(res, chunk({ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }));
+        if (chat)
+          sendEvent(
+            res,
+            chunk({
+              index,
+              delta: { role: 'assistant', content: '' },
+              logprobs: null,
+              finish_reason: null,
+            }),
+          );
         const out = await runGeneration(ctx, item, stop.signal, (t) => {
           tokens.push(t);
           const text = deltas.next(tokens.map((x) => x.id));
-          const sofar = { tokenIds: tokens.map((x) => x.id), logprobs: tokens.map((x) => x.logprob), topLogprobs: tokens.map((x) => x.top ?? []), finishReason: 'length' as const };
+          const sofar = {
+            tokenIds: tokens.map((x) => x.id),
+            logprobs: tokens.map((x) => x.logprob),
+            topLogprobs: tokens.map((x) => x.top ?? []),
+            finishReason: 'length' as const,
+          };
           if (text !== '' || plan.logprobs !== null) send(text, sofar, tokens.length - 1, null);
         });
         outcomes[index] = out;
-        send(deltas.finish(outcomeText(ctx, out, skip, noTrim)), out, Math.min(tokens.length, out.tokenIds.length), out);
+        send(
+          deltas.finish(outcomeText(ctx, out, skip, noTrim)),
+          out,
+          Math.min(tokens.length, out.tokenIds.length),
+          out,
+        );
       }),
     );
-    if (plan.includeUsage) sendEvent(res, { id: plan.id, object: chunk({}).object, created: plan.created, model: plan.model, choices: [], usage: usage(plan, outcomes) });
+    if (plan.includeUsage)
+      sendEvent(res, {
+        id: plan.id,
+        object: chunk({}).object,
+        created: plan.created,
+        model: plan.model,
+        choices: [],
+        usage: usage(plan, outcomes),
+      });
   } catch (e) {
     stop.abort();
-    sendEvent(res, { error: { message: (e as Error).message, type: 'server_error', param: null, code: null } });
+    sendEvent(res, {
+      error: { message: (e as Error).message, type: 'server_error', param: null, code: null },
+    });
   }
   sendEvent(res, '[DONE]');
   res.end();

@@ -1,4 +1,9 @@
-import type { FinishReason, GeneratedToken, SamplingParams, TokenLogprob } from '../engine/rollout-engine.js';
+import type {
+  FinishReason,
+  GeneratedToken,
+  SamplingParams,
+  TokenLogprob,
+} from '../engine/rollout-engine.js';
 import { RolloutError } from '../errors.js';
 import type { ServerContext } from './server-context.js';
 
@@ -32,7 +37,13 @@ export async function runGeneration(
   gone: AbortSignal,
   onToken?: (token: GeneratedToken) => void,
 ): Promise<GenerationOutcome> {
-  if (item.sampling.max_new_tokens === 0) return { tokenIds: [], logprobs: [], finishReason: 'length', ...(item.topLogprobs ? { topLogprobs: [] } : {}) };
+  if (item.sampling.max_new_tokens === 0)
+    return {
+      tokenIds: [],
+      logprobs: [],
+      finishReason: 'length',
+      ...(item.topLogprobs ? { topLogprobs: [] } : {}),
+    };
   const controller = new AbortController();
   const abort = () => controller.abort();
   gone.addEventListener('abort', abort, { once: true });
@@ -50,7 +61,8 @@ export async function runGeneration(
       },
     });
   } catch (e) {
-    if (!(controller.signal.aborted && e instanceof RolloutError && e.code === 'ENGINE_ABORTED')) throw e;
+    if (!(controller.signal.aborted && e instanceof RolloutError && e.code === 'ENGINE_ABORTED'))
+      throw e;
     return {
       tokenIds: seen.map((t) => t.id),
       logprobs: seen.map((t) => t.logprob),
@@ -64,7 +76,12 @@ export async function runGeneration(
 }
 
 /** The answer text: decoded ids, cut before the stop string that ended it unless no_stop_trim. */
-export function outcomeText(ctx: ServerContext, out: GenerationOutcome, skipSpecialTokens: boolean, noStopTrim: boolean): string {
+export function outcomeText(
+  ctx: ServerContext,
+  out: GenerationOutcome,
+  skipSpecialTokens: boolean,
+  noStopTrim: boolean,
+): string {
   const text = ctx.decode(out.tokenIds, skipSpecialTokens);
   if (noStopTrim || typeof out.matched !== 'string') return text;
   const at = text.indexOf(out.matched);

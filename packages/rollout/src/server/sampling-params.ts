@@ -52,24 +52,47 @@ const KNOWN = new Set([...SUPPORTED, ...Object.keys(DEFAULT_ONLY)]);
  * fails on it too), a wrong type, a value out of range, or a feature rl2 serve does not have
  * (penalties, constrained decoding) set away from its default.
  */
-export function parseSamplingParams(raw: unknown, where = 'sampling_params', defaultMaxNewTokens: number | null = 128): ParsedSampling {
+export function parseSamplingParams(
+  raw: unknown,
+  where = 'sampling_params',
+  defaultMaxNewTokens: number | null = 128,
+): ParsedSampling {
   const src = raw ?? {};
-  if (typeof src !== 'object' || Array.isArray(src)) throw badRequest(`${where || 'the request'} must be an object, got ${JSON.stringify(raw)}`, where);
+  if (typeof src !== 'object' || Array.isArray(src))
+    throw badRequest(
+      `${where || 'the request'} must be an object, got ${JSON.stringify(raw)}`,
+      where,
+    );
   const p = src as Record<string, unknown>;
   for (const key of Object.keys(p)) {
-    if (!KNOWN.has(key)) throw badRequest(`${where} has an unknown key "${key}"; rl2 serve takes ${SUPPORTED.join(', ')}`, at(where, key));
+    if (!KNOWN.has(key))
+      throw badRequest(
+        `${where} has an unknown key "${key}"; rl2 serve takes ${SUPPORTED.join(', ')}`,
+        at(where, key),
+      );
   }
   const number = (key: string, integer = false) => readNumber(p, key, where, integer);
   const flag = (key: string) => readFlag(p, key, where);
   const temperature = number('temperature') ?? 1;
   const topP = number('top_p') ?? 1;
   const topK = number('top_k', true) ?? -1;
-  const maxNew = p.max_new_tokens === null ? null : (number('max_new_tokens', true) ?? defaultMaxNewTokens);
+  const maxNew =
+    p.max_new_tokens === null ? null : (number('max_new_tokens', true) ?? defaultMaxNewTokens);
   const n = number('n', true) ?? 1;
-  if (temperature < 0) throw badRequest(`temperature must be a non-negative finite number, got ${temperature}.`, at(where, 'temperature'));
-  if (!(topP > 0 && topP <= 1)) throw badRequest(`top_p must be in (0, 1], got ${topP}.`, at(where, 'top_p'));
-  if (topK < 1 && topK !== -1) throw badRequest(`top_k must be -1 (disable) or at least 1, got ${topK}.`, at(where, 'top_k'));
-  if (maxNew !== null && maxNew < 0) throw badRequest(`max_new_tokens must be at least 0, got ${maxNew}.`, at(where, 'max_new_tokens'));
+  if (temperature < 0)
+    throw badRequest(
+      `temperature must be a non-negative finite number, got ${temperature}.`,
+      at(where, 'temperature'),
+    );
+  if (!(topP > 0 && topP <= 1))
+    throw badRequest(`top_p must be in (0, 1], got ${topP}.`, at(where, 'top_p'));
+  if (topK < 1 && topK !== -1)
+    throw badRequest(`top_k must be -1 (disable) or at least 1, got ${topK}.`, at(where, 'top_k'));
+  if (maxNew !== null && maxNew < 0)
+    throw badRequest(
+      `max_new_tokens must be at least 0, got ${maxNew}.`,
+      at(where, 'max_new_tokens'),
+    );
   if (n < 1) throw badRequest(`n must be at least 1, got ${n}.`, at(where, 'n'));
   number('stream_interval', true);
   flag('spaces_between_special_tokens');
@@ -83,7 +106,12 @@ export function parseSamplingParams(raw: unknown, where = 'sampling_params', def
   if (seed !== undefined) sampling.sampling_seed = seed;
   if (flag('ignore_eos')) sampling.ignore_eos = true;
   if (flag('no_stop_trim')) sampling.no_stop_trim = true;
-  return { sampling, maxNewTokens: maxNew, n, skipSpecialTokens: flag('skip_special_tokens') ?? true };
+  return {
+    sampling,
+    maxNewTokens: maxNew,
+    n,
+    skipSpecialTokens: flag('skip_special_tokens') ?? true,
+  };
 }
 
 /** The name of `key` inside `where` ('' for top-level keys of the OpenAI API). */
@@ -91,11 +119,19 @@ function at(where: string, key: string): string {
   return where ? `${where}.${key}` : key;
 }
 
-function readNumber(p: Record<string, unknown>, key: string, where: string, integer: boolean): number | undefined {
+function readNumber(
+  p: Record<string, unknown>,
+  key: string,
+  where: string,
+  integer: boolean,
+): number | undefined {
   const v = p[key];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'number' || !Number.isFinite(v) || (integer && !Number.isInteger(v))) {
-    throw badRequest(`${at(where, key)} must be ${integer ? 'an integer' : 'a number'}, got ${JSON.stringify(v)}`, at(where, key));
+    throw badRequest(
+      `${at(where, key)} must be ${integer ? 'an integer' : 'a number'}, got ${JSON.stringify(v)}`,
+      at(where, key),
+    );
   }
   return v;
 }
@@ -103,7 +139,11 @@ function readNumber(p: Record<string, unknown>, key: string, where: string, inte
 function readFlag(p: Record<string, unknown>, key: string, where: string): boolean | undefined {
   const v = p[key];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'boolean') throw badRequest(`${at(where, key)} must be true or false, got ${JSON.stringify(v)}`, at(where, key));
+  if (typeof v !== 'boolean')
+    throw badRequest(
+      `${at(where, key)} must be true or false, got ${JSON.stringify(v)}`,
+      at(where, key),
+    );
   return v;
 }
 
@@ -122,10 +162,14 @@ function checkDefaultOnly(p: Record<string, unknown>, where: string): void {
     const range = ranges[key];
     if (range) {
       const x = readNumber(p, key, where, key === 'min_new_tokens')!;
-      if (x < range[0] || x > range[1]) throw badRequest(`${key} must be ${range[2]}, got ${x}.`, at(where, key));
+      if (x < range[0] || x > range[1])
+        throw badRequest(`${key} must be ${range[2]}, got ${x}.`, at(where, key));
     }
     const what = range ? 'penalties and minimum lengths' : 'constrained decoding';
-    throw badRequest(`${at(where, key)}=${JSON.stringify(v)} is not supported by rl2 serve (it has no ${what}); leave it at ${JSON.stringify(fallback)}`, at(where, key));
+    throw badRequest(
+      `${at(where, key)}=${JSON.stringify(v)} is not supported by rl2 serve (it has no ${what}); leave it at ${JSON.stringify(fallback)}`,
+      at(where, key),
+    );
   }
 }
 
@@ -134,7 +178,10 @@ export function readStop(v: unknown, where: string): string[] {
   if (v === undefined || v === null) return [];
   const list = typeof v === 'string' ? [v] : v;
   if (!Array.isArray(list) || !list.every((s) => typeof s === 'string')) {
-    throw badRequest(`${where} must be a string or a list of strings, got ${JSON.stringify(v)}`, where);
+    throw badRequest(
+      `${where} must be a string or a list of strings, got ${JSON.stringify(v)}`,
+      where,
+    );
   }
   return list.filter((s) => s !== '');
 }
@@ -143,7 +190,10 @@ export function readStop(v: unknown, where: string): string[] {
 export function readTokenIds(v: unknown, where: string): number[] | undefined {
   if (v === undefined || v === null) return undefined;
   if (!Array.isArray(v) || !v.every((t) => Number.isInteger(t) && t >= 0)) {
-    throw badRequest(`${where} must be a list of token ids (non-negative integers), got ${JSON.stringify(v).slice(0, 200)}`, where);
+    throw badRequest(
+      `${where} must be a list of token ids (non-negative integers), got ${JSON.stringify(v).slice(0, 200)}`,
+      where,
+    );
   }
   return v as number[];
 }

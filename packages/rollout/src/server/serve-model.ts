@@ -36,9 +36,15 @@ export interface ServeModelOptions {
  * /v1/completions, /v1/chat/completions with the checkpoint's chat template). Close the
  * returned server to stop: requests in flight end with finish reason abort.
  */
-export async function serveModel(options: ServeModelOptions): Promise<SGLangServer & { modelPath: string }> {
+export async function serveModel(
+  options: ServeModelOptions,
+): Promise<SGLangServer & { modelPath: string }> {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
-  await initEngine({ backend: options.backend ?? 'auto', ...(options.threads ? { threads: options.threads } : {}), logger: log });
+  await initEngine({
+    backend: options.backend ?? 'auto',
+    ...(options.threads ? { threads: options.threads } : {}),
+    logger: log,
+  });
   let tokenizer: Tokenizer;
   let engine: CheckpointEngine;
   try {
@@ -46,9 +52,16 @@ export async function serveModel(options: ServeModelOptions): Promise<SGLangServ
     const dir = await resolveModelDir(options.model, { onProgress: downloadProgressLines(log) });
     const loaded = await loadTokenizer(dir);
     tokenizer = loaded;
-    engine = await loadCheckpointEngine(dir, { decode: (ids) => loaded.decode(ids), maxBatch: options.maxBatch, seed: options.seed });
+    engine = await loadCheckpointEngine(dir, {
+      decode: (ids) => loaded.decode(ids),
+      maxBatch: options.maxBatch,
+      seed: options.seed,
+    });
   } catch (err) {
-    throw new RolloutError('INVALID_ARGUMENT', `--model ${options.model}: ${(err as Error).message}`);
+    throw new RolloutError(
+      'INVALID_ARGUMENT',
+      `--model ${options.model}: ${(err as Error).message}`,
+    );
   }
   const server = await startSGLangServer(engine, {
     host: options.host ?? '127.0.0.1',
@@ -67,7 +80,9 @@ export async function serveModel(options: ServeModelOptions): Promise<SGLangServ
     throw err;
   });
   const auth = options.apiKey ? ', API key required' : '';
-  log(`serving ${options.model} at ${server.url} (SGLang API: POST /generate; OpenAI API: ${server.url}/v1${auth})`);
+  log(
+    `serving ${options.model} at ${server.url} (SGLang API: POST /generate; OpenAI API: ${server.url}/v1${auth})`,
+  );
   return {
     url: server.url,
     port: server.port,

@@ -4,7 +4,8 @@ import type { RolloutEngine } from '../engine/rollout-engine.js';
 import { badRequest } from './http-io.js';
 
 /** What the server needs of a tokenizer: the @rl2/data Tokenizer fits. */
-export type ServedTokenizer = Pick<Tokenizer, 'encode' | 'decode'> & Partial<Pick<Tokenizer, 'applyChatTemplate' | 'hasChatTemplate'>>;
+export type ServedTokenizer = Pick<Tokenizer, 'encode' | 'decode'> &
+  Partial<Pick<Tokenizer, 'applyChatTemplate' | 'hasChatTemplate'>>;
 
 /** Requests in flight by id (SGLang's `rid`), so /abort_request and pause can end them. */
 export class RequestRegistry {
@@ -24,7 +25,10 @@ export class RequestRegistry {
 
   /** Aborts the requests with this id (every request when `rid` is undefined); returns how many. */
   abort(rid?: string): number {
-    const sets = rid === undefined ? [...this.running.values()] : [this.running.get(rid) ?? new Set<AbortController>()];
+    const sets =
+      rid === undefined
+        ? [...this.running.values()]
+        : [this.running.get(rid) ?? new Set<AbortController>()];
     let n = 0;
     for (const set of sets) {
       for (const c of set) {
@@ -61,7 +65,10 @@ export function newRequestId(): string {
 
 /** The tokenizer, or a 400 saying this server was started without one. */
 export function needTokenizer(ctx: ServerContext, what: string): ServedTokenizer {
-  if (!ctx.tokenizer) throw badRequest(`${what} needs a tokenizer and this server has none: send input_ids, or serve a checkpoint folder with tokenizer.json`);
+  if (!ctx.tokenizer)
+    throw badRequest(
+      `${what} needs a tokenizer and this server has none: send input_ids, or serve a checkpoint folder with tokenizer.json`,
+    );
   return ctx.tokenizer;
 }
 
@@ -70,18 +77,37 @@ export function needTokenizer(ctx: ServerContext, what: string): ServedTokenizer
  * tokens inside the context length) and returns the max new tokens to ask the engine for
  * (`maxNewTokens` null: what is left of the context).
  */
-export function checkPrompt(ctx: ServerContext, inputIds: readonly number[], maxNewTokens: number | null, where: string): number {
+export function checkPrompt(
+  ctx: ServerContext,
+  inputIds: readonly number[],
+  maxNewTokens: number | null,
+  where: string,
+): number {
   if (inputIds.length === 0) throw badRequest(`${where} cannot be empty.`, where);
-  const bad = inputIds.findIndex((t) => !Number.isInteger(t) || t < 0 || (ctx.vocabSize !== undefined && t >= ctx.vocabSize));
+  const bad = inputIds.findIndex(
+    (t) => !Number.isInteger(t) || t < 0 || (ctx.vocabSize !== undefined && t >= ctx.vocabSize),
+  );
   if (bad >= 0) {
-    const shown = inputIds.length > 16 ? `[${inputIds.slice(0, 16).join(', ')}, ...]` : `[${inputIds.join(', ')}]`;
-    const limit = ctx.vocabSize === undefined ? 'they must be non-negative integers' : `the vocab size is ${ctx.vocabSize}`;
-    throw badRequest(`The ${where} ${shown} contains ${JSON.stringify(inputIds[bad])} at position ${bad}, outside the vocabulary (${limit}).`, where);
+    const shown =
+      inputIds.length > 16
+        ? `[${inputIds.slice(0, 16).join(', ')}, ...]`
+        : `[${inputIds.join(', ')}]`;
+    const limit =
+      ctx.vocabSize === undefined
+        ? 'they must be non-negative integers'
+        : `the vocab size is ${ctx.vocabSize}`;
+    throw badRequest(
+      `The ${where} ${shown} contains ${JSON.stringify(inputIds[bad])} at position ${bad}, outside the vocabulary (${limit}).`,
+      where,
+    );
   }
   const context = ctx.contextLength;
   if (context === undefined) return maxNewTokens ?? 128;
   if (inputIds.length >= context) {
-    throw badRequest(`The input (${inputIds.length} tokens) is longer than the model's context length (${context} tokens).`, where);
+    throw badRequest(
+      `The input (${inputIds.length} tokens) is longer than the model's context length (${context} tokens).`,
+      where,
+    );
   }
   if (maxNewTokens === null) return context - inputIds.length;
   if (maxNewTokens + inputIds.length > context) {

@@ -2,7 +2,12 @@
 // SGLang's source (fixtures/sglang): same status codes, content types and response shapes
 // (keys and JSON types) for the native API, and OpenAI's shapes under /v1.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type SGLangFixture, loadFixtures, parseEvents, shapeMismatches } from '../../test/sglang-fixtures.js';
+import {
+  type SGLangFixture,
+  loadFixtures,
+  parseEvents,
+  shapeMismatches,
+} from '../../test/sglang-fixtures.js';
 import { writeTinyCheckpoint } from '../../test/tiny-checkpoint.js';
 import { serveModel } from './serve-model.js';
 
@@ -33,7 +38,12 @@ async function send(f: SGLangFixture, options: { url?: string; body?: unknown } 
   });
   const type = res.headers.get('content-type') ?? '';
   const text = await res.text();
-  return { status: res.status, type, text, json: type.includes('application/json') ? JSON.parse(text) : undefined };
+  return {
+    status: res.status,
+    type,
+    text,
+    json: type.includes('application/json') ? JSON.parse(text) : undefined,
+  };
 }
 
 /** Sends a streamed /generate and resolves at its first event (the rest is left to the server). */
@@ -89,19 +99,50 @@ describe('rl2 serve answers like SGLang (fixtures from its source)', () => {
   });
 
   it('generate-stop-token and generate-stop-string (stops taken from a greedy run)', async () => {
-    const free = (await send(F['generate-input-ids']!)).json as { output_ids: number[]; text: string };
+    const free = (await send(F['generate-input-ids']!)).json as {
+      output_ids: number[];
+      text: string;
+    };
     const stopId = free.output_ids[1]!;
-    const byId = await send(F['generate-stop-token']!, { body: { input_ids: [1, 5, 9], sampling_params: { temperature: 0, max_new_tokens: 3, stop_token_ids: [stopId], ignore_eos: true }, return_logprob: true } });
+    const byId = await send(F['generate-stop-token']!, {
+      body: {
+        input_ids: [1, 5, 9],
+        sampling_params: {
+          temperature: 0,
+          max_new_tokens: 3,
+          stop_token_ids: [stopId],
+          ignore_eos: true,
+        },
+        return_logprob: true,
+      },
+    });
     expectLike(F['generate-stop-token']!, byId);
     expect(byId.json.meta_info.finish_reason).toEqual({ type: 'stop', matched: stopId });
     // stop strings match the text with special tokens (as SGLang decodes for them)
-    const plain = { temperature: 0, max_new_tokens: 12, ignore_eos: true, skip_special_tokens: false };
-    const long = (await send(F['generate-input-ids']!, { body: { input_ids: [1, 5, 9], sampling_params: plain, return_logprob: true } })).json;
+    const plain = {
+      temperature: 0,
+      max_new_tokens: 12,
+      ignore_eos: true,
+      skip_special_tokens: false,
+    };
+    const long = (
+      await send(F['generate-input-ids']!, {
+        body: { input_ids: [1, 5, 9], sampling_params: plain, return_logprob: true },
+      })
+    ).json;
     const stop = (long.text as string).slice(2, 4);
-    const byText = await send(F['generate-stop-string']!, { body: { input_ids: [1, 5, 9], sampling_params: { ...plain, stop: [stop] }, return_logprob: true } });
+    const byText = await send(F['generate-stop-string']!, {
+      body: {
+        input_ids: [1, 5, 9],
+        sampling_params: { ...plain, stop: [stop] },
+        return_logprob: true,
+      },
+    });
     expectLike(F['generate-stop-string']!, byText);
     expect(byText.json.meta_info.finish_reason).toEqual({ type: 'stop', matched: stop });
-    expect(byText.json.text).toBe((long.text as string).slice(0, (long.text as string).indexOf(stop)));
+    expect(byText.json.text).toBe(
+      (long.text as string).slice(0, (long.text as string).indexOf(stop)),
+    );
   });
 
   it('generate-aborted (a running request aborted by /pause_generation)', async () => {

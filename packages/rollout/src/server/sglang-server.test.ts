@@ -13,9 +13,18 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((s) => s.close()));
 });
 
-async function serve(port = 0, extra: Parameters<typeof createEmbeddedEngine>[0] extends infer O ? Partial<O> : never = {}) {
+async function serve(
+  port = 0,
+  extra: Parameters<typeof createEmbeddedEngine>[0] extends infer O ? Partial<O> : never = {},
+) {
   const embedded = createEmbeddedEngine({ generator: createToyGenerator(), ...extra });
-  const server = await startSGLangServer(embedded, { port, maxBodyBytes: 4096, decode: (ids) => ids.join(','), vocabSize: 32, contextLength: 64 });
+  const server = await startSGLangServer(embedded, {
+    port,
+    maxBodyBytes: 4096,
+    decode: (ids) => ids.join(','),
+    vocabSize: 32,
+    contextLength: 64,
+  });
   open.push(server);
   return { embedded, server };
 }
@@ -25,7 +34,16 @@ describe('SGLang client against the local SGLang-compatible server', () => {
     const { embedded, server } = await serve();
     const client = createSGLangEngine({ urls: server.url, backoff: fast });
     for (const seed of [1, 2, 3]) {
-      const request = { inputIds: [3, 1, 4, 1, 5], sampling: { temperature: 0.8, top_p: 0.9, top_k: 20, max_new_tokens: 16, sampling_seed: seed } };
+      const request = {
+        inputIds: [3, 1, 4, 1, 5],
+        sampling: {
+          temperature: 0.8,
+          top_p: 0.9,
+          top_k: 20,
+          max_new_tokens: 16,
+          sampling_seed: seed,
+        },
+      };
       const viaHttp = await client.generate(request);
       const direct = await embedded.generate(request);
       expect(viaHttp.tokenIds).toEqual(direct.tokenIds);
@@ -39,7 +57,11 @@ describe('SGLang client against the local SGLang-compatible server', () => {
     const { server } = await serve();
     const res = await fetch(`${server.url}/generate`, {
       method: 'POST',
-      body: JSON.stringify({ input_ids: [1, 2], sampling_params: { max_new_tokens: 3, temperature: 0 }, return_logprob: true }),
+      body: JSON.stringify({
+        input_ids: [1, 2],
+        sampling_params: { max_new_tokens: 3, temperature: 0 },
+        return_logprob: true,
+      }),
     });
     const body = (await res.json()) as { text: string; meta_info: Record<string, unknown> };
     const entries = body.meta_info.output_token_logprobs as [number, number, null][];
@@ -52,17 +74,29 @@ describe('SGLang client against the local SGLang-compatible server', () => {
 
   it('rejects bad requests with JSON errors: 400, 404, 405, 413', async () => {
     const { server } = await serve();
-    const post = (path: string, body: string) => fetch(`${server.url}${path}`, { method: 'POST', body });
+    const post = (path: string, body: string) =>
+      fetch(`${server.url}${path}`, { method: 'POST', body });
     const text = await post('/generate', JSON.stringify({ text: 'hello' }));
     expect(text.status).toBe(400);
-    expect(((await text.json()) as { error: { message: string } }).error.message).toMatch(/text input needs a tokenizer and this server has none: send input_ids/);
+    expect(((await text.json()) as { error: { message: string } }).error.message).toMatch(
+      /text input needs a tokenizer and this server has none: send input_ids/,
+    );
     expect((await post('/generate', '{not json')).status).toBe(400);
-    expect((await post('/generate', JSON.stringify({ input_ids: [1], sampling_params: { temperature: 'hot' } }))).status).toBe(400);
+    expect(
+      (
+        await post(
+          '/generate',
+          JSON.stringify({ input_ids: [1], sampling_params: { temperature: 'hot' } }),
+        )
+      ).status,
+    ).toBe(400);
     expect((await fetch(`${server.url}/nope`)).status).toBe(404);
     expect((await fetch(`${server.url}/generate`)).status).toBe(405);
     const big = await post('/generate', JSON.stringify({ input_ids: Array(5000).fill(1) }));
     expect(big.status).toBe(413);
-    expect(((await big.json()) as { error: { message: string } }).error.message).toMatch(/4096 bytes/);
+    expect(((await big.json()) as { error: { message: string } }).error.message).toMatch(
+      /4096 bytes/,
+    );
   });
 
   it('forwards update_weights_from_disk, flush_cache, pause and continue', async () => {
@@ -76,7 +110,9 @@ describe('SGLang client against the local SGLang-compatible server', () => {
     const client = createSGLangEngine({ urls: [server.url], backoff: fast });
     await client.updateWeights('/ckpt/step-3');
     expect(loaded).toEqual(['/ckpt/step-3']);
-    await expect(client.updateWeights('/bad')).rejects.toThrow(/refused "\/bad" \(HTTP 400\): Failed to update weights from \/bad: no config.json in \/bad/);
+    await expect(client.updateWeights('/bad')).rejects.toThrow(
+      /refused "\/bad" \(HTTP 400\): Failed to update weights from \/bad: no config.json in \/bad/,
+    );
     await client.flushCache();
     await client.pause();
     const held = client.generate({ inputIds: [1], sampling: { max_new_tokens: 2 } });
@@ -124,13 +160,21 @@ describe('SGLang client against the local SGLang-compatible server', () => {
         return;
       }
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ meta_info: { output_token_logprobs: [[-0.5, 7, 'x']], finish_reason: { type: 'stop' } } }));
+      res.end(
+        JSON.stringify({
+          meta_info: { output_token_logprobs: [[-0.5, 7, 'x']], finish_reason: { type: 'stop' } },
+        }),
+      );
     });
     await new Promise<void>((r) => flaky.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(flaky.address() as AddressInfo).port}`;
     try {
       const client = createSGLangEngine({ urls: url, backoff: fast });
-      expect(await client.generate({ inputIds: [1], sampling: {} })).toEqual({ tokenIds: [7], logprobs: [-0.5], finishReason: 'stop' });
+      expect(await client.generate({ inputIds: [1], sampling: {} })).toEqual({
+        tokenIds: [7],
+        logprobs: [-0.5],
+        finishReason: 'stop',
+      });
       expect(calls).toBe(3);
 
       const { server } = await serve();
@@ -139,7 +183,11 @@ describe('SGLang client against the local SGLang-compatible server', () => {
       expect(bad.code).toBe('ENGINE_HTTP');
       expect(bad.message).toMatch(/HTTP 400/);
 
-      const hung = createSGLangEngine({ urls: `${url}/hang`, backoff: { retries: 1, initialMs: 1 }, generateTimeoutMs: 50 });
+      const hung = createSGLangEngine({
+        urls: `${url}/hang`,
+        backoff: { retries: 1, initialMs: 1 },
+        generateTimeoutMs: 50,
+      });
       const t = await hung.generate({ inputIds: [1], sampling: {} }).catch((e) => e);
       expect(t.code).toBe('ENGINE_TIMEOUT');
       expect(t.message).toMatch(/within 50 ms/);

@@ -55,7 +55,12 @@ export interface SGLangServer {
   close(): Promise<void>;
 }
 
-type Handler = (call: { req: IncomingMessage; res: ServerResponse; path: string; body: Record<string, unknown> | undefined }) => unknown;
+type Handler = (call: {
+  req: IncomingMessage;
+  res: ServerResponse;
+  path: string;
+  body: Record<string, unknown> | undefined;
+}) => unknown;
 
 interface Route {
   methods: string[];
@@ -70,20 +75,33 @@ interface Route {
  * /v1/chat/completions (both streamed as server-sent events with stream=true). Client errors
  * are 400 with a message (SGLang's {"error": {"message"}}, OpenAI's error object under /v1).
  */
-export async function startSGLangServer(engine: RolloutEngine, options: SGLangServerOptions = {}): Promise<SGLangServer> {
+export async function startSGLangServer(
+  engine: RolloutEngine,
+  options: SGLangServerOptions = {},
+): Promise<SGLangServer> {
   const host = options.host ?? '127.0.0.1';
   const maxBodyBytes = options.maxBodyBytes ?? 8 * 1024 * 1024;
   const ctx = serverContext(engine, options);
-  const facts: ServerFacts = { host, port: options.port ?? 30000, version: options.version ?? 'unknown' };
+  const facts: ServerFacts = {
+    host,
+    port: options.port ?? 30000,
+    version: options.version ?? 'unknown',
+  };
   const routes = apiRoutes(ctx, facts);
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     const method = req.method ?? 'GET';
     checkAccess(req, path, options.apiKey);
-    const found = routes.get(path) ?? (path.startsWith('/v1/models/') ? routes.get('/v1/models/') : undefined);
-    if (!found) throw new HttpError(404, `no endpoint ${method} ${path}; see GET /server_info, POST /generate, POST /v1/chat/completions`);
-    if (!found.methods.includes(method)) throw new HttpError(405, `${path} takes ${found.methods.join(' or ')}, got ${method}`);
+    const found =
+      routes.get(path) ?? (path.startsWith('/v1/models/') ? routes.get('/v1/models/') : undefined);
+    if (!found)
+      throw new HttpError(
+        404,
+        `no endpoint ${method} ${path}; see GET /server_info, POST /generate, POST /v1/chat/completions`,
+      );
+    if (!found.methods.includes(method))
+      throw new HttpError(405, `${path} takes ${found.methods.join(' or ')}, got ${method}`);
     if (method === 'POST' && path.startsWith('/v1/')) requireJson(req);
     const body = method === 'GET' ? undefined : await readJson(req, maxBodyBytes);
     return found.handle({ req, res, path, body });
@@ -97,13 +115,21 @@ export async function startSGLangServer(engine: RolloutEngine, options: SGLangSe
       (e) => {
         if (res.headersSent || res.destroyed) return;
         const err = toHttpError(e);
-        if (err.status >= 500 && !(e instanceof HttpError)) options.onError?.(e as Error, `${req.method} ${req.url}`);
+        if (err.status >= 500 && !(e instanceof HttpError))
+          options.onError?.(e as Error, `${req.method} ${req.url}`);
         sendJson(res, err.status, errorBody(err, req.url ?? '/'));
       },
     );
   });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (e) => reject(new RolloutError('INVALID_ARGUMENT', `cannot listen on ${host}:${options.port ?? 30000}: ${e.message}`)));
+    server.once('error', (e) =>
+      reject(
+        new RolloutError(
+          'INVALID_ARGUMENT',
+          `cannot listen on ${host}:${options.port ?? 30000}: ${e.message}`,
+        ),
+      ),
+    );
     server.listen(options.port ?? 30000, host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
@@ -131,7 +157,8 @@ function serverContext(engine: RolloutEngine, options: SGLangServerOptions): Ser
     servedModelName: options.servedModelName ?? options.modelPath ?? 'default',
     registry: new RequestRegistry(),
     weightVersion: 'default',
-    decode: (ids, skipSpecialTokens) => (tokenizer ? tokenizer.decode(ids, { skipSpecialTokens }) : (decode?.(ids) ?? '')),
+    decode: (ids, skipSpecialTokens) =>
+      tokenizer ? tokenizer.decode(ids, { skipSpecialTokens }) : (decode?.(ids) ?? ''),
   };
 }
 
@@ -147,13 +174,19 @@ function apiRoutes(ctx: ServerContext, facts: ServerFacts): Map<string, Route> {
     ['/get_server_info', info],
     ['/get_weight_version', get(() => ({ weight_version: ctx.weightVersion }))],
     ['/flush_cache', { methods: ['GET', 'POST'], handle: ({ res }) => handleFlushCache(ctx, res) }],
-    ['/generate', { methods: ['POST', 'PUT'], handle: ({ res, body }) => handleGenerate(ctx, res, body ?? {}) }],
+    [
+      '/generate',
+      { methods: ['POST', 'PUT'], handle: ({ res, body }) => handleGenerate(ctx, res, body ?? {}) },
+    ],
     ['/update_weights_from_disk', post(({ body }) => handleUpdateWeights(ctx, body ?? {}))],
     ['/pause_generation', post(({ body }) => handlePause(ctx, body))],
     ['/continue_generation', post(() => handleContinue(ctx))],
     ['/abort_request', post(({ res, body }) => handleAbort(ctx, res, body))],
     ['/v1/models', get(() => listModels(ctx))],
-    ['/v1/models/', get(({ path }) => retrieveModel(ctx, decodeURIComponent(path.slice('/v1/models/'.length))))],
+    [
+      '/v1/models/',
+      get(({ path }) => retrieveModel(ctx, decodeURIComponent(path.slice('/v1/models/'.length)))),
+    ],
     ['/v1/completions', post(({ res, body }) => handleOpenAi(ctx, res, body, 'completion'))],
     ['/v1/chat/completions', post(({ res, body }) => handleOpenAi(ctx, res, body, 'chat'))],
   ]);
@@ -173,5 +206,12 @@ function errorBody(err: HttpError, url: string): unknown {
   if (err.detail.body !== undefined) return err.detail.body;
   if (!url.startsWith('/v1/')) return { error: { message: err.message } };
   const type = err.detail.type ?? (err.status >= 500 ? 'server_error' : 'invalid_request_error');
-  return { error: { message: err.message, type, param: err.detail.param ?? null, code: err.detail.code ?? null } };
+  return {
+    error: {
+      message: err.message,
+      type,
+      param: err.detail.param ?? null,
+      code: err.detail.code ?? null,
+    },
+  };
 }

@@ -46,10 +46,20 @@ export async function runTrajectory(
   const { engine, env, tokenizer, sampling, signal } = options;
   const maxTurns = options.maxTurns ?? 1;
   if (!Number.isInteger(maxTurns) || maxTurns < 1) {
-    throw new RolloutError('INVALID_ARGUMENT', `rollout.max_turns must be an integer >= 1, got ${maxTurns}`);
+    throw new RolloutError(
+      'INVALID_ARGUMENT',
+      `rollout.max_turns must be an integer >= 1, got ${maxTurns}`,
+    );
   }
   const turns: TurnRecord[] = [];
-  const trajectory: Trajectory = { ...ids, prompt: prompt.prompt, answer: prompt.answer, sequences: [], turns, reward: 0 };
+  const trajectory: Trajectory = {
+    ...ids,
+    prompt: prompt.prompt,
+    answer: prompt.answer,
+    sequences: [],
+    turns,
+    reward: 0,
+  };
   let assembler: TrajectoryAssembler | undefined;
   try {
     const start = await env.reset(prompt);
@@ -60,17 +70,35 @@ export async function runTrajectory(
     for (let turn = 1; turn <= maxTurns; turn += 1) {
       const room = limit - assembler.inputIds().length;
       if (room < 1) {
-        throw new RolloutError('INVALID_ARGUMENT', `the prompt has ${assembler.inputIds().length} tokens, no room under maxSequenceTokens = ${limit}`);
+        throw new RolloutError(
+          'INVALID_ARGUMENT',
+          `the prompt has ${assembler.inputIds().length} tokens, no room under maxSequenceTokens = ${limit}`,
+        );
       }
       const seed = options.seed === undefined ? sampling.sampling_seed : options.seed + turn - 1;
-      const maxNew = Number.isFinite(room) ? Math.min(sampling.max_new_tokens ?? room, room) : sampling.max_new_tokens;
-      const out = await generateTurn(engine, assembler.inputIds(), { ...sampling, max_new_tokens: maxNew, sampling_seed: seed }, options.maxResumes ?? 64, signal);
+      const maxNew = Number.isFinite(room)
+        ? Math.min(sampling.max_new_tokens ?? room, room)
+        : sampling.max_new_tokens;
+      const out = await generateTurn(
+        engine,
+        assembler.inputIds(),
+        { ...sampling, max_new_tokens: maxNew, sampling_seed: seed },
+        options.maxResumes ?? 64,
+        signal,
+      );
       assembler.appendAction(out.tokenIds, out.logprobs);
       const action = tokenizer.decode(out.tokenIds);
       const step = await env.step(state, action, trajectory.answer);
       assembler.setTurnReward(step.reward);
       trajectory.reward += step.reward;
-      const record: TurnRecord = { state, action, reward: step.reward, finishReason: out.finishReason, actionTokens: out.tokenIds.length, next: 'done' };
+      const record: TurnRecord = {
+        state,
+        action,
+        reward: step.reward,
+        finishReason: out.finishReason,
+        actionTokens: out.tokenIds.length,
+        next: 'done',
+      };
       turns.push(record);
       if (step.done || step.nextState === null) break;
       if (turn === maxTurns) {
@@ -110,22 +138,39 @@ async function generateTurn(
 ): Promise<GenerateResult> {
   const budget = sampling.max_new_tokens;
   if (budget !== undefined && (!Number.isInteger(budget) || budget < 1)) {
-    throw new RolloutError('INVALID_ARGUMENT', `sampling max_new_tokens must be an integer >= 1, got ${budget}`);
+    throw new RolloutError(
+      'INVALID_ARGUMENT',
+      `sampling max_new_tokens must be an integer >= 1, got ${budget}`,
+    );
   }
   const tokenIds: number[] = [];
   const logprobs: number[] = [];
   for (let resumes = 0; ; resumes += 1) {
     const left = budget === undefined ? undefined : budget - tokenIds.length;
-    const out = await engine.generate({ inputIds: [...inputIds, ...tokenIds], sampling: { ...sampling, max_new_tokens: left }, signal }).catch((e: unknown) => {
-      if (e instanceof RolloutError || signal?.aborted) throw e;
-      throw new RolloutError('ENGINE_FAILED', `the engine failed to generate: ${(e as Error)?.message ?? String(e)}`, { cause: e });
-    });
+    const out = await engine
+      .generate({
+        inputIds: [...inputIds, ...tokenIds],
+        sampling: { ...sampling, max_new_tokens: left },
+        signal,
+      })
+      .catch((e: unknown) => {
+        if (e instanceof RolloutError || signal?.aborted) throw e;
+        throw new RolloutError(
+          'ENGINE_FAILED',
+          `the engine failed to generate: ${(e as Error)?.message ?? String(e)}`,
+          { cause: e },
+        );
+      });
     tokenIds.push(...out.tokenIds);
     logprobs.push(...out.logprobs);
     if (out.finishReason !== 'abort') return { tokenIds, logprobs, finishReason: out.finishReason };
-    if (left !== undefined && tokenIds.length >= budget!) return { tokenIds, logprobs, finishReason: 'length' };
+    if (left !== undefined && tokenIds.length >= budget!)
+      return { tokenIds, logprobs, finishReason: 'length' };
     if (resumes >= maxResumes) {
-      throw new RolloutError('ENGINE_ABORTED', `a turn was aborted ${resumes + 1} times by the engine (paused and never continued?)`);
+      throw new RolloutError(
+        'ENGINE_ABORTED',
+        `a turn was aborted ${resumes + 1} times by the engine (paused and never continued?)`,
+      );
     }
     // An abort with no progress means the engine is still paused: wait a little before asking again.
     if (out.tokenIds.length === 0) await sleep(Math.min(1000, 10 * 2 ** resumes), signal);

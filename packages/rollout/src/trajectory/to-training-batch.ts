@@ -44,10 +44,16 @@ export interface TrainingBatch {
  * k*G .. k*G+G-1, as grouped estimators (GRPO, RLOO) expect. Every group must hold exactly
  * `responsesPerPrompt` trajectories.
  */
-export function toTrainingBatch(groups: readonly (readonly Trajectory[])[], responsesPerPrompt: number): TrainingBatch {
+export function toTrainingBatch(
+  groups: readonly (readonly Trajectory[])[],
+  responsesPerPrompt: number,
+): TrainingBatch {
   for (const [k, group] of groups.entries()) {
     if (group.length !== responsesPerPrompt) {
-      throw new RolloutError('INVALID_ARGUMENT', `group ${k} has ${group.length} trajectories, expected responsesPerPrompt = ${responsesPerPrompt}`);
+      throw new RolloutError(
+        'INVALID_ARGUMENT',
+        `group ${k} has ${group.length} trajectories, expected responsesPerPrompt = ${responsesPerPrompt}`,
+      );
     }
   }
   const sequences: TrainingSequence[] = [];
@@ -72,5 +78,10 @@ export function toTrainingBatch(groups: readonly (readonly Trajectory[])[], resp
       trajectoryId += 1;
     }
   }
-  return { sequences, trajectoryIds: sequences.map((s) => s.trajectoryId), responsesPerPrompt, trajectories: trajectoryId };
+  return {
+    sequences,
+    trajectoryIds: sequences.map((s) => s.trajectoryId),
+    responsesPerPrompt,
+    trajectories: trajectoryId,
+  };
 }

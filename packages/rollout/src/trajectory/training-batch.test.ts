@@ -46,7 +46,9 @@ describe('toTrainingBatch / padTrainingBatch', () => {
     expect(s.eosMask).toEqual([0, 0, 0, 0, 0, 1]);
     expect(s.positionIds).toEqual([0, 1, 2, 3, 4, 5]);
     expect(batch.sequences.map((q) => q.promptId)).toEqual([0, 0, 0, 1, 1]);
-    expect(() => toTrainingBatch([groups[0].slice(1)], 2)).toThrow(/group 0 has 1 trajectories, expected responsesPerPrompt = 2/);
+    expect(() => toTrainingBatch([groups[0].slice(1)], 2)).toThrow(
+      /group 0 has 1 trajectories, expected responsesPerPrompt = 2/,
+    );
   });
 
   it('pads to [B, T] rows that @rl2/algos reads: GRPO advantages = R - group mean on action tokens', () => {
@@ -54,7 +56,11 @@ describe('toTrainingBatch / padTrainingBatch', () => {
     expect(p.states.map((r) => r.length)).toEqual([6, 6, 6, 6, 6]);
     expect(p.actionMask[2]).toEqual([0, 0, 1, 1, 0, 0]);
     const adv = computeReinforceAdvantages(
-      { rewards: tensor2d(p.rewards), actionMask: tensor2d(p.actionMask), trajectoryIds: tensor1d(p.trajectoryIds, 'int32') },
+      {
+        rewards: tensor2d(p.rewards),
+        actionMask: tensor2d(p.actionMask),
+        trajectoryIds: tensor1d(p.trajectoryIds, 'int32'),
+      },
       { responsesPerPrompt: 2 },
     ).arraySync() as number[][];
     // R = [1, 0, 3, 1]; group means 0.5 and 2 -> A = [0.5, -0.5, 1, -1]
@@ -70,7 +76,12 @@ describe('toTrainingBatch / padTrainingBatch', () => {
     const p = padTrainingBatch(batch, 0);
     const zeros = p.rewards.map((r) => r.map(() => 0));
     const { returns } = computeGae(
-      { rewards: tensor2d(p.rewards), actionMask: tensor2d(p.actionMask), trajectoryIds: tensor1d(p.trajectoryIds, 'int32'), values: tensor2d(zeros) },
+      {
+        rewards: tensor2d(p.rewards),
+        actionMask: tensor2d(p.actionMask),
+        trajectoryIds: tensor1d(p.trajectoryIds, 'int32'),
+        values: tensor2d(zeros),
+      },
       { whiten: false },
     );
     const r = returns.arraySync() as number[][];

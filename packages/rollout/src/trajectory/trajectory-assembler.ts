@@ -25,7 +25,10 @@ export class TrajectoryAssembler {
 
   appendAction(tokenIds: number[], logprobs: number[]): void {
     if (tokenIds.length !== logprobs.length) {
-      throw new RolloutError('INVALID_ARGUMENT', `action has ${tokenIds.length} token ids but ${logprobs.length} logprobs`);
+      throw new RolloutError(
+        'INVALID_ARGUMENT',
+        `action has ${tokenIds.length} token ids but ${logprobs.length} logprobs`,
+      );
     }
     const s = this.current;
     for (let i = 0; i < tokenIds.length; i += 1) {
@@ -40,7 +43,10 @@ export class TrajectoryAssembler {
   /** Puts `reward` on the last generated token of the current sequence. */
   setTurnReward(reward: number): void {
     if (this.lastActionIndex < 0) {
-      throw new RolloutError('INVALID_ARGUMENT', 'no generated token to put the reward on: the engine returned an empty action (check max_new_tokens >= 1)');
+      throw new RolloutError(
+        'INVALID_ARGUMENT',
+        'no generated token to put the reward on: the engine returned an empty action (check max_new_tokens >= 1)',
+      );
     }
     this.current.rewards[this.lastActionIndex] += reward;
   }
@@ -68,6 +74,11 @@ export class TrajectoryAssembler {
 
   private static open(promptIds: number[]): TrajectorySequence {
     const n = promptIds.length;
-    return { tokenIds: [...promptIds], actionMask: Array(n).fill(0), logprobs: Array(n).fill(0), rewards: Array(n).fill(0) };
+    return {
+      tokenIds: [...promptIds],
+      actionMask: Array(n).fill(0),
+      logprobs: Array(n).fill(0),
+      rewards: Array(n).fill(0),
+    };
   }
 }

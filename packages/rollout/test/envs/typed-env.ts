@@ -10,11 +10,18 @@ interface Row {
   target: string;
 }
 
-export async function step(_state: string, action: string, answer: Row): Promise<[string | null, number, boolean]> {
+export async function step(
+  _state: string,
+  action: string,
+  answer: Row,
+): Promise<[string | null, number, boolean]> {
   const verdict: Verdict = action.trim() === answer.target ? Verdict.Right : Verdict.Wrong;
   return [null, scoreOf(verdict), true];
 }
 
-export function reset(prompt: { prompt: string; answer?: unknown }): { state: string; answer: Row } {
+export function reset(prompt: { prompt: string; answer?: unknown }): {
+  state: string;
+  answer: Row;
+} {
   return { state: `${prompt.prompt}>`, answer: { target: String(prompt.answer) } };
 }

@@ -5,7 +5,12 @@ import type { PackedBin } from './pack-bins.js';
 
 /** The bin as the decoder's input: one packed row with restarting positions and segments. */
 export function binBatch(bin: PackedBin): TokenBatch {
-  return { inputIds: bin.inputIds, positionIds: bin.positionIds, segmentIds: bin.segmentIds, rows: 1 };
+  return {
+    inputIds: bin.inputIds,
+    positionIds: bin.positionIds,
+    segmentIds: bin.segmentIds,
+    rows: 1,
+  };
 }
 
 /** The bin as @rl2/algos' layout: lossMask [1, T] float32, sequenceIds [1, T] int32. */

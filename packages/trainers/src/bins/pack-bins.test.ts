@@ -8,7 +8,10 @@ const seq = (n: number, mask: number[] = Array(n).fill(1)) => ({
   targets: Array.from({ length: n }, (_, i) => 11 + i),
   lossMask: mask,
 });
-const item = (...lens: number[]): TrainingItem => ({ origin: 'f row 1', sequences: lens.map((n) => seq(n)) });
+const item = (...lens: number[]): TrainingItem => ({
+  origin: 'f row 1',
+  sequences: lens.map((n) => seq(n)),
+});
 
 describe('packBins', () => {
   it('packs every token exactly once into balanced bins under the budget', () => {
@@ -18,7 +21,8 @@ describe('packBins', () => {
     expect(bins.map((b) => b.inputIds.length).sort()).toEqual([10, 10]);
     for (const b of bins) {
       // positions restart at 0 for each segment
-      for (const [t, p] of b.positionIds.entries()) expect(p === 0).toBe(t === 0 || b.segmentIds[t] !== b.segmentIds[t - 1]);
+      for (const [t, p] of b.positionIds.entries())
+        expect(p === 0).toBe(t === 0 || b.segmentIds[t] !== b.segmentIds[t - 1]);
     }
     expect(stepTotals(bins)).toEqual({ actionTokens: 20, sequences: 5, pairs: 2.5, tokens: 20 });
   });
@@ -31,9 +35,14 @@ describe('packBins', () => {
   });
 
   it('names the row and the key when one sequence is over budget', () => {
-    expect(() => packBins([item(3), { origin: 'data.jsonl row 7', sequences: [seq(12)] }], 10, 1, 'actor.max_length_per_device')).toThrow(
-      /data\.jsonl row 7.*12 tokens.*actor\.max_length_per_device=10/,
-    );
+    expect(() =>
+      packBins(
+        [item(3), { origin: 'data.jsonl row 7', sequences: [seq(12)] }],
+        10,
+        1,
+        'actor.max_length_per_device',
+      ),
+    ).toThrow(/data\.jsonl row 7.*12 tokens.*actor\.max_length_per_device=10/);
   });
   it('data parallel: rank r gets the r-th slice of a bin count divisible by the ranks; slices cover the step once', () => {
     const items = [item(5), item(3), item(4), item(2), item(6), item(7), item(1)];

@@ -55,7 +55,14 @@ export function packBins(
   const binOf = (members: readonly number[]): PackedBin | undefined => {
     const real = members.filter((i) => i < sequences.length);
     if (real.length === 0) return undefined;
-    const bin = { inputIds: [] as number[], positionIds: [] as number[], segmentIds: [] as number[], targets: [] as number[], lossMask: [] as number[], numSequences: real.length };
+    const bin = {
+      inputIds: [] as number[],
+      positionIds: [] as number[],
+      segmentIds: [] as number[],
+      targets: [] as number[],
+      lossMask: [] as number[],
+      numSequences: real.length,
+    };
     real.forEach((idx, s) => {
       const q = sequences[idx];
       bin.inputIds.push(...q.inputIds);

@@ -17,12 +17,22 @@ const state: TrainerState = {
   lr: 1e-5,
   savedAt: 'now',
 };
-const optimizer = { step: 3, moments: { w: { shape: [2], m: Float32Array.from([0.5, -1]), v: Float32Array.from([0.25, 1]) } } };
+const optimizer = {
+  step: 3,
+  moments: { w: { shape: [2], m: Float32Array.from([0.5, -1]), v: Float32Array.from([0.25, 1]) } },
+};
 
 describe('checkpoints', () => {
   it('round-trips state and optimizer moments; latest picks the newest complete step', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rl2-ckpt-'));
-    await saveCheckpoint(join(dir, 'step-3'), { state, optimizer, saveModel: (d) => { mkdirSync(d); writeFileSync(join(d, 'config.json'), '{}'); } });
+    await saveCheckpoint(join(dir, 'step-3'), {
+      state,
+      optimizer,
+      saveModel: (d) => {
+        mkdirSync(d);
+        writeFileSync(join(d, 'config.json'), '{}');
+      },
+    });
     await saveCheckpoint(join(dir, 'step-12'), { state: { ...state, step: 12 }, optimizer });
     mkdirSync(join(dir, 'step-99')); // incomplete: no trainer_state.json
     expect(listCheckpoints(dir).map((c) => c.step)).toEqual([3, 12]);
@@ -40,7 +50,15 @@ describe('checkpoints', () => {
 
   it('a failing save leaves no partial directory', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rl2-ckpt-'));
-    await expect(saveCheckpoint(join(dir, 'step-1'), { state, optimizer, saveModel: () => { throw new Error('disk full'); } })).rejects.toThrow('disk full');
+    await expect(
+      saveCheckpoint(join(dir, 'step-1'), {
+        state,
+        optimizer,
+        saveModel: () => {
+          throw new Error('disk full');
+        },
+      }),
+    ).rejects.toThrow('disk full');
     expect(readdirSync(dir)).toEqual([]);
     expect(resolveCheckpoint(dir, 'latest')).toBeUndefined();
     expect(() => resolveCheckpoint(dir, join(dir, 'nope'))).toThrow(/load_ckpt_from/);

@@ -45,21 +45,35 @@ export async function saveCheckpoint(dir: string, contents: CheckpointContents):
       arrays[`exp_avg.${name}`] = { shape: m.shape, data: m.m };
       arrays[`exp_avg_sq.${name}`] = { shape: m.shape, data: m.v };
     }
-    writeTensorFile(join(tmp, 'optimizer.safetensors'), arrays, { step: String(contents.optimizer.step) });
-    writeFileAtomic(join(tmp, 'trainer_state.json'), `${JSON.stringify(contents.state, null, 1)}\n`);
+    writeTensorFile(join(tmp, 'optimizer.safetensors'), arrays, {
+      step: String(contents.optimizer.step),
+    });
+    writeFileAtomic(
+      join(tmp, 'trainer_state.json'),
+      `${JSON.stringify(contents.state, null, 1)}\n`,
+    );
   });
 }
 
 /** Reads the trainer state and optimizer moments of a checkpoint directory. */
-export function loadCheckpoint(dir: string, trainer: TrainerState['trainer']): { state: TrainerState; optimizer: AdamWState } {
+export function loadCheckpoint(
+  dir: string,
+  trainer: TrainerState['trainer'],
+): { state: TrainerState; optimizer: AdamWState } {
   let state: TrainerState;
   try {
     state = JSON.parse(readFileSync(join(dir, 'trainer_state.json'), 'utf8')) as TrainerState;
   } catch (err) {
-    throw new TrainersError('CHECKPOINT', `cannot read ${join(dir, 'trainer_state.json')}: ${(err as Error).message}`);
+    throw new TrainersError(
+      'CHECKPOINT',
+      `cannot read ${join(dir, 'trainer_state.json')}: ${(err as Error).message}`,
+    );
   }
   if (state.trainer !== trainer) {
-    throw new TrainersError('CHECKPOINT', `${dir} was written by "rl2 ${state.trainer}", not "rl2 ${trainer}"; point trainer.load_ckpt_from at a ${trainer} checkpoint`);
+    throw new TrainersError(
+      'CHECKPOINT',
+      `${dir} was written by "rl2 ${state.trainer}", not "rl2 ${trainer}"; point trainer.load_ckpt_from at a ${trainer} checkpoint`,
+    );
   }
   const { arrays, metadata } = readTensorFile(join(dir, 'optimizer.safetensors'));
   const moments: Record<string, { shape: number[]; m: Float32Array; v: Float32Array }> = {};
@@ -67,7 +81,11 @@ export function loadCheckpoint(dir: string, trainer: TrainerState['trainer']): {
     if (!key.startsWith('exp_avg.')) continue;
     const name = key.slice('exp_avg.'.length);
     const v = arrays[`exp_avg_sq.${name}`];
-    if (!v) throw new TrainersError('CHECKPOINT', `${dir}/optimizer.safetensors lacks exp_avg_sq.${name}`);
+    if (!v)
+      throw new TrainersError(
+        'CHECKPOINT',
+        `${dir}/optimizer.safetensors lacks exp_avg_sq.${name}`,
+      );
     moments[name] = { shape: a.shape, m: a.data, v: v.data };
   }
   return { state, optimizer: { step: Number(metadata.step ?? state.step), moments } };

@@ -21,7 +21,10 @@ export function closestKey(key: string, validKeys: readonly string[]): string | 
   let bestScore = Number.POSITIVE_INFINITY;
   for (const valid of validKeys) {
     const tail = valid.slice(valid.lastIndexOf('.') + 1);
-    const score = Math.min(editDistance(key, valid), key.includes('.') ? Number.POSITIVE_INFINITY : editDistance(key, tail));
+    const score = Math.min(
+      editDistance(key, valid),
+      key.includes('.') ? Number.POSITIVE_INFINITY : editDistance(key, tail),
+    );
     if (score < bestScore) {
       best = valid;
       bestScore = score;

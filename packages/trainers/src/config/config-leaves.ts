@@ -11,7 +11,13 @@ export interface ConfigLeaf {
   readonly type: string;
 }
 
-type Def = { type: string; innerType?: z.ZodType; out?: z.ZodType; shape?: Record<string, z.ZodType>; entries?: Record<string, string> };
+type Def = {
+  type: string;
+  innerType?: z.ZodType;
+  out?: z.ZodType;
+  shape?: Record<string, z.ZodType>;
+  entries?: Record<string, string>;
+};
 const defOf = (schema: z.ZodType) => (schema as unknown as { _zod: { def: Def } })._zod.def;
 
 /** Human-readable type of a leaf schema, e.g. `number | null`, `token | sequence`. */
@@ -29,7 +35,9 @@ export function typeName(schema: z.ZodType): string {
 export function configLeaves(schema: z.ZodType, prefix = ''): ConfigLeaf[] {
   const def = defOf(schema);
   if (def.type === 'object' && def.shape) {
-    return Object.entries(def.shape).flatMap(([k, child]) => configLeaves(child, prefix ? `${prefix}.${k}` : k));
+    return Object.entries(def.shape).flatMap(([k, child]) =>
+      configLeaves(child, prefix ? `${prefix}.${k}` : k),
+    );
   }
   const meta = optionMeta(schema);
   return [

@@ -20,12 +20,28 @@ export const dpoConfigSchema = z.strictObject({
       'dpo',
       'dpo: -logsigmoid(margin); ipo: (margin/beta - 1/(2 beta))^2 (arXiv 2310.12036); simpo: length-normalised, no reference (arXiv 2405.14734)',
     ),
-    label_smoothing: option(z.number().min(0).lt(0.5), 0, 'conservative DPO: assumed probability that a label is flipped'),
-    simpo_gamma: option(z.number().nonnegative().nullable(), null, 'SimPO target margin (null: 0.5 * beta)'),
-    nll_coef: option(z.number().nonnegative(), 0, 'RPO: weight of the chosen replies\' per-token NLL added to the loss'),
+    label_smoothing: option(
+      z.number().min(0).lt(0.5),
+      0,
+      'conservative DPO: assumed probability that a label is flipped',
+    ),
+    simpo_gamma: option(
+      z.number().nonnegative().nullable(),
+      null,
+      'SimPO target margin (null: 0.5 * beta)',
+    ),
+    nll_coef: option(
+      z.number().nonnegative(),
+      0,
+      "RPO: weight of the chosen replies' per-token NLL added to the loss",
+    ),
   }),
   ref_actor: z.strictObject({
-    model_name: option(z.string().min(1).nullable(), '${actor.model_name}', 'frozen reference model (default: the initial actor)'),
+    model_name: option(
+      z.string().min(1).nullable(),
+      '${actor.model_name}',
+      'frozen reference model (default: the initial actor)',
+    ),
   }),
   trainer: trainerSection('dpo'),
 });

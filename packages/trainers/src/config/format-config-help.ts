@@ -18,7 +18,9 @@ export function formatConfigHelp(schema: z.ZodType): string {
       lines.push(`${section}:`);
     }
     const value = JSON.stringify(leaf.default) ?? 'null';
-    lines.push(`  ${leaf.key.padEnd(width)} = ${value.padEnd(34)} ${leaf.description} (${leaf.type})`);
+    lines.push(
+      `  ${leaf.key.padEnd(width)} = ${value.padEnd(34)} ${leaf.description} (${leaf.type})`,
+    );
   }
   return lines.join('\n');
 }

@@ -9,7 +9,8 @@ type Tree = Record<string, unknown>;
 function lookup(tree: Tree, key: string): { found: boolean; value: unknown } {
   let node: unknown = tree;
   for (const part of key.split('.')) {
-    if (node === null || typeof node !== 'object' || !(part in (node as Tree))) return { found: false, value: undefined };
+    if (node === null || typeof node !== 'object' || !(part in (node as Tree)))
+      return { found: false, value: undefined };
     node = (node as Tree)[part];
   }
   return { found: true, value: node };
@@ -37,7 +38,10 @@ export function interpolate(tree: Tree, validKeys: readonly string[]): Tree {
       );
     }
     if (resolving.has(key)) {
-      throw new TrainersError('CONFIG_INTERPOLATION', `${from}: \${${key}} is circular (${[...resolving, key].join(' -> ')})`);
+      throw new TrainersError(
+        'CONFIG_INTERPOLATION',
+        `${from}: \${${key}} is circular (${[...resolving, key].join(' -> ')})`,
+      );
     }
     resolving.add(key);
     const out = resolveValue(value, key);
@@ -54,7 +58,9 @@ export function interpolate(tree: Tree, validKeys: readonly string[]): Tree {
     }
     if (Array.isArray(value)) return value.map((v, i) => resolveValue(v, `${at}[${i}]`));
     if (value !== null && typeof value === 'object') {
-      return Object.fromEntries(Object.keys(value as Tree).map((k) => [k, resolveKey(at ? `${at}.${k}` : k, at)]));
+      return Object.fromEntries(
+        Object.keys(value as Tree).map((k) => [k, resolveKey(at ? `${at}.${k}` : k, at)]),
+      );
     }
     return value;
   };

@@ -43,7 +43,14 @@ describe('loadConfig', () => {
 
   it('coerces override text by the leaf type', () => {
     const c = loadConfig(sftConfigSchema, {
-      overrides: [...base, 'actor.lr=1e-6', 'trainer.experiment_name=007', 'actor.gradient_checkpointing=false', 'actor.betas=[0.9, 0.95]', 'trainer.save_freq=null'],
+      overrides: [
+        ...base,
+        'actor.lr=1e-6',
+        'trainer.experiment_name=007',
+        'actor.gradient_checkpointing=false',
+        'actor.betas=[0.9, 0.95]',
+        'trainer.save_freq=null',
+      ],
     });
     expect(c.actor.lr).toBe(1e-6);
     expect(c.trainer.experiment_name).toBe('007');
@@ -57,16 +64,30 @@ describe('loadConfig', () => {
     const c = loadConfig(sftConfigSchema, { overrides: base });
     expect(c.actor.save_dtype).toBeNull();
     expect(c.actor.max_shard_size).toBe('5GB');
-    const set = loadConfig(sftConfigSchema, { overrides: [...base, 'actor.save_dtype=bfloat16', 'actor.max_shard_size=500MB'] });
+    const set = loadConfig(sftConfigSchema, {
+      overrides: [...base, 'actor.save_dtype=bfloat16', 'actor.max_shard_size=500MB'],
+    });
     expect([set.actor.save_dtype, set.actor.max_shard_size]).toEqual(['bfloat16', '500MB']);
-    expect(loadConfig(sftConfigSchema, { overrides: [...base, 'actor.max_shard_size=1000000'] }).actor.max_shard_size).toBe(1_000_000);
-    const bad = errorOf(() => loadConfig(rmConfigSchema, { overrides: ['critic.model_name=m', 'data.train.path=t', 'critic.max_shard_size=lots'] }));
+    expect(
+      loadConfig(sftConfigSchema, { overrides: [...base, 'actor.max_shard_size=1000000'] }).actor
+        .max_shard_size,
+    ).toBe(1_000_000);
+    const bad = errorOf(() =>
+      loadConfig(rmConfigSchema, {
+        overrides: ['critic.model_name=m', 'data.train.path=t', 'critic.max_shard_size=lots'],
+      }),
+    );
     expect(bad.message).toMatch(/critic\.max_shard_size[^\n]*not a size/);
-    expect(errorOf(() => loadConfig(sftConfigSchema, { overrides: [...base, 'actor.save_dtype=int8'] })).message).toContain('actor.save_dtype');
+    expect(
+      errorOf(() => loadConfig(sftConfigSchema, { overrides: [...base, 'actor.save_dtype=int8'] }))
+        .message,
+    ).toContain('actor.save_dtype');
   });
 
   it('applies YAML then command line, command line wins', () => {
-    const file = yamlFile('actor:\n  lr: 2.0e-5\n  model_name: m\ndata:\n  train:\n    path: a.jsonl\ntrainer:\n  n_epochs: 3\n  save_dir: out/${trainer.experiment_name}-${actor.lr}\n');
+    const file = yamlFile(
+      'actor:\n  lr: 2.0e-5\n  model_name: m\ndata:\n  train:\n    path: a.jsonl\ntrainer:\n  n_epochs: 3\n  save_dir: out/${trainer.experiment_name}-${actor.lr}\n',
+    );
     const c = loadConfig(sftConfigSchema, { configFile: file, overrides: ['trainer.n_epochs=2'] });
     expect(c.actor.lr).toBe(2e-5);
     expect(c.trainer.n_epochs).toBe(2);
@@ -74,8 +95,13 @@ describe('loadConfig', () => {
   });
 
   it('names the closest valid key for an unknown key', () => {
-    expect(errorOf(() => loadConfig(sftConfigSchema, { overrides: [...base, 'actor.lrr=1'] })).message).toContain('did you mean "actor.lr"');
-    expect(errorOf(() => loadConfig(sftConfigSchema, { overrides: [...base, 'trainer.n_epoch=1'] })).message).toContain('"trainer.n_epochs"');
+    expect(
+      errorOf(() => loadConfig(sftConfigSchema, { overrides: [...base, 'actor.lrr=1'] })).message,
+    ).toContain('did you mean "actor.lr"');
+    expect(
+      errorOf(() => loadConfig(sftConfigSchema, { overrides: [...base, 'trainer.n_epoch=1'] }))
+        .message,
+    ).toContain('"trainer.n_epochs"');
     const e = errorOf(() => loadConfig(rmConfigSchema, { overrides: ['actor.lr=1'] }));
     expect(e.code).toBe('CONFIG_UNKNOWN_KEY');
     expect(e.message).toContain('critic.lr');
@@ -93,15 +119,30 @@ describe('loadConfig', () => {
     expect(e.message).toContain('command line');
     const m = errorOf(() => loadConfig(sftConfigSchema, { overrides: ['data.train.path=x'] }));
     expect(m.message).toContain('actor.model_name');
-    expect(errorOf(() => loadConfig(sftConfigSchema, { overrides: [...base, 'actor.avg_level=pair'] })).message).toContain('actor.avg_level');
-    expect(errorOf(() => loadConfig(sftConfigSchema, { overrides: ['actor.lr'] })).message).toContain('key=value');
+    expect(
+      errorOf(() => loadConfig(sftConfigSchema, { overrides: [...base, 'actor.avg_level=pair'] }))
+        .message,
+    ).toContain('actor.avg_level');
+    expect(
+      errorOf(() => loadConfig(sftConfigSchema, { overrides: ['actor.lr'] })).message,
+    ).toContain('key=value');
   });
 
   it('rejects circular and dangling interpolation', () => {
-    const circ = errorOf(() => loadConfig(sftConfigSchema, { overrides: [...base, 'trainer.project=${trainer.save_dir}', 'trainer.experiment_name=${trainer.project}'] }));
+    const circ = errorOf(() =>
+      loadConfig(sftConfigSchema, {
+        overrides: [
+          ...base,
+          'trainer.project=${trainer.save_dir}',
+          'trainer.experiment_name=${trainer.project}',
+        ],
+      }),
+    );
     expect(circ.code).toBe('CONFIG_INTERPOLATION');
     expect(circ.message).toContain('circular');
-    const dangling = errorOf(() => loadConfig(sftConfigSchema, { overrides: [...base, 'trainer.project=${trainer.projet}'] }));
+    const dangling = errorOf(() =>
+      loadConfig(sftConfigSchema, { overrides: [...base, 'trainer.project=${trainer.projet}'] }),
+    );
     expect(dangling.message).toContain('${trainer.project}');
   });
 

@@ -26,7 +26,10 @@ function setPath(tree: Tree, key: string, value: unknown): void {
 }
 
 function unknownKey(key: string, where: string, leaves: readonly ConfigLeaf[]): TrainersError {
-  const hint = closestKey(key, leaves.map((l) => l.key));
+  const hint = closestKey(
+    key,
+    leaves.map((l) => l.key),
+  );
   return new TrainersError(
     'CONFIG_UNKNOWN_KEY',
     `unknown config key "${key}" in ${where}${hint ? `; did you mean "${hint}"?` : ''} (rl2 <trainer> --help lists every key)`,
@@ -45,10 +48,20 @@ export function configDefaults(schema: z.ZodType): Tree {
  * dotted `key=value` overrides (coerced by the leaf's type), then `${...}` interpolation,
  * then validation by the trainer's zod schema. Unknown keys fail with the closest valid key.
  */
-export function loadConfig<S extends z.ZodType>(schema: S, options: LoadConfigOptions = {}): z.infer<S> {
+export function loadConfig<S extends z.ZodType>(
+  schema: S,
+  options: LoadConfigOptions = {},
+): z.infer<S> {
   const leaves = configLeaves(schema);
   const byKey = new Map(leaves.map((l) => [l.key, l]));
-  const sections = new Set(leaves.flatMap((l) => l.key.split('.').slice(0, -1).map((_, i, a) => a.slice(0, i + 1).join('.'))));
+  const sections = new Set(
+    leaves.flatMap((l) =>
+      l.key
+        .split('.')
+        .slice(0, -1)
+        .map((_, i, a) => a.slice(0, i + 1).join('.')),
+    ),
+  );
   const tree = configDefaults(schema);
   const source = new Map<string, string>();
 
@@ -58,10 +71,20 @@ export function loadConfig<S extends z.ZodType>(schema: S, options: LoadConfigOp
     try {
       parsed = parse(readFileSync(file, 'utf8'));
     } catch (err) {
-      throw new TrainersError('CONFIG_FILE', `cannot read config file ${file}: ${(err as Error).message}`);
+      throw new TrainersError(
+        'CONFIG_FILE',
+        `cannot read config file ${file}: ${(err as Error).message}`,
+      );
     }
-    if (parsed !== null && parsed !== undefined && (typeof parsed !== 'object' || Array.isArray(parsed))) {
-      throw new TrainersError('CONFIG_FILE', `config file ${file} must hold a YAML mapping such as "actor:\\n  lr: 1e-6"`);
+    if (
+      parsed !== null &&
+      parsed !== undefined &&
+      (typeof parsed !== 'object' || Array.isArray(parsed))
+    ) {
+      throw new TrainersError(
+        'CONFIG_FILE',
+        `config file ${file} must hold a YAML mapping such as "actor:\\n  lr: 1e-6"`,
+      );
     }
     const visit = (node: Tree, prefix: string) => {
       for (const [k, v] of Object.entries(node)) {
@@ -93,7 +116,9 @@ export function loadConfig<S extends z.ZodType>(schema: S, options: LoadConfigOp
     const lines = result.error.issues.map((issue) => {
       const key = issue.path.join('.');
       const leafKey = [...byKey.keys()].find((k) => key === k || key.startsWith(`${k}.`)) ?? key;
-      const value = leafKey.split('.').reduce<unknown>((n, p) => (n as Tree | undefined)?.[p], resolved);
+      const value = leafKey
+        .split('.')
+        .reduce<unknown>((n, p) => (n as Tree | undefined)?.[p], resolved);
       const from = source.get(leafKey) ?? 'the defaults';
       return `  ${key}: ${issue.message}, got ${JSON.stringify(value)} (from ${from}; set ${leafKey}=... to fix)`;
     });

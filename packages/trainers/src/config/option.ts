@@ -13,12 +13,18 @@ export interface OptionMeta {
  * The default is stored raw in zod's metadata so that defaults such as
  * `save_dir: ckpts/${trainer.experiment_name}` interpolate like user values do.
  */
-export function option<S extends z.ZodType>(schema: S, defaultValue: unknown, description: string): S {
+export function option<S extends z.ZodType>(
+  schema: S,
+  defaultValue: unknown,
+  description: string,
+): S {
   return schema.meta({ default: defaultValue, description }) as S;
 }
 
 /** Reads the metadata `option` attached, or undefined for a section (object) schema. */
 export function optionMeta(schema: z.ZodType): OptionMeta | undefined {
   const meta = schema.meta() as Partial<OptionMeta> | undefined;
-  return meta && 'default' in meta ? { default: meta.default, description: meta.description ?? '' } : undefined;
+  return meta && 'default' in meta
+    ? { default: meta.default, description: meta.description ?? '' }
+    : undefined;
 }

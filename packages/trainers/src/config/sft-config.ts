@@ -11,7 +11,11 @@ export const sftConfigSchema = z.strictObject({
   actor: z.strictObject({
     ...modelSection({ lr: 1e-5 }),
     ...parallelOptions(),
-    avg_level: option(z.enum(['token', 'sequence']), 'token', 'loss mean over all tokens, or over per-sequence means'),
+    avg_level: option(
+      z.enum(['token', 'sequence']),
+      'token',
+      'loss mean over all tokens, or over per-sequence means',
+    ),
   }),
   trainer: trainerSection('sft'),
 });

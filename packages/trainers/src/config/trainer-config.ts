@@ -5,20 +5,76 @@ import { option } from './option.js';
 export function trainerSection(experimentName: string) {
   return z.strictObject({
     project: option(z.string(), 'rl2', 'project name, shown in the run header'),
-    experiment_name: option(z.string().min(1), experimentName, 'name of this run; names the default save_dir'),
+    experiment_name: option(
+      z.string().min(1),
+      experimentName,
+      'name of this run; names the default save_dir',
+    ),
     n_epochs: option(z.number().int().positive(), 1, 'passes over the training set'),
-    max_steps: option(z.number().int().positive().nullable(), null, 'stop after this many optimizer steps (null: all epochs)'),
-    val_before_train: option(z.boolean(), true, 'validate once before the first step (a fresh run only), as verl does'),
-    test_freq: option(z.number().int().positive().nullable(), null, 'also validate every N steps (validation always runs after each epoch)'),
-    save_dir: option(z.string().min(1), 'ckpts/${trainer.experiment_name}', 'checkpoints, metrics.jsonl, TensorBoard events and report.html go here'),
-    save_freq: option(z.number().int().positive().nullable(), null, 'save a checkpoint every N steps (one is always saved at the end)'),
-    load_ckpt_from: option(z.string().nullable(), null, 'resume: "latest" (newest step-N in save_dir) or a checkpoint directory'),
-    backend: option(z.enum(['auto', 'tensorflow', 'native', 'wasm', 'cpu']), 'auto', 'tensor backend (auto: tfjs-node if installed, else native OpenBLAS kernels, wasm, cpu)'),
-    threads: option(z.number().int().positive().nullable(), null, 'compute threads (null: RL2_THREADS or all cores)'),
-    seed: option(z.number().int().nonnegative(), 42, 'seed for data order, the train/test split and initialisation'),
-    progress: option(z.enum(['auto', 'bar', 'lines', 'none']), 'auto', 'progress display: a bar on a terminal, plain lines otherwise'),
-    log_freq: option(z.number().int().positive(), 1, 'print a progress line every N steps when not drawing a bar'),
-    use_tensorboard: option(z.boolean(), true, 'write TensorBoard event files under save_dir/tensorboard'),
-    report: option(z.boolean(), true, 'write save_dir/report.html (loss and metric curves) at the end'),
+    max_steps: option(
+      z.number().int().positive().nullable(),
+      null,
+      'stop after this many optimizer steps (null: all epochs)',
+    ),
+    val_before_train: option(
+      z.boolean(),
+      true,
+      'validate once before the first step (a fresh run only), as verl does',
+    ),
+    test_freq: option(
+      z.number().int().positive().nullable(),
+      null,
+      'also validate every N steps (validation always runs after each epoch)',
+    ),
+    save_dir: option(
+      z.string().min(1),
+      'ckpts/${trainer.experiment_name}',
+      'checkpoints, metrics.jsonl, TensorBoard events and report.html go here',
+    ),
+    save_freq: option(
+      z.number().int().positive().nullable(),
+      null,
+      'save a checkpoint every N steps (one is always saved at the end)',
+    ),
+    load_ckpt_from: option(
+      z.string().nullable(),
+      null,
+      'resume: "latest" (newest step-N in save_dir) or a checkpoint directory',
+    ),
+    backend: option(
+      z.enum(['auto', 'tensorflow', 'native', 'wasm', 'cpu']),
+      'auto',
+      'tensor backend (auto: tfjs-node if installed, else native OpenBLAS kernels, wasm, cpu)',
+    ),
+    threads: option(
+      z.number().int().positive().nullable(),
+      null,
+      'compute threads (null: RL2_THREADS or all cores)',
+    ),
+    seed: option(
+      z.number().int().nonnegative(),
+      42,
+      'seed for data order, the train/test split and initialisation',
+    ),
+    progress: option(
+      z.enum(['auto', 'bar', 'lines', 'none']),
+      'auto',
+      'progress display: a bar on a terminal, plain lines otherwise',
+    ),
+    log_freq: option(
+      z.number().int().positive(),
+      1,
+      'print a progress line every N steps when not drawing a bar',
+    ),
+    use_tensorboard: option(
+      z.boolean(),
+      true,
+      'write TensorBoard event files under save_dir/tensorboard',
+    ),
+    report: option(
+      z.boolean(),
+      true,
+      'write save_dir/report.html (loss and metric curves) at the end',
+    ),
   });
 }

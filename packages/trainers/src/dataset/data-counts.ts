@@ -10,7 +10,12 @@ export interface SplitCounts {
   emptySequences: number;
 }
 
-export const noCounts = (): SplitCounts => ({ malformedRows: 0, truncatedRows: 0, longRowsDropped: 0, emptySequences: 0 });
+export const noCounts = (): SplitCounts => ({
+  malformedRows: 0,
+  truncatedRows: 0,
+  longRowsDropped: 0,
+  emptySequences: 0,
+});
 
 const METRIC: Record<keyof SplitCounts, string> = {
   malformedRows: 'malformed_rows',
@@ -20,23 +25,35 @@ const METRIC: Record<keyof SplitCounts, string> = {
 };
 
 /** The counts as metrics of step 0 (`data/train/truncated_rows`, ...); undefined when nothing was skipped, cut or dropped. */
-export function dataMetrics(counts: { readonly [split: string]: SplitCounts }): Record<string, number> | undefined {
+export function dataMetrics(counts: {
+  readonly [split: string]: SplitCounts;
+}): Record<string, number> | undefined {
   const out: Record<string, number> = {};
   for (const [split, c] of Object.entries(counts)) {
-    for (const [k, name] of Object.entries(METRIC)) out[`data/${split}/${name}`] = c[k as keyof SplitCounts];
+    for (const [k, name] of Object.entries(METRIC))
+      out[`data/${split}/${name}`] = c[k as keyof SplitCounts];
   }
   return Object.values(out).some((v) => v > 0) ? out : undefined;
 }
 
 /** One line per split with something skipped, cut or dropped, naming the keys involved; empty when nothing was. */
-export function describeCounts(counts: { readonly [split: string]: SplitCounts }, maxLength: (split: string) => number | null): string[] {
+export function describeCounts(
+  counts: { readonly [split: string]: SplitCounts },
+  maxLength: (split: string) => number | null,
+): string[] {
   const lines: string[] = [];
   for (const [split, c] of Object.entries(counts)) {
     const parts = [
       c.malformedRows ? `skipped ${c.malformedRows} malformed row(s) (data.on_bad_row=skip)` : '',
-      c.truncatedRows ? `truncated ${c.truncatedRows} row(s) to data.${split}.max_length=${maxLength(split)} tokens` : '',
-      c.longRowsDropped ? `dropped ${c.longRowsDropped} row(s) longer than data.${split}.max_length=${maxLength(split)} (data.${split}.over_max_length=drop)` : '',
-      c.emptySequences ? `skipped ${c.emptySequences} sequence(s) with no trained token left (no assistant turn, or cut by data.${split}.max_length)` : '',
+      c.truncatedRows
+        ? `truncated ${c.truncatedRows} row(s) to data.${split}.max_length=${maxLength(split)} tokens`
+        : '',
+      c.longRowsDropped
+        ? `dropped ${c.longRowsDropped} row(s) longer than data.${split}.max_length=${maxLength(split)} (data.${split}.over_max_length=drop)`
+        : '',
+      c.emptySequences
+        ? `skipped ${c.emptySequences} sequence(s) with no trained token left (no assistant turn, or cut by data.${split}.max_length)`
+        : '',
     ].filter(Boolean);
     if (parts.length > 0) lines.push(`data.${split}: ${parts.join('; ')}`);
   }

@@ -19,7 +19,9 @@ function truncate(seq: TrainingSequence, n: number, rewardAtEnd: boolean): Train
     inputIds: seq.inputIds.slice(0, n),
     positionIds: seq.positionIds.slice(0, n),
     targets: seq.targets.slice(0, n),
-    lossMask: rewardAtEnd ? Array.from({ length: n }, (_, t) => (t === n - 1 ? 1 : 0)) : seq.lossMask.slice(0, n),
+    lossMask: rewardAtEnd
+      ? Array.from({ length: n }, (_, t) => (t === n - 1 ? 1 : 0))
+      : seq.lossMask.slice(0, n),
   };
 }
 
@@ -34,9 +36,12 @@ export function fitMaxLength(
   policy: OverMaxLength,
   rewardAtEnd: boolean,
 ): { item?: TrainingItem; truncated: boolean } {
-  if (maxLength === null || item.sequences.every((s) => s.inputIds.length <= maxLength)) return { item, truncated: false };
+  if (maxLength === null || item.sequences.every((s) => s.inputIds.length <= maxLength))
+    return { item, truncated: false };
   if (policy === 'drop') return { truncated: false };
-  const sequences = item.sequences.map((s) => (s.inputIds.length > maxLength ? truncate(s, maxLength, rewardAtEnd) : s));
+  const sequences = item.sequences.map((s) =>
+    s.inputIds.length > maxLength ? truncate(s, maxLength, rewardAtEnd) : s,
+  );
   return { item: { ...item, sequences }, truncated: true };
 }
 
@@ -46,12 +51,19 @@ export function fitMaxLength(
  * else the error names the file, row, length and the keys that fix it. `split` is
  * `data.train` or `data.test`.
  */
-export function checkBudget(items: readonly TrainingItem[], fit: LengthBudget, pairs: boolean, split: string): void {
+export function checkBudget(
+  items: readonly TrainingItem[],
+  fit: LengthBudget,
+  pairs: boolean,
+  split: string,
+): void {
   for (const it of items) {
     const lengths = it.sequences.map((s) => s.inputIds.length);
     const unit = pairs ? lengths.reduce((a, b) => a + b, 0) : Math.max(...lengths);
     if (unit <= fit.budget) continue;
-    const what = pairs ? `its chosen + rejected pair has ${unit} tokens (packed together)` : `a sequence has ${unit} tokens`;
+    const what = pairs
+      ? `its chosen + rejected pair has ${unit} tokens (packed together)`
+      : `a sequence has ${unit} tokens`;
     const cut = pairs ? Math.floor(fit.budget / 2) : fit.budget;
     throw new TrainersError(
       'BAD_DATA',

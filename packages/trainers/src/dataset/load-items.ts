@@ -44,10 +44,17 @@ const where = (o: RowOrigin | undefined, i: number) => (o ? `${o.file} row ${o.r
  * RL2 renders a raw-text prompt with the chat template when `apply_chat_template` is on:
  * prompt -> template([{user: prompt}], add_generation_prompt). Messages rows always use it.
  */
-function templatedText<T extends SftExample | PairExample>(tokenizer: Tokenizer, example: T, apply: boolean): T {
+function templatedText<T extends SftExample | PairExample>(
+  tokenizer: Tokenizer,
+  example: T,
+  apply: boolean,
+): T {
   if (!apply || example.kind !== 'text' || !tokenizer.hasChatTemplate) return example;
   const messages: ChatMessage[] = [{ role: 'user', content: example.prompt }];
-  return { ...example, prompt: tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true }) };
+  return {
+    ...example,
+    prompt: tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true }),
+  };
 }
 
 function keysOf(cfg: SplitConfig): Partial<DataKeys> {
@@ -71,7 +78,12 @@ export interface SplitItems {
   droppedLong: number;
 }
 
-const shifted = (s: { states: number[]; positionIds: number[]; actions: number[]; actionMask: number[] }): TrainingSequence => ({
+const shifted = (s: {
+  states: number[];
+  positionIds: number[];
+  actions: number[];
+  actionMask: number[];
+}): TrainingSequence => ({
   inputIds: s.states,
   positionIds: s.positionIds,
   targets: s.actions,
@@ -79,20 +91,35 @@ const shifted = (s: { states: number[]; positionIds: number[]; actions: number[]
 });
 
 /** One row as the sequences of `kind`, untruncated; SFT sequences without a trained token are left out and counted. */
-function rowSequences(kind: ItemKind, tokenizer: Tokenizer, row: Loaded['rows'][number], ctx: { origin?: RowOrigin; index: number }, cfg: SplitConfig) {
+function rowSequences(
+  kind: ItemKind,
+  tokenizer: Tokenizer,
+  row: Loaded['rows'][number],
+  ctx: { origin?: RowOrigin; index: number },
+  cfg: SplitConfig,
+) {
   const keys = keysOf(cfg);
   if (kind === 'sft') {
     const example = templatedText(tokenizer, toSftExample(row, keys, ctx), cfg.apply_chat_template);
     const { sequences, dropped } = tokenizeSft(tokenizer, example);
     return { sequences: sequences.map(shifted), dropped };
   }
-  const example = templatedText(tokenizer, toPairExample(row, keys, { ...ctx, trainer: kind.toUpperCase() }), cfg.apply_chat_template);
+  const example = templatedText(
+    tokenizer,
+    toPairExample(row, keys, { ...ctx, trainer: kind.toUpperCase() }),
+    cfg.apply_chat_template,
+  );
   if (kind === 'dpo') {
     const { chosen, rejected } = tokenizeDpoPair(tokenizer, example);
     return { sequences: [shifted(chosen), shifted(rejected)], dropped: 0 };
   }
   const { chosen, rejected } = tokenizeRmPair(tokenizer, example);
-  const sequences = [chosen, rejected].map((s) => ({ inputIds: s.states, positionIds: s.positionIds, targets: s.states.map(() => 0), lossMask: s.eosMask }));
+  const sequences = [chosen, rejected].map((s) => ({
+    inputIds: s.states,
+    positionIds: s.positionIds,
+    targets: s.states.map(() => 0),
+    lossMask: s.eosMask,
+  }));
   return { sequences, dropped: 0 };
 }
 
@@ -101,7 +128,12 @@ function rowSequences(kind: ItemKind, tokenizer: Tokenizer, row: Loaded['rows'][
  * `max_length` cuts each sequence (RL2), or drops the row with `over_max_length: drop`; both
  * are counted. SFT sequences left without a trained token are dropped and counted.
  */
-export function toItems(kind: ItemKind, tokenizer: Tokenizer, data: Loaded, cfg: SplitConfig): SplitItems {
+export function toItems(
+  kind: ItemKind,
+  tokenizer: Tokenizer,
+  data: Loaded,
+  cfg: SplitConfig,
+): SplitItems {
   const out: SplitItems = { items: [], dropped: 0, truncated: 0, droppedLong: 0 };
   data.rows.forEach((row, i) => {
     const origin = data.origins[i];
@@ -109,7 +141,12 @@ export function toItems(kind: ItemKind, tokenizer: Tokenizer, data: Loaded, cfg:
     const { sequences, dropped } = rowSequences(kind, tokenizer, row, { origin, index: i }, cfg);
     out.dropped += dropped;
     if (sequences.length === 0) return;
-    const fit = fitMaxLength({ origin: at, sequences }, cfg.max_length, cfg.over_max_length ?? 'truncate', kind === 'rm');
+    const fit = fitMaxLength(
+      { origin: at, sequences },
+      cfg.max_length,
+      cfg.over_max_length ?? 'truncate',
+      kind === 'rm',
+    );
     if (!fit.item) {
       out.droppedLong += 1;
       return;
@@ -142,7 +179,12 @@ export async function loadItems(
   data: { train: SplitConfig; test: SplitConfig; test_ratio: number; on_bad_row?: BadRowPolicy },
   seed: number,
   fit?: LengthBudget,
-): Promise<{ train: TrainingItem[]; test: TrainingItem[]; dropped: number; counts: { train: SplitCounts; test: SplitCounts } }> {
+): Promise<{
+  train: TrainingItem[];
+  test: TrainingItem[];
+  dropped: number;
+  counts: { train: SplitCounts; test: SplitCounts };
+}> {
   const train = await loadRows(data.train.path as string, 'data.train.path', data.on_bad_row);
   let test: LoadedRows;
   let trainPart: LoadedRows = train;
@@ -162,13 +204,27 @@ export async function loadItems(
       throw new TrainersError('BAD_DATA', (err as Error).message);
     }
     if (fit) checkBudget(split.items, fit, kind !== 'sft', key);
-    const counts: SplitCounts = { ...noCounts(), malformedRows: rows.skipped, truncatedRows: split.truncated, longRowsDropped: split.droppedLong, emptySequences: split.dropped };
+    const counts: SplitCounts = {
+      ...noCounts(),
+      malformedRows: rows.skipped,
+      truncatedRows: split.truncated,
+      longRowsDropped: split.droppedLong,
+      emptySequences: split.dropped,
+    };
     return { ...split, counts };
   };
   const a = tokenize(trainPart, data.train, 'data.train');
   const b = tokenize(test, data.test, 'data.test');
   if (a.items.length === 0) {
-    throw new TrainersError('BAD_DATA', `data.train.path=${data.train.path}: no trainable rows (every sequence was empty after tokenization and truncation)`);
+    throw new TrainersError(
+      'BAD_DATA',
+      `data.train.path=${data.train.path}: no trainable rows (every sequence was empty after tokenization and truncation)`,
+    );
   }
-  return { train: a.items, test: b.items, dropped: a.dropped + b.dropped, counts: { train: a.counts, test: b.counts } };
+  return {
+    train: a.items,
+    test: b.items,
+    dropped: a.dropped + b.dropped,
+    counts: { train: a.counts, test: b.counts },
+  };
 }

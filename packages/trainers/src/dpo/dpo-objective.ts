@@ -27,7 +27,11 @@ function pairLogps(model: DecoderModel, bin: PackedBin, recompute: boolean) {
  * (RL2 computes them before the update), then r = beta * (logp - ref_logp) per sequence.
  * SimPO needs no reference model (`ref` undefined).
  */
-export function dpoObjective(model: DecoderModel, ref: DecoderModel | undefined, opts: DpoObjectiveOptions): Objective<tf.Tensor[]> {
+export function dpoObjective(
+  model: DecoderModel,
+  ref: DecoderModel | undefined,
+  opts: DpoObjectiveOptions,
+): Objective<tf.Tensor[]> {
   return {
     groupSize: 2,
     headline: 'accuracy',

@@ -14,7 +14,18 @@ export async function runDpo(config: DpoConfig, io: RunIo = {}): Promise<RunResu
   const { model, spec } = await openRun('dpo', config, 'actor', config.actor, io);
   const needsRef = config.actor.preference_loss !== 'simpo';
   // the reference is laid out as the actor (tp shards, cp split, ZeRO-3 shards), so its passes run in step
-  const ref = needsRef ? trainModel((await openModel(config.ref_actor.model_name ?? config.actor.model_name, 'ref_actor.model_name')).model, spec.layout, 'actor') : undefined;
+  const ref = needsRef
+    ? trainModel(
+        (
+          await openModel(
+            config.ref_actor.model_name ?? config.actor.model_name,
+            'ref_actor.model_name',
+          )
+        ).model,
+        spec.layout,
+        'actor',
+      )
+    : undefined;
   try {
     return await runTrainingLoop({
       ...spec,

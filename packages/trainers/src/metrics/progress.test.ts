@@ -17,7 +17,14 @@ describe('progress', () => {
   it('plain lines every logFreq steps when not a TTY, with ETA from elapsed time', () => {
     const out = sink();
     let t = 0;
-    const p = createProgress({ total: 10, start: 0, mode: 'auto', logFreq: 5, stream: out.stream, now: () => t });
+    const p = createProgress({
+      total: 10,
+      start: 0,
+      mode: 'auto',
+      logFreq: 5,
+      stream: out.stream,
+      now: () => t,
+    });
     for (let step = 1; step <= 10; step++) {
       t += 2000;
       p.update({ step, loss: 1 / step, tokensPerSecond: 100 });

@@ -46,7 +46,8 @@ export function createProgress(opts: ProgressOptions): Progress {
   const now = opts.now ?? Date.now;
   const mode = opts.mode === 'auto' ? (stream.isTTY ? 'bar' : 'lines') : opts.mode;
   const began = now();
-  const eta = (step: number) => ((now() - began) / 1000 / Math.max(1, step - opts.start)) * (opts.total - step);
+  const eta = (step: number) =>
+    ((now() - began) / 1000 / Math.max(1, step - opts.start)) * (opts.total - step);
 
   if (mode === 'bar') {
     const bar = new SingleBar({
@@ -57,7 +58,12 @@ export function createProgress(opts: ProgressOptions): Progress {
     });
     bar.start(opts.total, opts.start, { loss: '-', tps: '-', lr: '-' });
     return {
-      update: (u) => bar.update(u.step, { loss: fmt(u.loss), tps: Math.round(u.tokensPerSecond), lr: u.lr === undefined ? '-' : fmt(u.lr) }),
+      update: (u) =>
+        bar.update(u.step, {
+          loss: fmt(u.loss),
+          tps: Math.round(u.tokensPerSecond),
+          lr: u.lr === undefined ? '-' : fmt(u.lr),
+        }),
       log: (message) => {
         stream.write(`\r\x1b[K${message}\n`);
         bar.render();

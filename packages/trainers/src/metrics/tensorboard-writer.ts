@@ -45,7 +45,9 @@ export class TensorBoardWriter {
 
   /** Appends one Event holding every finite scalar of `scalars` at `step`. */
   addScalars(step: number, scalars: Record<string, number>): void {
-    const finite = Object.fromEntries(Object.entries(scalars).filter(([, v]) => Number.isFinite(v)));
+    const finite = Object.fromEntries(
+      Object.entries(scalars).filter(([, v]) => Number.isFinite(v)),
+    );
     if (Object.keys(finite).length === 0) return;
     appendFileSync(this.file, tfRecord(scalarEvent(step, this.now() / 1000, finite)));
   }

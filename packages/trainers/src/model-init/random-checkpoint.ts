@@ -1,4 +1,11 @@
-import { type CheckpointFormat, CheckpointWriter, DEFAULT_MAX_SHARD_SIZE, parseShardSize, TORCH_DTYPES, type TorchDtype } from '@rl2/models';
+import {
+  type CheckpointFormat,
+  CheckpointWriter,
+  DEFAULT_MAX_SHARD_SIZE,
+  parseShardSize,
+  TORCH_DTYPES,
+  type TorchDtype,
+} from '@rl2/models';
 import { Rng } from '../checkpoint/rng.js';
 import { TrainersError } from '../errors.js';
 import { copyTokenizerFiles, readTokenizerFacts } from './tokenizer-files.js';
@@ -35,7 +42,12 @@ export interface RandomModelOptions {
 type Init = { name: string; shape: number[]; fill?: number };
 
 const ARCH = {
-  llama: { architectures: ['LlamaForCausalLM'], model_type: 'llama', qkvBias: false, qkNorm: false },
+  llama: {
+    architectures: ['LlamaForCausalLM'],
+    model_type: 'llama',
+    qkvBias: false,
+    qkNorm: false,
+  },
   qwen2: { architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', qkvBias: true, qkNorm: false },
   qwen3: { architectures: ['Qwen3ForCausalLM'], model_type: 'qwen3', qkvBias: false, qkNorm: true },
 } as const;
@@ -51,7 +63,10 @@ const ARCH = {
  */
 export function writeRandomCheckpoint(opts: RandomModelOptions): Record<string, unknown> {
   if (!MODEL_ARCHS.includes(opts.arch)) {
-    throw new TrainersError('INVALID_ARGUMENT', `--arch ${opts.arch} is not supported; use one of ${MODEL_ARCHS.join(', ')}`);
+    throw new TrainersError(
+      'INVALID_ARGUMENT',
+      `--arch ${opts.arch} is not supported; use one of ${MODEL_ARCHS.join(', ')}`,
+    );
   }
   const a = ARCH[opts.arch];
   const tok = readTokenizerFacts(opts.tokenizerDir);
@@ -66,11 +81,17 @@ export function writeRandomCheckpoint(opts: RandomModelOptions): Record<string, 
   const check = (ok: boolean, msg: string) => {
     if (!ok) throw new TrainersError('INVALID_ARGUMENT', msg);
   };
-  check(Number.isInteger(headDim) && headDim > 0, `--hidden-size ${hidden} must be divisible by --heads ${heads} (or pass --head-dim)`);
+  check(
+    Number.isInteger(headDim) && headDim > 0,
+    `--hidden-size ${hidden} must be divisible by --heads ${heads} (or pass --head-dim)`,
+  );
   check(heads % kvHeads === 0, `--heads ${heads} must be a multiple of --kv-heads ${kvHeads}`);
   check(tok.vocabSize > 0, `${opts.tokenizerDir}/tokenizer.json has an empty vocabulary`);
   const vocab = opts.vocabSize ?? tok.vocabSize;
-  check(Number.isInteger(vocab) && vocab >= tok.vocabSize, `--vocab-size ${vocab} must be an integer of at least the tokenizer's ${tok.vocabSize} tokens`);
+  check(
+    Number.isInteger(vocab) && vocab >= tok.vocabSize,
+    `--vocab-size ${vocab} must be an integer of at least the tokenizer's ${tok.vocabSize} tokens`,
+  );
   const format = checkpointFormat(opts);
 
   const tensors = tensorInits({ hidden, heads, kvHeads, headDim, inter, layers, vocab, tie, ...a });
@@ -97,12 +118,18 @@ export function writeRandomCheckpoint(opts: RandomModelOptions): Record<string, 
     pad_token_id: tok.padTokenId,
     torch_dtype: format.dtype,
     use_cache: true,
-    ...(opts.arch === 'llama' ? { mlp_bias: false, pretraining_tp: 1 } : { use_sliding_window: false, sliding_window: null, max_window_layers: layers }),
+    ...(opts.arch === 'llama'
+      ? { mlp_bias: false, pretraining_tp: 1 }
+      : { use_sliding_window: false, sliding_window: null, max_window_layers: layers }),
   };
   writeTensors(opts.outDir, tensors, { format, std, seed: opts.seed ?? 0 }, (writer) => {
     copyTokenizerFiles(opts.tokenizerDir, writer.workDir);
     writer.writeJson('config.json', config);
-    writer.writeJson('generation_config.json', { bos_token_id: tok.bosTokenId, eos_token_id: tok.eosTokenId, pad_token_id: tok.padTokenId });
+    writer.writeJson('generation_config.json', {
+      bos_token_id: tok.bosTokenId,
+      eos_token_id: tok.eosTokenId,
+      pad_token_id: tok.padTokenId,
+    });
   });
   return config;
 }
@@ -110,16 +137,34 @@ export function writeRandomCheckpoint(opts: RandomModelOptions): Record<string, 
 /** `dtype` and `maxShardSize` checked, with the `rl2 init-model` flag in errors. */
 function checkpointFormat(opts: RandomModelOptions): { dtype: TorchDtype; maxShardSize: number } {
   const dtype = opts.dtype ?? 'float32';
-  if (!(dtype in TORCH_DTYPES)) throw new TrainersError('INVALID_ARGUMENT', `--dtype ${dtype} is not a checkpoint dtype; use one of ${Object.keys(TORCH_DTYPES).join(', ')}`);
+  if (!(dtype in TORCH_DTYPES))
+    throw new TrainersError(
+      'INVALID_ARGUMENT',
+      `--dtype ${dtype} is not a checkpoint dtype; use one of ${Object.keys(TORCH_DTYPES).join(', ')}`,
+    );
   try {
-    return { dtype: dtype as TorchDtype, maxShardSize: parseShardSize(opts.maxShardSize ?? DEFAULT_MAX_SHARD_SIZE, '--max-shard-size') };
+    return {
+      dtype: dtype as TorchDtype,
+      maxShardSize: parseShardSize(opts.maxShardSize ?? DEFAULT_MAX_SHARD_SIZE, '--max-shard-size'),
+    };
   } catch (e) {
     throw new TrainersError('INVALID_ARGUMENT', (e as Error).message);
   }
 }
 
 /** The tensors of the model, in module order (transformers' names). */
-function tensorInits(d: { hidden: number; heads: number; kvHeads: number; headDim: number; inter: number; layers: number; vocab: number; tie: boolean; qkvBias: boolean; qkNorm: boolean }): Init[] {
+function tensorInits(d: {
+  hidden: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  inter: number;
+  layers: number;
+  vocab: number;
+  tie: boolean;
+  qkvBias: boolean;
+  qkNorm: boolean;
+}): Init[] {
   const out: Init[] = [{ name: 'model.embed_tokens.weight', shape: [d.vocab, d.hidden] }];
   for (let l = 0; l < d.layers; l++) {
     const p = `model.layers.${l}`;
@@ -152,7 +197,12 @@ function tensorInits(d: { hidden: number; heads: number; kvHeads: number; headDi
  * size) and streams it into the checkpoint at `dir`; `addFiles` adds the rest before the
  * checkpoint is swapped in atomically.
  */
-function writeTensors(dir: string, tensors: Init[], o: { format?: CheckpointFormat; std: number; seed: number }, addFiles: (w: CheckpointWriter) => void): void {
+function writeTensors(
+  dir: string,
+  tensors: Init[],
+  o: { format?: CheckpointFormat; std: number; seed: number },
+  addFiles: (w: CheckpointWriter) => void,
+): void {
   const writer = CheckpointWriter.open(dir, tensors, o.format);
   try {
     const rng = new Rng(o.seed);

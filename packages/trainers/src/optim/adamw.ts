@@ -54,10 +54,18 @@ export class AdamW {
    * of all gradients is made); `release` disposes each gradient as soon as its parameter is
    * updated, so that the moments created on the first step take the gradients' place in memory.
    */
-  step(grads: NamedGrads, lr: number, options: { gradScale?: number; release?: boolean } = {}): void {
+  step(
+    grads: NamedGrads,
+    lr: number,
+    options: { gradScale?: number; release?: boolean } = {},
+  ): void {
     const { gradScale = 1, release = false } = options;
     for (const name of Object.keys(grads)) {
-      if (!this.params[name]) throw new TrainersError('INVALID_ARGUMENT', `AdamW.step: gradient for unknown parameter "${name}"`);
+      if (!this.params[name])
+        throw new TrainersError(
+          'INVALID_ARGUMENT',
+          `AdamW.step: gradient for unknown parameter "${name}"`,
+        );
     }
     this.t += 1;
     const [b1, b2] = this.opts.betas;
@@ -66,10 +74,18 @@ export class AdamW {
       const m = this.moment(this.m, name);
       const v = this.moment(this.v, name);
       // a released gradient is scaled over its own buffer; otherwise into a new tensor (one parameter's size at a time)
-      const g = gradScale === 1 || (release && scaleInPlace(raw, gradScale)) ? raw : tf.mul(raw, gradScale);
+      const g =
+        gradScale === 1 || (release && scaleInPlace(raw, gradScale)) ? raw : tf.mul(raw, gradScale);
       if (release && g !== raw) raw.dispose();
       // one fused pass over the variables' own buffers on the native backend (~15 tfjs ops and new tensors otherwise)
-      adamWInPlace(p, g, m, v, { lr, beta1: b1, beta2: b2, eps: this.opts.eps, weightDecay: this.opts.weightDecay, step: this.t });
+      adamWInPlace(p, g, m, v, {
+        lr,
+        beta1: b1,
+        beta2: b2,
+        eps: this.opts.eps,
+        weightDecay: this.opts.weightDecay,
+        step: this.t,
+      });
       if (g !== raw) g.dispose();
       else if (release) raw.dispose();
     }
@@ -83,7 +99,11 @@ export class AdamW {
     const moments: AdamWState['moments'] = {};
     for (const [name, m] of this.m) {
       const v = this.v.get(name) as tf.Variable;
-      moments[name] = { shape: m.shape, m: m.dataSync() as Float32Array, v: v.dataSync() as Float32Array };
+      moments[name] = {
+        shape: m.shape,
+        m: m.dataSync() as Float32Array,
+        v: v.dataSync() as Float32Array,
+      };
     }
     return { step: this.t, moments };
   }

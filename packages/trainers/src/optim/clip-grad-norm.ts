@@ -11,7 +11,9 @@ export type NamedGrads = Record<string, tf.Tensor>;
 export function gradNorm(grads: NamedGrads, options: FsdpNormOptions = {}): number {
   const { weightOf, across } = options;
   let sq = tf.tidy(() => {
-    const squares = Object.keys(grads).map((n) => tf.mul(tf.sum(tf.square(grads[n])), weightOf ? weightOf(n) : 1));
+    const squares = Object.keys(grads).map((n) =>
+      tf.mul(tf.sum(tf.square(grads[n])), weightOf ? weightOf(n) : 1),
+    );
     return squares.length === 0 ? 0 : tf.addN(squares).dataSync()[0];
   });
   if (across && across.size > 1) sq = across.allReduce(Float32Array.of(sq), 'sum')[0] as number;
@@ -30,7 +32,11 @@ export function clipCoefficient(norm: number, maxNorm: number | null): number {
  * With data parallelism the norm must be that of the full gradient, not of a shard: `normOf`
  * computes it for sharded layouts (tp shards, ZeRO-3 flat shards).
  */
-export function clipGradNorm(grads: NamedGrads, maxNorm: number | null, normOf: (grads: NamedGrads) => number = gradNorm): { norm: number; grads: NamedGrads } {
+export function clipGradNorm(
+  grads: NamedGrads,
+  maxNorm: number | null,
+  normOf: (grads: NamedGrads) => number = gradNorm,
+): { norm: number; grads: NamedGrads } {
   const norm = normOf(grads);
   const coef = clipCoefficient(norm, maxNorm);
   const out: NamedGrads = {};

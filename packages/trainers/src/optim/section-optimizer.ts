@@ -14,8 +14,22 @@ export interface SectionOptimizer {
  * weight_decay over `params`, on its schedule (lr, min_lr, warmup_ratio, scheduler) spread over
  * `totalUpdates` optimizer steps.
  */
-export function sectionOptimizer(section: ModelSection, params: Readonly<Record<string, tf.Variable>>, totalUpdates: number): SectionOptimizer {
-  const optimizer = new AdamW(params, { betas: section.betas, eps: section.eps, weightDecay: section.weight_decay });
-  const schedule = { lr: section.lr, minLr: section.min_lr, warmupRatio: section.warmup_ratio, totalSteps: Math.max(1, totalUpdates), kind: section.scheduler };
+export function sectionOptimizer(
+  section: ModelSection,
+  params: Readonly<Record<string, tf.Variable>>,
+  totalUpdates: number,
+): SectionOptimizer {
+  const optimizer = new AdamW(params, {
+    betas: section.betas,
+    eps: section.eps,
+    weightDecay: section.weight_decay,
+  });
+  const schedule = {
+    lr: section.lr,
+    minLr: section.min_lr,
+    warmupRatio: section.warmup_ratio,
+    totalSteps: Math.max(1, totalUpdates),
+    kind: section.scheduler,
+  };
   return { optimizer, lrAt: (step) => scheduledLr(step, schedule) };
 }

@@ -1,5 +1,10 @@
 import type { RowSplitFn, TokenBatch } from '@rl2/models';
-import { allGatherContext, contextParallelAttentionKernel, type ProcessGroup, planZigzag } from '@rl2/parallel';
+import {
+  allGatherContext,
+  contextParallelAttentionKernel,
+  type ProcessGroup,
+  planZigzag,
+} from '@rl2/parallel';
 import * as tf from '@tensorflow/tfjs-core';
 import { TrainersError } from '../errors.js';
 
@@ -15,7 +20,11 @@ import { TrainersError } from '../errors.js';
 export function contextParallelSplit(cp: ProcessGroup): RowSplitFn {
   const unit = 2 * cp.size;
   return (batch: TokenBatch, targets?: ArrayLike<number>) => {
-    if ((batch.rows ?? 1) !== 1) throw new TrainersError('INVALID_ARGUMENT', `context parallelism takes one packed row per micro-batch, got ${batch.rows} rows`);
+    if ((batch.rows ?? 1) !== 1)
+      throw new TrainersError(
+        'INVALID_ARGUMENT',
+        `context parallelism takes one packed row per micro-batch, got ${batch.rows} rows`,
+      );
     const n = batch.inputIds.length;
     const segments = batch.segmentIds ?? new Array<number>(n).fill(0);
     const ids: number[] = [];
@@ -44,10 +53,18 @@ export function contextParallelSplit(cp: ProcessGroup): RowSplitFn {
     const plan = planZigzag(cuSeqlens, cp.size);
     const mine = plan.indices[cp.rank] as number[];
     return {
-      batch: { inputIds: mine.map((p) => ids[p] as number), positionIds: mine.map((p) => positions[p] as number), segmentIds: mine.map((p) => plan.segments[p] as number), rows: 1 },
+      batch: {
+        inputIds: mine.map((p) => ids[p] as number),
+        positionIds: mine.map((p) => positions[p] as number),
+        segmentIds: mine.map((p) => plan.segments[p] as number),
+        rows: 1,
+      },
       ...(targets ? { targets: mine.map((p) => padTargets[p] as number) } : {}),
       attention: contextParallelAttentionKernel(plan, cp),
-      gather: (local: tf.Tensor1D) => tf.tidy(() => tf.gather(allGatherContext(local, plan, cp, 'own'), tf.tensor1d(rowIndex, 'int32'))),
+      gather: (local: tf.Tensor1D) =>
+        tf.tidy(() =>
+          tf.gather(allGatherContext(local, plan, cp, 'own'), tf.tensor1d(rowIndex, 'int32')),
+        ),
     };
   };
 }

@@ -29,7 +29,9 @@ export const SINGLE_PROCESS: DataParallel = Object.freeze({
  * join the process group at MASTER_ADDR:MASTER_PORT (collectives on Gloo, or on Unix sockets / TCP
  * when its addon is not built; RL2_COLLECTIVES picks one).
  */
-export async function openDataParallel(env: Record<string, string | undefined> = process.env): Promise<DataParallel> {
+export async function openDataParallel(
+  env: Record<string, string | undefined> = process.env,
+): Promise<DataParallel> {
   const launchEnv = readLaunchEnv(env);
   if (launchEnv.worldSize === 1) return SINGLE_PROCESS;
   const world = await initProcessGroup({ env: launchEnv });

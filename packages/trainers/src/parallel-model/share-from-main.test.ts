@@ -7,7 +7,9 @@ import { shareFromMain } from './share-from-main.js';
  * Two ranks played one after the other: rank 0's sums are recorded (the other rank adds zeros),
  * then rank 1 gets those sums back in the same order. No process group: the packed-sum path.
  */
-async function onTwoRanks<T>(produce: () => Promise<T>): Promise<{ main: PromiseSettledResult<T>; other: PromiseSettledResult<T> }> {
+async function onTwoRanks<T>(
+  produce: () => Promise<T>,
+): Promise<{ main: PromiseSettledResult<T>; other: PromiseSettledResult<T> }> {
   const sums: Float32Array[] = [];
   const rank0: DataParallel = {
     rank: 0,
@@ -18,7 +20,9 @@ async function onTwoRanks<T>(produce: () => Promise<T>): Promise<{ main: Promise
     },
     close: async () => {},
   };
-  const main = (await Promise.allSettled([shareFromMain(rank0, produce)]))[0] as PromiseSettledResult<T>;
+  const main = (
+    await Promise.allSettled([shareFromMain(rank0, produce)])
+  )[0] as PromiseSettledResult<T>;
   let k = 0;
   const rank1: DataParallel = {
     rank: 1,
@@ -29,13 +33,21 @@ async function onTwoRanks<T>(produce: () => Promise<T>): Promise<{ main: Promise
     },
     close: async () => {},
   };
-  const other = (await Promise.allSettled([shareFromMain(rank1, () => Promise.reject(new Error('rank 1 must not produce')))]))[0] as PromiseSettledResult<T>;
+  const other = (
+    await Promise.allSettled([
+      shareFromMain(rank1, () => Promise.reject(new Error('rank 1 must not produce'))),
+    ])
+  )[0] as PromiseSettledResult<T>;
   return { main, other };
 }
 
 describe('shareFromMain', () => {
   it('hands rank 0 value to the other rank exactly (float64 numbers, unicode, nesting)', async () => {
-    const value = { logps: [-0.1234567890123, -1e-30, 3], text: 'é ✓ <|im_end|>', nested: [{ a: 1 }] };
+    const value = {
+      logps: [-0.1234567890123, -1e-30, 3],
+      text: 'é ✓ <|im_end|>',
+      nested: [{ a: 1 }],
+    };
     const { main, other } = await onTwoRanks(async () => value);
     expect(main).toEqual({ status: 'fulfilled', value });
     expect(other).toEqual({ status: 'fulfilled', value });

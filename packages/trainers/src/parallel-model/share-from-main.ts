@@ -23,7 +23,13 @@ export async function shareFromMain<T>(dp: DataParallel, produce: () => Promise<
     } catch (e) {
       thrown = { error: e };
       const err = e as Error & { code?: string };
-      outcome = { error: { name: err.name ?? 'Error', ...(err.code ? { code: err.code } : {}), message: err.message ?? String(e) } };
+      outcome = {
+        error: {
+          name: err.name ?? 'Error',
+          ...(err.code ? { code: err.code } : {}),
+          message: err.message ?? String(e),
+        },
+      };
     }
     sent = new TextEncoder().encode(JSON.stringify(outcome));
   }
@@ -48,15 +54,19 @@ function shareBytes(dp: DataParallel, bytes: Uint8Array | undefined): Uint8Array
   }
   // integers below 2^24 are exact in float32: three bytes per value survive a sum with zeros
   const packed = new Float32Array(Math.ceil(n / 3));
-  if (bytes) for (let i = 0; i < n; i++) packed[Math.floor(i / 3)] += (bytes[i] as number) * 256 ** (i % 3);
+  if (bytes)
+    for (let i = 0; i < n; i++) packed[Math.floor(i / 3)] += (bytes[i] as number) * 256 ** (i % 3);
   const summed = dp.allReduceSum(packed);
   const out = new Uint8Array(n);
-  for (let i = 0; i < n; i++) out[i] = Math.floor((summed[Math.floor(i / 3)] as number) / 256 ** (i % 3)) % 256;
+  for (let i = 0; i < n; i++)
+    out[i] = Math.floor((summed[Math.floor(i / 3)] as number) / 256 ** (i % 3)) % 256;
   return out;
 }
 
 function rebuildError(e: { name: string; code?: string; message: string }): Error {
-  if (e.name === 'RolloutError' && e.code) return new RolloutError(e.code as RolloutErrorCode, e.message);
-  if (e.name === 'TrainersError' && e.code) return new TrainersError(e.code as TrainersErrorCode, e.message);
+  if (e.name === 'RolloutError' && e.code)
+    return new RolloutError(e.code as RolloutErrorCode, e.message);
+  if (e.name === 'TrainersError' && e.code)
+    return new TrainersError(e.code as TrainersErrorCode, e.message);
   return Object.assign(new Error(e.message), { name: e.name });
 }

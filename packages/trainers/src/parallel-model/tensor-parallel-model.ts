@@ -1,4 +1,10 @@
-import { createDecoderModel, type DecoderModel, type ModelConfig, type ParamLookup, type ParamMap } from '@rl2/models';
+import {
+  createDecoderModel,
+  type DecoderModel,
+  type ModelConfig,
+  type ParamLookup,
+  type ParamMap,
+} from '@rl2/models';
 import {
   copyToTensorParallel,
   type FsdpNormOptions,
@@ -29,7 +35,11 @@ export function checkTensorParallel(config: ModelConfig, tp: number, key: string
     ['intermediate_size', config.intermediateSize],
     ['vocab_size', config.vocabSize],
   ] as const) {
-    if (size % tp !== 0) throw new TrainersError('INVALID_ARGUMENT', `${key}.tp_size=${tp}: the model's ${name}=${size} is not divisible by ${tp}${name === 'vocab_size' ? ' (pad the embedding to a multiple of tp)' : ''}; choose a tp_size that divides it`);
+    if (size % tp !== 0)
+      throw new TrainersError(
+        'INVALID_ARGUMENT',
+        `${key}.tp_size=${tp}: the model's ${name}=${size} is not divisible by ${tp}${name === 'vocab_size' ? ' (pad the embedding to a multiple of tp)' : ''}; choose a tp_size that divides it`,
+      );
   }
 }
 
@@ -41,14 +51,24 @@ export function checkTensorParallel(config: ModelConfig, tp: number, key: string
  *   model's parameters are disposed unless `keepFull` (PPO generates with the full model).
  * - CP: each packed row split zigzag over the cp ranks (see `contextParallelSplit`).
  */
-export function parallelDecoder(model: DecoderModel, layout: RankLayout, key: string, options: { keepFull?: boolean } = {}): DecoderModel {
+export function parallelDecoder(
+  model: DecoderModel,
+  layout: RankLayout,
+  key: string,
+  options: { keepFull?: boolean } = {},
+): DecoderModel {
   const { tp, cp } = layout;
   if (!tp && !cp) return model;
   let params: ParamMap = model.params;
   if (tp) {
     checkTensorParallel(model.config, tp.size, key);
     const shards = shardForTensorParallel(model.params, tp);
-    params = new Map([...shards].map(([n, t]) => [n, tf.variable(t, (model.params.get(n) as tf.Variable).trainable)]));
+    params = new Map(
+      [...shards].map(([n, t]) => [
+        n,
+        tf.variable(t, (model.params.get(n) as tf.Variable).trainable),
+      ]),
+    );
     const originals = new Set<tf.Tensor>(model.params.values()); // tensors kept whole are the originals
     tf.dispose([...shards.values()].filter((t) => !originals.has(t)));
     if (!options.keepFull) tf.dispose([...originals]);
@@ -58,11 +78,32 @@ export function parallelDecoder(model: DecoderModel, layout: RankLayout, key: st
     ...(tp
       ? {
           linear: tensorParallelLinearFactory(tp),
-          embedding: (ids: tf.Tensor1D, p: ParamLookup) => vocabParallelEmbedding(ids, p.get('model.embed_tokens.weight') as tf.Tensor2D, vocab, tp),
-          logprobHead: (hidden: tf.Tensor2D, weight: tf.Tensor2D, targets: Int32Array, temperature: number) => {
+          embedding: (ids: tf.Tensor1D, p: ParamLookup) =>
+            vocabParallelEmbedding(
+              ids,
+              p.get('model.embed_tokens.weight') as tf.Tensor2D,
+              vocab,
+              tp,
+            ),
+          logprobHead: (
+            hidden: tf.Tensor2D,
+            weight: tf.Tensor2D,
+            targets: Int32Array,
+            temperature: number,
+          ) => {
             // f: every rank's vocabulary shard adds to the hidden states' gradient
-            const logits = tf.matMul(copyToTensorParallel(hidden, tp), weight, false, true) as tf.Tensor2D;
-            return vocabParallelLogprobs(temperature === 1 ? logits : (tf.div(logits, temperature) as tf.Tensor2D), tf.tensor1d(targets, 'int32'), vocab, tp);
+            const logits = tf.matMul(
+              copyToTensorParallel(hidden, tp),
+              weight,
+              false,
+              true,
+            ) as tf.Tensor2D;
+            return vocabParallelLogprobs(
+              temperature === 1 ? logits : (tf.div(logits, temperature) as tf.Tensor2D),
+              tf.tensor1d(targets, 'int32'),
+              vocab,
+              tp,
+            );
           },
         }
       : {}),
@@ -75,7 +116,10 @@ export function parallelDecoder(model: DecoderModel, layout: RankLayout, key: st
  * for saving HF checkpoints and for generation. Without tp, the parameters themselves.
  * `dispose` frees what was gathered.
  */
-export function fullParams(params: Readonly<Record<string, tf.Tensor>>, tp: ProcessGroup | undefined): { params: ParamMap; dispose(): void } {
+export function fullParams(
+  params: Readonly<Record<string, tf.Tensor>>,
+  tp: ProcessGroup | undefined,
+): { params: ParamMap; dispose(): void } {
   if (!tp) return { params: new Map(Object.entries(params)) as ParamMap, dispose: () => {} };
   const gathered = new Map<string, tf.Tensor>();
   for (const [name, t] of Object.entries(params)) {
@@ -89,9 +133,15 @@ export function fullParams(params: Readonly<Record<string, tf.Tensor>>, tp: Proc
 export function fullOptimizerState(state: AdamWState, tp: ProcessGroup | undefined): AdamWState {
   if (!tp) return state;
   const moments: AdamWState['moments'] = {};
-  for (const [name, s] of Object.entries(state.moments).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+  for (const [name, s] of Object.entries(state.moments).sort(([a], [b]) =>
+    a < b ? -1 : a > b ? 1 : 0,
+  )) {
     const m = gatherTensorParallel(name, s.m, s.shape, tp);
-    moments[name] = { shape: m.shape, m: m.data, v: gatherTensorParallel(name, s.v, s.shape, tp).data };
+    moments[name] = {
+      shape: m.shape,
+      m: m.data,
+      v: gatherTensorParallel(name, s.v, s.shape, tp).data,
+    };
   }
   return { step: state.step, moments };
 }
@@ -101,10 +151,20 @@ export function localOptimizerState(state: AdamWState, tp: ProcessGroup | undefi
   if (!tp) return state;
   const moments: AdamWState['moments'] = {};
   for (const [name, s] of Object.entries(state.moments)) {
-    const shard = (data: Float32Array) => tf.tidy(() => shardForTensorParallel(new Map([[name, tf.tensor(data, s.shape)]]), tp).get(name) as tf.Tensor);
+    const shard = (data: Float32Array) =>
+      tf.tidy(
+        () =>
+          shardForTensorParallel(new Map([[name, tf.tensor(data, s.shape)]]), tp).get(
+            name,
+          ) as tf.Tensor,
+      );
     const m = shard(s.m);
     const v = shard(s.v);
-    moments[name] = { shape: m.shape, m: m.dataSync() as Float32Array, v: v.dataSync() as Float32Array };
+    moments[name] = {
+      shape: m.shape,
+      m: m.dataSync() as Float32Array,
+      v: v.dataSync() as Float32Array,
+    };
     tf.dispose([m, v]);
   }
   return { step: state.step, moments };
@@ -114,7 +174,10 @@ export function localOptimizerState(state: AdamWState, tp: ProcessGroup | undefi
 export const isTensorParallelPartial = (name: string) => /\.(q_norm|k_norm)\.weight$/.test(name);
 
 /** Sums the partial gradients (see {@link isTensorParallelPartial}) over tp, in place of the inputs. */
-export function reduceTensorParallelPartials(grads: NamedGrads, tp: ProcessGroup | undefined): void {
+export function reduceTensorParallelPartials(
+  grads: NamedGrads,
+  tp: ProcessGroup | undefined,
+): void {
   if (!tp) return;
   for (const name of Object.keys(grads).filter(isTensorParallelPartial).sort()) {
     const g = grads[name] as tf.Tensor;
@@ -129,5 +192,8 @@ export function reduceTensorParallelPartials(grads: NamedGrads, tp: ProcessGroup
  */
 export function tensorParallelNorm(tp: ProcessGroup | undefined): FsdpNormOptions {
   if (!tp) return {};
-  return { weightOf: (name) => (tensorParallelAxis(name) === undefined ? 1 / tp.size : 1), across: tp };
+  return {
+    weightOf: (name) => (tensorParallelAxis(name) === undefined ? 1 / tp.size : 1),
+    across: tp,
+  };
 }

@@ -46,7 +46,12 @@ export interface TrainedModel {
  * The optimizer state as a checkpoint holds it, on world rank 0 (`isMain`). Under tp or ZeRO-3
  * every rank joins the gathers and the others get undefined; otherwise only rank 0 copies it out.
  */
-export function checkpointOptimizerState(trained: TrainedModel, optimizer: Pick<AdamW, 'state'>, layout: RankLayout, isMain: boolean): AdamWState | undefined {
+export function checkpointOptimizerState(
+  trained: TrainedModel,
+  optimizer: Pick<AdamW, 'state'>,
+  layout: RankLayout,
+  isMain: boolean,
+): AdamWState | undefined {
   if (!trained.sharded && !layout.tp && !isMain) return undefined;
   const state = trained.fullOptimizerState(optimizer.state());
   return isMain ? state : undefined;
@@ -76,7 +81,12 @@ function sumPartialsOverTp(tp: ProcessGroup | undefined) {
  * decoder layer): the model keeps only its flat shards and gathers each unit when a pass reads
  * it. The loaded parameters are disposed unless `keepFull` (PPO generates with them).
  */
-export function trainModel(loaded: DecoderModel, layout: RankLayout, key: string, options: { keepFull?: boolean } = {}): TrainedModel {
+export function trainModel(
+  loaded: DecoderModel,
+  layout: RankLayout,
+  key: string,
+  options: { keepFull?: boolean } = {},
+): TrainedModel {
   const { tp } = layout;
   const model = parallelDecoder(loaded, layout, key, options);
   const norm = tensorParallelNorm(tp);
@@ -95,35 +105,66 @@ export function trainModel(loaded: DecoderModel, layout: RankLayout, key: string
       dispose: () => (options.keepFull && !tp ? undefined : tf.dispose(Object.values(params))),
     };
   }
-  const zero3 = Zero3Params.fromFull(model.params, layout.fsdp, decoderUnitOf, { beforeReduce: sumPartialsOverTp(tp) });
+  const zero3 = Zero3Params.fromFull(model.params, layout.fsdp, decoderUnitOf, {
+    beforeReduce: sumPartialsOverTp(tp),
+  });
   // the tp shards were made for this; the loaded full tensors stay only when asked to
   if (tp || !options.keepFull) for (const v of model.params.values()) v.dispose();
-  const hooks = { linear: model.linear, attention: model.attention, ...(model.embedding ? { embedding: model.embedding } : {}), ...(model.logprobHead ? { logprobHead: model.logprobHead } : {}), ...(model.splitRow ? { splitRow: model.splitRow } : {}) };
+  const hooks = {
+    linear: model.linear,
+    attention: model.attention,
+    ...(model.embedding ? { embedding: model.embedding } : {}),
+    ...(model.logprobHead ? { logprobHead: model.logprobHead } : {}),
+    ...(model.splitRow ? { splitRow: model.splitRow } : {}),
+  };
   const passModel = () => createDecoderModel(model.config, zero3.passLookup() as ParamMap, hooks);
   return {
-    model: createDecoderModel(model.config, zero3.passLookup() as ParamMap, { ...hooks, forPass: passModel }),
+    model: createDecoderModel(model.config, zero3.passLookup() as ParamMap, {
+      ...hooks,
+      forPass: passModel,
+    }),
     params: zero3.shards,
     sharded: true,
     fullParams: () => {
       const gathered = zero3.gatherAll();
-      if (!tp) return { params: gathered as ParamMap, dispose: () => tf.dispose([...gathered.values()]) };
+      if (!tp)
+        return { params: gathered as ParamMap, dispose: () => tf.dispose([...gathered.values()]) };
       const full = fullParams(Object.fromEntries(gathered), tp);
       tf.dispose([...gathered.values()]);
       return full;
     },
     fullOptimizerState: (s) => {
-      const moment = (key: 'm' | 'v') => zero3.gatherShardValues(Object.fromEntries(Object.entries(s.moments).map(([unit, x]) => [unit, x[key]])));
+      const moment = (key: 'm' | 'v') =>
+        zero3.gatherShardValues(
+          Object.fromEntries(Object.entries(s.moments).map(([unit, x]) => [unit, x[key]])),
+        );
       const m = moment('m');
       const v = moment('v');
-      const moments = Object.fromEntries(Object.entries(m).map(([name, x]) => [name, { shape: x.shape, m: x.data, v: (v[name] as { data: Float32Array }).data }]));
+      const moments = Object.fromEntries(
+        Object.entries(m).map(([name, x]) => [
+          name,
+          { shape: x.shape, m: x.data, v: (v[name] as { data: Float32Array }).data },
+        ]),
+      );
       return fullOptimizerState({ step: s.step, moments }, tp);
     },
     localOptimizerState: (s) => {
       const local = localOptimizerState(s, tp);
-      const pick = (key: 'm' | 'v') => zero3.shardValues(Object.fromEntries(Object.entries(local.moments).map(([name, x]) => [name, x[key]])));
+      const pick = (key: 'm' | 'v') =>
+        zero3.shardValues(
+          Object.fromEntries(Object.entries(local.moments).map(([name, x]) => [name, x[key]])),
+        );
       const m = pick('m');
       const v = pick('v');
-      return { step: s.step, moments: Object.fromEntries(Object.entries(m).map(([unit, x]) => [unit, { shape: [x.length], m: x, v: v[unit] as Float32Array }])) };
+      return {
+        step: s.step,
+        moments: Object.fromEntries(
+          Object.entries(m).map(([unit, x]) => [
+            unit,
+            { shape: [x.length], m: x, v: v[unit] as Float32Array },
+          ]),
+        ),
+      };
     },
     gradNorm: (grads) => zero3.gradNorm(grads, norm),
     afterStep: () => zero3.invalidate(),

@@ -18,7 +18,10 @@ export interface ActorTargets {
 }
 
 /** `avg_level` + `norm_length` of an actor or critic section as @rl2/algos aggregation options over the update's totals. */
-export function sectionAggregation(section: { avg_level: string; norm_length: number }, totals: Pick<StepTotals, 'actionTokens' | 'sequences'>): AggregationOptions {
+export function sectionAggregation(
+  section: { avg_level: string; norm_length: number },
+  totals: Pick<StepTotals, 'actionTokens' | 'sequences'>,
+): AggregationOptions {
   return {
     mode: parseLossAggregation(section.avg_level),
     normLength: section.norm_length,
@@ -34,7 +37,12 @@ export function sectionAggregation(section: { avg_level: string; norm_length: nu
  * KL to the reference when kl.type=loss (coefficient `klCoef`: kl.coef, or its adaptive value),
  * minus entropy.coef * entropy; aggregated by actor.avg_level over the update.
  */
-export function actorObjective(model: DecoderModel, targets: ActorTargets, cfg: Pick<PpoConfig, 'actor' | 'kl' | 'entropy'>, klCoef = cfg.kl.coef): Objective {
+export function actorObjective(
+  model: DecoderModel,
+  targets: ActorTargets,
+  cfg: Pick<PpoConfig, 'actor' | 'kl' | 'entropy'>,
+  klCoef = cfg.kl.coef,
+): Objective {
   const klInLoss = cfg.kl.type === 'loss' && klCoef > 0;
   const a = cfg.actor;
   return {
@@ -43,7 +51,10 @@ export function actorObjective(model: DecoderModel, targets: ActorTargets, cfg: 
     loss: (packed, totals) => {
       const bin = packed as RolloutBin;
       const t = bin.inputIds.length;
-      const { logprobs, entropy } = tokenLogprobs(model, binBatch(bin), bin.targets, { temperature: a.temperature, recompute: a.gradient_checkpointing });
+      const { logprobs, entropy } = tokenLogprobs(model, binBatch(bin), bin.targets, {
+        temperature: a.temperature,
+        recompute: a.gradient_checkpointing,
+      });
       const layout = binLayout(bin);
       const seqs = targets.sequences;
       return actorPpoLoss(
@@ -52,7 +63,10 @@ export function actorObjective(model: DecoderModel, targets: ActorTargets, cfg: 
           logps: tf.reshape(logprobs, [1, t]),
           entropy: tf.reshape(entropy, [1, t]),
           advantages: binRow(bin, targets.advantages),
-          engineLogps: binRow(bin, seqs.map((s) => s.llmLogps)),
+          engineLogps: binRow(
+            bin,
+            seqs.map((s) => s.llmLogps),
+          ),
           ...(targets.oldLogps ? { oldLogps: binRow(bin, targets.oldLogps) } : {}),
           ...(klInLoss && targets.refLogps ? { refLogps: binRow(bin, targets.refLogps) } : {}),
         },
@@ -70,4 +84,3 @@ export function actorObjective(model: DecoderModel, targets: ActorTargets, cfg: 
     },
   };
 }
-

@@ -34,14 +34,30 @@ let f: Fixture;
 let defaults: Values;
 
 /** The algos reference: advantages of the estimator `name` on the fixture batch (rewards optionally KL-penalised). */
-function referenceAdvantages(name: string, opts: { normVar?: boolean; klReward?: { coef: number; estimator: KlEstimator } } = {}): number[][] {
+function referenceAdvantages(
+  name: string,
+  opts: { normVar?: boolean; klReward?: { coef: number; estimator: KlEstimator } } = {},
+): number[][] {
   return tf.tidy(() => {
     const x = f.tensors();
-    const rewards = opts.klReward ? klPenalizedRewards(x.rewards, approxKl(x.oldLogps, x.refLogps, opts.klReward.estimator), x.actionMask, opts.klReward.coef) : x.rewards;
+    const rewards = opts.klReward
+      ? klPenalizedRewards(
+          x.rewards,
+          approxKl(x.oldLogps, x.refLogps, opts.klReward.estimator),
+          x.actionMask,
+          opts.klReward.coef,
+        )
+      : x.rewards;
     const values = name === 'gae' ? { values: tf.zerosLike(x.rewards) } : {};
     const out = getAdvantageEstimator(name)(
       { rewards, actionMask: x.actionMask, trajectoryIds: x.trajectoryIds, ...values },
-      { gamma: 1, lambda: 1, responsesPerPrompt: GROUP, normVar: opts.normVar ?? false, globalBaseline: false },
+      {
+        gamma: 1,
+        lambda: 1,
+        responsesPerPrompt: GROUP,
+        normVar: opts.normVar ?? false,
+        globalBaseline: false,
+      },
     );
     return out.advantages.arraySync() as number[][];
   });
@@ -64,7 +80,9 @@ function referenceActor(advantages: number[][], options: ActorPpoOptions = {}): 
 
 /** `value(i, t)` on every action token of the fixture batch. */
 const onActions = (value: (i: number, t: number) => number): number[] =>
-  f.batch.sequences.flatMap((s, i) => s.actionMask.flatMap((m, t) => (m === 1 ? [value(i, t)] : [])));
+  f.batch.sequences.flatMap((s, i) =>
+    s.actionMask.flatMap((m, t) => (m === 1 ? [value(i, t)] : [])),
+  );
 const sumOf = (xs: readonly number[]) => xs.reduce((a, x) => a + x, 0);
 
 /** The step logged `want` (to float32 precision) on every key of `want`, and `key` moved away from the default. */
@@ -74,7 +92,10 @@ function expectReaches(got: Values, want: Values, key = 'actor/loss') {
     expect(got[k], k).toBeCloseTo(v, 5);
   }
   // 20x the tolerance above: the option moved the value, the match is not the default's
-  expect(Math.abs(want[key] - (defaults[key] ?? 0)), `${key} equals the default's ${defaults[key]}`).toBeGreaterThan(1e-4);
+  expect(
+    Math.abs(want[key] - (defaults[key] ?? 0)),
+    `${key} equals the default's ${defaults[key]}`,
+  ).toBeGreaterThan(1e-4);
 }
 
 beforeAll(async () => {
@@ -85,7 +106,8 @@ beforeAll(async () => {
 describe('rl2 ppo defaults (Dr. GRPO: reinforce, token-mean, clip 0.2)', () => {
   it('log the loss, clip fraction and KL to the sampler that @rl2/algos computes', () => {
     const want = referenceActor(referenceAdvantages('reinforce'));
-    for (const k of ['actor/loss', 'actor/pgLoss', 'actor/clipFraction', 'actor/approxKl']) expect(defaults[k], k).toBeCloseTo(want[k], 5);
+    for (const k of ['actor/loss', 'actor/pgLoss', 'actor/clipFraction', 'actor/approxKl'])
+      expect(defaults[k], k).toBeCloseTo(want[k], 5);
     expect(defaults['actor/clipFraction']).toBeGreaterThan(0);
     expect(defaults['actor/dualClipFraction']).toBeUndefined();
     expect(defaults['actor/klLoss']).toBeUndefined();
@@ -117,9 +139,17 @@ describe('adv.estimator', () => {
     const adv = referenceAdvantages('gae');
     expectReaches(got, referenceActor(adv));
     const x = f.tensors();
-    const returns = getAdvantageEstimator('gae')({ rewards: x.rewards, actionMask: x.actionMask, trajectoryIds: x.trajectoryIds, values: tf.zerosLike(x.rewards) }).returns as tf.Tensor;
+    const returns = getAdvantageEstimator('gae')({
+      rewards: x.rewards,
+      actionMask: x.actionMask,
+      trajectoryIds: x.trajectoryIds,
+      values: tf.zerosLike(x.rewards),
+    }).returns as tf.Tensor;
     const zeros = tf.zerosLike(x.rewards);
-    const critic = criticValueLoss({ actionMask: x.actionMask, values: zeros, oldValues: zeros, returns }, { clip: 0.5 });
+    const critic = criticValueLoss(
+      { actionMask: x.actionMask, values: zeros, oldValues: zeros, returns },
+      { clip: 0.5 },
+    );
     expect(got['critic/loss']).toBeCloseTo(critic.loss.dataSync()[0], 5);
     tf.dispose([...Object.values(x), returns, zeros, critic.loss]);
   });
@@ -129,7 +159,11 @@ describe('actor: ratio, clip bounds, dual-clip, TIS', () => {
   it('actor.loss=gspo: one length-normalised ratio per sequence (GSPO)', async () => {
     const got = (await f.step(['actor.loss=gspo'])).values;
     // the sequence ratios stay inside the clip range where some token ratios leave it
-    expectReaches(got, referenceActor(referenceAdvantages('reinforce'), { ratioLevel: 'sequence' }), 'actor/clipFraction');
+    expectReaches(
+      got,
+      referenceActor(referenceAdvantages('reinforce'), { ratioLevel: 'sequence' }),
+      'actor/clipFraction',
+    );
   });
 
   it('actor.clip_low and actor.clip_high clip each side separately (DAPO clip-higher)', async () => {
@@ -174,7 +208,10 @@ describe('actor.avg_level: the four loss aggregations', () => {
   ] as const)('%s', async (level, mode) => {
     const got = (await f.step([`actor.avg_level=${level}`, 'actor.norm_length=8'])).values;
     expect(parseLossAggregation(level)).toBe(mode);
-    expectReaches(got, referenceActor(referenceAdvantages('reinforce'), { aggregation: { mode, normLength: 8 } }));
+    expectReaches(
+      got,
+      referenceActor(referenceAdvantages('reinforce'), { aggregation: { mode, normLength: 8 } }),
+    );
   });
 
   it('token-mean is the default token', async () => {
@@ -191,7 +228,12 @@ describe('kl: as reward, advantage or loss, with k1 / k2 / k3, fixed or adaptive
 
   it.each(cases)('kl.type=%s with %s', async (type, estimator) => {
     const key = type === 'loss' ? 'kl.loss_estimator' : 'kl.reward_estimator';
-    const run = await f.step([`kl.coef=${coef}`, `kl.type=${type}`, `${key}=${estimator}`, `ref_actor.model_name=${f.refModel}`]);
+    const run = await f.step([
+      `kl.coef=${coef}`,
+      `kl.type=${type}`,
+      `${key}=${estimator}`,
+      `ref_actor.model_name=${f.refModel}`,
+    ]);
     let want: Values;
     if (type === 'reward') {
       want = referenceActor(referenceAdvantages('reinforce', { klReward: { coef, estimator } }));
@@ -199,13 +241,21 @@ describe('kl: as reward, advantage or loss, with k1 / k2 / k3, fixed or adaptive
       const adv = tf.tidy(() => {
         const x = f.tensors();
         const plain = tf.tensor2d(referenceAdvantages('reinforce'));
-        return klPenalizedAdvantages(plain, approxKl(x.oldLogps, x.refLogps, estimator), x.actionMask, coef).arraySync() as number[][];
+        return klPenalizedAdvantages(
+          plain,
+          approxKl(x.oldLogps, x.refLogps, estimator),
+          x.actionMask,
+          coef,
+        ).arraySync() as number[][];
       });
       want = referenceActor(adv);
     } else {
       want = referenceActor(referenceAdvantages('reinforce'), { kl: { coef, estimator } });
       // the loss is the default's plus coef * KL; k1 = logp - ref_logp can be negative on a sample, k2 and k3 never are
-      expect(run.values['actor/loss'] - defaults['actor/loss']).toBeCloseTo(coef * run.values['actor/klLoss'], 6);
+      expect(run.values['actor/loss'] - defaults['actor/loss']).toBeCloseTo(
+        coef * run.values['actor/klLoss'],
+        6,
+      );
       if (estimator !== 'k1') expect(run.values['actor/klLoss']).toBeGreaterThan(0);
     }
     expectReaches(run.values, want);
@@ -220,7 +270,13 @@ describe('kl: as reward, advantage or loss, with k1 / k2 / k3, fixed or adaptive
     const kl = sumOf(onActions((i, t) => f.old[i][t] - f.reference[i][t])) / 8;
     expect(kl).toBeGreaterThan(0);
     for (const target of [kl / 1.1, kl * 10]) {
-      const run = await f.step(['kl.coef=0.1', 'kl.type=loss', `kl.target=${target}`, 'kl.horizon=100', `ref_actor.model_name=${f.refModel}`]);
+      const run = await f.step([
+        'kl.coef=0.1',
+        'kl.type=loss',
+        `kl.target=${target}`,
+        'kl.horizon=100',
+        `ref_actor.model_name=${f.refModel}`,
+      ]);
       const e = Math.min(Math.max(kl / target - 1, -0.2), 0.2);
       expect(run.values['kl/coef']).toBe(0.1);
       expect(run.klCoef, `target ${target}`).toBeCloseTo(0.1 * (1 + (e * 8) / 100), 8);
@@ -250,7 +306,9 @@ describe('rl2 ppo carries the adaptive KL coefficient', () => {
         ...QUIET_TRAINER,
       ],
     });
-    const res = await runPpo(config, { stdout: new Writable({ write: (_c, _e, cb) => cb() }) as unknown as NodeJS.WriteStream });
+    const res = await runPpo(config, {
+      stdout: new Writable({ write: (_c, _e, cb) => cb() }) as unknown as NodeJS.WriteStream,
+    });
     const coefs = res.steps.map((s) => s['kl/coef']);
     // step 1: the reference is the actor itself, KL = 0 exactly: e = clip(0 / target - 1) = -0.2, over 4 sequences
     expect(res.steps[0]['kl/ref']).toBe(0);
@@ -259,7 +317,9 @@ describe('rl2 ppo carries the adaptive KL coefficient', () => {
     const e = (s: number) => Math.sign(res.steps[s]['kl/ref']) * 0.2;
     expect(coefs[2]).toBeCloseTo(coefs[1] * (1 + (e(1) * 4) / 100), 10);
     const next = coefs[2] * (1 + (e(2) * 4) / 100);
-    const state = JSON.parse(readFileSync(join(saveDir, 'step-3', 'trainer_state.json'), 'utf8')) as { klCoef: number };
+    const state = JSON.parse(
+      readFileSync(join(saveDir, 'step-3', 'trainer_state.json'), 'utf8'),
+    ) as { klCoef: number };
     expect(state.klCoef).toBeCloseTo(next, 10);
   });
 });

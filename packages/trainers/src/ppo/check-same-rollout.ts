@@ -8,7 +8,8 @@ function rolloutDigest(sequences: readonly TrainingSequence[]): [number, number,
   const f32 = new Float32Array(1);
   const u32 = new Uint32Array(f32.buffer);
   const mix = (x: number) => {
-    for (let k = 0; k < 3; k++) words[k] = Math.imul((words[k] as number) ^ ((x + k * 0x9e3779b9) >>> 0), 16777619);
+    for (let k = 0; k < 3; k++)
+      words[k] = Math.imul((words[k] as number) ^ ((x + k * 0x9e3779b9) >>> 0), 16777619);
   };
   const floats = (xs: readonly number[]) => {
     for (const x of xs) {
@@ -27,7 +28,9 @@ function rolloutDigest(sequences: readonly TrainingSequence[]): [number, number,
     mix(s.trajectoryId);
     mix(s.promptId);
   }
-  return [words[0] as number, words[1] as number, words[2] as number].map((w) => (w >>> 12) & 0xfffff) as [number, number, number];
+  return [words[0] as number, words[1] as number, words[2] as number].map(
+    (w) => (w >>> 12) & 0xfffff,
+  ) as [number, number, number];
 }
 
 /**
@@ -35,7 +38,11 @@ function rolloutDigest(sequences: readonly TrainingSequence[]): [number, number,
  * the ranks must hold the same batch: their digests are all-gathered (each rank fills its slot
  * of a zero buffer) and compared with rank 0's. Throws, naming the ranks, when they differ.
  */
-export function checkSameRollout(dp: DataParallel, sequences: readonly TrainingSequence[], step: number): void {
+export function checkSameRollout(
+  dp: DataParallel,
+  sequences: readonly TrainingSequence[],
+  step: number,
+): void {
   if (dp.size === 1) return;
   const slots = new Float32Array(3 * dp.size);
   slots.set(rolloutDigest(sequences), 3 * dp.rank);

@@ -15,14 +15,20 @@ export interface CriticTargets {
 }
 
 /** The critic's share of the loss per micro-batch (algos `criticValueLoss`, clipped around the rollout-time values). */
-export function criticObjective(critic: DecoderModel, targets: CriticTargets, cfg: Pick<PpoConfig, 'critic'>): Objective {
+export function criticObjective(
+  critic: DecoderModel,
+  targets: CriticTargets,
+  cfg: Pick<PpoConfig, 'critic'>,
+): Objective {
   return {
     groupSize: 1,
     headline: 'valueError',
     loss: (packed, totals) => {
       const bin = packed as RolloutBin;
       const t = bin.inputIds.length;
-      const values = tokenValues(critic, binBatch(bin), { recompute: cfg.critic.gradient_checkpointing });
+      const values = tokenValues(critic, binBatch(bin), {
+        recompute: cfg.critic.gradient_checkpointing,
+      });
       return criticValueLoss(
         {
           ...binLayout(bin),

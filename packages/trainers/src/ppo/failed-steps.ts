@@ -19,7 +19,8 @@ export interface FailedStepPolicy {
 /** Whether a rollout step yielded no usable sample: every sample failed (env or engine). */
 const noUsableSample = (m: RolloutShard['metrics']) => m.samples > 0 && m.failures === m.samples;
 
-const causes = (m: RolloutShard['metrics']) => `${m.env_errors} env errors, ${m.env_timeouts} env timeouts, ${m.engine_errors} engine errors`;
+const causes = (m: RolloutShard['metrics']) =>
+  `${m.env_errors} env errors, ${m.env_timeouts} env timeouts, ${m.engine_errors} engine errors`;
 
 /**
  * Stops a PPO run that trains on nothing: a step where every sample failed counts as failed,
@@ -40,8 +41,14 @@ export function stopOnFailedSteps(rollout: StepRollout, policy: FailedStepPolicy
         res = await rollout.step(k);
       } catch (e) {
         if (e instanceof RolloutError && e.code === 'ENGINE_UNREACHABLE') {
-          const resume = 'Once it is back, trainer.load_ckpt_from=latest resumes from the last checkpoint.';
-          return stop(new TrainersError('ROLLOUT_FAILED', `${e.message}${e.message.endsWith('.') ? '' : '.'} ${resume}`));
+          const resume =
+            'Once it is back, trainer.load_ckpt_from=latest resumes from the last checkpoint.';
+          return stop(
+            new TrainersError(
+              'ROLLOUT_FAILED',
+              `${e.message}${e.message.endsWith('.') ? '' : '.'} ${resume}`,
+            ),
+          );
         }
         throw e;
       }
@@ -60,7 +67,9 @@ export function stopOnFailedSteps(rollout: StepRollout, policy: FailedStepPolicy
           ),
         );
       }
-      policy.log(`${what}; nothing to train on: ${failedInARow} of rollout.max_failed_steps=${policy.maxFailedSteps} such steps in a row tolerated`);
+      policy.log(
+        `${what}; nothing to train on: ${failedInARow} of rollout.max_failed_steps=${policy.maxFailedSteps} such steps in a row tolerated`,
+      );
       return res;
     },
   };

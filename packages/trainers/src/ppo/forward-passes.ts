@@ -13,10 +13,18 @@ export type PerSequence = number[][];
  * sampling temperature (RL2 scales them the same way), no gradient: the reference and
  * "old" log-prob passes of the PPO step.
  */
-export function rolloutLogps(model: DecoderModel, bins: readonly RolloutBin[], sequences: readonly TrainingSequence[], temperature: number): PerSequence {
+export function rolloutLogps(
+  model: DecoderModel,
+  bins: readonly RolloutBin[],
+  sequences: readonly TrainingSequence[],
+  temperature: number,
+): PerSequence {
   const out: PerSequence = new Array(sequences.length);
   for (const bin of bins) {
-    const { logprobs, entropy } = tokenLogprobs(model, binBatch(bin), bin.targets, { temperature, recompute: false });
+    const { logprobs, entropy } = tokenLogprobs(model, binBatch(bin), bin.targets, {
+      temperature,
+      recompute: false,
+    });
     if (!bin.idle) scatterBinField(bin, logprobs.dataSync(), out, sequences);
     tf.dispose([logprobs, entropy]);
   }
@@ -24,7 +32,11 @@ export function rolloutLogps(model: DecoderModel, bins: readonly RolloutBin[], s
 }
 
 /** Critic values V(states_<=t) of every rollout token, no gradient (the GAE pass). */
-export function rolloutValues(critic: DecoderModel, bins: readonly RolloutBin[], sequences: readonly TrainingSequence[]): PerSequence {
+export function rolloutValues(
+  critic: DecoderModel,
+  bins: readonly RolloutBin[],
+  sequences: readonly TrainingSequence[],
+): PerSequence {
   const out: PerSequence = new Array(sequences.length);
   for (const bin of bins) {
     const values = tokenValues(critic, binBatch(bin), { recompute: false });
@@ -39,7 +51,11 @@ export function rolloutValues(critic: DecoderModel, bins: readonly RolloutBin[],
  * rank's entries on every rank: one all-reduce of a zero buffer over all tokens `[sum T_i]` in
  * which each rank fills its sequences (float32 values travel exactly).
  */
-export function gatherPerSequence(dp: DataParallel, perSequence: PerSequence, sequences: readonly TrainingSequence[]): PerSequence {
+export function gatherPerSequence(
+  dp: DataParallel,
+  perSequence: PerSequence,
+  sequences: readonly TrainingSequence[],
+): PerSequence {
   if (dp.size === 1) return perSequence;
   const offsets = [0];
   for (const s of sequences) offsets.push((offsets.at(-1) as number) + s.states.length);

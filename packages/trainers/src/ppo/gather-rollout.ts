@@ -60,12 +60,24 @@ function combine(stats: readonly number[][], groups: number): RolloutMetrics {
   };
 }
 
-const FIELDS = ['states', 'actions', 'actionMask', 'eosMask', 'positionIds', 'llmLogps', 'rewards'] as const;
+const FIELDS = [
+  'states',
+  'actions',
+  'actionMask',
+  'eosMask',
+  'positionIds',
+  'llmLogps',
+  'rewards',
+] as const;
 
 /** [stats | groups, sequences | per sequence: T, trajectoryId, promptId, then each field's T values]. */
 function encode(shard: RolloutShard, launchedGroups: number): Float32Array {
   const { sequences } = shard.batch;
-  const out: number[] = [...statsOf(shard.metrics, launchedGroups, shard.batch.responsesPerPrompt), shard.metrics.groups, sequences.length];
+  const out: number[] = [
+    ...statsOf(shard.metrics, launchedGroups, shard.batch.responsesPerPrompt),
+    shard.metrics.groups,
+    sequences.length,
+  ];
   for (const s of sequences) {
     out.push(s.states.length, s.trajectoryId, s.promptId);
     for (const f of FIELDS) out.push(...s[f]);
@@ -81,13 +93,20 @@ function encode(shard: RolloutShard, launchedGroups: number): Float32Array {
  * each shard's sums (reward mean/std over all successful samples, rollout_s the slowest rank's).
  * Token ids travel exactly (below 2^24); log-probs and rewards as float32.
  */
-export function gatherRollout(dp: DataParallel, shard: RolloutShard, launchedGroups: number): RolloutShard {
+export function gatherRollout(
+  dp: DataParallel,
+  shard: RolloutShard,
+  launchedGroups: number,
+): RolloutShard {
   const mine = encode(shard, launchedGroups);
   const lengths = new Float32Array(dp.size);
   lengths[dp.rank] = mine.length;
   const sizes = Array.from(dp.allReduceSum(lengths));
   const all = new Float32Array(sizes.reduce((a, b) => a + b, 0));
-  all.set(mine, sizes.slice(0, dp.rank).reduce((a, b) => a + b, 0));
+  all.set(
+    mine,
+    sizes.slice(0, dp.rank).reduce((a, b) => a + b, 0),
+  );
   const buf = dp.allReduceSum(all);
   const g = shard.batch.responsesPerPrompt;
   const stats: number[][] = [];
@@ -102,7 +121,10 @@ export function gatherRollout(dp: DataParallel, shard: RolloutShard, launchedGro
     at += STATS + 2;
     for (let i = 0; i < count; i++) {
       const t = buf[at] as number;
-      const seq = { trajectoryId: (buf[at + 1] as number) + groups * g, promptId: (buf[at + 2] as number) + groups } as TrainingSequence;
+      const seq = {
+        trajectoryId: (buf[at + 1] as number) + groups * g,
+        promptId: (buf[at + 2] as number) + groups,
+      } as TrainingSequence;
       at += 3;
       for (const f of FIELDS) {
         seq[f] = Array.from(buf.subarray(at, at + t));
@@ -114,7 +136,12 @@ export function gatherRollout(dp: DataParallel, shard: RolloutShard, launchedGro
     at = end;
   }
   return {
-    batch: { sequences, trajectoryIds: sequences.map((s) => s.trajectoryId), responsesPerPrompt: g, trajectories: groups * g },
+    batch: {
+      sequences,
+      trajectoryIds: sequences.map((s) => s.trajectoryId),
+      responsesPerPrompt: g,
+      trajectories: groups * g,
+    },
     metrics: combine(stats, groups),
     ...(shard.firstFailure ? { firstFailure: shard.firstFailure } : {}),
   };

@@ -8,13 +8,25 @@ import type { PpoConfig } from './ppo-config.js';
 
 type Split = PpoConfig['data']['train'];
 
-function toPrompts(tokenizer: Tokenizer, data: LoadedRows, cfg: Split, key: string, fit?: LengthBudget): RolloutPrompt[] {
-  const keys = { promptKey: cfg.prompt_key, messagesKey: cfg.messages_key, answerKey: cfg.answer_key };
+function toPrompts(
+  tokenizer: Tokenizer,
+  data: LoadedRows,
+  cfg: Split,
+  key: string,
+  fit?: LengthBudget,
+): RolloutPrompt[] {
+  const keys = {
+    promptKey: cfg.prompt_key,
+    messagesKey: cfg.messages_key,
+    answerKey: cfg.answer_key,
+  };
   return data.rows.map((row, i) => {
     let prompt: RolloutPrompt;
     try {
       const example = toPpoExample(row, keys, { origin: data.origins[i], index: i });
-      const { text } = ppoPrompt(tokenizer, example, { applyChatTemplate: cfg.apply_chat_template && tokenizer.hasChatTemplate });
+      const { text } = ppoPrompt(tokenizer, example, {
+        applyChatTemplate: cfg.apply_chat_template && tokenizer.hasChatTemplate,
+      });
       prompt = { prompt: text, answer: example.answer, row: example.row };
     } catch (err) {
       throw new TrainersError('BAD_DATA', `${key}=${cfg.path}: ${(err as Error).message}`);
@@ -44,9 +56,17 @@ export async function loadPpoPrompts(
   data: PpoConfig['data'],
   seed: number,
   fit?: LengthBudget,
-): Promise<{ train: RolloutPrompt[]; test: RolloutPrompt[]; counts: { train: SplitCounts; test: SplitCounts } }> {
+): Promise<{
+  train: RolloutPrompt[];
+  test: RolloutPrompt[];
+  counts: { train: SplitCounts; test: SplitCounts };
+}> {
   const trainPath = data.train.path;
-  if (!trainPath) throw new TrainersError('BAD_DATA', 'data.train.path is required: a .json/.jsonl/.csv/.parquet/.arrow file of {prompt, answer} or {messages, answer} rows');
+  if (!trainPath)
+    throw new TrainersError(
+      'BAD_DATA',
+      'data.train.path is required: a .json/.jsonl/.csv/.parquet/.arrow file of {prompt, answer} or {messages, answer} rows',
+    );
   const train = await loadRows(trainPath, 'data.train.path', data.on_bad_row);
   let trainPart = train;
   let test: LoadedRows;
@@ -59,8 +79,12 @@ export async function loadPpoPrompts(
   const out = {
     train: toPrompts(tokenizer, trainPart, data.train, 'data.train.path', fit),
     test: toPrompts(tokenizer, test, data.test, 'data.test.path', fit),
-    counts: { train: { ...noCounts(), malformedRows: trainPart.skipped }, test: { ...noCounts(), malformedRows: test.skipped } },
+    counts: {
+      train: { ...noCounts(), malformedRows: trainPart.skipped },
+      test: { ...noCounts(), malformedRows: test.skipped },
+    },
   };
-  if (out.train.length === 0) throw new TrainersError('BAD_DATA', `data.train.path=${data.train.path}: no prompts`);
+  if (out.train.length === 0)
+    throw new TrainersError('BAD_DATA', `data.train.path=${data.train.path}: no prompts`);
   return out;
 }

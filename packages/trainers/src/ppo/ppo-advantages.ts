@@ -1,4 +1,9 @@
-import { approxKl, getAdvantageEstimator, klPenalizedAdvantages, klPenalizedRewards } from '@rl2/algos';
+import {
+  approxKl,
+  getAdvantageEstimator,
+  klPenalizedAdvantages,
+  klPenalizedRewards,
+} from '@rl2/algos';
 import { type TrainingBatch, padTrainingBatch } from '@rl2/rollout';
 import * as tf from '@tensorflow/tfjs-core';
 import type { PerSequence } from './forward-passes.js';
@@ -24,8 +29,10 @@ export interface AdvantageOutputs {
   readonly klPerSequence?: number;
 }
 
-const padRows = (rows: PerSequence, t: number) => rows.map((r) => [...r, ...new Array(t - r.length).fill(0)]);
-const unpad = (x: tf.Tensor, lengths: readonly number[]) => (x.arraySync() as number[][]).map((row, i) => row.slice(0, lengths[i]));
+const padRows = (rows: PerSequence, t: number) =>
+  rows.map((r) => [...r, ...new Array(t - r.length).fill(0)]);
+const unpad = (x: tf.Tensor, lengths: readonly number[]) =>
+  (x.arraySync() as number[][]).map((row, i) => row.slice(0, lengths[i]));
 
 /**
  * The advantage phase of RL2's PPO step (rank 0 in RL2; the maths is in @rl2/algos):
@@ -34,7 +41,12 @@ const unpad = (x: tf.Tensor, lengths: readonly number[]) => (x.arraySync() as nu
  * consecutive), kl.type=advantage subtracts coef * KL afterwards. KL = estimator(old - ref);
  * coef = `klCoef` (kl.coef, or its adaptive value under kl.target).
  */
-export function computePpoAdvantages(batch: TrainingBatch, inputs: AdvantageInputs, cfg: Pick<PpoConfig, 'kl' | 'adv'>, klCoef = cfg.kl.coef): AdvantageOutputs {
+export function computePpoAdvantages(
+  batch: TrainingBatch,
+  inputs: AdvantageInputs,
+  cfg: Pick<PpoConfig, 'kl' | 'adv'>,
+  klCoef = cfg.kl.coef,
+): AdvantageOutputs {
   const padded = padTrainingBatch(batch);
   const lengths = batch.sequences.map((s) => s.states.length);
   const t = padded.rewards[0]?.length ?? 0;
@@ -55,7 +67,8 @@ export function computePpoAdvantages(batch: TrainingBatch, inputs: AdvantageInpu
       klPerSequence = k1 / Math.max(1, lengths.length);
       klTokens = approxKl(old, ref, cfg.kl.reward_estimator);
     }
-    if (klTokens && klCoef > 0 && cfg.kl.type === 'reward') rewards = klPenalizedRewards(rewards, klTokens, actionMask, klCoef);
+    if (klTokens && klCoef > 0 && cfg.kl.type === 'reward')
+      rewards = klPenalizedRewards(rewards, klTokens, actionMask, klCoef);
     const values = inputs.values ? tf.tensor2d(padRows(inputs.values, t), shape) : undefined;
     const estimate = getAdvantageEstimator(cfg.adv.estimator);
     const out = estimate(
@@ -69,7 +82,8 @@ export function computePpoAdvantages(batch: TrainingBatch, inputs: AdvantageInpu
       },
     );
     let advantages = out.advantages;
-    if (klTokens && klCoef > 0 && cfg.kl.type === 'advantage') advantages = klPenalizedAdvantages(advantages, klTokens, actionMask, klCoef);
+    if (klTokens && klCoef > 0 && cfg.kl.type === 'advantage')
+      advantages = klPenalizedAdvantages(advantages, klTokens, actionMask, klCoef);
     return {
       advantages: unpad(advantages, lengths),
       ...(out.returns ? { returns: unpad(out.returns, lengths) } : {}),

@@ -67,7 +67,12 @@ export async function savePpoCheckpoint(
 }
 
 /** Reads a PPO checkpoint back: its state, the prompt stream and both optimizer states. */
-export function loadPpoCheckpoint(dir: string): { state: PpoTrainerState; stream: PromptStreamState; actor: AdamWState; critic: AdamWState } {
+export function loadPpoCheckpoint(dir: string): {
+  state: PpoTrainerState;
+  stream: PromptStreamState;
+  actor: AdamWState;
+  critic: AdamWState;
+} {
   const saved = loadCheckpoint(dir, PPO);
   const state = saved.state as unknown as PpoTrainerState;
   const actor: AdamWState['moments'] = {};

@@ -16,25 +16,62 @@ function ppoSplit(test: boolean) {
     path: option(
       test ? z.string().min(1).nullable() : z.string().min(1),
       null,
-      test ? 'test prompts (.json/.jsonl/.csv/.parquet/.arrow); null: split test_ratio off train' : 'training prompts (.json/.jsonl/.csv/.parquet/.arrow) or hub dataset; `split@path` picks a split',
+      test
+        ? 'test prompts (.json/.jsonl/.csv/.parquet/.arrow); null: split test_ratio off train'
+        : 'training prompts (.json/.jsonl/.csv/.parquet/.arrow) or hub dataset; `split@path` picks a split',
     ),
-    prompt_key: option(z.string().min(1), inherit('prompt_key', 'prompt'), 'column holding the prompt text'),
-    messages_key: option(z.string().min(1), inherit('messages_key', 'messages'), 'column holding the prompt as chat messages'),
-    answer_key: option(z.string().min(1), inherit('answer_key', 'answer'), 'column passed to the env as `answer`'),
-    apply_chat_template: option(z.boolean(), inherit('apply_chat_template', true), 'render raw-text prompts with the tokenizer chat template'),
+    prompt_key: option(
+      z.string().min(1),
+      inherit('prompt_key', 'prompt'),
+      'column holding the prompt text',
+    ),
+    messages_key: option(
+      z.string().min(1),
+      inherit('messages_key', 'messages'),
+      'column holding the prompt as chat messages',
+    ),
+    answer_key: option(
+      z.string().min(1),
+      inherit('answer_key', 'answer'),
+      'column passed to the env as `answer`',
+    ),
+    apply_chat_template: option(
+      z.boolean(),
+      inherit('apply_chat_template', true),
+      'render raw-text prompts with the tokenizer chat template',
+    ),
   });
 }
 
 /** Sampling parameters as SGLang names them (sent unchanged to an SGLang server). */
 function samplingSection(test: boolean) {
-  const inherit: Inherit = (key, value) => (test ? `\${rollout.train_sampling_params.${key}}` : value);
+  const inherit: Inherit = (key, value) =>
+    test ? `\${rollout.train_sampling_params.${key}}` : value;
   return z.strictObject({
-    temperature: option(z.number().nonnegative(), test ? 0 : 1, test ? 'evaluation temperature (0: greedy)' : 'sampling temperature of training rollouts (also divides the logits of the logprob passes)'),
+    temperature: option(
+      z.number().nonnegative(),
+      test ? 0 : 1,
+      test
+        ? 'evaluation temperature (0: greedy)'
+        : 'sampling temperature of training rollouts (also divides the logits of the logprob passes)',
+    ),
     top_p: option(z.number().gt(0).max(1), inherit('top_p', 1), 'nucleus sampling mass'),
     top_k: option(z.number().int(), inherit('top_k', -1), 'top-k cut (-1: none)'),
-    max_new_tokens: option(z.number().int().positive(), inherit('max_new_tokens', 256), 'tokens generated per turn at most'),
-    stop: option(z.array(z.string()).nullable(), inherit('stop', null), 'stop strings, e.g. ["</calc>", "</answer>"] for a tool env'),
-    no_stop_trim: option(z.boolean(), inherit('no_stop_trim', true), 'keep the stop string in the output (the trainer trains on exactly the generated ids)'),
+    max_new_tokens: option(
+      z.number().int().positive(),
+      inherit('max_new_tokens', 256),
+      'tokens generated per turn at most',
+    ),
+    stop: option(
+      z.array(z.string()).nullable(),
+      inherit('stop', null),
+      'stop strings, e.g. ["</calc>", "</answer>"] for a tool env',
+    ),
+    no_stop_trim: option(
+      z.boolean(),
+      inherit('no_stop_trim', true),
+      'keep the stop string in the output (the trainer trains on exactly the generated ids)',
+    ),
   });
 }
 
@@ -42,7 +79,15 @@ function samplingSection(test: boolean) {
 export const PPO_AVG_LEVELS = ['token', 'sequence', ...LOSS_AGGREGATIONS] as const;
 
 /** Every `adv.estimator` (the @rl2/algos registry names). */
-export const PPO_ADV_ESTIMATORS = ['reinforce', 'grpo', 'dr-grpo', 'rloo', 'reinforce++', 'reinforce++-baseline', 'gae'] as const;
+export const PPO_ADV_ESTIMATORS = [
+  'reinforce',
+  'grpo',
+  'dr-grpo',
+  'rloo',
+  'reinforce++',
+  'reinforce++-baseline',
+  'gae',
+] as const;
 
 const avgLevel = (dflt: string, what: string) =>
   option(
@@ -61,68 +106,228 @@ export const ppoConfigSchema = z.strictObject({
   data: z.strictObject({
     train: ppoSplit(false),
     test: ppoSplit(true),
-    test_ratio: option(z.number().min(0).lt(1), 0.03, 'fraction of train held out when data.test.path is null (fixed seed)'),
+    test_ratio: option(
+      z.number().min(0).lt(1),
+      0.03,
+      'fraction of train held out when data.test.path is null (fixed seed)',
+    ),
     shuffle: option(z.boolean(), true, 'shuffle the prompt order every epoch (seeded, resumable)'),
     on_bad_row: onBadRow(),
   }),
   rollout: z.strictObject({
-    engine: option(z.enum(['embedded', 'sglang']), 'embedded', 'embedded: generate in-process with the actor\'s own weights (hybrid engine); sglang: SGLang servers at rollout.server_urls'),
-    server_urls: option(z.array(z.string().min(1)), [], 'SGLang server or router URLs (rollout.engine=sglang)'),
-    weight_sync_dir: option(z.string().min(1), '${trainer.save_dir}/weights', 'folder (readable by the servers) where the actor is written for /update_weights_from_disk'),
-    env_path: option(z.string().min(1), null, '.ts/.js/.mjs module exporting async step(state, action, answer) -> [next_state, reward, done]'),
-    env_timeout_s: option(z.number().positive(), 60, 'an env step slower than this fails its sample'),
-    on_sample_error: option(z.enum(['skip', 'stop']), 'skip', 'skip: drop the failed sample\'s group and go on; stop: end the run'),
-    max_failed_steps: option(z.number().int().nonnegative(), 0, 'steps in a row where every sample failed (env or engine errors) that the run goes on after; one more stops it with exit code 1'),
-    env_workers: option(z.number().int().positive(), 1, 'worker threads the env runs in (a blocked step() is stopped after env_timeout_s); more for CPU-heavy envs'),
-    train_prompts_per_rollout: option(z.number().int().positive(), 16, 'prompt groups trained on per step'),
-    test_prompts_per_rollout: option(z.number().int().positive().nullable(), null, 'test prompts per evaluation (null: all)'),
-    responses_per_prompt: option(z.number().int().positive(), 8, 'responses sampled per prompt (the group size)'),
-    max_turns: option(z.number().int().positive(), 1, 'turns per trajectory at most (multi-turn envs)'),
+    engine: option(
+      z.enum(['embedded', 'sglang']),
+      'embedded',
+      "embedded: generate in-process with the actor's own weights (hybrid engine); sglang: SGLang servers at rollout.server_urls",
+    ),
+    server_urls: option(
+      z.array(z.string().min(1)),
+      [],
+      'SGLang server or router URLs (rollout.engine=sglang)',
+    ),
+    weight_sync_dir: option(
+      z.string().min(1),
+      '${trainer.save_dir}/weights',
+      'folder (readable by the servers) where the actor is written for /update_weights_from_disk',
+    ),
+    env_path: option(
+      z.string().min(1),
+      null,
+      '.ts/.js/.mjs module exporting async step(state, action, answer) -> [next_state, reward, done]',
+    ),
+    env_timeout_s: option(
+      z.number().positive(),
+      60,
+      'an env step slower than this fails its sample',
+    ),
+    on_sample_error: option(
+      z.enum(['skip', 'stop']),
+      'skip',
+      "skip: drop the failed sample's group and go on; stop: end the run",
+    ),
+    max_failed_steps: option(
+      z.number().int().nonnegative(),
+      0,
+      'steps in a row where every sample failed (env or engine errors) that the run goes on after; one more stops it with exit code 1',
+    ),
+    env_workers: option(
+      z.number().int().positive(),
+      1,
+      'worker threads the env runs in (a blocked step() is stopped after env_timeout_s); more for CPU-heavy envs',
+    ),
+    train_prompts_per_rollout: option(
+      z.number().int().positive(),
+      16,
+      'prompt groups trained on per step',
+    ),
+    test_prompts_per_rollout: option(
+      z.number().int().positive().nullable(),
+      null,
+      'test prompts per evaluation (null: all)',
+    ),
+    responses_per_prompt: option(
+      z.number().int().positive(),
+      8,
+      'responses sampled per prompt (the group size)',
+    ),
+    max_turns: option(
+      z.number().int().positive(),
+      1,
+      'turns per trajectory at most (multi-turn envs)',
+    ),
     train_sampling_params: samplingSection(false),
     test_sampling_params: samplingSection(true),
-    dynamic_filtering: option(z.boolean(), true, 'drop groups whose rewards are all equal (their advantages are 0)'),
-    refill: option(z.boolean(), false, 'after filtering, sample more prompts until the step has train_prompts_per_rollout groups'),
-    max_groups_per_rollout: option(z.number().int().positive().nullable(), null, 'cap on groups launched per step with refill (null: 4 x train_prompts_per_rollout)'),
-    groups_in_flight: option(z.number().int().positive().nullable(), null, 'groups generating at once (oversampling; null: train_prompts_per_rollout); a step ends on the first groups to finish'),
-    partial_rollout: option(z.boolean(), false, 'pause the unfinished groups at the end of a step and finish them in the next (needs groups_in_flight > train_prompts_per_rollout)'),
+    dynamic_filtering: option(
+      z.boolean(),
+      true,
+      'drop groups whose rewards are all equal (their advantages are 0)',
+    ),
+    refill: option(
+      z.boolean(),
+      false,
+      'after filtering, sample more prompts until the step has train_prompts_per_rollout groups',
+    ),
+    max_groups_per_rollout: option(
+      z.number().int().positive().nullable(),
+      null,
+      'cap on groups launched per step with refill (null: 4 x train_prompts_per_rollout)',
+    ),
+    groups_in_flight: option(
+      z.number().int().positive().nullable(),
+      null,
+      'groups generating at once (oversampling; null: train_prompts_per_rollout); a step ends on the first groups to finish',
+    ),
+    partial_rollout: option(
+      z.boolean(),
+      false,
+      'pause the unfinished groups at the end of a step and finish them in the next (needs groups_in_flight > train_prompts_per_rollout)',
+    ),
     concurrency: option(z.number().int().positive(), 64, 'trajectories in flight at once'),
-    max_batch: option(z.number().int().positive(), 64, 'rows decoded together by the embedded generator'),
-    save_rollouts: option(z.boolean(), true, 'write save_dir/rollouts/step-N.jsonl and eval-step-N.jsonl'),
+    max_batch: option(
+      z.number().int().positive(),
+      64,
+      'rows decoded together by the embedded generator',
+    ),
+    save_rollouts: option(
+      z.boolean(),
+      true,
+      'write save_dir/rollouts/step-N.jsonl and eval-step-N.jsonl',
+    ),
   }),
   actor: z.strictObject({
     ...modelSection({ lr: 1e-6 }),
     ...parallelOptions(),
     avg_level: avgLevel('token', 'actor loss'),
-    norm_length: option(z.number().positive(), '${rollout.train_sampling_params.max_new_tokens}', 'the constant horizon avg_level=seq-mean-token-sum-norm divides per-sequence sums by'),
-    temperature: option(z.number().positive(), '${rollout.train_sampling_params.temperature}', 'logits are divided by this in the logprob passes (the sampling temperature)'),
-    update_per_rollout: option(z.number().int().positive(), 1, 'optimizer steps per rollout (the batch is split in this many contiguous chunks)'),
-    loss: option(z.enum(['ppo', 'gspo']), 'ppo', 'ppo: per-token ratio exp(logp - old_logp); gspo: sequence-level ratio exp(mean over the sequence of (logp - old_logp)) for every token (GSPO, arxiv 2507.18071; pair with avg_level=sequence)'),
-    clip: option(z.number().positive().lt(1), 0.2, 'PPO ratio clip epsilon (the default of clip_low and clip_high)'),
-    clip_low: option(z.number().min(0).lt(1), '${actor.clip}', 'lower clip: the ratio is clipped at 1 - clip_low'),
-    clip_high: option(z.number().min(0), '${actor.clip}', 'upper clip: the ratio is clipped at 1 + clip_high (DAPO clip-higher: 0.28, arxiv 2503.14476)'),
-    dual_clip: option(z.number().gt(1).nullable(), null, 'dual-clip constant c > 1: for negative advantages the loss is capped at -c * A (e.g. 3, arxiv 1912.09729; null: off)'),
-    tis_coef: option(z.number().nonnegative(), 0, 'truncated importance sampling: the per-token loss is multiplied by min(exp(logp - engine_logp), tis_coef) (e.g. 2; 0: off)'),
-    freeze_steps: option(z.number().int().nonnegative(), 0, 'steps the actor waits while the critic warms up'),
+    norm_length: option(
+      z.number().positive(),
+      '${rollout.train_sampling_params.max_new_tokens}',
+      'the constant horizon avg_level=seq-mean-token-sum-norm divides per-sequence sums by',
+    ),
+    temperature: option(
+      z.number().positive(),
+      '${rollout.train_sampling_params.temperature}',
+      'logits are divided by this in the logprob passes (the sampling temperature)',
+    ),
+    update_per_rollout: option(
+      z.number().int().positive(),
+      1,
+      'optimizer steps per rollout (the batch is split in this many contiguous chunks)',
+    ),
+    loss: option(
+      z.enum(['ppo', 'gspo']),
+      'ppo',
+      'ppo: per-token ratio exp(logp - old_logp); gspo: sequence-level ratio exp(mean over the sequence of (logp - old_logp)) for every token (GSPO, arxiv 2507.18071; pair with avg_level=sequence)',
+    ),
+    clip: option(
+      z.number().positive().lt(1),
+      0.2,
+      'PPO ratio clip epsilon (the default of clip_low and clip_high)',
+    ),
+    clip_low: option(
+      z.number().min(0).lt(1),
+      '${actor.clip}',
+      'lower clip: the ratio is clipped at 1 - clip_low',
+    ),
+    clip_high: option(
+      z.number().min(0),
+      '${actor.clip}',
+      'upper clip: the ratio is clipped at 1 + clip_high (DAPO clip-higher: 0.28, arxiv 2503.14476)',
+    ),
+    dual_clip: option(
+      z.number().gt(1).nullable(),
+      null,
+      'dual-clip constant c > 1: for negative advantages the loss is capped at -c * A (e.g. 3, arxiv 1912.09729; null: off)',
+    ),
+    tis_coef: option(
+      z.number().nonnegative(),
+      0,
+      'truncated importance sampling: the per-token loss is multiplied by min(exp(logp - engine_logp), tis_coef) (e.g. 2; 0: off)',
+    ),
+    freeze_steps: option(
+      z.number().int().nonnegative(),
+      0,
+      'steps the actor waits while the critic warms up',
+    ),
   }),
   ref_actor: z.strictObject({
-    model_name: option(z.string().min(1), '${actor.model_name}', 'frozen reference policy for the KL terms (loaded only when kl.coef > 0)'),
+    model_name: option(
+      z.string().min(1),
+      '${actor.model_name}',
+      'frozen reference policy for the KL terms (loaded only when kl.coef > 0)',
+    ),
   }),
   critic: z.strictObject({
     ...modelSection({ lr: 5e-6 }),
     ...parallelOptions(),
-    model_name: option(z.string().min(1), '${actor.model_name}', 'critic initialisation (a causal LM gets a zero value head); used only with adv.estimator=gae'),
-    max_length_per_device: option(z.number().int().positive(), '${actor.max_length_per_device}', 'token budget of one packed micro-batch'),
+    model_name: option(
+      z.string().min(1),
+      '${actor.model_name}',
+      'critic initialisation (a causal LM gets a zero value head); used only with adv.estimator=gae',
+    ),
+    max_length_per_device: option(
+      z.number().int().positive(),
+      '${actor.max_length_per_device}',
+      'token budget of one packed micro-batch',
+    ),
     avg_level: avgLevel('${actor.avg_level}', 'value-loss'),
-    norm_length: option(z.number().positive(), '${actor.norm_length}', 'the constant horizon of avg_level=seq-mean-token-sum-norm'),
-    update_per_rollout: option(z.number().int().positive(), '${actor.update_per_rollout}', 'critic optimizer steps per rollout'),
+    norm_length: option(
+      z.number().positive(),
+      '${actor.norm_length}',
+      'the constant horizon of avg_level=seq-mean-token-sum-norm',
+    ),
+    update_per_rollout: option(
+      z.number().int().positive(),
+      '${actor.update_per_rollout}',
+      'critic optimizer steps per rollout',
+    ),
     clip: option(z.number().nonnegative(), 0.5, 'value clip around the rollout-time values'),
   }),
   kl: z.strictObject({
-    coef: option(z.number().nonnegative(), 0, 'KL penalty coefficient against ref_actor (0: no reference pass); the starting value when kl.target is set'),
-    type: option(z.enum(['reward', 'advantage', 'loss']).nullable(), null, 'where the KL goes: reward (coef * KL subtracted from the token rewards before the estimator; OpenAI PPO), advantage (subtracted from the advantages after it), loss (added to the actor loss; DeepSeek GRPO); null: logged only'),
-    reward_estimator: option(z.enum(['k1', 'k2', 'k3']), 'k1', 'KL estimator for kl.type=reward / advantage, on lr = old_logp - ref_logp: k1 = lr, k2 = lr^2 / 2, k3 = exp(-lr) - 1 + lr (http://joschu.net/blog/kl-approx.html)'),
-    loss_estimator: option(z.enum(['k1', 'k2', 'k3']), 'k2', 'KL estimator for kl.type=loss, on lr = logp - ref_logp'),
-    target: option(z.number().positive().nullable(), null, 'adaptive KL (arxiv 1909.08593): after each step kl.coef *= 1 + clip(KL / target - 1, -0.2, 0.2) * sequences / horizon, KL = mean over sequences of the summed k1 KL(old || ref); null: fixed kl.coef'),
+    coef: option(
+      z.number().nonnegative(),
+      0,
+      'KL penalty coefficient against ref_actor (0: no reference pass); the starting value when kl.target is set',
+    ),
+    type: option(
+      z.enum(['reward', 'advantage', 'loss']).nullable(),
+      null,
+      'where the KL goes: reward (coef * KL subtracted from the token rewards before the estimator; OpenAI PPO), advantage (subtracted from the advantages after it), loss (added to the actor loss; DeepSeek GRPO); null: logged only',
+    ),
+    reward_estimator: option(
+      z.enum(['k1', 'k2', 'k3']),
+      'k1',
+      'KL estimator for kl.type=reward / advantage, on lr = old_logp - ref_logp: k1 = lr, k2 = lr^2 / 2, k3 = exp(-lr) - 1 + lr (http://joschu.net/blog/kl-approx.html)',
+    ),
+    loss_estimator: option(
+      z.enum(['k1', 'k2', 'k3']),
+      'k2',
+      'KL estimator for kl.type=loss, on lr = logp - ref_logp',
+    ),
+    target: option(
+      z.number().positive().nullable(),
+      null,
+      'adaptive KL (arxiv 1909.08593): after each step kl.coef *= 1 + clip(KL / target - 1, -0.2, 0.2) * sequences / horizon, KL = mean over sequences of the summed k1 KL(old || ref); null: fixed kl.coef',
+    ),
     horizon: option(z.number().positive(), 10000, 'adaptive KL horizon in sequences (kl.target)'),
   }),
   entropy: z.strictObject({
@@ -137,8 +342,16 @@ export const ppoConfigSchema = z.strictObject({
     ),
     gamma: option(z.number().min(0).max(1), 1, 'discount (gae, reinforce++)'),
     lamda: option(z.number().min(0).max(1), 1, 'GAE lambda (RL2 spelling)'),
-    norm_var: option(z.boolean(), false, 'reinforce: divide by the group std (GRPO; grpo sets it, dr-grpo clears it)'),
-    global_norm: option(z.boolean(), false, 'reinforce / grpo / dr-grpo: baseline (and std) over the whole batch instead of the group'),
+    norm_var: option(
+      z.boolean(),
+      false,
+      'reinforce: divide by the group std (GRPO; grpo sets it, dr-grpo clears it)',
+    ),
+    global_norm: option(
+      z.boolean(),
+      false,
+      'reinforce / grpo / dr-grpo: baseline (and std) over the whole batch instead of the group',
+    ),
   }),
   trainer: trainerSection('ppo'),
 });
@@ -155,9 +368,13 @@ export function checkPpoConfig(config: PpoConfig): void {
     throw new TrainersError('CONFIG_INVALID_VALUE', message);
   };
   if (kl.target !== null && kl.coef === 0) {
-    fail(`kl.target=${kl.target} (adaptive KL) adapts kl.coef from its starting value, but kl.coef=0; set kl.coef > 0 (e.g. 0.05) or kl.target=null`);
+    fail(
+      `kl.target=${kl.target} (adaptive KL) adapts kl.coef from its starting value, but kl.coef=0; set kl.coef > 0 (e.g. 0.05) or kl.target=null`,
+    );
   }
   if (kl.target !== null && kl.type === null) {
-    fail(`kl.target=${kl.target} (adaptive KL) needs the KL applied somewhere; set kl.type to one of reward, advantage, loss`);
+    fail(
+      `kl.target=${kl.target} (adaptive KL) needs the KL applied somewhere; set kl.type to one of reward, advantage, loss`,
+    );
   }
 }

@@ -40,7 +40,14 @@ export interface PpoModels {
    * The checkpoint `dir` (see `savePpoCheckpoint`): every rank joins the gathers of sharded
    * optimizer state and critic weights, rank 0 (`isMain`) writes.
    */
-  saveCheckpoint(dir: string, isMain: boolean, state: Pick<Parameters<typeof savePpoCheckpoint>[1], 'step' | 'totalSteps' | 'lr' | 'klCoef' | 'stream'>): Promise<void>;
+  saveCheckpoint(
+    dir: string,
+    isMain: boolean,
+    state: Pick<
+      Parameters<typeof savePpoCheckpoint>[1],
+      'step' | 'totalSteps' | 'lr' | 'klCoef' | 'stream'
+    >,
+  ): Promise<void>;
   dispose(): void;
 }
 
@@ -52,7 +59,13 @@ export interface PpoModels {
  * with it; with SGLang no rank keeps one (`writeActor` gathers the shards).
  * Optimizer states come back from `saved`.
  */
-export async function openPpoModels(config: PpoConfig, dp: DataParallel, totalSteps: number, resumeFrom?: string, saved?: ReturnType<typeof loadPpoCheckpoint>): Promise<PpoModels> {
+export async function openPpoModels(
+  config: PpoConfig,
+  dp: DataParallel,
+  totalSteps: number,
+  resumeFrom?: string,
+  saved?: ReturnType<typeof loadPpoCheckpoint>,
+): Promise<PpoModels> {
   const { actor: a, critic: c } = config;
   const tokenizerDir = a.tokenizer_name ?? a.model_name;
   const useCritic = config.adv.estimator === 'gae';
@@ -61,10 +74,17 @@ export async function openPpoModels(config: PpoConfig, dp: DataParallel, totalSt
   const full = await openModel(startingWeights(a.model_name, resumeFrom), 'actor.model_name');
   // the embedded engine generates with the tp shards themselves under tp alone, else with a
   // full copy; SGLang servers hold their own
-  const tpGeneration = config.rollout.engine === 'embedded' && actorLayout.tp !== undefined && !actorLayout.fsdp;
+  const tpGeneration =
+    config.rollout.engine === 'embedded' && actorLayout.tp !== undefined && !actorLayout.fsdp;
   const keepFull = config.rollout.engine === 'embedded' && !tpGeneration;
   const trainedActor = trainModel(full.model, actorLayout, 'actor', { keepFull });
-  const actor = new PpoWorker(trainedActor, actorLayout, a, 'actor', (totalSteps - a.freeze_steps) * a.update_per_rollout);
+  const actor = new PpoWorker(
+    trainedActor,
+    actorLayout,
+    a,
+    'actor',
+    (totalSteps - a.freeze_steps) * a.update_per_rollout,
+  );
   let ref: PpoWorker | undefined;
   if (config.kl.coef > 0) {
     const loaded = await openModel(config.ref_actor.model_name, 'ref_actor.model_name');
@@ -72,8 +92,18 @@ export async function openPpoModels(config: PpoConfig, dp: DataParallel, totalSt
   }
   let critic: PpoWorker | undefined;
   if (useCritic) {
-    const loaded = await openModel(resumeFrom ? join(resumeFrom, 'critic') : c.model_name, 'critic.model_name', { head: 'value' });
-    critic = new PpoWorker(trainModel(loaded.model, criticLayout, 'critic'), criticLayout, c, 'critic', totalSteps * c.update_per_rollout);
+    const loaded = await openModel(
+      resumeFrom ? join(resumeFrom, 'critic') : c.model_name,
+      'critic.model_name',
+      { head: 'value' },
+    );
+    critic = new PpoWorker(
+      trainModel(loaded.model, criticLayout, 'critic'),
+      criticLayout,
+      c,
+      'critic',
+      totalSteps * c.update_per_rollout,
+    );
   }
   if (saved) {
     actor.optimizer?.loadState(trainedActor.localOptimizerState(saved.actor));
@@ -81,7 +111,8 @@ export async function openPpoModels(config: PpoConfig, dp: DataParallel, totalSt
   }
   const saveActor = modelSaver(full.model, full.generationConfig, tokenizerDir, a);
   /** The full actor's tensors: the kept copy, or gathered from the shards (a collective under tp or FSDP). */
-  const fullActorParams = (): { params: ParamMap; dispose(): void } => (keepFull ? { params: full.model.params, dispose: () => {} } : trainedActor.fullParams());
+  const fullActorParams = (): { params: ParamMap; dispose(): void } =>
+    keepFull ? { params: full.model.params, dispose: () => {} } : trainedActor.fullParams();
   const writeActor = async (dir: string, isMain: boolean) => {
     const gathered = fullActorParams();
     try {
@@ -95,12 +126,15 @@ export async function openPpoModels(config: PpoConfig, dp: DataParallel, totalSt
     ref,
     critic,
     ...(keepFull ? { fullActor: full.model } : {}),
-    ...(tpGeneration && actorLayout.tp ? { tpActor: { model: trainedActor.model, tp: actorLayout.tp } } : {}),
+    ...(tpGeneration && actorLayout.tp
+      ? { tpActor: { model: trainedActor.model, tp: actorLayout.tp } }
+      : {}),
     generationConfig: full.generationConfig,
     refreshFullActor: () => {
       if (!keepFull || (!actorLayout.tp && !trainedActor.sharded)) return;
       const gathered = trainedActor.fullParams();
-      for (const [name, t] of gathered.params) (full.model.params.get(name) as tf.Variable).assign(t);
+      for (const [name, t] of gathered.params)
+        (full.model.params.get(name) as tf.Variable).assign(t);
       gathered.dispose();
     },
     writeActor,
@@ -116,7 +150,17 @@ export async function openPpoModels(config: PpoConfig, dp: DataParallel, totalSt
           actorOptimizer: { state: () => actorState },
           ...(criticState ? { criticOptimizer: { state: () => criticState } } : {}),
           saveActor: (d: string) => saveActor(d, actorFull.params),
-          ...(critic && criticFull ? { saveCritic: (d: string) => modelSaver(critic.trained.model, undefined, tokenizerDir, c)(d, criticFull.params) } : {}),
+          ...(critic && criticFull
+            ? {
+                saveCritic: (d: string) =>
+                  modelSaver(
+                    critic.trained.model,
+                    undefined,
+                    tokenizerDir,
+                    c,
+                  )(d, criticFull.params),
+              }
+            : {}),
         });
       } finally {
         actorFull.dispose();

@@ -13,15 +13,27 @@ const quiet = () => new Writable({ write: (_c, _e, cb) => cb() }) as unknown as 
 describe('runPpo over SGLang against serveModel', () => {
   it('PPO rolls out through the SGLang client against the served model (API key from RL2_API_KEY) and pushes its weights after each update', async () => {
     const t = tinyRun('sglang');
-    const server = await serveModel({ model: t.model, port: 0, threads: 1, apiKey: 'sk-ppo', log: () => {} });
+    const server = await serveModel({
+      model: t.model,
+      port: 0,
+      threads: 1,
+      apiKey: 'sk-ppo',
+      log: () => {},
+    });
     const savedKey = process.env.RL2_API_KEY;
     process.env.RL2_API_KEY = 'sk-ppo';
     try {
       const client = createSGLangEngine({ urls: [server.url], apiKey: 'sk-ppo' });
       expect((await client.health()).ok).toBe(true);
       const prompt = [3, 4, 5];
-      const a = await client.generate({ inputIds: prompt, sampling: { temperature: 1, max_new_tokens: 5, sampling_seed: 11 } });
-      const b = await client.generate({ inputIds: prompt, sampling: { temperature: 1, max_new_tokens: 5, sampling_seed: 11 } });
+      const a = await client.generate({
+        inputIds: prompt,
+        sampling: { temperature: 1, max_new_tokens: 5, sampling_seed: 11 },
+      });
+      const b = await client.generate({
+        inputIds: prompt,
+        sampling: { temperature: 1, max_new_tokens: 5, sampling_seed: 11 },
+      });
       expect(b.tokenIds).toEqual(a.tokenIds);
       const greedy = { temperature: 0, max_new_tokens: 4, ignore_eos: true };
       const before = await client.generate({ inputIds: prompt, sampling: greedy });

@@ -1,6 +1,13 @@
 import { join } from 'node:path';
 import type { Tokenizer } from '@rl2/data';
-import { type BatchStepper, type DecoderModel, type GenerationConfig, createGenerator, followTensorParallel, tensorParallelStepper } from '@rl2/models';
+import {
+  type BatchStepper,
+  type DecoderModel,
+  type GenerationConfig,
+  createGenerator,
+  followTensorParallel,
+  tensorParallelStepper,
+} from '@rl2/models';
 import type { ProcessGroup } from '@rl2/parallel';
 import {
   type Environment,
@@ -75,15 +82,29 @@ function createPpoEngine(
 ): RolloutEngine {
   if (cfg.engine === 'sglang') {
     if (cfg.server_urls.length === 0) {
-      throw new TrainersError('INVALID_ARGUMENT', 'rollout.engine=sglang needs rollout.server_urls=[http://host:port] (an SGLang server or `rl2 serve --model PATH`)');
+      throw new TrainersError(
+        'INVALID_ARGUMENT',
+        'rollout.engine=sglang needs rollout.server_urls=[http://host:port] (an SGLang server or `rl2 serve --model PATH`)',
+      );
     }
     // servers started with --api-key: the key comes from RL2_API_KEY (kept out of config.yaml)
     const apiKey = process.env.RL2_API_KEY;
     return createSGLangEngine({ urls: cfg.server_urls, ...(apiKey ? { apiKey } : {}) });
   }
-  if (!actor) throw new TrainersError('INVALID_ARGUMENT', 'rollout.engine=embedded needs the full actor to generate with');
-  const eos = generationConfig?.eosTokenIds?.length ? generationConfig.eosTokenIds : [tokenizer.eosTokenId];
-  const generator = createGenerator(actor, { maxBatch: cfg.max_batch, decode: (ids) => tokenizer.decode(ids), eosTokenIds: eos, ...(stepper ? { stepper } : {}) });
+  if (!actor)
+    throw new TrainersError(
+      'INVALID_ARGUMENT',
+      'rollout.engine=embedded needs the full actor to generate with',
+    );
+  const eos = generationConfig?.eosTokenIds?.length
+    ? generationConfig.eosTokenIds
+    : [tokenizer.eosTokenId];
+  const generator = createGenerator(actor, {
+    maxBatch: cfg.max_batch,
+    decode: (ids) => tokenizer.decode(ids),
+    eosTokenIds: eos,
+    ...(stepper ? { stepper } : {}),
+  });
   return createEmbeddedEngine({ generator });
 }
 
@@ -92,8 +113,13 @@ async function checkEngine(engine: RolloutEngine, r: PpoConfig['rollout']): Prom
   if (r.engine !== 'sglang') return;
   const health = await engine.health();
   if (health.ok) return;
-  const down = health.backends.filter((b) => !b.ok).map((b) => `${b.name}: ${b.error ?? 'unhealthy'}`);
-  throw new TrainersError('INVALID_ARGUMENT', `rollout.server_urls: no healthy SGLang server (${down.join('; ')}); start one (e.g. rl2 serve --model PATH) or fix the URLs`);
+  const down = health.backends
+    .filter((b) => !b.ok)
+    .map((b) => `${b.name}: ${b.error ?? 'unhealthy'}`);
+  throw new TrainersError(
+    'INVALID_ARGUMENT',
+    `rollout.server_urls: no healthy SGLang server (${down.join('; ')}); start one (e.g. rl2 serve --model PATH) or fix the URLs`,
+  );
 }
 
 /** `nextPrompts` that hands out `prompts` once, then nothing. */
@@ -106,7 +132,8 @@ function once(prompts: RolloutPrompt[]): (n: number) => RolloutPrompt[] {
   };
 }
 
-const prefixed = (prefix: string, m: object) => Object.fromEntries(Object.entries(m).map(([k, v]) => [`${prefix}/${k}`, v as number]));
+const prefixed = (prefix: string, m: object) =>
+  Object.fromEntries(Object.entries(m).map(([k, v]) => [`${prefix}/${k}`, v as number]));
 
 /**
  * Starts the engine of rollout.engine (checking SGLang servers are up) and the rollout runner
@@ -116,7 +143,11 @@ const prefixed = (prefix: string, m: object) => Object.fromEntries(Object.entrie
  * evaluation and every failure reaches the other ranks from it. The weight sync gathers the
  * actor's shards on every rank, rank 0 writes the folder once and has every server reload it.
  */
-export async function openPpoRollout(config: PpoConfig, dp: DataParallel, parts: PpoRolloutParts): Promise<PpoRollout> {
+export async function openPpoRollout(
+  config: PpoConfig,
+  dp: DataParallel,
+  parts: PpoRolloutParts,
+): Promise<PpoRollout> {
   const { trainer, rollout: r } = config;
   const { stream, out } = parts;
   const isMain = dp.rank === 0;
@@ -126,8 +157,15 @@ export async function openPpoRollout(config: PpoConfig, dp: DataParallel, parts:
   const engine =
     (servers && !isMain) || (tpGen && !tpGen.lead)
       ? undefined
-      : createPpoEngine(r, tpGen ? parts.tpActor?.model : parts.actor, parts.generationConfig, parts.tokenizer, tpGen?.stepper);
-  const onServers = <T>(fn: (engine: RolloutEngine) => Promise<T>): Promise<T> => shareFromMain(dp, () => fn(engine as RolloutEngine));
+      : createPpoEngine(
+          r,
+          tpGen ? parts.tpActor?.model : parts.actor,
+          parts.generationConfig,
+          parts.tokenizer,
+          tpGen?.stepper,
+        );
+  const onServers = <T>(fn: (engine: RolloutEngine) => Promise<T>): Promise<T> =>
+    shareFromMain(dp, () => fn(engine as RolloutEngine));
   if (servers) await onServers((e) => checkEngine(e, r));
   const runnerOptions = engine && {
     engine,
@@ -148,7 +186,15 @@ export async function openPpoRollout(config: PpoConfig, dp: DataParallel, parts:
     seed: trainer.seed + stream.consumed * r.responses_per_prompt * 1000,
     dynamicFiltering: r.dynamic_filtering,
     refill: r.refill,
-    ...(r.max_groups_per_rollout ? { maxGroupsPerStep: Math.max(r.max_groups_per_rollout, r.train_prompts_per_rollout, r.groups_in_flight ?? 0) } : {}),
+    ...(r.max_groups_per_rollout
+      ? {
+          maxGroupsPerStep: Math.max(
+            r.max_groups_per_rollout,
+            r.train_prompts_per_rollout,
+            r.groups_in_flight ?? 0,
+          ),
+        }
+      : {}),
     ...(r.groups_in_flight ? { groupsInFlight: r.groups_in_flight } : {}),
     partialRollout: r.partial_rollout,
     onSampleError: r.on_sample_error,
@@ -161,12 +207,22 @@ export async function openPpoRollout(config: PpoConfig, dp: DataParallel, parts:
   const evaluateHere = async (step: number) => {
     if (parts.testPrompts.length === 0 || !runner) return undefined;
     const res = await runner.evaluate(parts.testPrompts, step);
-    const { rollout_s: _s, tokens_per_s: _t, groups: _g, carried_groups: _c, filtering_ratio: _f, ...shown } = res.metrics;
+    const {
+      rollout_s: _s,
+      tokens_per_s: _t,
+      groups: _g,
+      carried_groups: _c,
+      filtering_ratio: _f,
+      ...shown
+    } = res.metrics;
     const line = `evaluation @ step ${step}: reward ${shown['reward/mean'].toFixed(4)} (${parts.testPrompts.length} prompts, temperature ${r.test_sampling_params.temperature}), response length ${shown['response_length/mean'].toFixed(1)}`;
     return { values: prefixed('test', shown), line };
   };
   // under tp generation the tp group's rank 0 evaluates and hands the result to its group
-  const evaluate = (step: number) => (tpGen && parts.testPrompts.length > 0 ? tpGen.shared(() => evaluateHere(step)) : evaluateHere(step));
+  const evaluate = (step: number) =>
+    tpGen && parts.testPrompts.length > 0
+      ? tpGen.shared(() => evaluateHere(step))
+      : evaluateHere(step);
   if (servers) {
     const main = runner as RolloutRunner;
     return {
@@ -186,7 +242,9 @@ export async function openPpoRollout(config: PpoConfig, dp: DataParallel, parts:
       nextPrompts: once(share),
       promptsPerStep: Math.max(1, share.length),
       seed,
-      ...(r.save_rollouts ? { saveDir: join(trainer.save_dir, 'rollouts', `rank-${dp.rank}`) } : {}),
+      ...(r.save_rollouts
+        ? { saveDir: join(trainer.save_dir, 'rollouts', `rank-${dp.rank}`) }
+        : {}),
       log: (line: string) => out.write(`${line}\n`),
     });
   const training = ranksRollout(dp, r, stream, trainer.seed, local, shardRunner, tpGen);
@@ -214,12 +272,20 @@ interface TensorParallelGeneration {
  * with `tensorParallelStepper`; during each rollout phase the other ranks run the forwards it
  * broadcasts (`followTensorParallel`) until it releases them.
  */
-function tensorParallelGeneration(tpActor: PpoRolloutParts['tpActor']): TensorParallelGeneration | undefined {
+function tensorParallelGeneration(
+  tpActor: PpoRolloutParts['tpActor'],
+): TensorParallelGeneration | undefined {
   if (!tpActor) return undefined;
   const { model, tp } = tpActor;
   const lead = tp.rank === 0;
   const stepper = lead ? tensorParallelStepper(model, tp) : undefined;
-  const group: DataParallel = { rank: tp.rank, size: tp.size, allReduceSum: (b) => tp.allReduce(b, 'sum'), close: async () => {}, group: tp };
+  const group: DataParallel = {
+    rank: tp.rank,
+    size: tp.size,
+    allReduceSum: (b) => tp.allReduce(b, 'sum'),
+    close: async () => {},
+    group: tp,
+  };
   const led = async <T>(fn: () => Promise<T>, empty: T): Promise<T> => {
     if (!stepper) {
       await followTensorParallel(model, tp);
@@ -294,9 +360,16 @@ function ranksRollout(
   shardRunner: (share: RolloutPrompt[], seed: number) => RolloutRunner,
   tpGen?: TensorParallelGeneration,
 ): Pick<PpoRollout, 'step'> {
-  const whole = (k: number) => (tpGen ? tpGen.shared(() => (runner as RolloutRunner).step(k)) : (runner as RolloutRunner).step(k));
+  const whole = (k: number) =>
+    tpGen
+      ? tpGen.shared(() => (runner as RolloutRunner).step(k))
+      : (runner as RolloutRunner).step(k);
   if (dp.size === 1) return { step: whole };
-  const shardable = !r.refill && !r.partial_rollout && r.groups_in_flight === null && r.train_prompts_per_rollout >= dp.size;
+  const shardable =
+    !r.refill &&
+    !r.partial_rollout &&
+    r.groups_in_flight === null &&
+    r.train_prompts_per_rollout >= dp.size;
   if (!shardable) {
     return {
       step: async (k) => {
@@ -315,10 +388,24 @@ function ranksRollout(
       const first = dp.rank - (dp.rank % span);
       const from = Math.floor((first * prompts.length) / dp.size);
       const share = prompts.slice(from, Math.floor(((first + span) * prompts.length) / dp.size));
-      if (tpGen && !tpGen.lead) return gatherRollout(dp, await tpGen.led(async () => emptyShard(r.responses_per_prompt), emptyShard(r.responses_per_prompt)), 0);
+      if (tpGen && !tpGen.lead)
+        return gatherRollout(
+          dp,
+          await tpGen.led(
+            async () => emptyShard(r.responses_per_prompt),
+            emptyShard(r.responses_per_prompt),
+          ),
+          0,
+        );
       const shard = shardRunner(share, seed + (before + from) * r.responses_per_prompt * 1000);
       try {
-        return gatherRollout(dp, await (tpGen ? tpGen.led(() => shard.step(k), emptyShard(r.responses_per_prompt)) : shard.step(k)), share.length);
+        return gatherRollout(
+          dp,
+          await (tpGen
+            ? tpGen.led(() => shard.step(k), emptyShard(r.responses_per_prompt))
+            : shard.step(k)),
+          share.length,
+        );
       } finally {
         await shard.close();
       }

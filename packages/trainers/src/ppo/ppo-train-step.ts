@@ -24,7 +24,8 @@ export interface PpoStepState {
   readonly klCoef: number;
 }
 
-const tokensOf = (sequences: readonly TrainingSequence[]) => sequences.reduce((n, s) => n + s.states.length, 0);
+const tokensOf = (sequences: readonly TrainingSequence[]) =>
+  sequences.reduce((n, s) => n + s.states.length, 0);
 
 /**
  * Everything a PPO step does after the rollout (RL2's `trainer/ppo.py` step body): the
@@ -53,7 +54,12 @@ export function ppoTrainStep(
   };
   const refLogps = pass(given.refLogps, ref && (() => ref.computeLogps(seqs, a.temperature)));
   const values = pass(given.values, critic && (() => critic.computeValues(seqs)));
-  const oldLogps = pass(given.oldLogps, kl.coef > 0 || a.update_per_rollout > 1 ? () => actor.computeLogps(seqs, a.temperature) : undefined);
+  const oldLogps = pass(
+    given.oldLogps,
+    kl.coef > 0 || a.update_per_rollout > 1
+      ? () => actor.computeLogps(seqs, a.temperature)
+      : undefined,
+  );
   metrics.forwardPasses(tokensOf(seqs), computed, secondsSince(began));
 
   const adv = computePpoAdvantages(batch, { refLogps, oldLogps, values }, config, state.klCoef);
@@ -61,17 +67,32 @@ export function ppoTrainStep(
 
   const actorTrained = state.step >= a.freeze_steps;
   if (actorTrained) {
-    const objective = actorObjective(actor.trained.model, { sequences: seqs, advantages: adv.advantages, oldLogps, refLogps }, config, state.klCoef);
-    metrics.update('actor', actor.update(seqs, objective, (state.step - a.freeze_steps) * a.update_per_rollout));
+    const objective = actorObjective(
+      actor.trained.model,
+      { sequences: seqs, advantages: adv.advantages, oldLogps, refLogps },
+      config,
+      state.klCoef,
+    );
+    metrics.update(
+      'actor',
+      actor.update(seqs, objective, (state.step - a.freeze_steps) * a.update_per_rollout),
+    );
   }
   if (critic && values && adv.returns) {
-    const objective = criticObjective(critic.trained.model, { oldValues: values, returns: adv.returns }, config);
+    const objective = criticObjective(
+      critic.trained.model,
+      { oldValues: values, returns: adv.returns },
+      config,
+    );
     metrics.update('critic', critic.update(seqs, objective, state.step * c.update_per_rollout));
   }
   let klCoef = state.klCoef;
   if (kl.coef > 0) metrics.values['kl/coef'] = klCoef;
   if (kl.target !== null && adv.klPerSequence !== undefined) {
-    klCoef = adaptiveKlCoef(klCoef, adv.klPerSequence, seqs.length, { target: kl.target, horizon: kl.horizon });
+    klCoef = adaptiveKlCoef(klCoef, adv.klPerSequence, seqs.length, {
+      target: kl.target,
+      horizon: kl.horizon,
+    });
   }
   return { klCoef, actorTrained };
 }

@@ -7,7 +7,12 @@ import { type TrainedModel, checkpointOptimizerState } from '../parallel-model/t
 import { layoutStep } from '../step/layout-step.js';
 import type { Objective } from '../step/objective.js';
 import { sumTotalsOverRanks } from '../step/sum-over-ranks.js';
-import { type PerSequence, gatherPerSequence, rolloutLogps, rolloutValues } from './forward-passes.js';
+import {
+  type PerSequence,
+  gatherPerSequence,
+  rolloutLogps,
+  rolloutValues,
+} from './forward-passes.js';
 import type { PpoConfig } from './ppo-config.js';
 import { packRolloutBins } from './rollout-bins.js';
 
@@ -55,7 +60,8 @@ export class PpoWorker {
     totalUpdates?: number,
   ) {
     this.budget = microBatchBudget(section, key);
-    if (totalUpdates !== undefined) this.optim = sectionOptimizer(section, trained.params, totalUpdates);
+    if (totalUpdates !== undefined)
+      this.optim = sectionOptimizer(section, trained.params, totalUpdates);
   }
 
   get optimizer(): AdamW | undefined {
@@ -64,14 +70,28 @@ export class PpoWorker {
 
   /** log pi of every rollout token at `temperature`, no gradient (RL2's compute_logps). */
   computeLogps(sequences: readonly TrainingSequence[], temperature: number): PerSequence {
-    const bins = this.bins(sequences, sequences.map((_, i) => i));
-    return gatherPerSequence(this.layout.data, rolloutLogps(this.trained.model, bins, sequences, temperature), sequences);
+    const bins = this.bins(
+      sequences,
+      sequences.map((_, i) => i),
+    );
+    return gatherPerSequence(
+      this.layout.data,
+      rolloutLogps(this.trained.model, bins, sequences, temperature),
+      sequences,
+    );
   }
 
   /** The critic's value of every rollout token, no gradient (RL2's compute_values). */
   computeValues(sequences: readonly TrainingSequence[]): PerSequence {
-    const bins = this.bins(sequences, sequences.map((_, i) => i));
-    return gatherPerSequence(this.layout.data, rolloutValues(this.trained.model, bins, sequences), sequences);
+    const bins = this.bins(
+      sequences,
+      sequences.map((_, i) => i),
+    );
+    return gatherPerSequence(
+      this.layout.data,
+      rolloutValues(this.trained.model, bins, sequences),
+      sequences,
+    );
   }
 
   /**
@@ -80,7 +100,11 @@ export class PpoWorker {
    * accumulation with the loss divided by the chunk's global totals, clipping by the global
    * norm, AdamW. `firstUpdate` numbers the first step on the learning-rate schedule.
    */
-  update(sequences: readonly TrainingSequence[], objective: Objective, firstUpdate: number): UpdateOutcome {
+  update(
+    sequences: readonly TrainingSequence[],
+    objective: Objective,
+    firstUpdate: number,
+  ): UpdateOutcome {
     const { optimizer, lrAt } = this.optim as SectionOptimizer;
     const { layout, trained } = this;
     const began = performance.now();
@@ -94,10 +118,20 @@ export class PpoWorker {
       const totals = sumTotalsOverRanks(layout.data, stepTotals(bins));
       tokens += totals.tokens;
       const lr = lrAt(firstUpdate + c);
-      const res = layoutStep({ layout, bins, totals, objective, trained, optimizer, lr, maxGradNorm: this.section.max_grad_norm });
+      const res = layoutStep({
+        layout,
+        bins,
+        totals,
+        objective,
+        trained,
+        optimizer,
+        lr,
+        maxGradNorm: this.section.max_grad_norm,
+      });
       loss += res.loss / chunks.length;
       gradNorm += res.gradNorm / chunks.length;
-      for (const [k, v] of Object.entries(res.metrics)) metrics[k] = (metrics[k] ?? 0) + v / chunks.length;
+      for (const [k, v] of Object.entries(res.metrics))
+        metrics[k] = (metrics[k] ?? 0) + v / chunks.length;
     });
     const lr = lrAt(firstUpdate + this.section.update_per_rollout - 1);
     return { loss, gradNorm, metrics, tokens, seconds: (performance.now() - began) / 1000, lr };
@@ -105,7 +139,9 @@ export class PpoWorker {
 
   /** The optimizer state as a checkpoint holds it, on world rank 0 (a collective under tp or ZeRO-3). */
   checkpointState(isMain: boolean): AdamWState | undefined {
-    return this.optimizer ? checkpointOptimizerState(this.trained, this.optimizer, this.layout, isMain) : undefined;
+    return this.optimizer
+      ? checkpointOptimizerState(this.trained, this.optimizer, this.layout, isMain)
+      : undefined;
   }
 
   dispose(): void {
@@ -115,6 +151,13 @@ export class PpoWorker {
 
   /** This rank's bins of the sequences `indices` (ZeRO-3 ranks keep in step with idle bins). */
   private bins(sequences: readonly TrainingSequence[], indices: readonly number[]) {
-    return packRolloutBins(sequences, indices, this.budget.budget, this.budget.budgetKey, this.layout.data, this.trained.sharded);
+    return packRolloutBins(
+      sequences,
+      indices,
+      this.budget.budget,
+      this.budget.budgetKey,
+      this.layout.data,
+      this.trained.sharded,
+    );
   }
 }

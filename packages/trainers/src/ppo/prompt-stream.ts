@@ -60,6 +60,11 @@ export class PromptStream {
   }
 
   state(): PromptStreamState {
-    return { epoch: this.epoch, cursor: this.cursor, order: [...this.order], rng: this.rng.state() };
+    return {
+      epoch: this.epoch,
+      cursor: this.cursor,
+      order: [...this.order],
+      rng: this.rng.state(),
+    };
   }
 }

@@ -30,7 +30,10 @@ export function packRolloutBins(
   for (const i of indices) {
     const len = sequences[i].states.length;
     if (len > budget) {
-      throw new TrainersError('INVALID_ARGUMENT', `a rollout sequence has ${len} tokens, more than ${budgetKey}=${budget}; raise ${budgetKey} or lower rollout.*_sampling_params.max_new_tokens / rollout.max_turns`);
+      throw new TrainersError(
+        'INVALID_ARGUMENT',
+        `a rollout sequence has ${len} tokens, more than ${budgetKey}=${budget}; raise ${budgetKey} or lower rollout.*_sampling_params.max_new_tokens / rollout.max_turns`,
+      );
     }
   }
   const plan = planPacking(
@@ -40,7 +43,15 @@ export function packRolloutBins(
   const binOf = (slots: readonly number[]): RolloutBin | undefined => {
     const members = slots.filter((s) => s < indices.length).map((s) => indices[s]);
     if (members.length === 0) return undefined;
-    const bin = { inputIds: [] as number[], positionIds: [] as number[], segmentIds: [] as number[], targets: [] as number[], lossMask: [] as number[], numSequences: members.length, members };
+    const bin = {
+      inputIds: [] as number[],
+      positionIds: [] as number[],
+      segmentIds: [] as number[],
+      targets: [] as number[],
+      lossMask: [] as number[],
+      numSequences: members.length,
+      members,
+    };
     members.forEach((idx, s) => {
       const q = sequences[idx];
       bin.inputIds.push(...q.states);
@@ -68,7 +79,12 @@ export function binRow(bin: RolloutBin, perSequence: readonly (readonly number[]
 }
 
 /** Writes a bin's row `[T]` back to per-sequence arrays. */
-export function scatterBinField(bin: RolloutBin, row: ArrayLike<number>, into: number[][], sequences: readonly TrainingSequence[]): void {
+export function scatterBinField(
+  bin: RolloutBin,
+  row: ArrayLike<number>,
+  into: number[][],
+  sequences: readonly TrainingSequence[],
+): void {
   let at = 0;
   for (const i of bin.members) {
     const n = sequences[i].states.length;

@@ -10,7 +10,12 @@ import * as tf from '@tensorflow/tfjs-core';
 
 const quiet = () => {
   const chunks: string[] = [];
-  const stream = new Writable({ write: (c, _e, cb) => { chunks.push(String(c)); cb(); } }) as unknown as NodeJS.WriteStream;
+  const stream = new Writable({
+    write: (c, _e, cb) => {
+      chunks.push(String(c));
+      cb();
+    },
+  }) as unknown as NodeJS.WriteStream;
   return { stream, text: () => chunks.join('') };
 };
 const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
@@ -40,22 +45,37 @@ describe('runPpo on a tiny model', () => {
     });
     const out = quiet();
     const live: number[] = [];
-    const res = await runPpo(config, { stdout: out.stream, onStep: () => live.push(tf.memory().numTensors) });
+    const res = await runPpo(config, {
+      stdout: out.stream,
+      onStep: () => live.push(tf.memory().numTensors),
+    });
     expect(res.step).toBe(16);
     // no tensor leaks from step to step (rollout, log-prob passes, updates, evaluation)
     expect(new Set(live.slice(1)).size, live.join(' ')).toBe(1);
     const rewards = res.steps.map((s) => s['train/reward/mean']);
-    expect(mean(rewards.slice(-3)), rewards.map((r) => r.toFixed(3)).join(' ')).toBeGreaterThan(mean(rewards.slice(0, 3)) + 0.4);
+    expect(mean(rewards.slice(-3)), rewards.map((r) => r.toFixed(3)).join(' ')).toBeGreaterThan(
+      mean(rewards.slice(0, 3)) + 0.4,
+    );
     const before = res.tests[0]['test/reward/mean'];
     const after = res.tests.at(-1)?.['test/reward/mean'] ?? 0;
     expect(res.tests.map((r) => r.step)).toEqual([0, 8, 16]);
     expect(after, `test reward ${before} -> ${after}`).toBeGreaterThan(before);
     expect(after).toBeGreaterThan(0.9);
-    for (const key of ['actor/clipFraction', 'actor/entropy', 'train/filtering_ratio', 'tokens_per_s/rollout', 'tokens_per_s/update']) {
+    for (const key of [
+      'actor/clipFraction',
+      'actor/entropy',
+      'train/filtering_ratio',
+      'tokens_per_s/rollout',
+      'tokens_per_s/update',
+    ]) {
       expect(Number.isFinite(res.steps[0][key]), key).toBe(true);
     }
     expect(existsSync(join(t.dir, 'run', 'step-16', 'model', 'model.safetensors'))).toBe(true);
-    expect(readFileSync(join(t.dir, 'run', 'rollouts', 'step-1.jsonl'), 'utf8').split('\n').filter(Boolean)).toHaveLength(32);
+    expect(
+      readFileSync(join(t.dir, 'run', 'rollouts', 'step-1.jsonl'), 'utf8')
+        .split('\n')
+        .filter(Boolean),
+    ).toHaveLength(32);
   });
 });
 
@@ -85,7 +105,9 @@ describe('runPpo with a critic (OpenAI PPO recipe)', () => {
       ...QUIET_TRAINER,
       ...extra,
     ];
-    const res = await runPpo(loadConfig(ppoConfigSchema, { overrides: overrides() }), { stdout: quiet().stream });
+    const res = await runPpo(loadConfig(ppoConfigSchema, { overrides: overrides() }), {
+      stdout: quiet().stream,
+    });
     expect(res.step).toBe(12);
     const first = res.steps[0];
     expect(first['actor/loss'], 'actor frozen at step 1').toBeUndefined();
@@ -97,11 +119,21 @@ describe('runPpo with a critic (OpenAI PPO recipe)', () => {
     expect(trained.length).toBeGreaterThan(6);
     for (const s of trained) expect(s['critic/grad_norm']).toBeGreaterThan(0);
     const rewards = res.steps.map((s) => s['train/reward/mean']);
-    expect(mean(rewards.slice(-3)), rewards.map((r) => r.toFixed(3)).join(' ')).toBeGreaterThan(mean(rewards.slice(0, 3)));
+    expect(mean(rewards.slice(-3)), rewards.map((r) => r.toFixed(3)).join(' ')).toBeGreaterThan(
+      mean(rewards.slice(0, 3)),
+    );
     expect(existsSync(join(saveDir, 'step-6', 'critic', 'model.safetensors'))).toBe(true);
 
     // resume from step 6: continues to 12 with the critic and both optimizers restored
-    const resumed = await runPpo(loadConfig(ppoConfigSchema, { overrides: overrides(['trainer.load_ckpt_from=' + join(saveDir, 'step-6'), `trainer.save_dir=${join(t.dir, 'resumed')}`]) }), { stdout: quiet().stream });
+    const resumed = await runPpo(
+      loadConfig(ppoConfigSchema, {
+        overrides: overrides([
+          'trainer.load_ckpt_from=' + join(saveDir, 'step-6'),
+          `trainer.save_dir=${join(t.dir, 'resumed')}`,
+        ]),
+      }),
+      { stdout: quiet().stream },
+    );
     expect(resumed.steps.map((s) => s.step)).toEqual([7, 8, 9, 10, 11, 12]);
   });
 });
@@ -129,9 +161,13 @@ describe('runPpo on a multi-turn env', () => {
     const res = await runPpo(config, { stdout: quiet().stream });
     expect(res.steps.every((s) => s['train/turns/mean'] === 2)).toBe(true);
     const rewards = res.steps.map((s) => s['train/reward/mean']);
-    expect(mean(rewards.slice(-3)), rewards.map((r) => r.toFixed(3)).join(' ')).toBeGreaterThan(mean(rewards.slice(0, 3)) + 0.2);
+    expect(mean(rewards.slice(-3)), rewards.map((r) => r.toFixed(3)).join(' ')).toBeGreaterThan(
+      mean(rewards.slice(0, 3)) + 0.2,
+    );
 
-    const first = JSON.parse(readFileSync(join(saveDir, 'rollouts', 'step-1.jsonl'), 'utf8').split('\n')[0]) as {
+    const first = JSON.parse(
+      readFileSync(join(saveDir, 'rollouts', 'step-1.jsonl'), 'utf8').split('\n')[0],
+    ) as {
       prompt: string;
       answer: number;
       sequences: { tokenIds: number[]; actionMask: number[]; rewards: number[] }[];
@@ -144,7 +180,12 @@ describe('runPpo on a multi-turn env', () => {
     const [a1, a2] = [first.turns[0].actionTokens, first.turns[1].actionTokens];
     const observation = '<fig>7</fig>'.length;
     expect(seq.tokenIds).toHaveLength(promptLen + a1 + observation + a2);
-    const expectedMask = [...new Array(promptLen).fill(0), ...new Array(a1).fill(1), ...new Array(observation).fill(0), ...new Array(a2).fill(1)];
+    const expectedMask = [
+      ...new Array(promptLen).fill(0),
+      ...new Array(a1).fill(1),
+      ...new Array(observation).fill(0),
+      ...new Array(a2).fill(1),
+    ];
     expect(seq.actionMask).toEqual(expectedMask);
     // turn rewards sit on each turn's last action token: 0 for the tool call, the digit share at the end
     expect(seq.rewards.filter((r, i) => r !== 0 && i !== seq.rewards.length - 1)).toEqual([]);
@@ -166,7 +207,10 @@ describe('runPpo resume', () => {
       ...QUIET_TRAINER,
       ...extra,
     ];
-    const full = await runPpo(loadConfig(ppoConfigSchema, { overrides: overrides(join(t.dir, 'full')) }), { stdout: quiet().stream });
+    const full = await runPpo(
+      loadConfig(ppoConfigSchema, { overrides: overrides(join(t.dir, 'full')) }),
+      { stdout: quiet().stream },
+    );
     const parted = join(t.dir, 'parted');
     const controller = new AbortController();
     const first = await runPpo(loadConfig(ppoConfigSchema, { overrides: overrides(parted) }), {
@@ -176,7 +220,12 @@ describe('runPpo resume', () => {
     });
     expect(first.interrupted).toBe(true);
     expect(first.step).toBe(2);
-    const rest = await runPpo(loadConfig(ppoConfigSchema, { overrides: overrides(parted, ['trainer.load_ckpt_from=latest']) }), { stdout: quiet().stream });
+    const rest = await runPpo(
+      loadConfig(ppoConfigSchema, {
+        overrides: overrides(parted, ['trainer.load_ckpt_from=latest']),
+      }),
+      { stdout: quiet().stream },
+    );
     expect(full.steps).toHaveLength(4);
     // `save_dir/latest` points at the newest step, usable as a model path (rl2 serve, SFT -> PPO).
     expect(readlinkSync(join(parted, 'latest'))).toBe('step-4');
@@ -184,7 +233,13 @@ describe('runPpo resume', () => {
     const resumed = [...first.steps, ...rest.steps];
     expect(resumed.map((s) => s.step)).toEqual([1, 2, 3, 4]);
     for (const [i, s] of full.steps.entries()) {
-      for (const key of ['train/reward/mean', 'train/response_length/mean', 'actor/loss', 'actor/grad_norm', 'actor/lr']) {
+      for (const key of [
+        'train/reward/mean',
+        'train/response_length/mean',
+        'actor/loss',
+        'actor/grad_norm',
+        'actor/lr',
+      ]) {
         expect(resumed[i][key], `step ${s.step} ${key}`).toBeCloseTo(s[key], 6);
       }
     }
@@ -192,7 +247,7 @@ describe('runPpo resume', () => {
 });
 
 describe('runPpo with the DeepSeek GRPO recipe, TIS and an entropy bonus', () => {
-  it('recomputed log-probs match the engine\'s at sampling temperature; KL in the loss and TIS are applied', async () => {
+  it("recomputed log-probs match the engine's at sampling temperature; KL in the loss and TIS are applied", async () => {
     const t = tinyRun('recipe');
     const config = loadConfig(ppoConfigSchema, {
       overrides: [
@@ -248,6 +303,9 @@ describe('runPpo with oversampling, refill and partial rollout', () => {
     });
     const res = await runPpo(config, { stdout: quiet().stream });
     expect(res.steps.map((s) => s['train/groups'])).toEqual([2, 2, 2]);
-    expect(res.steps.some((s) => s['train/carried_groups'] > 0), res.steps.map((s) => s['train/carried_groups']).join(' ')).toBe(true);
+    expect(
+      res.steps.some((s) => s['train/carried_groups'] > 0),
+      res.steps.map((s) => s['train/carried_groups']).join(' '),
+    ).toBe(true);
   });
 });

@@ -37,7 +37,11 @@ export interface PpoRunResult extends SessionResult {
  * actor.* and critic.*). Rank 0 alone writes. With rollout.engine=sglang rank 0 drives the
  * servers and hands every rank the batch; the weights are gathered and written once per update.
  */
-export async function runPpo(config: PpoConfig, io: RunIo = {}, dataParallel?: DataParallel): Promise<PpoRunResult> {
+export async function runPpo(
+  config: PpoConfig,
+  io: RunIo = {},
+  dataParallel?: DataParallel,
+): Promise<PpoRunResult> {
   checkPpoConfig(config);
   const dp = dataParallel ?? (await openDataParallel());
   try {
@@ -50,19 +54,53 @@ export async function runPpo(config: PpoConfig, io: RunIo = {}, dataParallel?: D
 async function trainPpo(config: PpoConfig, io: RunIo, dp: DataParallel): Promise<PpoRunResult> {
   const { trainer, rollout: r, actor: a } = config;
   await startEngine(trainer, io);
-  const tokenizer = await openTokenizer(a.tokenizer_name ?? a.model_name, a.tokenizer_name ? 'actor.tokenizer_name' : 'actor.model_name');
-  const prompts = await loadPpoPrompts(tokenizer, config.data, trainer.seed, ppoSequenceBudget(config));
-  const env = await loadEnvironment(r.env_path, { timeoutMs: r.env_timeout_s * 1000, workers: r.env_workers });
+  const tokenizer = await openTokenizer(
+    a.tokenizer_name ?? a.model_name,
+    a.tokenizer_name ? 'actor.tokenizer_name' : 'actor.model_name',
+  );
+  const prompts = await loadPpoPrompts(
+    tokenizer,
+    config.data,
+    trainer.seed,
+    ppoSequenceBudget(config),
+  );
+  const env = await loadEnvironment(r.env_path, {
+    timeoutMs: r.env_timeout_s * 1000,
+    workers: r.env_workers,
+  });
   const out = io.stdout ?? process.stdout;
   const resumeFrom = openSaveDir(trainer, dp.rank, (line) => out.write(`rl2 ppo: ${line}\n`));
   const saved = resumeFrom ? loadPpoCheckpoint(resumeFrom) : undefined;
-  const totalSteps = Math.min(trainer.max_steps ?? Number.POSITIVE_INFINITY, trainer.n_epochs * Math.max(1, Math.floor(prompts.train.length / r.train_prompts_per_rollout)));
+  const totalSteps = Math.min(
+    trainer.max_steps ?? Number.POSITIVE_INFINITY,
+    trainer.n_epochs * Math.max(1, Math.floor(prompts.train.length / r.train_prompts_per_rollout)),
+  );
   const models = await openPpoModels(config, dp, totalSteps, resumeFrom, saved);
   const { actor, critic } = models;
   const stream = new PromptStream(prompts.train, config.data.shuffle, trainer.seed, saved?.stream);
-  const testPrompts = r.test_prompts_per_rollout ? prompts.test.slice(0, r.test_prompts_per_rollout) : prompts.test;
-  const rollout = await openPpoRollout(config, dp, { actor: models.fullActor, ...(models.tpActor ? { tpActor: models.tpActor } : {}), generationConfig: models.generationConfig, tokenizer, env, stream, testPrompts, writeActor: models.writeActor, out });
-  const session = new RunSession({ trainer, config, io, world: dp, totalSteps, resumeFrom, step: saved?.state.step ?? 0 });
+  const testPrompts = r.test_prompts_per_rollout
+    ? prompts.test.slice(0, r.test_prompts_per_rollout)
+    : prompts.test;
+  const rollout = await openPpoRollout(config, dp, {
+    actor: models.fullActor,
+    ...(models.tpActor ? { tpActor: models.tpActor } : {}),
+    generationConfig: models.generationConfig,
+    tokenizer,
+    env,
+    stream,
+    testPrompts,
+    writeActor: models.writeActor,
+    out,
+  });
+  const session = new RunSession({
+    trainer,
+    config,
+    io,
+    world: dp,
+    totalSteps,
+    resumeFrom,
+    step: saved?.state.step ?? 0,
+  });
   session.say(
     `rl2 ppo: ${prompts.train.length} train / ${prompts.test.length} test prompts, ${r.train_prompts_per_rollout} x ${r.responses_per_prompt} responses per step, ` +
       `${totalSteps} steps, adv.estimator=${config.adv.estimator}, engine ${r.engine}${resumeFrom ? `, resuming from ${resumeFrom} at step ${session.step}` : ''}` +
@@ -75,9 +113,22 @@ async function trainPpo(config: PpoConfig, io: RunIo, dp: DataParallel): Promise
   let lr = saved?.state.lr ?? 0;
   let klCoef = saved?.state.klCoef ?? config.kl.coef;
   const evaluate = () => session.test(() => rollout.evaluate(session.step));
-  const save = () => session.save((dir) => models.saveCheckpoint(dir, session.isMain, { step: session.step, totalSteps, lr, klCoef, stream: stream.state() }));
+  const save = () =>
+    session.save((dir) =>
+      models.saveCheckpoint(dir, session.isMain, {
+        step: session.step,
+        totalSteps,
+        lr,
+        klCoef,
+        stream: stream.state(),
+      }),
+    );
   // a step where every sample failed counts; past rollout.max_failed_steps, or with the engine gone, the run stops (exit 1)
-  const training = stopOnFailedSteps(rollout, { maxFailedSteps: r.max_failed_steps, log: (line) => session.say(line), beforeStop: async () => (session.step > 0 ? save() : undefined) });
+  const training = stopOnFailedSteps(rollout, {
+    maxFailedSteps: r.max_failed_steps,
+    log: (line) => session.say(line),
+    beforeStop: async () => (session.step > 0 ? save() : undefined),
+  });
   const steps: MetricRecord[] = [];
   try {
     if (trainer.test_freq && !resumeFrom) await evaluate();

@@ -3,7 +3,8 @@ import type { ProgressUpdate } from '../metrics/progress.js';
 import type { UpdateOutcome } from './ppo-worker.js';
 
 const rate = (tokens: number, seconds: number) => tokens / Math.max(seconds, 1e-9);
-const prefixed = (prefix: string, m: object) => Object.fromEntries(Object.entries(m).map(([k, v]) => [`${prefix}/${k}`, v as number]));
+const prefixed = (prefix: string, m: object) =>
+  Object.fromEntries(Object.entries(m).map(([k, v]) => [`${prefix}/${k}`, v as number]));
 
 /** Seconds since `began` (a `performance.now()` reading). */
 export const secondsSince = (began: number) => (performance.now() - began) / 1000;
@@ -19,7 +20,11 @@ export class PpoStepMetrics {
 
   constructor(rollout: RolloutMetrics) {
     const { rollout_s, tokens_per_s, ...rest } = rollout;
-    this.values = { ...prefixed('train', rest), 'tokens_per_s/rollout': tokens_per_s, 'time/rollout_s': rollout_s };
+    this.values = {
+      ...prefixed('train', rest),
+      'tokens_per_s/rollout': tokens_per_s,
+      'time/rollout_s': rollout_s,
+    };
   }
 
   /** `passes` no-gradient passes over the rollout's `tokens` that took `seconds` together. */
@@ -34,20 +39,29 @@ export class PpoStepMetrics {
 
   /** An actor or critic update. */
   update(prefix: 'actor' | 'critic', res: UpdateOutcome): void {
-    Object.assign(this.values, prefixed(prefix, { loss: res.loss, grad_norm: res.gradNorm, lr: res.lr, ...res.metrics }));
+    Object.assign(
+      this.values,
+      prefixed(prefix, { loss: res.loss, grad_norm: res.gradNorm, lr: res.lr, ...res.metrics }),
+    );
     this.updateTokens += res.tokens;
     this.updateSeconds += res.seconds;
   }
 
   /** The weight sync ended the step's training (`seconds` 0 while the actor is frozen). */
   synced(seconds: number): void {
-    if (this.updateSeconds > 0) this.values['tokens_per_s/update'] = rate(this.updateTokens, this.updateSeconds);
+    if (this.updateSeconds > 0)
+      this.values['tokens_per_s/update'] = rate(this.updateTokens, this.updateSeconds);
     this.values['time/sync_s'] = seconds;
   }
 
   /** What the progress display shows: actor loss, update tokens/s, `lr`, the training reward. */
   shown(lr: number): Omit<ProgressUpdate, 'step'> {
     const v = this.values;
-    return { loss: v['actor/loss'] ?? 0, tokensPerSecond: v['tokens_per_s/update'] ?? 0, lr, extra: { reward: v['train/reward/mean'] } };
+    return {
+      loss: v['actor/loss'] ?? 0,
+      tokensPerSecond: v['tokens_per_s/update'] ?? 0,
+      lr,
+      extra: { reward: v['train/reward/mean'] },
+    };
   }
 }

@@ -18,7 +18,11 @@ describe('HTML report', () => {
     const charts = chartSeries(records);
     expect([...charts.keys()]).toEqual(['loss', 'lr', 'accuracy']);
     expect(charts.get('loss')?.map((s) => s.name)).toEqual(['train/loss', 'test/loss']);
-    expect(charts.get('loss')?.[0].points).toEqual([[1, 2], [2, 1.5], [3, 1]]);
+    expect(charts.get('loss')?.[0].points).toEqual([
+      [1, 2],
+      [2, 1.5],
+      [3, 1],
+    ]);
   });
 
   it('is self-contained: inline SVG, no scripts or remote URLs', () => {
@@ -28,7 +32,11 @@ describe('HTML report', () => {
     expect(html).not.toMatch(/<script|src="http|href="http|<link/);
     expect((html.match(/<figure>/g) ?? []).length).toBe(3);
     // the loss polyline has 3 points, falling from left to right (SVG y grows downward)
-    const pts = /<polyline[^>]*points="([^"]+)"/.exec(html)?.[1].split(' ').map((p) => p.split(',').map(Number)) ?? [];
+    const pts =
+      /<polyline[^>]*points="([^"]+)"/
+        .exec(html)?.[1]
+        .split(' ')
+        .map((p) => p.split(',').map(Number)) ?? [];
     expect(pts).toHaveLength(3);
     expect(pts[0][1]).toBeLessThan(pts[2][1]);
   });
@@ -36,7 +44,10 @@ describe('HTML report', () => {
   it('writeReport reads RUN_DIR/metrics.jsonl and names a missing file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'rl2-report-'));
     expect(() => writeReport(dir)).toThrow(/metrics\.jsonl/);
-    writeFileSync(join(dir, 'metrics.jsonl'), `${records.map((r) => JSON.stringify(r)).join('\n')}\n`);
+    writeFileSync(
+      join(dir, 'metrics.jsonl'),
+      `${records.map((r) => JSON.stringify(r)).join('\n')}\n`,
+    );
     const out = writeReport(dir);
     expect(readFileSync(out, 'utf8')).toContain('train/loss');
   });

@@ -5,8 +5,13 @@ const H = 240;
 const PAD = { left: 58, right: 12, top: 12, bottom: 30 };
 const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e'];
 
-const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c] as string);
-const num = (x: number) => (Math.abs(x) >= 1e-3 || x === 0 ? Number(x.toPrecision(4)).toString() : x.toExponential(2));
+const esc = (s: string) =>
+  s.replace(
+    /[&<>"]/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c] as string,
+  );
+const num = (x: number) =>
+  Math.abs(x) >= 1e-3 || x === 0 ? Number(x.toPrecision(4)).toString() : x.toExponential(2);
 
 type Series = { name: string; points: [number, number][] };
 
@@ -15,7 +20,8 @@ export function chartSeries(records: readonly MetricRecord[]): Map<string, Serie
   const charts = new Map<string, Map<string, [number, number][]>>();
   for (const r of records) {
     for (const [tag, value] of Object.entries(r)) {
-      if (tag === 'step' || tag === 'time' || typeof value !== 'number' || !Number.isFinite(value)) continue;
+      if (tag === 'step' || tag === 'time' || typeof value !== 'number' || !Number.isFinite(value))
+        continue;
       const slash = tag.indexOf('/');
       const metric = slash < 0 ? tag : tag.slice(slash + 1);
       const series = charts.get(metric) ?? new Map<string, [number, number][]>();
@@ -25,7 +31,12 @@ export function chartSeries(records: readonly MetricRecord[]): Map<string, Serie
       points.push([r.step, value]);
     }
   }
-  return new Map([...charts].map(([metric, series]) => [metric, [...series].map(([name, points]) => ({ name, points }))]));
+  return new Map(
+    [...charts].map(([metric, series]) => [
+      metric,
+      [...series].map(([name, points]) => ({ name, points })),
+    ]),
+  );
 }
 
 /** One inline-SVG line chart; single points are drawn as dots. */
@@ -34,16 +45,27 @@ function svgChart(title: string, series: readonly Series[]): string {
   const [x0, x1] = [Math.min(...all.map((p) => p[0])), Math.max(...all.map((p) => p[0]))];
   let [y0, y1] = [Math.min(...all.map((p) => p[1])), Math.max(...all.map((p) => p[1]))];
   if (y0 === y1) [y0, y1] = [y0 - 0.5 * Math.abs(y0 || 1), y1 + 0.5 * Math.abs(y1 || 1)];
-  const sx = (x: number) => PAD.left + ((x - x0) / Math.max(1e-12, x1 - x0)) * (W - PAD.left - PAD.right);
+  const sx = (x: number) =>
+    PAD.left + ((x - x0) / Math.max(1e-12, x1 - x0)) * (W - PAD.left - PAD.right);
   const sy = (y: number) => H - PAD.bottom - ((y - y0) / (y1 - y0)) * (H - PAD.top - PAD.bottom);
   const ticks = [0, 0.5, 1].map((f) => y0 + f * (y1 - y0));
   const lines = series.map((s, i) => {
     const color = COLORS[i % COLORS.length];
     const pts = s.points.map(([x, y]) => `${sx(x).toFixed(1)},${sy(y).toFixed(1)}`).join(' ');
-    const dots = s.points.length <= 40 ? s.points.map(([x, y]) => `<circle cx="${sx(x).toFixed(1)}" cy="${sy(y).toFixed(1)}" r="2.5" fill="${color}"/>`).join('') : '';
+    const dots =
+      s.points.length <= 40
+        ? s.points
+            .map(
+              ([x, y]) =>
+                `<circle cx="${sx(x).toFixed(1)}" cy="${sy(y).toFixed(1)}" r="2.5" fill="${color}"/>`,
+            )
+            .join('')
+        : '';
     return `<polyline fill="none" stroke="${color}" stroke-width="1.6" points="${pts}"/>${dots}`;
   });
-  const legend = series.map((s, i) => `<tspan fill="${COLORS[i % COLORS.length]}">■ ${esc(s.name)}</tspan>`).join(' ');
+  const legend = series
+    .map((s, i) => `<tspan fill="${COLORS[i % COLORS.length]}">■ ${esc(s.name)}</tspan>`)
+    .join(' ');
   return `<figure><figcaption>${esc(title)}</figcaption><svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H + 16}" viewBox="0 0 ${W} ${H + 16}" role="img" aria-label="${esc(title)}">
 <rect x="${PAD.left}" y="${PAD.top}" width="${W - PAD.left - PAD.right}" height="${H - PAD.top - PAD.bottom}" fill="#fafafa" stroke="#ccc"/>
 ${ticks.map((t) => `<text x="${PAD.left - 4}" y="${sy(t) + 4}" text-anchor="end" font-size="10">${num(t)}</text><line x1="${PAD.left}" x2="${W - PAD.right}" y1="${sy(t)}" y2="${sy(t)}" stroke="#eee"/>`).join('')}
@@ -56,7 +78,11 @@ ${lines.join('\n')}
  * A self-contained HTML report (inline SVG, no scripts, no network) of every metric in
  * `records`, with a table of first / last / best values.
  */
-export function renderHtmlReport(title: string, records: readonly MetricRecord[], notes: readonly string[] = []): string {
+export function renderHtmlReport(
+  title: string,
+  records: readonly MetricRecord[],
+  notes: readonly string[] = [],
+): string {
   const charts = chartSeries(records);
   const rows = [...charts.values()].flatMap((series) =>
     series.map((s) => {

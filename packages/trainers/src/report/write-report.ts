@@ -9,12 +9,18 @@ import { renderHtmlReport } from './html-report.js';
 export function writeReport(runDir: string): string {
   const file = join(runDir, 'metrics.jsonl');
   if (!existsSync(file)) {
-    throw new TrainersError('INVALID_ARGUMENT', `no metrics.jsonl in ${runDir}; pass the run's trainer.save_dir (e.g. rl2 report ckpts/sft)`);
+    throw new TrainersError(
+      'INVALID_ARGUMENT',
+      `no metrics.jsonl in ${runDir}; pass the run's trainer.save_dir (e.g. rl2 report ckpts/sft)`,
+    );
   }
   const records = readMetrics(file);
   const out = join(runDir, 'report.html');
   const last = records[records.length - 1];
-  const notes = [`Run directory: ${resolve(runDir)}`, `${records.length} records${last ? `, last step ${last.step}` : ''}.`];
+  const notes = [
+    `Run directory: ${resolve(runDir)}`,
+    `${records.length} records${last ? `, last step ${last.step}` : ''}.`,
+  ];
   writeFileAtomic(out, renderHtmlReport(`rl2 run ${basename(resolve(runDir))}`, records, notes));
   return out;
 }

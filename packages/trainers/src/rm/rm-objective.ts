@@ -14,7 +14,10 @@ export function rmObjective(model: DecoderModel, opts: { recompute: boolean }): 
     groupSize: 2,
     headline: 'accuracy',
     loss: (bin, totals) => {
-      const values = tf.reshape(tokenValues(model, binBatch(bin), { recompute: opts.recompute }), [1, bin.inputIds.length]);
+      const values = tf.reshape(tokenValues(model, binBatch(bin), { recompute: opts.recompute }), [
+        1,
+        bin.inputIds.length,
+      ]);
       // lossMask is the eos mask here: the sum per sequence picks the last token's value
       const rewards = sequenceSums(values, binLayout(bin));
       return bradleyTerryLoss(splitPairs(rewards), { totalPairs: totals.pairs });

@@ -9,6 +9,11 @@ import { rmObjective } from './rm-objective.js';
  * loaded with a value head (`*ForTokenClassification`, score initialised to zero).
  */
 export async function runRm(config: RmConfig, io: RunIo = {}): Promise<RunResult> {
-  const { model, spec } = await openRun('rm', config, 'critic', config.critic, io, { head: 'value' });
-  return runTrainingLoop({ ...spec, objective: rmObjective(model, { recompute: config.critic.gradient_checkpointing }) });
+  const { model, spec } = await openRun('rm', config, 'critic', config.critic, io, {
+    head: 'value',
+  });
+  return runTrainingLoop({
+    ...spec,
+    objective: rmObjective(model, { recompute: config.critic.gradient_checkpointing }),
+  });
 }

@@ -7,14 +7,27 @@ import { type ItemKind, type SplitConfig, loadItems } from '../dataset/load-item
 import { microBatchBudget, planRankLayout } from '../parallel-model/rank-layout.js';
 import { trainModel } from '../parallel-model/trained-model.js';
 import { openDataParallel } from '../parallel-model/data-parallel.js';
-import { modelSaver, openModel, openSaveDir, openTokenizer, startEngine, startingWeights } from './run-setup.js';
+import {
+  modelSaver,
+  openModel,
+  openSaveDir,
+  openTokenizer,
+  startEngine,
+  startingWeights,
+} from './run-setup.js';
 import type { RunIo } from './run-session.js';
 import type { LoopSpec } from './train-loop.js';
 
 /** The config parts every SFT/RM/DPO run reads before its objective. */
 export interface RunConfig {
   readonly trainer: TrainerSection;
-  readonly data: { train: SplitConfig & { batch_size: number }; test: SplitConfig & { batch_size: number }; test_ratio: number; shuffle: boolean; on_bad_row?: BadRowPolicy };
+  readonly data: {
+    train: SplitConfig & { batch_size: number };
+    test: SplitConfig & { batch_size: number };
+    test_ratio: number;
+    shuffle: boolean;
+    on_bad_row?: BadRowPolicy;
+  };
 }
 
 /** What {@link openRun} opened: the model to build the objective on and the rest of the loop's spec. */
@@ -43,15 +56,35 @@ export async function openRun(
   const { trainer, data } = config;
   await startEngine(trainer, io);
   const tokenizerDir = section.tokenizer_name ?? section.model_name;
-  const tokenizer = await openTokenizer(tokenizerDir, section.tokenizer_name ? `${key}.tokenizer_name` : `${key}.model_name`);
+  const tokenizer = await openTokenizer(
+    tokenizerDir,
+    section.tokenizer_name ? `${key}.tokenizer_name` : `${key}.model_name`,
+  );
   // lengths are checked here, once, against the micro-batch budget: not mid-epoch when a batch is packed
-  const { train, test, dropped, counts } = await loadItems(kind, tokenizer, data, trainer.seed, microBatchBudget(section, key));
+  const { train, test, dropped, counts } = await loadItems(
+    kind,
+    tokenizer,
+    data,
+    trainer.seed,
+    microBatchBudget(section, key),
+  );
   const out = io.stdout ?? process.stdout;
-  const resumeFrom = openSaveDir(trainer, readLaunchEnv(process.env).rank, (line) => out.write(`rl2 ${kind}: ${line}\n`));
-  const { model: full, generationConfig } = await openModel(startingWeights(section.model_name, resumeFrom), `${key}.model_name`, modelOptions);
+  const resumeFrom = openSaveDir(trainer, readLaunchEnv(process.env).rank, (line) =>
+    out.write(`rl2 ${kind}: ${line}\n`),
+  );
+  const { model: full, generationConfig } = await openModel(
+    startingWeights(section.model_name, resumeFrom),
+    `${key}.model_name`,
+    modelOptions,
+  );
   const world = await openDataParallel();
   try {
-    if (world.rank === 0) for (const line of describeCounts(counts, (split) => (split === 'train' ? data.train : data.test).max_length)) out.write(`rl2 ${kind}: ${line}\n`);
+    if (world.rank === 0)
+      for (const line of describeCounts(
+        counts,
+        (split) => (split === 'train' ? data.train : data.test).max_length,
+      ))
+        out.write(`rl2 ${kind}: ${line}\n`);
     const layout = planRankLayout(world, section, key);
     const trained = trainModel(full, layout, key);
     const model = trained.model;

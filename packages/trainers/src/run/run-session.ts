@@ -83,9 +83,18 @@ export class RunSession {
       writeFileSync(join(trainer.save_dir, 'config.yaml'), stringify(o.config));
       this.metrics = new MetricsLog(join(trainer.save_dir, 'metrics.jsonl'));
       this.metrics.truncateAfter(o.resumeFrom ? this.step : -1);
-      if (trainer.use_tensorboard) this.tensorboard = new TensorBoardWriter(join(trainer.save_dir, 'tensorboard'));
+      if (trainer.use_tensorboard)
+        this.tensorboard = new TensorBoardWriter(join(trainer.save_dir, 'tensorboard'));
     }
-    this.progress = this.isMain ? createProgress({ total: o.totalSteps, start: this.step, mode: trainer.progress, logFreq: trainer.log_freq, stream: this.out }) : SILENT;
+    this.progress = this.isMain
+      ? createProgress({
+          total: o.totalSteps,
+          start: this.step,
+          mode: trainer.progress,
+          logFreq: trainer.log_freq,
+          stream: this.out,
+        })
+      : SILENT;
   }
 
   get totalSteps(): number {
@@ -129,7 +138,12 @@ export class RunSession {
   }
 
   /** Runs an evaluation at most once per step, records its (already prefixed) values and prints its line. */
-  async test(evaluate: () => Promise<{ values: Record<string, number>; line: string } | undefined> | { values: Record<string, number>; line: string } | undefined): Promise<void> {
+  async test(
+    evaluate: () =>
+      | Promise<{ values: Record<string, number>; line: string } | undefined>
+      | { values: Record<string, number>; line: string }
+      | undefined,
+  ): Promise<void> {
     if (this.testedAt === this.step) return;
     this.testedAt = this.step;
     const res = await evaluate();
@@ -173,7 +187,9 @@ export class RunSession {
   async interrupt(save: () => Promise<void>): Promise<void> {
     this.interrupted = true;
     await save();
-    this.say(`interrupted at step ${this.step}/${this.o.totalSteps}; resume with trainer.load_ckpt_from=latest`);
+    this.say(
+      `interrupted at step ${this.step}/${this.o.totalSteps}; resume with trainer.load_ckpt_from=latest`,
+    );
   }
 
   /** Stops the progress display (also after an error). */
@@ -187,6 +203,13 @@ export class RunSession {
     const { trainer } = this.o;
     const report = this.isMain && trainer.report ? writeReport(trainer.save_dir) : undefined;
     if (report) this.out.write(`report: ${report}\n`);
-    return { step: this.step, totalSteps: this.o.totalSteps, interrupted: this.interrupted, saveDir: trainer.save_dir, checkpoint: this.checkpoint, report };
+    return {
+      step: this.step,
+      totalSteps: this.o.totalSteps,
+      interrupted: this.interrupted,
+      saveDir: trainer.save_dir,
+      checkpoint: this.checkpoint,
+      report,
+    };
   }
 }

@@ -29,7 +29,11 @@ export async function startEngine(trainer: TrainerSection, io: RunIo): Promise<v
   const out = io.stdout ?? process.stdout;
   // ranks sharing a node share its cores: all cores / LOCAL_WORLD_SIZE each unless set explicitly
   const localRanks = readLaunchEnv().localWorldSize;
-  const threads = trainer.threads ?? (process.env.RL2_THREADS || localRanks === 1 ? undefined : Math.max(1, Math.floor(availableParallelism() / localRanks)));
+  const threads =
+    trainer.threads ??
+    (process.env.RL2_THREADS || localRanks === 1
+      ? undefined
+      : Math.max(1, Math.floor(availableParallelism() / localRanks)));
   await initEngine({
     backend: trainer.backend as EngineBackendChoice,
     ...(threads ? { threads } : {}),
@@ -44,16 +48,25 @@ export async function startEngine(trainer: TrainerSection, io: RunIo): Promise<v
  * alike (`.tmp-*` / `.old-*` of processes that are gone; a save killed between its two renames
  * gets its folder back). `say` gets a line naming what was removed.
  */
-export function openSaveDir(trainer: TrainerSection, rank: number, say: (line: string) => void): string | undefined {
+export function openSaveDir(
+  trainer: TrainerSection,
+  rank: number,
+  say: (line: string) => void,
+): string | undefined {
   if (rank === 0) {
     const removed = removeStaleSaves(trainer.save_dir);
-    if (removed.length > 0) say(`removed ${removed.length} unfinished save(s) left in ${trainer.save_dir} by a killed run: ${removed.join(', ')}`);
+    if (removed.length > 0)
+      say(
+        `removed ${removed.length} unfinished save(s) left in ${trainer.save_dir} by a killed run: ${removed.join(', ')}`,
+      );
   }
   return resolveCheckpoint(trainer.save_dir, trainer.load_ckpt_from);
 }
 
 /** Download progress of hub models, as lines on stderr (where huggingface_hub's bars go). */
-const hubProgress = () => ({ onProgress: downloadProgressLines((line) => process.stderr.write(`${line}\n`)) });
+const hubProgress = () => ({
+  onProgress: downloadProgressLines((line) => process.stderr.write(`${line}\n`)),
+});
 
 /** Loads the tokenizer at `dir` (a folder or a hub id); a failure names the config key to fix. */
 export async function openTokenizer(dir: string, key: string): Promise<Tokenizer> {
@@ -65,7 +78,11 @@ export async function openTokenizer(dir: string, key: string): Promise<Tokenizer
 }
 
 /** Loads a HF checkpoint folder or hub id (downloaded into the HF cache); a failure names the config key to fix. */
-export async function openModel(dir: string, key: string, options: LoadModelOptions = {}): Promise<{ model: DecoderModel; generationConfig?: GenerationConfig }> {
+export async function openModel(
+  dir: string,
+  key: string,
+  options: LoadModelOptions = {},
+): Promise<{ model: DecoderModel; generationConfig?: GenerationConfig }> {
   try {
     return await loadModel(dir, { hub: hubProgress(), ...options });
   } catch (err) {
@@ -83,7 +100,12 @@ export function startingWeights(modelName: string, resumeFrom: string | undefine
  * the section's `save_dtype` and `max_shard_size`; `params` replaces the model's own (the full
  * tensors gathered from tensor-parallel shards).
  */
-export function modelSaver(model: DecoderModel, generationConfig: GenerationConfig | undefined, tokenizerDir: string, format: Pick<ModelSection, 'save_dtype' | 'max_shard_size'>) {
+export function modelSaver(
+  model: DecoderModel,
+  generationConfig: GenerationConfig | undefined,
+  tokenizerDir: string,
+  format: Pick<ModelSection, 'save_dtype' | 'max_shard_size'>,
+) {
   let tokenizerFolder: string | undefined; // a hub id's cached snapshot, found on the first save
   return async (dir: string, params: ParamMap = model.params) => {
     tokenizerFolder ??= await resolveModelDir(tokenizerDir, { tokenizerOnly: true });

@@ -58,7 +58,8 @@ export interface LoopSpec<P> {
   readonly dataMetrics?: Record<string, number>;
 }
 
-const prefixed = (prefix: string, m: Record<string, number>) => Object.fromEntries(Object.entries(m).map(([k, v]) => [`${prefix}/${k}`, v]));
+const prefixed = (prefix: string, m: Record<string, number>) =>
+  Object.fromEntries(Object.entries(m).map(([k, v]) => [`${prefix}/${k}`, v]));
 
 /** Where an epoch-based run stands: what a checkpoint stores besides weights and moments. */
 interface EpochCursor {
@@ -99,21 +100,37 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
   const n = spec.train.length;
   const batchSize = Math.min(spec.batchSize, n);
   const batchesPerEpoch = Math.max(1, Math.floor(n / batchSize));
-  const totalSteps = Math.min(trainer.max_steps ?? Number.POSITIVE_INFINITY, trainer.n_epochs * batchesPerEpoch);
+  const totalSteps = Math.min(
+    trainer.max_steps ?? Number.POSITIVE_INFINITY,
+    trainer.n_epochs * batchesPerEpoch,
+  );
   const { optimizer, lrAt } = sectionOptimizer(m, trained.params, totalSteps);
   const lockstep = trained.sharded; // ZeRO-3: every data-parallel rank runs as many passes
-  const pack = (items: readonly TrainingItem[]) => packBins(items, budget, objective.groupSize, budgetKey, layout.data, lockstep);
+  const pack = (items: readonly TrainingItem[]) =>
+    packBins(items, budget, objective.groupSize, budgetKey, layout.data, lockstep);
   const testSet = packTestSet(spec, layout, pack);
   const { step, cursor } = startingPoint(spec, optimizer);
-  const session = new RunSession({ trainer, config: spec.config, io: spec.io, world: layout.world, totalSteps, resumeFrom: spec.resumeFrom, step });
+  const session = new RunSession({
+    trainer,
+    config: spec.config,
+    io: spec.io,
+    world: layout.world,
+    totalSteps,
+    resumeFrom: spec.resumeFrom,
+    step,
+  });
   try {
     session.say(
       `rl2 ${spec.kind} [${trainer.project}/${trainer.experiment_name}]: ${n} train / ${spec.test.length} test items, ${batchesPerEpoch} steps per epoch, ${totalSteps} steps` +
         (spec.resumeFrom ? `, resuming from ${spec.resumeFrom} at step ${step}` : '') +
         (layout.summary ? `, ${layout.summary}` : ''),
     );
-    const validate = () => session.test(() => validation(spec, layout, testSet, `@ step ${session.step} (epoch ${cursor.epoch + 1})`));
-    const save = () => session.save((dir) => writeCheckpoint(spec, layout, session, optimizer, cursor, dir));
+    const validate = () =>
+      session.test(() =>
+        validation(spec, layout, testSet, `@ step ${session.step} (epoch ${cursor.epoch + 1})`),
+      );
+    const save = () =>
+      session.save((dir) => writeCheckpoint(spec, layout, session, optimizer, cursor, dir));
     if (spec.dataMetrics && !spec.resumeFrom) session.record(spec.dataMetrics);
     if (trainer.val_before_train && !spec.resumeFrom) await validate();
     const trainLoss = new Map<number, number>();
@@ -128,12 +145,24 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
         cursor.order = epochOrder(spec, cursor.rng);
         continue;
       }
-      const items = cursor.order.slice(cursor.batchInEpoch * batchSize, (cursor.batchInEpoch + 1) * batchSize).map((i) => spec.train[i]);
+      const items = cursor.order
+        .slice(cursor.batchInEpoch * batchSize, (cursor.batchInEpoch + 1) * batchSize)
+        .map((i) => spec.train[i]);
       const bins = pack(items);
       const began = performance.now();
       const totals = sumTotalsOverRanks(layout.data, stepTotals(bins));
       cursor.lr = lrAt(session.step);
-      const res = layoutStep({ layout, bins, totals, objective, trained, optimizer, lr: cursor.lr, maxGradNorm: m.max_grad_norm, flags: [session.stopFlag] });
+      const res = layoutStep({
+        layout,
+        bins,
+        totals,
+        objective,
+        trained,
+        optimizer,
+        lr: cursor.lr,
+        maxGradNorm: m.max_grad_norm,
+        flags: [session.stopFlag],
+      });
       const tokensPerSecond = totals.tokens / Math.max((performance.now() - began) / 1000, 1e-9);
       cursor.batchInEpoch += 1;
       trainLoss.set(session.step + 1, res.loss);
@@ -147,7 +176,15 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
           'train/micro_batches': bins.length,
           ...prefixed('train', res.metrics),
         },
-        { loss: res.loss, tokensPerSecond, lr: cursor.lr, extra: headline && res.metrics[headline] !== undefined ? { [headline]: res.metrics[headline] } : undefined },
+        {
+          loss: res.loss,
+          tokensPerSecond,
+          lr: cursor.lr,
+          extra:
+            headline && res.metrics[headline] !== undefined
+              ? { [headline]: res.metrics[headline] }
+              : undefined,
+        },
       );
       if (session.due(trainer.test_freq)) await validate();
       if (session.due(trainer.save_freq)) await save();
@@ -175,15 +212,24 @@ function epochOrder(spec: LoopSpec<unknown>, rng: Rng): number[] {
 }
 
 /** Step 0 with the first epoch's order, or where the checkpoint left off (its optimizer state loaded). */
-function startingPoint(spec: LoopSpec<unknown>, optimizer: AdamW): { step: number; cursor: EpochCursor } {
+function startingPoint(
+  spec: LoopSpec<unknown>,
+  optimizer: AdamW,
+): { step: number; cursor: EpochCursor } {
   const n = spec.train.length;
   if (!spec.resumeFrom) {
     const rng = new Rng(spec.trainer.seed);
-    return { step: 0, cursor: { epoch: 0, batchInEpoch: 0, order: epochOrder(spec, rng), rng, lr: 0 } };
+    return {
+      step: 0,
+      cursor: { epoch: 0, batchInEpoch: 0, order: epochOrder(spec, rng), rng, lr: 0 },
+    };
   }
   const saved = loadCheckpoint(spec.resumeFrom, spec.kind);
   if (saved.state.order.length !== n) {
-    throw new TrainersError('CHECKPOINT', `${spec.resumeFrom}: saved for ${saved.state.order.length} training items, the data now has ${n}; resume with the same data`);
+    throw new TrainersError(
+      'CHECKPOINT',
+      `${spec.resumeFrom}: saved for ${saved.state.order.length} training items, the data now has ${n}; resume with the same data`,
+    );
   }
   optimizer.loadState(spec.trained.localOptimizerState(saved.optimizer));
   const { step, epoch, batchInEpoch, order, lr } = saved.state;
@@ -191,24 +237,47 @@ function startingPoint(spec: LoopSpec<unknown>, optimizer: AdamW): { step: numbe
 }
 
 /** The test split packed once, in chunks of data.test.batch_size items; the totals span all of it. */
-function packTestSet(spec: LoopSpec<unknown>, layout: RankLayout, pack: (items: readonly TrainingItem[]) => PackedBin[]) {
+function packTestSet(
+  spec: LoopSpec<unknown>,
+  layout: RankLayout,
+  pack: (items: readonly TrainingItem[]) => PackedBin[],
+) {
   const bins: PackedBin[] = [];
-  for (let i = 0; i < spec.test.length; i += spec.testBatchSize) bins.push(...pack(spec.test.slice(i, i + spec.testBatchSize)));
+  for (let i = 0; i < spec.test.length; i += spec.testBatchSize)
+    bins.push(...pack(spec.test.slice(i, i + spec.testBatchSize)));
   return { bins, totals: sumTotalsOverRanks(layout.data, stepTotals(bins)) };
 }
 
 /** Validation on the test split, without gradients, summed over the data-parallel ranks: its metrics and line. */
-function validation<P>(spec: LoopSpec<P>, layout: RankLayout, testSet: ReturnType<typeof packTestSet>, when: string) {
+function validation<P>(
+  spec: LoopSpec<P>,
+  layout: RankLayout,
+  testSet: ReturnType<typeof packTestSet>,
+  when: string,
+) {
   if (spec.test.length === 0) return undefined;
-  const res = sumStepOverRanks(layout.data, evaluateBins(testSet.bins, testSet.totals, spec.objective));
+  const res = sumStepOverRanks(
+    layout.data,
+    evaluateBins(testSet.bins, testSet.totals, spec.objective),
+  );
   const shown = Object.entries(res.metrics)
     .map(([k, v]) => ` ${k} ${v.toFixed(4)}`)
     .join('');
-  return { values: { 'test/loss': res.loss, ...prefixed('test', res.metrics) }, line: `validation ${when}: loss ${res.loss.toFixed(4)}${shown}` };
+  return {
+    values: { 'test/loss': res.loss, ...prefixed('test', res.metrics) },
+    line: `validation ${when}: loss ${res.loss.toFixed(4)}${shown}`,
+  };
 }
 
 /** One checkpoint: sharded optimizer state and parameters are gathered (collectives every rank joins), rank 0 writes. */
-async function writeCheckpoint(spec: LoopSpec<unknown>, layout: RankLayout, session: RunSession, optimizer: AdamW, cursor: EpochCursor, dir: string): Promise<void> {
+async function writeCheckpoint(
+  spec: LoopSpec<unknown>,
+  layout: RankLayout,
+  session: RunSession,
+  optimizer: AdamW,
+  cursor: EpochCursor,
+  dir: string,
+): Promise<void> {
   const optimizerState = checkpointOptimizerState(spec.trained, optimizer, layout, session.isMain);
   const model = spec.trained.fullParams();
   try {
@@ -225,7 +294,11 @@ async function writeCheckpoint(spec: LoopSpec<unknown>, layout: RankLayout, sess
       lr: cursor.lr,
       savedAt: new Date().toISOString(),
     };
-    await saveCheckpoint(dir, { state, optimizer: optimizerState, saveModel: (modelDir) => spec.saveModel(modelDir, model.params) });
+    await saveCheckpoint(dir, {
+      state,
+      optimizer: optimizerState,
+      saveModel: (modelDir) => spec.saveModel(modelDir, model.params),
+    });
   } finally {
     model.dispose();
   }

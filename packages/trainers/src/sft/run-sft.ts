@@ -9,6 +9,9 @@ export async function runSft(config: SftConfig, io: RunIo = {}): Promise<RunResu
   const { model, spec } = await openRun('sft', config, 'actor', config.actor, io);
   return runTrainingLoop({
     ...spec,
-    objective: sftObjective(model, { avgLevel: config.actor.avg_level, recompute: config.actor.gradient_checkpointing }),
+    objective: sftObjective(model, {
+      avgLevel: config.actor.avg_level,
+      recompute: config.actor.gradient_checkpointing,
+    }),
   });
 }

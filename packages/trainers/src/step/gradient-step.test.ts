@@ -21,7 +21,15 @@ let critic: DecoderModel;
 beforeAll(async () => {
   await initEngine({ backend: 'cpu', threads: 1, logger: () => {} });
   const dir = join(mkdtempSync(join(tmpdir(), 'rl2-grad-')), 'model');
-  writeRandomCheckpoint({ arch: 'qwen3', tokenizerDir: resolve(import.meta.dirname, '../../test/fixtures/char-tokenizer'), outDir: dir, hiddenSize: 16, numLayers: 1, numHeads: 2, seed: 3 });
+  writeRandomCheckpoint({
+    arch: 'qwen3',
+    tokenizerDir: resolve(import.meta.dirname, '../../test/fixtures/char-tokenizer'),
+    outDir: dir,
+    hiddenSize: 16,
+    numLayers: 1,
+    numHeads: 2,
+    seed: 3,
+  });
   model = (await loadModel(dir)).model;
   ref = (await loadModel(dir)).model;
   critic = (await loadModel(dir, { head: 'value' })).model;
@@ -40,15 +48,25 @@ function items(lens: number[], groupSize: 1 | 2): TrainingItem[] {
   });
   const out: TrainingItem[] = [];
   for (let i = 0; i < lens.length; i += groupSize) {
-    out.push({ origin: `row ${i}`, sequences: lens.slice(i, i + groupSize).map((n, k) => seq(n, i + k)) });
+    out.push({
+      origin: `row ${i}`,
+      sequences: lens.slice(i, i + groupSize).map((n, k) => seq(n, i + k)),
+    });
   }
   return out;
 }
 
-function gradsFor<P>(objective: Objective<P>, m: DecoderModel, its: TrainingItem[], budget: number) {
+function gradsFor<P>(
+  objective: Objective<P>,
+  m: DecoderModel,
+  its: TrainingItem[],
+  budget: number,
+) {
   const bins = packBins(its, budget, objective.groupSize, 'test');
   const res = accumulateGradients(bins, stepTotals(bins), objective, Object.fromEntries(m.params));
-  const flat = Object.fromEntries(Object.entries(res.grads).map(([k, g]) => [k, Array.from(g.dataSync())]));
+  const flat = Object.fromEntries(
+    Object.entries(res.grads).map(([k, g]) => [k, Array.from(g.dataSync())]),
+  );
   tf.dispose(Object.values(res.grads));
   return { bins: bins.length, loss: res.loss, metrics: res.metrics, flat };
 }
@@ -58,7 +76,9 @@ function expectSameGradients(a: Record<string, number[]>, b: Record<string, numb
   let maxAbs = 0;
   for (const k of Object.keys(a)) for (const x of a[k]) maxAbs = Math.max(maxAbs, Math.abs(x));
   expect(maxAbs).toBeGreaterThan(1e-6);
-  for (const k of Object.keys(a)) for (const [i, x] of a[k].entries()) expect(Math.abs(x - b[k][i])).toBeLessThan(1e-5 + 1e-4 * maxAbs);
+  for (const k of Object.keys(a))
+    for (const [i, x] of a[k].entries())
+      expect(Math.abs(x - b[k][i])).toBeLessThan(1e-5 + 1e-4 * maxAbs);
 }
 
 describe('global-mean scaling: one micro-batch or many give the same loss and gradients', () => {
@@ -110,7 +130,14 @@ describe('global-mean scaling: one micro-batch or many give the same loss and gr
 
   it('DPO with a reference model; gradient checkpointing changes nothing', () => {
     const its = items([6, 8, 5, 9, 7, 4, 10, 6], 2);
-    const opts = { variant: 'dpo' as const, beta: 0.5, labelSmoothing: 0, simpoGamma: null, nllCoef: 0, recompute: false };
+    const opts = {
+      variant: 'dpo' as const,
+      beta: 0.5,
+      labelSmoothing: 0,
+      simpoGamma: null,
+      nllCoef: 0,
+      recompute: false,
+    };
     const one = gradsFor(dpoObjective(model, ref, opts), model, its, 64);
     const many = gradsFor(dpoObjective(model, ref, { ...opts, recompute: true }), model, its, 17);
     expect(many.bins).toBeGreaterThan(1);

@@ -9,7 +9,10 @@ export interface StepOutcome {
   readonly metrics: Record<string, number>;
 }
 
-function addMetrics(into: Record<string, number>, metrics: Readonly<Record<string, number | undefined>>): void {
+function addMetrics(
+  into: Record<string, number>,
+  metrics: Readonly<Record<string, number | undefined>>,
+): void {
   for (const [k, v] of Object.entries(metrics)) if (v !== undefined) into[k] = (into[k] ?? 0) + v;
 }
 
@@ -55,7 +58,11 @@ export function accumulateGradients<P>(
 }
 
 /** The same sums without gradients, for validation. */
-export function evaluateBins<P>(bins: readonly PackedBin[], totals: StepTotals, objective: Objective<P>): StepOutcome {
+export function evaluateBins<P>(
+  bins: readonly PackedBin[],
+  totals: StepTotals,
+  objective: Objective<P>,
+): StepOutcome {
   const metrics: Record<string, number> = {};
   let loss = 0;
   for (const bin of bins) {

@@ -37,14 +37,23 @@ export function layoutStep<P>(o: {
   const local = accumulateGradients(o.bins, o.totals, o.objective, trained.params);
   let flags = [...(o.flags ?? [])];
   // the reductions below span part of the world under tp or cp: the flags go round all of it
-  if (flags.length > 0 && layout.world.size > Math.min(layout.replicas.size, layout.data.size)) flags = Array.from(layout.world.allReduceSum(Float32Array.from(flags)));
+  if (flags.length > 0 && layout.world.size > Math.min(layout.replicas.size, layout.data.size))
+    flags = Array.from(layout.world.allReduceSum(Float32Array.from(flags)));
   let res: ReturnType<typeof sumStepOverRanks>;
   if (trained.sharded) {
-    res = { ...sumStepOverRanks(layout.data, { loss: local.loss, metrics: local.metrics }, flags), grads: local.grads };
+    res = {
+      ...sumStepOverRanks(layout.data, { loss: local.loss, metrics: local.metrics }, flags),
+      grads: local.grads,
+    };
   } else {
     reduceTensorParallelPartials(local.grads, layout.tp);
     const share = layout.countsLoss ? local : { ...local, loss: 0, metrics: zeroed(local.metrics) };
-    res = sumStepOverRanks(layout.replicas, share, flags, layout.replicas.size > 1 ? trained.params : undefined);
+    res = sumStepOverRanks(
+      layout.replicas,
+      share,
+      flags,
+      layout.replicas.size > 1 ? trained.params : undefined,
+    );
   }
   const grads = res.grads ?? local.grads;
   const norm = trained.gradNorm(grads);

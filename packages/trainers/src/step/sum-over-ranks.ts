@@ -12,8 +12,15 @@ const MAX_REDUCED_METRICS = 32;
 export function sumTotalsOverRanks(dp: DataParallel, local: StepTotals): StepTotals {
   if (dp.size === 1) return local;
   // integers below 2^24 are exact in float32: far above any step's token count
-  const [actionTokens, sequences, pairs, tokens] = dp.allReduceSum(Float32Array.of(local.actionTokens, local.sequences, local.pairs, local.tokens));
-  return { actionTokens: actionTokens as number, sequences: sequences as number, pairs: pairs as number, tokens: tokens as number };
+  const [actionTokens, sequences, pairs, tokens] = dp.allReduceSum(
+    Float32Array.of(local.actionTokens, local.sequences, local.pairs, local.tokens),
+  );
+  return {
+    actionTokens: actionTokens as number,
+    sequences: sequences as number,
+    pairs: pairs as number,
+    tokens: tokens as number,
+  };
 }
 
 /**
@@ -34,7 +41,10 @@ export function sumStepOverRanks(
   if (dp.size === 1) return { ...outcome, flags: [...flags] };
   const keys = Object.keys(outcome.metrics).sort();
   if (keys.length > MAX_REDUCED_METRICS) {
-    throw new TrainersError('INVALID_ARGUMENT', `the objective reports ${keys.length} metrics; data parallelism sums at most ${MAX_REDUCED_METRICS} (${keys.join(', ')})`);
+    throw new TrainersError(
+      'INVALID_ARGUMENT',
+      `the objective reports ${keys.length} metrics; data parallelism sums at most ${MAX_REDUCED_METRICS} (${keys.join(', ')})`,
+    );
   }
   const names = params ? Object.keys(params) : [];
   const sizes = names.map((n) => (params as Record<string, tf.Variable>)[n].size);
@@ -64,11 +74,19 @@ export function sumStepOverRanks(
     at = 0;
     names.forEach((n, i) => {
       // only parameters some rank has a gradient for, as on one process (AdamW would decay the others)
-      if ((sum[gradLength + i] as number) > 0) out[n] = tf.tensor(sum.slice(at, at + sizes[i]), params[n].shape, 'float32');
+      if ((sum[gradLength + i] as number) > 0)
+        out[n] = tf.tensor(sum.slice(at, at + sizes[i]), params[n].shape, 'float32');
       at += sizes[i];
     });
     grads = out;
   }
-  const metrics = Object.fromEntries(keys.map((k, i) => [k, sum[offset + 1 + flags.length + i] as number]));
-  return { loss: sum[offset] as number, metrics, grads, flags: Array.from(sum.subarray(offset + 1, offset + 1 + flags.length)) };
+  const metrics = Object.fromEntries(
+    keys.map((k, i) => [k, sum[offset + 1 + flags.length + i] as number]),
+  );
+  return {
+    loss: sum[offset] as number,
+    metrics,
+    grads,
+    flags: Array.from(sum.subarray(offset + 1, offset + 1 + flags.length)),
+  };
 }

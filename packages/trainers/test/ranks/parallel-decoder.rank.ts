@@ -12,7 +12,19 @@
 // Prints `RESULT {"rank", "lossRef", "lossPar", "gradErrors": {name: rel}, "weightErrors": {name: rel}}`
 // with rel = ||parallel - ref|| / ||ref|| over this rank's shard of each tensor.
 import { initEngine } from '@rl2/engine';
-import { createDecoderModel, type DecoderModel, initRandomModel, type ModelSpec, type ParamLookup, type ParamMap, forwardHidden, lmHeadWeight, packSequences, tokenLogprobs, type TokenBatch } from '@rl2/models';
+import {
+  createDecoderModel,
+  type DecoderModel,
+  initRandomModel,
+  type ModelSpec,
+  type ParamLookup,
+  type ParamMap,
+  forwardHidden,
+  lmHeadWeight,
+  packSequences,
+  tokenLogprobs,
+  type TokenBatch,
+} from '@rl2/models';
 import {
   allGatherContext,
   contextParallelAttentionKernel,
@@ -34,7 +46,16 @@ import { relTensor } from '../rank-runs.js';
 
 await initEngine({ backend: 'cpu', threads: 1, logger: () => {} });
 const family = (process.env.FAMILY ?? 'qwen3') as ModelSpec['family'];
-const spec: ModelSpec = { family, vocabSize: 40, hiddenSize: 16, intermediateSize: 32, numLayers: 2, numHeads: 4, numKvHeads: 2, initializerRange: 0.2 };
+const spec: ModelSpec = {
+  family,
+  vocabSize: 40,
+  hiddenSize: 16,
+  intermediateSize: 32,
+  numLayers: 2,
+  numHeads: 4,
+  numKvHeads: 2,
+  initializerRange: 0.2,
+};
 
 // two sequences (lengths multiples of 2*cp = 4); targets are the next token, the last token of
 // each sequence is not scored (mask 0)
@@ -49,12 +70,20 @@ const maskSum = mask.reduce((a, b) => a + b, 0);
 const adam = { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.01 };
 
 /** Loss = -sum(mask * logp) / sum(mask) over the whole row; `logp` [T] in row order. */
-const sftLoss = (logp: tf.Tensor1D) => tf.div(tf.neg(tf.sum(tf.mul(logp, tf.tensor1d(mask)))), maskSum) as tf.Scalar;
+const sftLoss = (logp: tf.Tensor1D) =>
+  tf.div(tf.neg(tf.sum(tf.mul(logp, tf.tensor1d(mask)))), maskSum) as tf.Scalar;
 
 function step(model: DecoderModel, loss: () => tf.Scalar, reduce: (g: Float32Array) => void) {
   const names = [...model.params.keys()];
-  const { value, grads } = tf.variableGrads(loss, names.map((n) => model.params.get(n)!));
-  const out = { loss: value.dataSync()[0]!, grads: {} as Record<string, Float32Array>, weights: {} as Record<string, Float32Array> };
+  const { value, grads } = tf.variableGrads(
+    loss,
+    names.map((n) => model.params.get(n)!),
+  );
+  const out = {
+    loss: value.dataSync()[0]!,
+    grads: {} as Record<string, Float32Array>,
+    weights: {} as Record<string, Float32Array>,
+  };
   for (const n of names) {
     const v = model.params.get(n)!;
     const g = Float32Array.from(grads[v.name]!.dataSync());
@@ -69,22 +98,40 @@ function step(model: DecoderModel, loss: () => tf.Scalar, reduce: (g: Float32Arr
 
 // one process: the whole row through the stock decoder (default attention kernel)
 const single = initRandomModel(spec, 11);
-const ref = step(single, () => sftLoss(tokenLogprobs(single, row, targets).logprobs), () => {});
+const ref = step(
+  single,
+  () => sftLoss(tokenLogprobs(single, row, targets).logprobs),
+  () => {},
+);
 
 // TP x CP over the world
 const world = await initProcessGroup();
 const tpSize = Number(process.env.TP ?? 1);
 const cpSize = Number(process.env.CP ?? 1);
-if (tpSize * cpSize !== world.size) throw new Error(`TP=${tpSize} x CP=${cpSize} != world size ${world.size}`);
+if (tpSize * cpSize !== world.size)
+  throw new Error(`TP=${tpSize} x CP=${cpSize} != world size ${world.size}`);
 const tpRank = world.rank % tpSize;
 const cpRank = Math.floor(world.rank / tpSize);
 const range = (n: number, f: (i: number) => number) => Array.from({ length: n }, (_, i) => f(i));
-const tp = tpSize > 1 ? world.subgroup(range(tpSize, (i) => cpRank * tpSize + i), `tp${cpRank}`) : undefined;
-const cp = cpSize > 1 ? world.subgroup(range(cpSize, (j) => j * tpSize + tpRank), `cp${tpRank}`) : undefined;
+const tp =
+  tpSize > 1
+    ? world.subgroup(
+        range(tpSize, (i) => cpRank * tpSize + i),
+        `tp${cpRank}`,
+      )
+    : undefined;
+const cp =
+  cpSize > 1
+    ? world.subgroup(
+        range(cpSize, (j) => j * tpSize + tpRank),
+        `cp${tpRank}`,
+      )
+    : undefined;
 
 const full = initRandomModel(spec, 11);
 if (tp) tensorParallelHeads(spec.numHeads, spec.numKvHeads ?? spec.numHeads, tp.size); // kv_heads % tp checked
-const toVariables = (m: ReadonlyMap<string, tf.Tensor>): ParamMap => new Map([...m].map(([n, t]) => [n, tf.variable(t, true)]));
+const toVariables = (m: ReadonlyMap<string, tf.Tensor>): ParamMap =>
+  new Map([...m].map(([n, t]) => [n, tf.variable(t, true)]));
 /** Megatron shards of q/k/v/o and gate/up/down; embedding and LM head vocab-split with VOCAB=1, else whole (replicated). */
 const vocabParallel = process.env.VOCAB === '1';
 const shardTp = (m: ReadonlyMap<string, tf.Tensor>, g: ProcessGroup) => {
@@ -97,17 +144,32 @@ const plan = planZigzag(row.cuSeqlens, cpSize);
 const parModel = createDecoderModel(full.config, params, {
   ...(tp ? { linear: tensorParallelLinearFactory(tp) } : {}),
   ...(cp ? { attention: contextParallelAttentionKernel(plan, cp) } : {}),
-  ...(tp && vocabParallel ? { embedding: (ids: tf.Tensor1D, p: ParamLookup) => vocabParallelEmbedding(ids, p.get('model.embed_tokens.weight') as tf.Tensor2D, spec.vocabSize, tp) } : {}),
+  ...(tp && vocabParallel
+    ? {
+        embedding: (ids: tf.Tensor1D, p: ParamLookup) =>
+          vocabParallelEmbedding(
+            ids,
+            p.get('model.embed_tokens.weight') as tf.Tensor2D,
+            spec.vocabSize,
+            tp,
+          ),
+      }
+    : {}),
 });
 /** Per-token log-probs [Tl]: the stock head, or (VOCAB=1) logits of this rank's vocabulary shard and a cross-shard logsumexp. */
 const localLogprobs = (): tf.Tensor1D => {
   if (!(tp && vocabParallel)) return tokenLogprobs(parModel, local, localTargets).logprobs;
   const hidden = copyToTensorParallel(forwardHidden(parModel, local), tp); // f: the head's input gradient is summed over tp
   const logits: tf.Tensor2D = tf.matMul(hidden, lmHeadWeight(parModel), false, true); // [Tl, V/tp]
-  return vocabParallelLogprobs(logits, tf.tensor1d(localTargets, 'int32'), spec.vocabSize, tp).logprobs;
+  return vocabParallelLogprobs(logits, tf.tensor1d(localTargets, 'int32'), spec.vocabSize, tp)
+    .logprobs;
 };
 const mine = plan.indices[cpRank]!;
-const local: TokenBatch = { inputIds: mine.map((p) => row.inputIds[p]!), positionIds: mine.map((p) => plan.positions[p]!), segmentIds: mine.map((p) => plan.segments[p]!) };
+const local: TokenBatch = {
+  inputIds: mine.map((p) => row.inputIds[p]!),
+  positionIds: mine.map((p) => plan.positions[p]!),
+  segmentIds: mine.map((p) => plan.segments[p]!),
+};
 const localTargets = mine.map((p) => targets[p]!);
 const names = [...params.keys()];
 let k = 0;
@@ -140,5 +202,7 @@ for (const n of names) {
   weightErrors[n] = relTensor(par.weights[n], refWeights[n]!);
 }
 const sharded = names.filter((n) => params.get(n)!.size < full.params.get(n)!.size);
-console.log(`RESULT ${JSON.stringify({ rank: world.rank, lossRef: ref.loss, lossPar: par.loss, localTokens: mine.length, sharded, gradErrors, weightErrors })}`);
+console.log(
+  `RESULT ${JSON.stringify({ rank: world.rank, lossRef: ref.loss, lossPar: par.loss, localTokens: mine.length, sharded, gradErrors, weightErrors })}`,
+);
 await world.close();

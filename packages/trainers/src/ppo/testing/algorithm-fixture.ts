@@ -22,7 +22,16 @@ const REWARDS = [1, 0, 0.5, 0, 0.25, 1, 1, 0];
 
 /** Same-shaped tiny Qwen3 checkpoints: the actor (seed 0), the policy that sampled the batch (seed 1), the reference (seed 2). */
 function checkpoint(tokenizerDir: string, outDir: string, seed: number): string {
-  writeRandomCheckpoint({ arch: 'qwen3', tokenizerDir, outDir, hiddenSize: 16, numLayers: 1, numHeads: 2, numKvHeads: 1, seed });
+  writeRandomCheckpoint({
+    arch: 'qwen3',
+    tokenizerDir,
+    outDir,
+    hiddenSize: 16,
+    numLayers: 1,
+    numHeads: 2,
+    numKvHeads: 1,
+    seed,
+  });
   return outDir;
 }
 
@@ -48,10 +57,16 @@ function fixtureBatch(): TrainingBatch {
       promptId: Math.floor(i / GROUP),
     };
   });
-  return { sequences, trajectoryIds: sequences.map((s) => s.trajectoryId), responsesPerPrompt: GROUP, trajectories: sequences.length };
+  return {
+    sequences,
+    trajectoryIds: sequences.map((s) => s.trajectoryId),
+    responsesPerPrompt: GROUP,
+    trajectories: sequences.length,
+  };
 }
 
-const quietStream = () => new Writable({ write: (_c, _e, cb) => cb() }) as unknown as NodeJS.WriteStream;
+const quietStream = () =>
+  new Writable({ write: (_c, _e, cb) => cb() }) as unknown as NodeJS.WriteStream;
 
 const NO_ROLLOUT = { rollout_s: 0, tokens_per_s: 0 } as unknown as RolloutMetrics;
 
@@ -65,8 +80,16 @@ export async function algorithmFixture() {
   const t = tinyRun('algorithm-keys');
   const sampler = checkpoint(t.tokenizer, join(t.dir, 'sampler'), 1);
   const ref = checkpoint(t.tokenizer, join(t.dir, 'ref'), 2);
-  const base = [...t.overrides(), ...QUIET_TRAINER, 'actor.max_length_per_device=64', 'actor.warmup_ratio=0', 'actor.lr=1e-3', `trainer.save_dir=${join(t.dir, 'run')}`];
-  const load = (overrides: readonly string[] = []): PpoConfig => loadConfig(ppoConfigSchema, { overrides: [...base, ...overrides] });
+  const base = [
+    ...t.overrides(),
+    ...QUIET_TRAINER,
+    'actor.max_length_per_device=64',
+    'actor.warmup_ratio=0',
+    'actor.lr=1e-3',
+    `trainer.save_dir=${join(t.dir, 'run')}`,
+  ];
+  const load = (overrides: readonly string[] = []): PpoConfig =>
+    loadConfig(ppoConfigSchema, { overrides: [...base, ...overrides] });
   await startEngine(load().trainer, { stdout: quietStream() });
 
   const batch = fixtureBatch();
@@ -92,7 +115,14 @@ export async function algorithmFixture() {
     const models = await openPpoModels(config, SINGLE_PROCESS, 1);
     try {
       const metrics = new PpoStepMetrics(NO_ROLLOUT);
-      const out = ppoTrainStep(models, batch, config, { step: 0, klCoef: config.kl.coef }, metrics, given);
+      const out = ppoTrainStep(
+        models,
+        batch,
+        config,
+        { step: 0, klCoef: config.kl.coef },
+        metrics,
+        given,
+      );
       return { values: metrics.values, klCoef: out.klCoef, config };
     } finally {
       models.dispose();
@@ -100,7 +130,8 @@ export async function algorithmFixture() {
   };
 
   const t0 = Math.max(...batch.sequences.map((s) => s.states.length));
-  const pad = (rows: PerSequence) => tf.tensor2d(rows.map((r) => [...r, ...new Array<number>(t0 - r.length).fill(0)]));
+  const pad = (rows: PerSequence) =>
+    tf.tensor2d(rows.map((r) => [...r, ...new Array<number>(t0 - r.length).fill(0)]));
   /** `[B, T]` right-padded tensors of the batch for the @rl2/algos reference computations (dispose them, or use inside tidy). */
   const tensors = () => ({
     actionMask: pad(batch.sequences.map((s) => s.actionMask)),

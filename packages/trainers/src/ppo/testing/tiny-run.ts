@@ -4,13 +4,27 @@ import { join } from 'node:path';
 import { writeRandomCheckpoint } from '../../model-init/random-checkpoint.js';
 
 /** Overrides that keep a test run quiet and small: no progress bar, one thread, no TensorBoard or report. */
-export const QUIET_TRAINER = ['trainer.progress=none', 'trainer.threads=1', 'trainer.use_tensorboard=false', 'trainer.report=false'];
+export const QUIET_TRAINER = [
+  'trainer.progress=none',
+  'trainer.threads=1',
+  'trainer.use_tensorboard=false',
+  'trainer.report=false',
+];
 
 /**
  * Test fixtures of the PPO trainer: a 31-id character tokenizer (no chat template), a tiny
  * random Qwen3 checkpoint over it, prompt files and env modules, all in a fresh temp folder.
  */
-export function tinyRun(name: string, opts: { hiddenSize?: number; seed?: number; heads?: number; kvHeads?: number; vocabSize?: number } = {}) {
+export function tinyRun(
+  name: string,
+  opts: {
+    hiddenSize?: number;
+    seed?: number;
+    heads?: number;
+    kvHeads?: number;
+    vocabSize?: number;
+  } = {},
+) {
   const dir = mkdtempSync(join(tmpdir(), `rl2-ppo-${name}-`));
   const specials = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'];
   const chars = [...'0123456789abcdefghijklmn+=< >/'];
@@ -23,18 +37,53 @@ export function tinyRun(name: string, opts: { hiddenSize?: number; seed?: number
       version: '1.0',
       truncation: null,
       padding: null,
-      added_tokens: specials.map((content, id) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
+      added_tokens: specials.map((content, id) => ({
+        id,
+        content,
+        single_word: false,
+        lstrip: false,
+        rstrip: false,
+        normalized: false,
+        special: true,
+      })),
       normalizer: null,
-      pre_tokenizer: { type: 'Split', pattern: { Regex: '[\\s\\S]' }, behavior: 'Isolated', invert: false },
+      pre_tokenizer: {
+        type: 'Split',
+        pattern: { Regex: '[\\s\\S]' },
+        behavior: 'Isolated',
+        invert: false,
+      },
       post_processor: null,
       decoder: { type: 'Fuse' },
-      model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, vocab, merges: [] },
+      model: {
+        type: 'BPE',
+        dropout: null,
+        unk_token: null,
+        continuing_subword_prefix: null,
+        end_of_word_suffix: null,
+        fuse_unk: false,
+        byte_fallback: false,
+        vocab,
+        merges: [],
+      },
     }),
   );
   writeFileSync(
     join(tokDir, 'tokenizer_config.json'),
     JSON.stringify({
-      added_tokens_decoder: Object.fromEntries(specials.map((content, id) => [id, { content, lstrip: false, normalized: false, rstrip: false, single_word: false, special: true }])),
+      added_tokens_decoder: Object.fromEntries(
+        specials.map((content, id) => [
+          id,
+          {
+            content,
+            lstrip: false,
+            normalized: false,
+            rstrip: false,
+            single_word: false,
+            special: true,
+          },
+        ]),
+      ),
       eos_token: '<|im_end|>',
       pad_token: '<|endoftext|>',
       tokenizer_class: 'PreTrainedTokenizerFast',
@@ -52,7 +101,8 @@ export function tinyRun(name: string, opts: { hiddenSize?: number; seed?: number
     ...(opts.vocabSize ? { vocabSize: opts.vocabSize } : {}),
     seed: opts.seed ?? 0,
   });
-  const rows = (words: string[]) => `${words.map((w) => JSON.stringify({ prompt: w, answer: 7 })).join('\n')}\n`;
+  const rows = (words: string[]) =>
+    `${words.map((w) => JSON.stringify({ prompt: w, answer: 7 })).join('\n')}\n`;
   const train = join(dir, 'train.jsonl');
   const test = join(dir, 'test.jsonl');
   writeFileSync(train, rows(['ab', 'cd', 'ef', 'gh', 'ij', 'kl', 'mn', 'ba']));
@@ -84,6 +134,11 @@ export function tinyRun(name: string, opts: { hiddenSize?: number; seed?: number
 `,
   );
   /** The config keys pointing a run at this case: model, train/test prompts, and `env` (default the digits env). */
-  const overrides = (env: string = digitsEnv) => [`actor.model_name=${model}`, `data.train.path=${train}`, `data.test.path=${test}`, `rollout.env_path=${env}`];
+  const overrides = (env: string = digitsEnv) => [
+    `actor.model_name=${model}`,
+    `data.train.path=${train}`,
+    `data.test.path=${test}`,
+    `rollout.env_path=${env}`,
+  ];
   return { dir, model, tokenizer: tokDir, train, test, digitsEnv, toolEnv, overrides };
 }

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { join } from 'node:path';
 import type { RolloutEngine, SamplingParams } from '../engine/rollout-engine.js';
 import type { Environment, RolloutPrompt } from '../env/environment.js';
@@ -136,6 +137,9 @@ export function createRolloutRunner(options: RolloutRunnerOptions): RolloutRunne
     const groupSerial = serial;
     serial += 1;
     const abort = new AbortController();
+    // every sample of the group listens to this signal (engine request, env step): no leak
+    // warning for a group of more than 10 samples
+    setMaxListeners(4 * samples + 10, abort.signal);
     const runs = Array.from({ length: samples }, (_, s) =>
       semaphore.run(() =>
         runTrajectory(

@@ -1,4 +1,5 @@
 import { DataError } from '../errors.js';
+import { mulberry32 } from './seeded-random.js';
 
 /** Indices of the train and test parts of a dataset of `n` rows. */
 export interface TrainTestSplit {
@@ -32,16 +33,4 @@ export function splitTrainTest(n: number, testRatio = 0.03, seed = 42): TrainTes
   const test: number[] = [];
   for (let i = 0; i < n; i++) (isTest[i] ? test : train).push(i);
   return { train, test };
-}
-
-/** mulberry32: a small 32-bit seeded PRNG, uniform in [0, 1). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

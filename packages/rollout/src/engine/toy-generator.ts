@@ -1,3 +1,4 @@
+import { mulberry32 } from '@rl2/data';
 import { RolloutError } from '../errors.js';
 import type {
   TokenGenerator,
@@ -136,16 +137,4 @@ function hashInts(xs: number[]): number {
     h = Math.imul(h, 0x01000193) >>> 0;
   }
   return h >>> 0;
-}
-
-/** Mulberry32 PRNG: uniform floats in [0, 1) from a 32-bit seed. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

@@ -1,46 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { launch } from '@rl2/parallel';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/load-config.js';
 import type { MetricRecord } from '../src/metrics/metrics-log.js';
 import { ppoConfigSchema } from '../src/ppo/ppo-config.js';
 import { runPpo } from '../src/ppo/run-ppo.js';
 import { tinyRun } from '../src/ppo/testing/tiny-run.js';
-import { freePort, readSafetensors, relTensor } from './rank-runs.js';
-
-/** `rl2 ppo` with `overrides` on `n` processes (launch(), rank processes on source); each rank's step metrics back. */
-async function ppoOnRanks(
-  n: number,
-  overrides: string[],
-): Promise<{ rank: number; steps: Record<string, number>[] }[]> {
-  const results: { rank: number; steps: Record<string, number>[] }[] = [];
-  const errors: string[] = [];
-  const ranks = join(import.meta.dirname, 'ranks');
-  await launch({
-    nprocPerNode: n,
-    masterPort: await freePort(),
-    output: 'silent',
-    killGraceMs: 2000,
-    command: [
-      process.execPath,
-      '--import',
-      'tsx',
-      '--import',
-      join(ranks, 'register-source.mjs'),
-      join(ranks, 'ppo.rank.ts'),
-    ],
-    env: { PPO_OVERRIDES: JSON.stringify(overrides) },
-    onOutput: (_rank, stream, line) => {
-      if (stream === 'stdout' && line.startsWith('RESULT '))
-        results.push(JSON.parse(line.slice(7)));
-      else if (stream === 'stderr') errors.push(line);
-    },
-  }).catch((e: Error) => {
-    throw new Error(`${e.message}\n${errors.join('\n')}`);
-  });
-  return results.sort((a, b) => a.rank - b.rank);
-}
+import { ppoOnRanks, readSafetensors, relTensor } from './rank-runs.js';
 
 const TOL = 1e-5;
 /**

@@ -1,11 +1,10 @@
 import { type IncomingMessage, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { launch } from '@rl2/parallel';
 import { createSGLangEngine, serveModel } from '@rl2/rollout';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tinyRun } from '../src/ppo/testing/tiny-run.js';
-import { freePort, readSafetensors, relTensor } from './rank-runs.js';
+import { ppoOnRanks, readSafetensors, relTensor } from './rank-runs.js';
 
 /** What a recording router saw: per backend, the paths it forwarded there (and update_weights_from_disk's model_path). */
 interface Router {
@@ -64,39 +63,6 @@ async function startRouter(backends: string[]): Promise<Router> {
     seen,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
-}
-
-/** `rl2 ppo` with `overrides` on `n` launched ranks; each rank's step metrics back. */
-async function ppoOnRanks(
-  n: number,
-  overrides: string[],
-): Promise<{ rank: number; steps: Record<string, number>[] }[]> {
-  const results: { rank: number; steps: Record<string, number>[] }[] = [];
-  const errors: string[] = [];
-  const ranks = join(import.meta.dirname, 'ranks');
-  await launch({
-    nprocPerNode: n,
-    masterPort: await freePort(),
-    output: 'silent',
-    killGraceMs: 2000,
-    command: [
-      process.execPath,
-      '--import',
-      'tsx',
-      '--import',
-      join(ranks, 'register-source.mjs'),
-      join(ranks, 'ppo.rank.ts'),
-    ],
-    env: { PPO_OVERRIDES: JSON.stringify(overrides) },
-    onOutput: (_rank, stream, line) => {
-      if (stream === 'stdout' && line.startsWith('RESULT '))
-        results.push(JSON.parse(line.slice(7)));
-      else if (stream === 'stderr') errors.push(line);
-    },
-  }).catch((e: Error) => {
-    throw new Error(`${e.message}\n${errors.join('\n')}`);
-  });
-  return results.sort((a, b) => a.rank - b.rank);
 }
 
 // 4 query / 2 kv heads and 34 embedding rows, so actor.tp_size=2 divides them

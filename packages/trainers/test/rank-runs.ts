@@ -138,3 +138,36 @@ export function relTensor(got: Float32Array | undefined, want: Float32Array): nu
   }
   return Math.sqrt(num / Math.max(den, 1e-30));
 }
+
+/** `rl2 ppo` with `overrides` on `n` launched ranks (rank processes on source); each rank's step metrics back. */
+export async function ppoOnRanks(
+  n: number,
+  overrides: string[],
+): Promise<{ rank: number; steps: Record<string, number>[] }[]> {
+  const results: { rank: number; steps: Record<string, number>[] }[] = [];
+  const errors: string[] = [];
+  const ranks = join(import.meta.dirname, 'ranks');
+  await launch({
+    nprocPerNode: n,
+    masterPort: await freePort(),
+    output: 'silent',
+    killGraceMs: 2000,
+    command: [
+      process.execPath,
+      '--import',
+      'tsx',
+      '--import',
+      join(ranks, 'register-source.mjs'),
+      join(ranks, 'ppo.rank.ts'),
+    ],
+    env: { PPO_OVERRIDES: JSON.stringify(overrides) },
+    onOutput: (_rank, stream, line) => {
+      if (stream === 'stdout' && line.startsWith('RESULT '))
+        results.push(JSON.parse(line.slice(7)));
+      else if (stream === 'stderr') errors.push(line);
+    },
+  }).catch((e: Error) => {
+    throw new Error(`${e.message}\n${errors.join('\n')}`);
+  });
+  return results.sort((a, b) => a.rank - b.rank);
+}

@@ -24,6 +24,16 @@ function grownCapacity(need: number): number {
 }
 
 /**
+ * A prefill's capacity for `s` prompt columns and at most `room` new tokens per row: all of
+ * them while that is at most max(s, 64) more (no copy while decoding; the bench's 128 + 128
+ * fits), else the prompt doubled (a row that stops early reserved little).
+ */
+function prefillCapacity(s: number, room: number | undefined): number {
+  if (room === undefined) return grownCapacity(s);
+  return s + Math.max(1, Math.min(room, Math.max(s, 64)));
+}
+
+/**
  * Copies `from` rows `rows` (in that order) into a new cache of `length` columns and
  * `capacity`, each row's real columns right-aligned.
  */
@@ -145,7 +155,8 @@ function fusable(model: DecoderModel): boolean {
 /**
  * The fused native decoder: a prefill and each decode step are numLayers + 2 addon calls
  * (layers, final norm, LM head) over an `AppendKv`; the prefill's layers take all prompt
- * tokens at once (tiled causal attention) and write the cache directly. Undefined off the
+ * tokens at once (tiled causal attention) and write the cache directly. The logits it returns
+ * are a view of one buffer, valid until its next prefill or step. Undefined off the
  * `native` backend or for models with replaced linear layers, attention or embedding
  * (tensor/context parallel, LoRA): those take `tfjsDecoder`.
  */
@@ -204,10 +215,14 @@ export function fusedDecoder(model: DecoderModel): KvDecoder<AppendKv> | undefin
       );
     }
   };
+  // one logits buffer for every call: a fresh [B, V] array per token is garbage V8 collects
+  // late (tens of MiB of dead logits at the bench's 16 x 8192)
+  let logitsBuffer = new Float32Array(0);
   /** Next-token logits [B, V] of hidden states `x` [B, H] (overwritten by their norm). */
   const head = (x: Float32Array, b: number): Float32Array => {
     kernels.rmsNorm(x, values(model, 'model.norm.weight')!, b, h, c.rmsNormEps, x);
-    const logits = new Float32Array(b * c.vocabSize);
+    if (logitsBuffer.length < b * c.vocabSize) logitsBuffer = new Float32Array(b * c.vocabSize);
+    const logits = logitsBuffer.subarray(0, b * c.vocabSize);
     kernels.matMulTransposed(
       x,
       lmHeadWeight(model).dataSync() as Float32Array,
@@ -219,10 +234,10 @@ export function fusedDecoder(model: DecoderModel): KvDecoder<AppendKv> | undefin
     return logits;
   };
   return {
-    async prefill(tokens, positions, pad) {
+    async prefill(tokens, positions, pad, room) {
       const b = tokens.length;
       const s = tokens[0]!.length;
-      const capacity = grownCapacity(s);
+      const capacity = prefillCapacity(s, room);
       const kv: AppendKv = {
         layers: Array.from({ length: c.numLayers }, () => ({
           k: new Float32Array(b * c.numKvHeads * capacity * d),
@@ -249,13 +264,15 @@ export function fusedDecoder(model: DecoderModel): KvDecoder<AppendKv> | undefin
     merge(a, b) {
       if (!a) return b;
       const length = Math.max(a.length, b.length);
+      // keep the room either cache reserved (a prefill's `room`), at least grownCapacity's
+      const room = Math.max(a.capacity - a.length, b.capacity - b.length);
       return copyRows(
         [
           { kv: a, rows: [...a.padLeft.keys()] },
           { kv: b, rows: [...b.padLeft.keys()] },
         ],
         length,
-        grownCapacity(length),
+        Math.max(grownCapacity(length), length + room),
         c.numKvHeads,
         d,
       );

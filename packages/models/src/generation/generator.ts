@@ -159,7 +159,12 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
     const positions = open.map((_, i) =>
       Array.from({ length: len }, (_, t) => Math.max(0, t - pad[i]!)),
     );
-    const picked = await stepper.prefill(tokens, positions, pad, samplingRows(open));
+    const room = Math.max(
+      ...open.map((r) =>
+        Math.min(r.maxNew, model.config.maxPositionEmbeddings - r.request.inputIds.length),
+      ),
+    );
+    const picked = await stepper.prefill(tokens, positions, pad, samplingRows(open), room);
     rows = [...rows, ...open];
     sampleInto(open, picked);
   };
@@ -245,7 +250,8 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
           resolve,
           reject,
         });
-        loop ??= run();
+        // started a microtask later, so requests sent together (a Promise.all) share one prefill
+        loop ??= Promise.resolve().then(run);
       });
     },
     abortAll() {

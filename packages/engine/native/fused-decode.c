@@ -1,22 +1,27 @@
-/* One decoder layer's decode step (one new token per row) as a single call, over a KV cache
-   laid out for appends. */
+/* One decoder layer over S new tokens per row (S = 1: a decode step; S = the prompt length: a
+   prefill) as a single call, over a KV cache laid out for appends. */
 #include "kernels.h"
 
 /*
  * decodeLayer(x, weights, dims, eps, cos, sin, kCache, vCache, padLeft)
- *   x        [B, H], the residual stream, updated in place
+ *   x        [B, S, H], the residual stream, updated in place
  *   weights  JS array of DECODE_SLOTS Float32Arrays (null where the model has none), see enum
- *   dims     Int32Array [B, H, nH, nKv, d, F, cap, len]
- *   cos/sin  [B, d] RoPE tables of each row's position (rotate-half layout)
+ *   dims     Int32Array [B, H, nH, nKv, d, F, cap, len(, S)] (S 1 when absent)
+ *   cos/sin  [B, S, d] RoPE tables of each new token's position (rotate-half layout)
  *   kCache/vCache [B, nKv, cap, d]: columns padLeft[b] .. len-1 hold row b's earlier keys/values
- *            (after RoPE); this step writes column len and attends to padLeft[b] .. len.
- * The step is HF's LlamaDecoderLayer / Qwen2 / Qwen3 on one token:
+ *            (after RoPE); this call writes columns len .. len+S-1, and new token s of row b
+ *            attends to columns padLeft[b] .. len+s (none, output 0, when len+s < padLeft[b]:
+ *            a left-pad position of a prefill).
+ * The call is HF's LlamaDecoderLayer / Qwen2 / Qwen3 on those tokens:
  *   h = rms(x) ; q, k, v = h Wq^T (+b), h Wk^T (+b), h Wv^T (+b) ; q, k = rms per head (Qwen3)
- *   q, k = rope(q), rope(k) ; cache[len] = k, v ; a = softmax(q K^T / sqrt(d)) V per head
+ *   q, k = rope(q), rope(k) ; cache[len + s] = k, v ; a = softmax(q K^T / sqrt(d)) V per head
  *   x += a Wo^T (+b) ; h = rms(x) ; x += (silu(h Wg^T) * (h Wu^T)) Wd^T (each + bias if given)
- * Projections are cblas_sgemm, threaded only when a product is large (a few rows times a small
- * matrix finishes before threads pay off, and idle OpenBLAS threads spin on the CPU); attention
- * is split over (row, kv head) groups on plain loops when the cache is long.
+ * Projections are cblas_sgemm over chunks of at most DECODE_CHUNK tokens (scratch stays small
+ * for long prompts), threaded only when a product is large (a few rows times a small matrix
+ * finishes before threads pay off, and idle OpenBLAS threads spin on the CPU). Attention is
+ * split over (row, kv head) groups: plain loops for one token, for S > 1 query and key tiles
+ * with an online softmax (FlashAttention, Dao et al. 2022, https://arxiv.org/abs/2205.14135),
+ * so no S x S block exists. It writes its output over q (each tile reads only its own queries).
  */
 /* Multiply-adds per product (or attention call) below which one thread does it. */
 #define DECODE_THREAD_WORK (1 << 24)
@@ -25,13 +30,18 @@ enum {
   B_GATE, B_UP, B_DOWN, DECODE_SLOTS
 };
 
+/* Tokens per projection chunk: the chunk's scratch is DECODE_CHUNK x (H + 2 nKv d + 2 F) floats. */
+#define DECODE_CHUNK 256
+/* Query and key tile of the S > 1 attention. */
+#define DECODE_TILE 64
+
 struct decode_attn {
-  const float *q; /* [B, nH*d] after norm + rope */
+  float *q; /* [B, S, nH*d] after norm + rope; overwritten by the output */
   const float *kc, *vc;
   const int32_t *pad;
-  float *out; /* [B, nH*d] */
-  int64_t nH, nKv, d, cap, len;
+  int64_t nH, nKv, d, cap, len, S;
   float scale;
+  volatile int failed;
 };
 
 HOT static void rms_rows(const float *x, const float *w, int64_t rows, int64_t h, float eps, float *y) {
@@ -83,16 +93,23 @@ HOT static void decode_attn_groups(void *vctx, int64_t g0, int64_t g1) {
   const struct decode_attn *c = (const struct decode_attn *)vctx;
   int64_t rep = c->nH / c->nKv, d = c->d, ldq = c->nH * d;
   float *p = malloc(sizeof(float) * (size_t)(c->len + 1));
-  if (!p) return;
+  if (!p) {
+    ((struct decode_attn *)vctx)->failed = 1;
+    return;
+  }
   for (int64_t g = g0; g < g1; g++) {
     int64_t b = g / c->nKv, kvh = g % c->nKv;
     int64_t start = c->pad[b], n = c->len + 1 - start;
+    if (n <= 0) { /* no real key (a row of padding only) */
+      for (int64_t r = 0; r < rep; r++) memset(c->q + b * ldq + (kvh * rep + r) * d, 0, sizeof(float) * (size_t)d);
+      continue;
+    }
     const float *K = c->kc + ((b * c->nKv + kvh) * c->cap + start) * d;
     const float *V = c->vc + ((b * c->nKv + kvh) * c->cap + start) * d;
     for (int64_t r = 0; r < rep; r++) {
       int64_t h = kvh * rep + r;
       const float *q = c->q + b * ldq + h * d;
-      float *o = c->out + b * ldq + h * d;
+      float *o = c->q + b * ldq + h * d; /* q is read in full before o is written */
       for (int64_t j = 0; j < n; j++) {
         const float *kr = K + j * d;
         float s = 0;
@@ -111,6 +128,59 @@ HOT static void decode_attn_groups(void *vctx, int64_t g0, int64_t g1) {
     }
   }
   free(p);
+}
+
+/* S > 1: per (row, kv head) group, query tiles against key tiles from padLeft[b] on. Query s
+   (column len+s) sees keys padLeft[b] .. len+s. Online softmax as in fused-flash-attention.c. */
+static void prefill_attn_groups(void *vctx, int64_t g0, int64_t g1) {
+  const struct decode_attn *c = (const struct decode_attn *)vctx;
+  int64_t rep = c->nH / c->nKv, d = c->d, S = c->S, len = c->len, ldq = c->nH * d;
+  float *s = malloc(sizeof(float) * (size_t)(DECODE_TILE * DECODE_TILE + DECODE_TILE * d + 2 * DECODE_TILE));
+  if (!s) {
+    ((struct decode_attn *)vctx)->failed = 1;
+    return;
+  }
+  float *acc = s + DECODE_TILE * DECODE_TILE, *m = acc + DECODE_TILE * d, *l = m + DECODE_TILE;
+  for (int64_t g = g0; g < g1; g++) {
+    int64_t b = g / c->nKv, kvh = g % c->nKv, start = c->pad[b];
+    const float *K = c->kc + (b * c->nKv + kvh) * c->cap * d, *V = c->vc + (b * c->nKv + kvh) * c->cap * d;
+    for (int64_t r = 0; r < rep; r++) {
+      float *Q = c->q + b * S * ldq + (kvh * rep + r) * d;
+      for (int64_t i0 = 0; i0 < S; i0 += DECODE_TILE) {
+        int64_t tq = S - i0 < DECODE_TILE ? S - i0 : DECODE_TILE, end = len + i0 + tq; /* keys < end */
+        for (int64_t i = 0; i < tq; i++) m[i] = -INFINITY, l[i] = 0;
+        memset(acc, 0, sizeof(float) * (size_t)(tq * d));
+        for (int64_t j0 = start; j0 < end; j0 += DECODE_TILE) {
+          int64_t tk = end - j0 < DECODE_TILE ? end - j0 : DECODE_TILE;
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tq, (int)tk, (int)d, c->scale, Q + i0 * ldq, (int)ldq,
+                      K + j0 * d, (int)d, 0.0f, s, DECODE_TILE);
+          for (int64_t i = 0; i < tq; i++) {
+            float *row = s + i * DECODE_TILE;
+            int64_t last = len + i0 + i - j0; /* keys j0 .. j0+last of this tile are seen */
+            for (int64_t j = last + 1 < 0 ? 0 : last + 1; j < tk; j++) row[j] = -INFINITY;
+            if (last < 0) continue;
+            float mt = row_max(row, tk), mn = mt > m[i] ? mt : m[i];
+            float corr = m[i] == -INFINITY ? 0.0f : fast_expf(m[i] - mn);
+            exp_shifted(row, tk, mn, 1.0f, row);
+            l[i] = l[i] * corr + row_sum(row, tk);
+            m[i] = mn;
+            if (corr != 1.0f)
+              for (int64_t t = 0; t < d; t++) acc[i * d + t] *= corr;
+          }
+          for (int64_t i = 0; i < tq; i++) /* rows that saw nothing (left padding) add nothing */
+            if (len + i0 + i < j0)
+              for (int64_t j = 0; j < tk; j++) s[i * DECODE_TILE + j] = 0;
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)tq, (int)d, (int)tk, 1.0f, s, DECODE_TILE, V + j0 * d,
+                      (int)d, 1.0f, acc, (int)d);
+        }
+        for (int64_t i = 0; i < tq; i++) {
+          float inv = l[i] > 0 ? 1.0f / l[i] : 0.0f;
+          for (int64_t t = 0; t < d; t++) Q[(i0 + i) * ldq + t] = acc[i * d + t] * inv;
+        }
+      }
+    }
+  }
+  free(s);
 }
 
 HOT static void silu_mul(float *g, const float *u, int64_t n) {
@@ -171,11 +241,12 @@ KERNEL(decode_layer) {
   TA(8, pad, lpad, napi_int32_array);
 #undef TA
   if (napi_get_value_double(env, argv[3], &eps) != napi_ok) FAIL("decodeLayer: eps must be a number");
-  if (ldims < 8) FAIL("decodeLayer: dims must be [B, H, nH, nKv, d, F, cap, len]");
+  if (ldims < 8) FAIL("decodeLayer: dims must be [B, H, nH, nKv, d, F, cap, len(, S)]");
   for (int i = 0; i < 8; i++) dims[i] = dv[i];
   int64_t B = dims[0], H = dims[1], nH = dims[2], nKv = dims[3], d = dims[4], F = dims[5], cap = dims[6], len = dims[7];
-  if (B < 1 || H < 1 || nH < 1 || nKv < 1 || nH % nKv || d < 2 || d % 2 || F < 1 || len < 0 || cap <= len)
-    FAIL("decodeLayer: bad dims (need nH % nKv == 0, even d, len < cap)");
+  int64_t S = ldims > 8 ? dv[8] : 1, n = B * S;
+  if (B < 1 || H < 1 || nH < 1 || nKv < 1 || nH % nKv || d < 2 || d % 2 || F < 1 || len < 0 || S < 1 || cap < len + S)
+    FAIL("decodeLayer: bad dims (need nH % nKv == 0, even d, S >= 1, len + S <= cap)");
   int64_t qw = nH * d, kw = nKv * d;
   size_t need[DECODE_SLOTS] = {(size_t)H, (size_t)(qw * H), (size_t)(kw * H), (size_t)(kw * H), (size_t)qw, (size_t)kw,
                                (size_t)kw, (size_t)d, (size_t)d, (size_t)(H * qw), (size_t)H, (size_t)H, (size_t)(F * H),
@@ -185,42 +256,68 @@ KERNEL(decode_layer) {
     if (!W[required[i]]) FAIL("decodeLayer: a required weight is null");
   for (int i = 0; i < DECODE_SLOTS; i++)
     if (W[i] && WL[i] < need[i]) FAIL("decodeLayer: a weight is shorter than dims need");
-  if (lx < (size_t)(B * H) || lcs < (size_t)(B * d) || lsn < (size_t)(B * d) || lkc < (size_t)(B * kw * cap) ||
+  if (lx < (size_t)(n * H) || lcs < (size_t)(n * d) || lsn < (size_t)(n * d) || lkc < (size_t)(B * kw * cap) ||
       lvc < (size_t)(B * kw * cap) || lpad < (size_t)B)
     FAIL("decodeLayer: array too short for dims");
   for (int64_t b = 0; b < B; b++)
-    if (pad[b] < 0 || pad[b] > len) FAIL("decodeLayer: padLeft must be in [0, len]");
+    if (pad[b] < 0 || pad[b] > len + S) FAIL("decodeLayer: padLeft must be in [0, len + S]");
 
-  float *h = malloc(sizeof(float) * (size_t)(B * (H + 2 * qw + 2 * kw + 2 * F)));
-  if (!h) FAIL("decodeLayer: out of memory");
-  float *q = h + B * H, *k = q + B * qw, *v = k + B * kw, *a = v + B * kw, *g = a + B * qw, *u = g + B * F;
+  /* q [n, qw] for the whole call (attention needs every token's), scratch for one chunk */
+  int64_t ch = n < DECODE_CHUNK ? n : DECODE_CHUNK;
+  float *q = malloc(sizeof(float) * (size_t)(n * qw + ch * (H + 2 * kw + 2 * F)));
+  if (!q) FAIL("decodeLayer: out of memory");
+  float *h = q + n * qw, *k = h + ch * H, *v = k + ch * kw, *g = v + ch * kw, *u = g + ch * F;
   float e = (float)eps;
 
-  rms_rows(x, W[W_IN_NORM], B, H, e, h);
-  linear_rows(h, W[W_Q], W[B_Q], B, H, qw, q, 0);
-  linear_rows(h, W[W_K], W[B_K], B, H, kw, k, 0);
-  linear_rows(h, W[W_V], W[B_V], B, H, kw, v, 0);
-  if (W[W_Q_NORM]) rms_rows(q, W[W_Q_NORM], B * nH, d, e, q);
-  if (W[W_K_NORM]) rms_rows(k, W[W_K_NORM], B * nKv, d, e, k);
-  rope_rows(q, cs, sn, B, nH, d);
-  rope_rows(k, cs, sn, B, nKv, d);
-  for (int64_t b = 0; b < B; b++)
-    for (int64_t j = 0; j < nKv; j++) {
-      size_t at = (size_t)(((b * nKv + j) * cap + len) * d);
-      memcpy(kc + at, k + (b * nKv + j) * d, sizeof(float) * (size_t)d);
-      memcpy(vc + at, v + (b * nKv + j) * d, sizeof(float) * (size_t)d);
+  for (int64_t r0 = 0; r0 < n; r0 += ch) {
+    int64_t m = n - r0 < ch ? n - r0 : ch;
+    float *qc = q + r0 * qw;
+    rms_rows(x + r0 * H, W[W_IN_NORM], m, H, e, h);
+    linear_rows(h, W[W_Q], W[B_Q], m, H, qw, qc, 0);
+    linear_rows(h, W[W_K], W[B_K], m, H, kw, k, 0);
+    linear_rows(h, W[W_V], W[B_V], m, H, kw, v, 0);
+    if (W[W_Q_NORM]) rms_rows(qc, W[W_Q_NORM], m * nH, d, e, qc);
+    if (W[W_K_NORM]) rms_rows(k, W[W_K_NORM], m * nKv, d, e, k);
+    rope_rows(qc, cs + r0 * d, sn + r0 * d, m, nH, d);
+    rope_rows(k, cs + r0 * d, sn + r0 * d, m, nKv, d);
+    for (int64_t t = 0; t < m; t++) {
+      int64_t b = (r0 + t) / S, col = len + (r0 + t) % S;
+      for (int64_t j = 0; j < nKv; j++) {
+        size_t at = (size_t)(((b * nKv + j) * cap + col) * d);
+        memcpy(kc + at, k + (t * nKv + j) * d, sizeof(float) * (size_t)d);
+        memcpy(vc + at, v + (t * nKv + j) * d, sizeof(float) * (size_t)d);
+      }
     }
-  struct decode_attn c = {q, kc, vc, pad, a, nH, nKv, d, cap, len, 1.0f / sqrtf((float)d)};
-  int64_t work = B * nH * (len + 1) * d;
-  if (work >= DECODE_THREAD_WORK / 4) parallel_for_threads(B * nKv, openblas_get_num_threads(), decode_attn_groups, &c);
-  else decode_attn_groups(&c, 0, B * nKv);
-  linear_rows(a, W[W_O], W[B_O], B, qw, H, x, 1);
+  }
 
-  rms_rows(x, W[W_POST_NORM], B, H, e, h);
-  linear_rows(h, W[W_GATE], W[B_GATE], B, H, F, g, 0);
-  linear_rows(h, W[W_UP], W[B_UP], B, H, F, u, 0);
-  silu_mul(g, u, B * F);
-  linear_rows(g, W[W_DOWN], W[B_DOWN], B, F, H, x, 1);
-  free(h);
+  struct decode_attn c = {q, kc, vc, pad, nH, nKv, d, cap, len, S, 1.0f / sqrtf((float)d), 0};
+  int threads = openblas_get_num_threads();
+  if (S == 1) {
+    int64_t work = B * nH * (len + 1) * d;
+    if (work >= DECODE_THREAD_WORK / 4) parallel_for_threads(B * nKv, threads, decode_attn_groups, &c);
+    else decode_attn_groups(&c, 0, B * nKv);
+  } else {
+    /* each group's tiles run single-threaded sgemm, the groups split over the threads */
+    int64_t work = B * nH * S * (len + (S + 1) / 2) * d;
+    openblas_set_num_threads(1);
+    parallel_for_threads(B * nKv, work >= DECODE_THREAD_WORK / 4 ? threads : 1, prefill_attn_groups, &c);
+    openblas_set_num_threads(threads);
+  }
+  if (c.failed) {
+    free(q);
+    FAIL("decodeLayer: out of memory for attention scratch");
+  }
+
+  for (int64_t r0 = 0; r0 < n; r0 += ch) {
+    int64_t m = n - r0 < ch ? n - r0 : ch;
+    float *xc = x + r0 * H;
+    linear_rows(q + r0 * qw, W[W_O], W[B_O], m, qw, H, xc, 1);
+    rms_rows(xc, W[W_POST_NORM], m, H, e, h);
+    linear_rows(h, W[W_GATE], W[B_GATE], m, H, F, g, 0);
+    linear_rows(h, W[W_UP], W[B_UP], m, H, F, u, 0);
+    silu_mul(g, u, m * F);
+    linear_rows(g, W[W_DOWN], W[B_DOWN], m, F, H, xc, 1);
+  }
+  free(q);
   return NULL;
 }

@@ -44,7 +44,7 @@ export const UnaryOp = {
 export const ReduceOp = { sum: 0, max: 1, min: 2, mean: 3 } as const;
 
 /** RL2_KERNELS_ABI (native/addon.c) of the addon this TypeScript expects. */
-export const NATIVE_ABI = 11;
+export const NATIVE_ABI = 12;
 
 /** The functions exported by rl2_kernels.node; every output array is allocated by the caller. */
 export interface NativeAddon {
@@ -245,9 +245,10 @@ export interface NativeAddon {
     vOut: Float32Array,
   ): void;
   /**
-   * One decoder layer's decode step in place on x [B, H] (see native/fused-decode.c): weights in
-   * `DECODE_WEIGHT_SLOTS` order (null where absent), dims [B, H, nH, nKv, d, F, cap, len],
-   * cos/sin [B, d], caches [B, nKv, cap, d] (column len written), padLeft [B].
+   * One decoder layer over S new tokens per row in place on x [B, S, H] (see
+   * native/fused-decode.c): weights in `DECODE_WEIGHT_SLOTS` order (null where absent), dims
+   * [B, H, nH, nKv, d, F, cap, len, S], cos/sin [B, S, d], caches [B, nKv, cap, d] (columns
+   * len .. len+S-1 written), padLeft [B].
    */
   decodeLayer(
     x: Float32Array,

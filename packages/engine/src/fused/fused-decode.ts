@@ -1,6 +1,6 @@
-// Decoding without tfjs: a decoder layer's decode step is one call into the addon, working on
-// plain Float32Arrays (the parameters' own storage on the `native` backend) and on a KV cache
-// laid out for appends. Dispatches are counted (see dispatch-counter.ts).
+// Decoding without tfjs: a decoder layer's decode step (or prefill) is one call into the addon,
+// working on plain Float32Arrays (the parameters' own storage on the `native` backend) and on a
+// KV cache laid out for appends. Dispatches are counted (see dispatch-counter.ts).
 import { countDispatches } from '../dispatch-counter.js';
 import { activeNativeAddon } from '../native-backend.js';
 
@@ -57,14 +57,18 @@ export interface DecodeDims {
   kvHeads: number;
   headDim: number;
   intermediate: number;
+  /** New tokens per row, S (default 1, a decode step; a prefill passes the padded prompt length). */
+  tokens?: number;
 }
 
 /** The decode kernels of the active backend; each call is one dispatch. */
 export interface DecodeKernels {
   /**
-   * One layer's decode step, in place on `x` [B, H]: writes this token's key/value (after RoPE)
-   * at column `length` of `kCache`/`vCache` [B, nKv, capacity, d] and attends to columns
-   * padLeft[b] .. length of row b. `cos`/`sin` [B, d] for each row's position.
+   * One layer over S = `dims.tokens` new tokens per row, in place on `x` [B, S, H]: writes their
+   * keys/values (after RoPE) at columns length .. length+S-1 of `kCache`/`vCache`
+   * [B, nKv, capacity, d]; token s of row b attends to columns padLeft[b] .. length+s (causal;
+   * a token before padLeft[b], left padding of a prefill, gets zeros). `cos`/`sin` [B, S, d]
+   * for each token's position. S = 1 is a decode step, S > 1 a prefill (tiled attention).
    */
   layer(
     x: Float32Array,
@@ -132,6 +136,7 @@ export function decodeKernels(): DecodeKernels | undefined {
         dims.intermediate,
         cache.capacity,
         cache.length,
+        dims.tokens ?? 1,
       );
       countDispatches();
       addon.decodeLayer(x, slots, d, eps, cos, sin, cache.k, cache.v, cache.padLeft);

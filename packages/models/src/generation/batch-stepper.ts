@@ -1,7 +1,7 @@
+import type { SeededRng } from '@rl2/data';
 import type { DecoderModel } from '../model/decoder-model.js';
 import { chooseDecoder, type KvDecoder } from './kv-decoder.js';
 import { type SampledToken, type SamplingParams, sampleRows } from './sample-token.js';
-import type { SeededRng } from './seeded-rng.js';
 
 /** How one running row samples: its parameters, its own seeded stream, top logprobs asked for; `skip`: no token needed (aborted). */
 export interface SamplingRow {
@@ -19,12 +19,16 @@ export interface SamplingRow {
  * (`tensorParallelStepper`).
  */
 export interface BatchStepper {
-  /** Prompts left-padded by `pad[r]` to one length; appended to the batch. */
+  /**
+   * Prompts left-padded by `pad[r]` to one length; appended to the batch. `room`: the most
+   * tokens any of these rows may still generate (a hint for sizing the cache).
+   */
   prefill(
     tokens: number[][],
     positions: number[][],
     pad: number[],
     rows: readonly SamplingRow[],
+    room?: number,
   ): Promise<(SampledToken | undefined)[]>;
   /** One token per running row (`tokens[r]` at `positions[r]`). */
   step(
@@ -61,9 +65,9 @@ export function localStepper(model: DecoderModel, fused = true): BatchStepper {
   let decoder: KvDecoder<unknown> | undefined;
   let kv: unknown;
   return {
-    async prefill(tokens, positions, pad, rows) {
+    async prefill(tokens, positions, pad, rows, room) {
       if (kv === undefined) decoder = chooseDecoder(model, fused);
-      const out = await decoder!.prefill(tokens, positions, pad);
+      const out = await decoder!.prefill(tokens, positions, pad, room);
       kv = decoder!.merge(kv, out.kv);
       return sampleBatch(out.logits, rows);
     },

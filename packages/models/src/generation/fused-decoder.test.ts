@@ -10,7 +10,7 @@ import { fusedDecoder } from './fused-decoder.js';
 import { createGenerator } from './generator.js';
 import { tfjsDecoder } from './kv-decoder.js';
 
-// The fused native decode step (one addon call per layer) against the tfjs path
+// The fused native prefill and decode step (one addon call per layer) against the tfjs path
 // (`cachedForward`, unfused ops) on the same backend: logits of prefill and of every step,
 // with rows joining (merge) and leaving (select) between steps.
 const FIX = join(import.meta.dirname, '..', '..', 'fixtures');
@@ -102,6 +102,52 @@ describe.skipIf(!hasNative)('fusedDecoder', () => {
     },
   );
 
+  it.each(['llama', 'qwen3'])(
+    '%s: a long prefill (several tiles and chunks, padding across a tile) equals the tfjs path',
+    async (name) => {
+      // 3 rows of 150, 70 and 1 tokens: 450 tokens (two projection chunks of 256), query and
+      // key tiles of 64 with a left pad of 80 and of 149 running across tile boundaries
+      const model = models[name]!;
+      const fused = fusedDecoder(model)!;
+      const ref = tfjsDecoder(model);
+      const lens = [150, 70, 1];
+      const len = 150;
+      const tokens = lens.map((n, r) => [
+        ...new Array<number>(len - n).fill(0),
+        ...Array.from({ length: n }, (_, t) => (t * 37 + r * 11 + 1) % model.config.vocabSize),
+      ]);
+      const positions = lens.map((n) =>
+        Array.from({ length: len }, (_, t) => Math.max(0, t - (len - n))),
+      );
+      const pad = lens.map((n) => len - n);
+      const pf = await fused.prefill(tokens, positions, pad);
+      const pr = await ref.prefill(tokens, positions, pad);
+      const scale = Math.max(...pr.logits.map(Math.abs));
+      expect(maxDiff(pf.logits, pr.logits) / scale).toBeLessThan(1e-5);
+      // the cache the prefill wrote decodes as the tfjs one does
+      let kf = fused.merge(undefined, pf.kv);
+      let kr = ref.merge(undefined, pr.kv);
+      let next = argmaxRows(pr.logits, 3);
+      for (let step = 0; step < 4; step++) {
+        const sf = await fused.step(kf, next, [150 + step, 70 + step, 1 + step]);
+        const sr = await ref.step(kr, next, [150 + step, 70 + step, 1 + step]);
+        expect(maxDiff(sf.logits, sr.logits) / scale, `step ${step}`).toBeLessThan(1e-5);
+        kf = sf.kv;
+        kr = sr.kv;
+        next = argmaxRows(sr.logits, 3);
+      }
+      ref.dispose(kr);
+    },
+  );
+
+  it('a prefill is numLayers + 2 dispatches', async () => {
+    const model = models.llama!;
+    const fused = fusedDecoder(model)!;
+    const before = kernelDispatches();
+    await fused.prefill([[1, 2, 3, 4, 5, 6]], [[0, 1, 2, 3, 4, 5]], [0]);
+    expect(kernelDispatches() - before).toBe(model.config.numLayers + 2);
+  });
+
   it('a decode step is numLayers + 2 dispatches', async () => {
     const model = models.llama!;
     const fused = fusedDecoder(model)!;
@@ -119,23 +165,26 @@ describe.skipIf(!hasNative)('fusedDecoder', () => {
     expect(fusedDecoder(custom)).toBeUndefined();
   });
 
-  it('the generator on native decodes greedily as on the tfjs path', async () => {
-    const model = models.qwen3!;
-    const req = { temperature: 0, maxNewTokens: 12, ignoreEos: true };
-    const gen = createGenerator(model, { maxBatch: 2 });
-    const prompts = [
-      [1, 17, 99, 5, 64],
-      [1, 8],
-      [1, 120, 33, 2, 91, 60, 7, 7, 100],
-    ];
-    const results = await Promise.all(prompts.map((p) => gen.generate({ ...req, inputIds: p })));
-    const slow = createGenerator(model, { maxBatch: 2, fusedDecode: false });
-    const refs = await Promise.all(prompts.map((p) => slow.generate({ ...req, inputIds: p })));
-    results.forEach((r, i) => {
-      expect(r.outputIds).toEqual(refs[i]!.outputIds);
-      r.logprobs.forEach((lp, j) => {
-        expect(Math.abs(lp - refs[i]!.logprobs[j]!)).toBeLessThan(1e-4);
+  it.each([0, 1])(
+    'the generator on native samples at temperature %s as on the tfjs path',
+    async (temperature) => {
+      const model = models.qwen3!;
+      const req = { temperature, maxNewTokens: 12, ignoreEos: true };
+      const gen = createGenerator(model, { maxBatch: 2 });
+      const prompts = [
+        [1, 17, 99, 5, 64],
+        [1, 8],
+        [1, 120, 33, 2, 91, 60, 7, 7, 100],
+      ];
+      const results = await Promise.all(prompts.map((p) => gen.generate({ ...req, inputIds: p })));
+      const slow = createGenerator(model, { maxBatch: 2, fusedDecode: false });
+      const refs = await Promise.all(prompts.map((p) => slow.generate({ ...req, inputIds: p })));
+      results.forEach((r, i) => {
+        expect(r.outputIds).toEqual(refs[i]!.outputIds);
+        r.logprobs.forEach((lp, j) => {
+          expect(Math.abs(lp - refs[i]!.logprobs[j]!)).toBeLessThan(1e-5);
+        });
       });
-    });
-  });
+    },
+  );
 });

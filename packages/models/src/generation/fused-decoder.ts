@@ -3,7 +3,6 @@ import type * as tf from '@tensorflow/tfjs-core';
 import { groupedQueryAttention } from '../layers/attention.js';
 import { denseLinear } from '../layers/linear.js';
 import { type DecoderModel, lmHeadWeight } from '../model/decoder-model.js';
-import { cachedForward, disposeKv, type KvBatch } from './cached-forward.js';
 import type { KvDecoder } from './kv-decoder.js';
 
 /**
@@ -22,6 +21,16 @@ export interface AppendKv {
 /** Capacity for `need` columns with room to grow. */
 function grownCapacity(need: number): number {
   return need + Math.max(32, need >> 1);
+}
+
+/**
+ * A prefill's capacity for `s` prompt columns and at most `room` new tokens per row: all of
+ * them while that is at most max(s, 64) more (no copy while decoding; the bench's 128 + 128
+ * fits), else the prompt doubled (a row that stops early reserved little).
+ */
+function prefillCapacity(s: number, room: number | undefined): number {
+  if (room === undefined) return grownCapacity(s);
+  return s + Math.max(1, Math.min(room, Math.max(s, 64)));
 }
 
 /**
@@ -65,27 +74,6 @@ function copyRows(
   return { layers, rows: total, capacity, length, padLeft };
 }
 
-/** A prefill's tensor KV cache (no recent tail) as an append cache. Consumes `kv`. */
-function fromKvBatch(kv: KvBatch, kvHeads: number, d: number): AppendKv {
-  const rows = kv.padLeft.length;
-  const capacity = grownCapacity(kv.length);
-  const layers = kv.layers.map((l) => {
-    const out = {
-      k: new Float32Array(rows * kvHeads * capacity * d),
-      v: new Float32Array(rows * kvHeads * capacity * d),
-    };
-    const ks = l.k.dataSync() as Float32Array;
-    const vs = l.v.dataSync() as Float32Array;
-    for (let g = 0; g < rows * kvHeads; g++) {
-      out.k.set(ks.subarray(g * kv.length * d, (g + 1) * kv.length * d), g * capacity * d);
-      out.v.set(vs.subarray(g * kv.length * d, (g + 1) * kv.length * d), g * capacity * d);
-    }
-    return out;
-  });
-  disposeKv(kv);
-  return { layers, rows, capacity, length: kv.length, padLeft: Int32Array.from(kv.padLeft) };
-}
-
 /** A model's parameter as a Float32Array (its storage on `native`), or undefined. */
 function values(model: DecoderModel, name: string): Float32Array | undefined {
   const t = model.params.get(name) as tf.Tensor | undefined;
@@ -121,7 +109,7 @@ function layerWeights(model: DecoderModel, i: number): DecodeLayerWeights {
   };
 }
 
-/** RoPE tables [B, d] (rotate-half layout) of one position per row. */
+/** RoPE tables [N, d] (rotate-half layout) of N positions. */
 function ropeRows(
   positions: number[],
   invFreq: Float64Array,
@@ -165,23 +153,27 @@ function fusable(model: DecoderModel): boolean {
 }
 
 /**
- * The fused native decoder: prefill through `cachedForward` (tfjs, fused attention), then
- * each step is numLayers + 2 addon calls (layers, final norm, LM head) over an `AppendKv`.
- * Undefined off the `native` backend or for models with replaced linear layers, attention or
- * embedding (tensor/context parallel, LoRA): those take `tfjsDecoder`.
+ * The fused native decoder: a prefill and each decode step are numLayers + 2 addon calls
+ * (layers, final norm, LM head) over an `AppendKv`; the prefill's layers take all prompt
+ * tokens at once (tiled causal attention) and write the cache directly. The logits it returns
+ * are a view of one buffer, valid until its next prefill or step. Undefined off the
+ * `native` backend or for models with replaced linear layers, attention or embedding
+ * (tensor/context parallel, LoRA): those take `tfjsDecoder`.
  */
 export function fusedDecoder(model: DecoderModel): KvDecoder<AppendKv> | undefined {
   const kernels: DecodeKernels | undefined = decodeKernels();
   if (!kernels || !fusable(model)) return undefined;
   const c = model.config;
   const d = c.headDim;
-  const dims = (rows: number) => ({
+  const h = c.hiddenSize;
+  const dims = (rows: number, tokens: number) => ({
     rows,
-    hidden: c.hiddenSize,
+    hidden: h,
     heads: c.numHeads,
     kvHeads: c.numKvHeads,
     headDim: d,
     intermediate: c.intermediateSize,
+    tokens,
   });
   const grow = (kv: AppendKv): AppendKv =>
     kv.length < kv.capacity
@@ -193,54 +185,94 @@ export function fusedDecoder(model: DecoderModel): KvDecoder<AppendKv> | undefin
           c.numKvHeads,
           d,
         );
+  /** x [N, H]: the embedding rows of `tokens`. */
+  const embed = (tokens: number[]): Float32Array => {
+    const table = values(model, 'model.embed_tokens.weight')!;
+    const x = new Float32Array(tokens.length * h);
+    tokens.forEach((t, r) => {
+      x.set(table.subarray(t * h, (t + 1) * h), r * h);
+    });
+    return x;
+  };
+  /** Runs every layer on S new tokens per row of `x` [B, S, H], writing the cache from column kv.length. */
+  const layers = (x: Float32Array, positions: number[], kv: AppendKv, tokens: number) => {
+    const { cos, sin } = ropeRows(positions, model.invFreq);
+    for (let i = 0; i < c.numLayers; i++) {
+      const cache = {
+        ...kv.layers[i]!,
+        capacity: kv.capacity,
+        length: kv.length,
+        padLeft: kv.padLeft,
+      };
+      kernels.layer(
+        x,
+        layerWeights(model, i),
+        dims(kv.rows, tokens),
+        c.rmsNormEps,
+        cos,
+        sin,
+        cache,
+      );
+    }
+  };
+  // one logits buffer for every call: a fresh [B, V] array per token is garbage V8 collects
+  // late (tens of MiB of dead logits at the bench's 16 x 8192)
+  let logitsBuffer = new Float32Array(0);
+  /** Next-token logits [B, V] of hidden states `x` [B, H] (overwritten by their norm). */
+  const head = (x: Float32Array, b: number): Float32Array => {
+    kernels.rmsNorm(x, values(model, 'model.norm.weight')!, b, h, c.rmsNormEps, x);
+    if (logitsBuffer.length < b * c.vocabSize) logitsBuffer = new Float32Array(b * c.vocabSize);
+    const logits = logitsBuffer.subarray(0, b * c.vocabSize);
+    kernels.matMulTransposed(
+      x,
+      lmHeadWeight(model).dataSync() as Float32Array,
+      b,
+      c.vocabSize,
+      h,
+      logits,
+    );
+    return logits;
+  };
   return {
-    async prefill(tokens, positions, pad) {
-      const out = cachedForward(model, tokens, positions, pad);
-      const logits = (await out.logits.data()) as Float32Array;
-      out.logits.dispose();
-      return { logits, kv: fromKvBatch(out.kv, c.numKvHeads, d) };
+    async prefill(tokens, positions, pad, room) {
+      const b = tokens.length;
+      const s = tokens[0]!.length;
+      const capacity = prefillCapacity(s, room);
+      const kv: AppendKv = {
+        layers: Array.from({ length: c.numLayers }, () => ({
+          k: new Float32Array(b * c.numKvHeads * capacity * d),
+          v: new Float32Array(b * c.numKvHeads * capacity * d),
+        })),
+        rows: b,
+        capacity,
+        length: 0,
+        padLeft: Int32Array.from(pad),
+      };
+      const x = embed(tokens.flat());
+      layers(x, positions.flat(), kv, s);
+      const last = new Float32Array(b * h);
+      for (let r = 0; r < b; r++)
+        last.set(x.subarray(((r + 1) * s - 1) * h, (r + 1) * s * h), r * h);
+      return { logits: head(last, b), kv: { ...kv, length: s } };
     },
     async step(kv0, tokens, positions) {
       const kv = grow(kv0);
-      const b = tokens.length;
-      const h = c.hiddenSize;
-      const embed = values(model, 'model.embed_tokens.weight')!;
-      const x = new Float32Array(b * h);
-      tokens.forEach((t, r) => {
-        x.set(embed.subarray(t * h, (t + 1) * h), r * h);
-      });
-      const { cos, sin } = ropeRows(positions, model.invFreq);
-      for (let i = 0; i < c.numLayers; i++) {
-        const cache = {
-          ...kv.layers[i]!,
-          capacity: kv.capacity,
-          length: kv.length,
-          padLeft: kv.padLeft,
-        };
-        kernels.layer(x, layerWeights(model, i), dims(b), c.rmsNormEps, cos, sin, cache);
-      }
-      kernels.rmsNorm(x, values(model, 'model.norm.weight')!, b, h, c.rmsNormEps, x);
-      const logits = new Float32Array(b * c.vocabSize);
-      kernels.matMulTransposed(
-        x,
-        lmHeadWeight(model).dataSync() as Float32Array,
-        b,
-        c.vocabSize,
-        h,
-        logits,
-      );
-      return { logits, kv: { ...kv, length: kv.length + 1 } };
+      const x = embed(tokens);
+      layers(x, positions, kv, 1);
+      return { logits: head(x, tokens.length), kv: { ...kv, length: kv.length + 1 } };
     },
     merge(a, b) {
       if (!a) return b;
       const length = Math.max(a.length, b.length);
+      // keep the room either cache reserved (a prefill's `room`), at least grownCapacity's
+      const room = Math.max(a.capacity - a.length, b.capacity - b.length);
       return copyRows(
         [
           { kv: a, rows: [...a.padLeft.keys()] },
           { kv: b, rows: [...b.padLeft.keys()] },
         ],
         length,
-        grownCapacity(length),
+        Math.max(grownCapacity(length), length + room),
         c.numKvHeads,
         d,
       );

@@ -5,6 +5,7 @@ import { initEngine } from '@rl2/engine';
 import { loadModel } from '../checkpoint/load-checkpoint.js';
 import { tokenLogits, tokenLogprobs } from '../heads/token-logprobs.js';
 import type { DecoderModel } from '../model/decoder-model.js';
+import { type BatchStepper, localStepper } from './batch-stepper.js';
 import { createGenerator } from './generator.js';
 
 const FIX = join(import.meta.dirname, '..', '..', 'fixtures');
@@ -228,6 +229,25 @@ describe('createGenerator', () => {
       },
     });
     await expect(failing).rejects.toThrow('client went away');
+  });
+
+  it('requests sent together share one prefill, told how many tokens they may still take', async () => {
+    const inner = localStepper(qwen3);
+    const calls: { rows: number; room?: number }[] = [];
+    const stepper: BatchStepper = {
+      ...inner,
+      prefill(tokens, positions, pad, rows, room) {
+        calls.push({ rows: tokens.length, room });
+        return inner.prefill(tokens, positions, pad, rows, room);
+      },
+    };
+    const gen = createGenerator(qwen3, { maxBatch: 8, stepper });
+    await Promise.all(
+      PROMPTS.map((p, i) =>
+        gen.generate({ inputIds: p, temperature: 0, maxNewTokens: 3 + i, ignoreEos: true }),
+      ),
+    );
+    expect(calls).toEqual([{ rows: 3, room: 5 }]);
   });
 
   it('abortAll finishes running and queued requests with reason abort', async () => {

@@ -1,9 +1,10 @@
+import { SeededRng } from '@rl2/data';
 import { ModelsError } from '../errors.js';
 import type { DecoderModel } from '../model/decoder-model.js';
 import type { FinishReason, GenerationRequest, GenerationResult } from './generation-request.js';
 import { type BatchStepper, localStepper, type SamplingRow } from './batch-stepper.js';
 import type { SampledToken, TokenLogprob } from './sample-token.js';
-import { deriveSeed, SeededRng } from './seeded-rng.js';
+import { deriveSeed } from './derive-seed.js';
 
 /** Options of `createGenerator`. */
 export interface GeneratorOptions {
@@ -158,7 +159,12 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
     const positions = open.map((_, i) =>
       Array.from({ length: len }, (_, t) => Math.max(0, t - pad[i]!)),
     );
-    const picked = await stepper.prefill(tokens, positions, pad, samplingRows(open));
+    const room = Math.max(
+      ...open.map((r) =>
+        Math.min(r.maxNew, model.config.maxPositionEmbeddings - r.request.inputIds.length),
+      ),
+    );
+    const picked = await stepper.prefill(tokens, positions, pad, samplingRows(open), room);
     rows = [...rows, ...open];
     sampleInto(open, picked);
   };
@@ -244,7 +250,8 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
           resolve,
           reject,
         });
-        loop ??= run();
+        // started a microtask later, so requests sent together (a Promise.all) share one prefill
+        loop ??= Promise.resolve().then(run);
       });
     },
     abortAll() {

@@ -5,14 +5,19 @@ import { fusedDecoder } from './fused-decoder.js';
 /**
  * How the generator runs the model on a batch of left-padded rows and keeps their KV cache
  * (`C`): the tfjs path (`cachedForward`, any backend, any linear/attention) or the fused native
- * decoder (one addon call per layer per step, on `native`). Logits come back as [B, V].
+ * decoder (one addon call per layer per step, on `native`). Logits come back as [B, V], valid
+ * until the decoder's next prefill or step (the fused one reuses its buffer).
  */
 export interface KvDecoder<C> {
-  /** Prompts, left-padded to one length by `pad[r]`; the logits of each row's last token. */
+  /**
+   * Prompts, left-padded to one length by `pad[r]`; the logits of each row's last token.
+   * `room`: the most new tokens a row may take (a capacity hint; the cache grows regardless).
+   */
   prefill(
     tokens: number[][],
     positions: number[][],
     pad: number[],
+    room?: number,
   ): Promise<{ logits: Float32Array; kv: C }>;
   /** One token per row at `positions[r]`. Consumes `kv`. */
   step(kv: C, tokens: number[], positions: number[]): Promise<{ logits: Float32Array; kv: C }>;

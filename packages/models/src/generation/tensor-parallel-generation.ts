@@ -22,6 +22,7 @@ const STEP = 2;
 const SELECT = 3;
 const RESET = 4;
 const CLOSE = 5;
+const HEARTBEAT = 6;
 
 /**
  * The cache and forwards of one rank; the lead and the followers run the same calls. The tfjs
@@ -81,6 +82,14 @@ function readRows(data: Float32Array, at: number, n: number): VocabParallelRow[]
   }));
 }
 
+/** The lead's stepper, plus what keeps the followers waiting and what releases them. */
+export interface TensorParallelStepper extends BatchStepper {
+  /** An empty op: followers waiting between forwards see the lead alive (their wait has the collective timeout). */
+  heartbeat(): void;
+  /** Releases the followers: their {@link followTensorParallel} returns. */
+  close(): void;
+}
+
 /**
  * The lead's stepper (pass it as `createGenerator(model, { stepper })` on tp group rank 0, with
  * `model` this rank's tensor-parallel shards): every call is broadcast to the group first.
@@ -89,7 +98,7 @@ function readRows(data: Float32Array, at: number, n: number): VocabParallelRow[]
 export function tensorParallelStepper(
   model: DecoderModel,
   tp: ProcessGroup,
-): BatchStepper & { close(): void } {
+): TensorParallelStepper {
   const state = rankState(model, tp);
   const v = model.config.vocabSize;
   const described = (rows: readonly SamplingRow[]) => rows.map((r) => vocabParallelRow(r, v));
@@ -118,6 +127,9 @@ export function tensorParallelStepper(
       send(tp, RESET, 0, 0);
       state.reset();
     },
+    heartbeat() {
+      send(tp, HEARTBEAT, 0, 0);
+    },
     close() {
       send(tp, CLOSE, 0, 0);
       state.reset();
@@ -129,7 +141,8 @@ export function tensorParallelStepper(
  * A follower of the tp group (group ranks 1..tp-1): runs the forwards and sampling collectives
  * the lead's {@link tensorParallelStepper} broadcasts, on `model` (this rank's shards), until
  * the lead closes. Blocks this process's event loop between ops (the collectives wait), so
- * the lead must close it within the collective timeout of its last op.
+ * the lead must send its next op (a heartbeat while idle) or close within the collective
+ * timeout of its last op.
  */
 export async function followTensorParallel(model: DecoderModel, tp: ProcessGroup): Promise<void> {
   const state = rankState(model, tp);
@@ -159,6 +172,7 @@ export async function followTensorParallel(model: DecoderModel, tp: ProcessGroup
       await state.step(ints(0, a), ints(a, a), readRows(data, 2 * a, a));
     } else if (op === SELECT) state.select(ints(0, a));
     else if (op === RESET) state.reset();
+    else if (op === HEARTBEAT) continue;
     else {
       state.reset(); // CLOSE
       return;

@@ -1,9 +1,10 @@
+import { SeededRng } from '@rl2/data';
 import { ModelsError } from '../errors.js';
 import type { DecoderModel } from '../model/decoder-model.js';
 import type { FinishReason, GenerationRequest, GenerationResult } from './generation-request.js';
 import { type BatchStepper, localStepper, type SamplingRow } from './batch-stepper.js';
 import type { SampledToken, TokenLogprob } from './sample-token.js';
-import { deriveSeed, SeededRng } from './seeded-rng.js';
+import { deriveSeed } from './derive-seed.js';
 
 /** Options of `createGenerator`. */
 export interface GeneratorOptions {

@@ -59,6 +59,9 @@ function guardedStepper(inner: TensorParallelStepper, group: GroupState): Tensor
     }
   };
   return {
+    get broken() {
+      return inner.broken ?? group.failure;
+    },
     prefill: (...a) => guardAsync(() => inner.prefill(...a)),
     step: (...a) => guardAsync(() => inner.step(...a)),
     select: (keep) => guard(() => inner.select(keep)),

@@ -233,7 +233,10 @@ function startingPoint(
   }
   optimizer.loadState(spec.trained.localOptimizerState(saved.optimizer));
   const { step, epoch, batchInEpoch, order, lr } = saved.state;
-  return { step, cursor: { epoch, batchInEpoch, order, rng: SeededRng.fromState(saved.state.rng), lr } };
+  return {
+    step,
+    cursor: { epoch, batchInEpoch, order, rng: SeededRng.fromState(saved.state.rng), lr },
+  };
 }
 
 /** The test split packed once, in chunks of data.test.batch_size items; the totals span all of it. */

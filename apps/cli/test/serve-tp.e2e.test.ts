@@ -184,6 +184,8 @@ describe('rl2 serve --tp 2', () => {
     one.child.kill('SIGTERM');
     expect(await two.exited, two.output().stderr).toBe(0);
     expect(two.output().stdout).toContain('stopped');
+    // one notice, from the command (the ranks' copies are not repeated)
+    expect(two.output().stderr.match(/got SIGTERM; stopping/g)).toHaveLength(1);
     expect(await one.exited).toBe(0);
 
     // a follower killed: the one command fails, naming it

@@ -39,6 +39,8 @@ export async function launchServeRanks(tp: number, io: CliIo): Promise<number> {
       output: 'silent',
       onOutput: write,
       killGraceMs: 5000,
+      // the ranks save nothing: after Ctrl-C they stop in seconds, or are stopped
+      interruptGraceMs: 15_000,
     });
     return 0;
   } catch (err) {

@@ -96,7 +96,9 @@ export interface TensorParallelStepper extends BatchStepper {
 function outOfStep(cause: Error): ModelsError {
   return new ModelsError(
     'GROUP_OUT_OF_STEP',
-    `the tensor-parallel group is out of step: an op failed on rank 0 after it was sent to the other ranks (${cause.message}); they wait inside its collectives until they time out or rank 0 exits. Restart every rank of the group.`,
+    'the tensor-parallel group is out of step: an op failed on rank 0 after it was sent to the other ranks ' +
+      `(${cause.message}); they wait inside its collectives until they time out or rank 0 exits. ` +
+      'Restart every rank of the group.',
   );
 }
 

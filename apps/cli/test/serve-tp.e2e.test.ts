@@ -193,6 +193,8 @@ describe('rl2 serve --tp 2', () => {
     const doomed = startServe(m0, 2);
     servers.push(one, two, doomed);
     const [urlOne, urlTwo] = await Promise.all([one.ready, two.ready]);
+    // resolved once (the ranks asked the hub nothing: each used to resolve it itself, racing)
+    expect(hub.log.requests.filter((r) => r.url.includes('/revision/'))).toHaveLength(1);
     // the weights' bytes were sent once (a download also probes them with a Range: bytes=0-0 GET)
     const weights = hub.log.requests.filter((r) => r.url.endsWith('/model.safetensors'));
     expect(

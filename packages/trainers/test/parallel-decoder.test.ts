@@ -58,7 +58,8 @@ const layouts = [
 
 describe('TP / CP on the real decoder: one SFT step equals the one-process step', () => {
   for (const { family, tp, cp, vocab } of layouts) {
-    it(`${family} TP(${tp}) x CP(${cp})${vocab ? ', vocab-parallel embedding + LM head' : ''}: loss, every gradient and every AdamW-updated tensor (this rank's shard) within 1e-5 relative`, async () => {
+    it(`${family} TP(${tp}) x CP(${cp})${vocab ? ', vocab-parallel embedding + LM head' : ''}: ` +
+      `loss, every gradient and every AdamW-updated tensor (this rank's shard) within 1e-5 relative`, async () => {
       const results = await runRanks(family, tp, cp, vocab);
       expect(results.map((r) => r.rank).sort()).toEqual(
         Array.from({ length: tp * cp }, (_, i) => i),

@@ -51,7 +51,8 @@ export async function joinServeWorld(tp: number): Promise<World> {
     await world.close();
     throw new RolloutError(
       'INVALID_ARGUMENT',
-      `rl2 serve --tp ${tp} runs as ${world.size} ranks (WORLD_SIZE=${world.size}); start it without a launcher, or launch exactly --tp processes`,
+      `rl2 serve --tp ${tp} runs as ${world.size} ranks (WORLD_SIZE=${world.size}); ` +
+        'start it without a launcher, or launch exactly --tp processes',
     );
   }
   return world;

@@ -164,7 +164,13 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
         Math.min(r.maxNew, model.config.maxPositionEmbeddings - r.request.inputIds.length),
       ),
     );
-    const picked = await stepper.prefill(tokens, positions, pad, samplingRows(open), room);
+    // rows in no list yet: a failed prefill must reject them here (run's catch cannot see them)
+    const picked = await stepper
+      .prefill(tokens, positions, pad, samplingRows(open), room)
+      .catch((e: unknown) => {
+        for (const row of open) row.reject(e);
+        throw e;
+      });
     rows = [...rows, ...open];
     sampleInto(open, picked);
   };

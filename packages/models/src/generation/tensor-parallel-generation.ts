@@ -1,4 +1,5 @@
 import type { ProcessGroup } from '@rl2/parallel';
+import { ModelsError } from '../errors.js';
 import type { DecoderModel } from '../model/decoder-model.js';
 import type { BatchStepper, SamplingRow } from './batch-stepper.js';
 import type { KvBatch } from './cached-forward.js';
@@ -88,12 +89,29 @@ export interface TensorParallelStepper extends BatchStepper {
   heartbeat(): void;
   /** Releases the followers: their {@link followTensorParallel} returns. */
   close(): void;
+  /** Why the group is out of step (an op failed after it was broadcast); undefined while it is not. */
+  readonly broken: Error | undefined;
+}
+
+function outOfStep(cause: Error): ModelsError {
+  return new ModelsError(
+    'GROUP_OUT_OF_STEP',
+    'the tensor-parallel group is out of step: an op failed on rank 0 after it was sent to the other ranks ' +
+      `(${cause.message}); they wait inside its collectives until they time out or rank 0 exits. ` +
+      'Restart every rank of the group.',
+  );
 }
 
 /**
  * The lead's stepper (pass it as `createGenerator(model, { stepper })` on tp group rank 0, with
  * `model` this rank's tensor-parallel shards): every call is broadcast to the group first.
  * `close()` releases the followers (see {@link followTensorParallel}).
+ *
+ * An op that throws after its broadcast (a lost rank, an error of rank 0 inside the forward or
+ * its sampling) leaves the followers inside its collectives, where no later broadcast may meet
+ * them: the stepper is then `broken`, sends nothing more (reset and close only free this rank's
+ * cache) and every later op throws GROUP_OUT_OF_STEP naming the first error, instead of
+ * mismatching collectives. Errors before the broadcast (bad rows) leave the group usable.
  */
 export function tensorParallelStepper(
   model: DecoderModel,
@@ -102,36 +120,63 @@ export function tensorParallelStepper(
   const state = rankState(model, tp);
   const v = model.config.vocabSize;
   const described = (rows: readonly SamplingRow[]) => rows.map((r) => vocabParallelRow(r, v));
+  let broken: Error | undefined;
+  const sent = <T>(run: () => T): T => {
+    if (broken) throw outOfStep(broken);
+    try {
+      const out = run();
+      if (out instanceof Promise)
+        return out.catch((e: Error) => {
+          broken ??= e;
+          throw e;
+        }) as T;
+      return out;
+    } catch (e) {
+      broken ??= e as Error;
+      throw e;
+    }
+  };
   return {
+    get broken() {
+      return broken;
+    },
     async prefill(tokens, positions, pad, rows) {
+      if (broken) throw outOfStep(broken);
       const vp = described(rows);
       const s = tokens[0]?.length ?? 0;
-      send(tp, PREFILL, tokens.length, s, [
-        ...tokens.flat(),
-        ...positions.flat(),
-        ...pad,
-        ...rowsPayload(vp),
-      ]);
-      return (await state.prefill(tokens, positions, pad, vp, rows)) as SampledToken[];
+      const payload = [...tokens.flat(), ...positions.flat(), ...pad, ...rowsPayload(vp)];
+      return sent(async () => {
+        send(tp, PREFILL, tokens.length, s, payload);
+        return (await state.prefill(tokens, positions, pad, vp, rows)) as SampledToken[];
+      });
     },
     async step(tokens, positions, rows) {
+      if (broken) throw outOfStep(broken);
       const vp = described(rows);
-      send(tp, STEP, tokens.length, 0, [...tokens, ...positions, ...rowsPayload(vp)]);
-      return (await state.step(tokens, positions, vp, rows)) as SampledToken[];
+      const payload = [...tokens, ...positions, ...rowsPayload(vp)];
+      return sent(async () => {
+        send(tp, STEP, tokens.length, 0, payload);
+        return (await state.step(tokens, positions, vp, rows)) as SampledToken[];
+      });
     },
     select(keep) {
-      send(tp, SELECT, keep.length, 0, keep);
-      state.select(keep);
+      sent(() => {
+        send(tp, SELECT, keep.length, 0, keep);
+        state.select(keep);
+      });
     },
     reset() {
-      send(tp, RESET, 0, 0);
+      // called after an error: it must not throw (a failed send marks the stepper broken)
+      try {
+        if (!broken) sent(() => send(tp, RESET, 0, 0));
+      } catch {}
       state.reset();
     },
     heartbeat() {
-      send(tp, HEARTBEAT, 0, 0);
+      sent(() => send(tp, HEARTBEAT, 0, 0));
     },
     close() {
-      send(tp, CLOSE, 0, 0);
+      if (!broken) sent(() => send(tp, CLOSE, 0, 0));
       state.reset();
     },
   };

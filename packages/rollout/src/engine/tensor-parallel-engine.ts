@@ -18,7 +18,10 @@ import {
 
 /** Options of {@link loadTensorParallelEngine}. */
 export interface TensorParallelEngineOptions extends CheckpointEngineOptions {
-  /** While idle, the lead sends an empty op this often so the followers' wait never times out (default: a quarter of RL2_COLLECTIVE_TIMEOUT_MS, at most 10 s). */
+  /**
+   * While idle, the lead sends an empty op this often so the followers' wait never times out
+   * (default: a quarter of RL2_COLLECTIVE_TIMEOUT_MS, at most 10 s).
+   */
   readonly heartbeatMs?: number;
   /** Told once when the group fails (a rank lost: a collective threw); the engine then refuses work. */
   readonly onFailure?: (error: Error) => void;
@@ -59,6 +62,9 @@ function guardedStepper(inner: TensorParallelStepper, group: GroupState): Tensor
     }
   };
   return {
+    get broken() {
+      return inner.broken ?? group.failure;
+    },
     prefill: (...a) => guardAsync(() => inner.prefill(...a)),
     step: (...a) => guardAsync(() => inner.step(...a)),
     select: (keep) => guard(() => inner.select(keep)),
@@ -70,11 +76,69 @@ function guardedStepper(inner: TensorParallelStepper, group: GroupState): Tensor
   };
 }
 
+/** What the lead knows of its group: ops in flight, the last op's time, and the failure once a rank is lost. */
 interface GroupState {
   busy: number;
   lastOp: number;
   failure?: Error;
   fail(error: Error): void;
+}
+
+function groupState(onFailure?: (error: Error) => void): GroupState {
+  const group: GroupState = {
+    busy: 0,
+    lastOp: Date.now(),
+    fail(error) {
+      if (group.failure) return;
+      group.failure = new RolloutError(
+        'ENGINE_FAILED',
+        `the tensor-parallel group failed (a rank was lost?): ${error.message}`,
+        { cause: error },
+      );
+      onFailure?.(group.failure);
+    },
+  };
+  return group;
+}
+
+/** The generator over this rank's shards, driving the group through a guarded stepper. */
+function openGenerator(
+  path: string,
+  agreed: AgreedLoad,
+  tp: ProcessGroup,
+  group: GroupState,
+  options: TensorParallelEngineOptions,
+) {
+  const { model, generationConfig } = agreed.loaded;
+  const stepper = guardedStepper(tensorParallelStepper(model, tp), group);
+  const eos = generationConfig?.eosTokenIds;
+  const generator = createGenerator(model, {
+    maxBatch: options.maxBatch,
+    seed: options.seed,
+    decode: options.decode,
+    stepper,
+    ...(eos && eos.length > 0 ? { eosTokenIds: eos } : {}),
+  });
+  return { path, agreed, model, generator, stepper };
+}
+
+/** Every `everyMs` without an op (and not `paused`), `beat()`: the followers' wait restarts. */
+function startHeartbeat(
+  group: GroupState,
+  everyMs: number,
+  paused: () => boolean,
+  beat: () => void,
+) {
+  const timer = setInterval(() => {
+    if (paused() || group.failure || group.busy > 0 || Date.now() - group.lastOp < everyMs) return;
+    try {
+      beat();
+    } catch {
+      // the guarded stepper reported it (group.fail)
+    }
+  }, everyMs / 4);
+  timer.unref();
+  return timer;
 }
 
 /**
@@ -92,45 +156,18 @@ export async function loadTensorParallelEngine(
   options: TensorParallelEngineOptions = {},
 ): Promise<CheckpointEngine> {
   const log = options.log ?? (() => {});
-  const group: GroupState = {
-    busy: 0,
-    lastOp: Date.now(),
-    fail(error) {
-      if (group.failure) return;
-      group.failure = new RolloutError(
-        'ENGINE_FAILED',
-        `the tensor-parallel group failed (a rank was lost?): ${error.message}`,
-        { cause: error },
-      );
-      options.onFailure?.(group.failure);
-    },
-  };
-  const open = (path: string, agreed: AgreedLoad) => {
-    const { model, generationConfig } = agreed.loaded;
-    const stepper = guardedStepper(tensorParallelStepper(model, tp), group);
-    const eos = generationConfig?.eosTokenIds;
-    const generator = createGenerator(model, {
-      maxBatch: options.maxBatch,
-      seed: options.seed,
-      decode: options.decode,
-      stepper,
-      ...(eos && eos.length > 0 ? { eosTokenIds: eos } : {}),
-    });
-    return { path, agreed, model, generator, stepper };
-  };
+  const group = groupState(options.onFailure);
+  const open = (path: string, agreed: AgreedLoad) =>
+    openGenerator(path, agreed, tp, group, options);
   let current = open(modelPath, await loadAgreed(modelPath, tp, log));
   let held: Promise<void> | undefined; // new requests wait while weights reload or the group stops
 
-  const heartbeatMs = options.heartbeatMs ?? defaultHeartbeatMs();
-  const timer = setInterval(() => {
-    if (held || group.failure || group.busy > 0 || Date.now() - group.lastOp < heartbeatMs) return;
-    try {
-      current.stepper.heartbeat();
-    } catch {
-      // group.fail reported it
-    }
-  }, heartbeatMs / 4);
-  timer.unref();
+  const timer = startHeartbeat(
+    group,
+    options.heartbeatMs ?? defaultHeartbeatMs(),
+    () => held !== undefined,
+    () => current.stepper.heartbeat(),
+  );
 
   /** Runs `work` with new requests held and none running, the followers out of their forward loop. */
   const exclusive = async <T>(work: () => Promise<T>): Promise<T> => {

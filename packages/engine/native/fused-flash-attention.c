@@ -198,7 +198,8 @@ static napi_value flash_common(napi_env env, napi_callback_info info, int back) 
   size_t lq, lk, lv, ls, lo, ll, l1 = 0, l2 = 0, l3 = 0, l4 = 0;
   float *q, *k, *v, *o, *lse, *dout = NULL, *dq = NULL, *dk = NULL, *dv = NULL;
   int32_t *seg;
-  const char *what = "flashAttention expects Float32Array q, k, v, Int32Array seg, Int32Array dims[5], scale, Float32Array out, lse (dout, dq, dk, dv)";
+  const char *what = "flashAttention expects Float32Array q, k, v, Int32Array seg, Int32Array dims[5], scale, "
+                     "Float32Array out, lse (dout, dq, dk, dv)";
   if (!read_args(env, info, what, back ? "fffisdffffff" : "fffisdff", &q, &lq, &k, &lk, &v, &lv, &seg, &ls, dims, &rank, &scale,
                  &o, &lo, &lse, &ll, &dout, &l1, &dq, &l2, &dk, &l3, &dv, &l4))
     return NULL;

@@ -33,7 +33,10 @@ export const LOSS_AGGREGATIONS: readonly LossAggregation[] = [
 export interface AggregationOptions {
   /** Aggregation mode (default `token-mean`, RL2's default `avg_level=token`). */
   readonly mode?: LossAggregation;
-  /** Global totals over the whole update (all micro-batches, all ranks). Default: this batch's own counts (single micro-batch, single rank). */
+  /**
+   * Global totals over the whole update (all micro-batches, all ranks). Default: this batch's own
+   * counts (single micro-batch, single rank).
+   */
   readonly totals?: GlobalTotals;
   /** Constant horizon for `seq-mean-token-sum-norm` (e.g. max_new_tokens). Default: T, the row length. */
   readonly normLength?: number;

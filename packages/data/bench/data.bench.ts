@@ -30,10 +30,10 @@ const N = Number(arg('rows', '200000'));
 const dir = mkdtempSync(join(tmpdir(), 'rl2-data-bench-'));
 
 // --- generate -----------------------------------------------------------------------------
-const WORDS =
-  'the model reads a prompt and writes an answer that is scored by a reward function while training with policy gradients on many small batches of tokens'.split(
-    ' ',
-  );
+const WORDS = (
+  'the model reads a prompt and writes an answer that is scored by a reward function while ' +
+  'training with policy gradients on many small batches of tokens'
+).split(' ');
 let seed = 12345;
 const rand = () => {
   seed = (seed * 1103515245 + 12345) % 2147483648;
@@ -193,7 +193,9 @@ for (const [key, [refName, ref]] of Object.entries(references)) {
   const goal = goals[key];
   const verdict = goal ? `>= ${fmt(goal)} ${batchRate >= goal ? 'met' : 'NOT met'}` : '';
   console.log(
-    `| ${key} | ${(statSync(file).size / 1e6).toFixed(1)} | ${fmt(o.n / o.s)} | ${fmt(batchRate)} | ${refName} | ${fmt(refRate)} | ${Number.isFinite(refRate) ? (batchRate / refRate).toFixed(2) : '-'} | ${verdict} |`,
+    `| ${key} | ${(statSync(file).size / 1e6).toFixed(1)} | ${fmt(o.n / o.s)} ` +
+      `| ${fmt(batchRate)} | ${refName} | ${fmt(refRate)} ` +
+      `| ${Number.isFinite(refRate) ? (batchRate / refRate).toFixed(2) : '-'} | ${verdict} |`,
   );
 }
 
@@ -250,7 +252,9 @@ const row = (name: string, rate: number, goal = '') =>
   console.log(`| ${name} | ${fmt(rate)} | ${(rate / refRate).toFixed(2)} | ${goal} |`);
 const tokRate = oursTok.n / oursTok.s;
 console.log(
-  `\nQwen3 tokenization of ${texts.length.toLocaleString('en-US')} texts from ${corpusFiles.length} repo files (${oursTok.n.toLocaleString('en-US')} tokens; ids identical to @huggingface/tokenizers: ${same})\n`,
+  `\nQwen3 tokenization of ${texts.length.toLocaleString('en-US')} texts ` +
+    `from ${corpusFiles.length} repo files (${oursTok.n.toLocaleString('en-US')} tokens; ids ` +
+    `identical to @huggingface/tokenizers: ${same})\n`,
 );
 console.log('| tokenizer | tokens/s | vs reference | goal |');
 console.log('|---|---:|---:|---|');

@@ -18,7 +18,9 @@ export { parseDataSpec } from './sources/parse-data-spec.js';
 export type { DataSpec } from './sources/parse-data-spec.js';
 export { splitTrainTest } from './sources/split-train-test.js';
 export type { TrainTestSplit } from './sources/split-train-test.js';
-export { mulberry32 } from './sources/seeded-random.js';
+
+// random
+export { SeededRng } from './random/seeded-rng.js';
 
 // hub
 export { resolveHubDataset } from './hub/resolve-hub-dataset.js';

@@ -17,7 +17,8 @@ export interface HubLog {
 
 /**
  * A tiny HTTP server on 127.0.0.1 that answers the hub URL layout @huggingface/hub uses for
- * datasets (and the same for model repos, without the datasets/ prefix): /api/datasets/{id}/revision/{rev}, /api/datasets/{id}/tree/{rev}, POST
+ * datasets (and the same for model repos, without the datasets/ prefix):
+ * /api/datasets/{id}/revision/{rev}, /api/datasets/{id}/tree/{rev}, POST
  * /api/datasets/{id}/paths-info/{rev}, and /datasets/{id}/resolve/{rev}/{path} with Range.
  */
 export async function startFakeHub(

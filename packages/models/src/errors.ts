@@ -3,7 +3,9 @@ export type ModelsErrorCode =
   | 'INVALID_ARGUMENT'
   | 'UNSUPPORTED_CONFIG'
   | 'CHECKPOINT_ERROR'
-  | 'SHAPE_MISMATCH';
+  | 'SHAPE_MISMATCH'
+  /** A tensor-parallel op failed partway: the other ranks wait inside its collectives. */
+  | 'GROUP_OUT_OF_STEP';
 
 /** Base error of @rl2/models: every message names the offending value and how to fix it. */
 export class ModelsError extends Error {

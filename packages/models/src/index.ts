@@ -108,6 +108,8 @@ export {
   followTensorParallel,
   tensorParallelStepper,
 } from './generation/tensor-parallel-generation.js';
+export type { TensorParallelStepper } from './generation/tensor-parallel-generation.js';
+export { loadTensorParallelModel } from './checkpoint/load-tensor-parallel-model.js';
 export { sampleVocabParallel, vocabParallelRow } from './generation/vocab-parallel-sampling.js';
 export type { VocabParallelRow } from './generation/vocab-parallel-sampling.js';
 

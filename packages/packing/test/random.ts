@@ -1,4 +1,9 @@
-/** Seeded generators for property tests (mulberry32; Box-Muller for the log-normal). */
+/**
+ * Seeded test inputs for packing's property tests and bench (mulberry32; Box-Muller for the
+ * log-normal). Test-only: rl2's product code draws from `SeededRng` in @rl2/data, which this leaf
+ * package does not depend on. Kept as mulberry32 because the bench figures quoted in the README
+ * come from `lognormalLengths(n, 2024, ...)`; changing the generator would change them.
+ */
 export function seededRandom(seed: number): () => number {
   let a = seed >>> 0;
   return () => {

@@ -7,7 +7,7 @@ import { createSocketWorld, initProcessGroup, readLaunchEnv } from '../src/index
 
 const sizes = (process.env.BENCH_SIZES ?? '1024,1048576').split(',').map(Number); // float32 values
 const transport = process.env.BENCH_TRANSPORT as 'auto' | 'tcp';
-const budgetMs = 1000;
+const budgetMs = Number(process.env.BENCH_BUDGET_MS ?? 1000);
 const maxIters = 200;
 
 interface Ops {

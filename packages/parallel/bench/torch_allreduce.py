@@ -1,7 +1,8 @@
 # One rank of `pnpm bench parallel`'s torch.distributed row: all-reduce (sum, float32) on the
 # gloo backend, timed like allreduce-rank.ts (2 warm-up calls, 3 to estimate, then as many as fit
-# in 1 s, 5 to 200, back to back; rank 0 decides the count). Started by launch() with the torchrun
-# environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT); one thread per rank.
+# in BENCH_BUDGET_MS (default 1 s), 5 to 200, back to back; rank 0 decides the count). Started
+# by launch() with the torchrun environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT); one
+# thread per rank.
 # Prints `RESULT {"ranks", "bytes", "ms"}` per size on rank 0. Run with Debian's /usr/bin/python3.
 import json
 import os
@@ -14,7 +15,7 @@ torch.set_num_threads(1)
 dist.init_process_group("gloo", init_method="env://")
 rank, size = dist.get_rank(), dist.get_world_size()
 sizes = [int(s) for s in os.environ.get("BENCH_SIZES", "1024,1048576").split(",")]
-BUDGET_S, MAX_ITERS = 1.0, 200
+BUDGET_S, MAX_ITERS = float(os.environ.get("BENCH_BUDGET_MS", "1000")) / 1000, 200
 
 
 def timed(fn):

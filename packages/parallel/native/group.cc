@@ -20,6 +20,12 @@ namespace rl2 {
 
 namespace {
 constexpr uint8_t kReduceScatterPrefix = 0xe1;
+// Gloo's ring all-reduce sends at most this much per message (its default, and torch's, is
+// 1 MiB). 4 MiB halves the messages, wake-ups and send/recv handshakes of the 32 MiB all-reduce
+// and cost 5-15% less CPU time per op (user + sys over the ranks) than 1 MiB on 2 and 4 ranks
+// on loopback (2-core AMD EPYC, 2026-12-02). Buffers up to 2 MiB per rank (4 MiB on 2 ranks,
+// 8 MiB on 4) are unchanged: each rank's chunk is split in at least 2 segments anyway.
+constexpr size_t kAllReduceSegmentBytes = 4 << 20;
 constexpr uint8_t kSendRecvPrefix = 0xe2;
 
 using ReduceFn = void (*)(void*, const void*, const void*, size_t);
@@ -164,6 +170,7 @@ void Group::run(Op& op) {
         o.setOutput(op.in, op.inLen);
         o.setReduceFunction(reduceFn(static_cast<Reduce>(op.arg)));
         o.setTag(tag);
+        o.setMaxSegmentSize(kAllReduceSegmentBytes);
         gloo::allreduce(o);
         if (static_cast<Reduce>(op.arg) == Reduce::Avg) scale(op.in, op.inLen, 1.0f / static_cast<float>(size_));
         break;

@@ -29,17 +29,22 @@ beforeAll(() => {
 });
 
 describe('data-parallel training equals the single-process run', () => {
+  // Every layout on the default collectives (Gloo when built); FSDP, which uses every op the
+  // trainers need, also on the socket fallback. `RL2_COLLECTIVES=sockets` runs them all on it.
   it.each([
-    ['sft', 'data parallel', []],
-    ['dpo', 'data parallel', []],
-    ['sft', 'FSDP (actor.ddp_size=1)', ['actor.ddp_size=1']],
+    ['sft', 'data parallel', [], undefined],
+    ['dpo', 'data parallel', [], undefined],
+    ['sft', 'FSDP (actor.ddp_size=1)', ['actor.ddp_size=1'], undefined],
+    ['sft', 'FSDP (actor.ddp_size=1) on the socket fallback', ['actor.ddp_size=1'], 'sockets'],
   ] as const)(
     '%s on 2 processes, %s: same loss and global grad norm at both steps, same weights and AdamW state (1e-5 relative)',
-    async (kind, layout, overrides) => {
+    async (kind, layout, overrides, collectives) => {
       if (!references.has(kind)) references.set(kind, runSingleCase(kind));
       const single = await (references.get(kind) as Promise<Reference>);
-      const saveDir = join(caseDir, `${kind}-dp2-${overrides.length}`);
-      const results = await runOnRanks(kind, 2, caseDir, saveDir, [...overrides]);
+      const saveDir = join(caseDir, `${kind}-dp2-${overrides.length}-${collectives ?? 'default'}`);
+      const results = await runOnRanks(kind, 2, caseDir, saveDir, [...overrides], {
+        collectives,
+      });
       expect(results.map((r) => r.rank)).toEqual([0, 1]);
       expect(single.gradNorms[0]).toBeGreaterThan(kind === 'sft' ? 0.5 : 0); // sft: clipping (max_grad_norm 0.5) is active
       for (const r of results) {
@@ -130,9 +135,7 @@ describe('data-parallel training equals the single-process run', () => {
     const masterPort = await freePort();
     const node = (nodeRank: number) =>
       runOnRanks('sft', 1, caseDir, saveDir, ['actor.ddp_size=1'], {
-        nnodes: 2,
-        nodeRank,
-        masterPort,
+        nodes: { nnodes: 2, nodeRank, masterPort },
       });
     const results = (await Promise.all([node(0), node(1)])).flat();
     expect(results.map((r) => r.rank).sort()).toEqual([0, 1]);

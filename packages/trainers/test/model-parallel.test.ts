@@ -130,6 +130,16 @@ const layouts = [
     label: 'TP(2) x DP(2), untied LM head',
     overrides: ['actor.tp_size=2'],
   },
+  // the 4-rank product of sub-groups once more on the socket fallback (`RL2_COLLECTIVES=sockets`
+  // runs every layout on it)
+  {
+    arch: 'qwen3',
+    kind: 'sft',
+    n: 4,
+    label: 'TP(2) x CP(2), socket fallback',
+    overrides: ['actor.tp_size=2', 'actor.cp_size=2'],
+    collectives: 'sockets',
+  },
   // the native engine (OpenBLAS + fused C kernels) under TP x CP, against the native one-process run
   {
     arch: 'qwen3',
@@ -148,13 +158,17 @@ const layouts = [
 ] as const;
 
 describe('tensor / context / FSDP parallel training through the loop equals the one-process run', () => {
-  for (const { arch, kind, n, label, overrides } of layouts) {
+  for (const layout of layouts) {
+    const { arch, kind, n, label, overrides } = layout;
+    const collectives = 'collectives' in layout ? layout.collectives : undefined;
     it(`${arch} ${kind} on ${n} processes, ${label}: losses, grad norms, saved weights and AdamW state within 1e-5`, async () => {
       const backend = overrides.find((o) => o.startsWith('trainer.backend='))?.split('=')[1];
       const want = await reference(arch, kind, backend);
       const dir = caseDirs.get(arch) as string;
       const saveDir = join(dir, `${kind}-${label.replace(/\W+/g, '-')}`);
-      const results = await runOnRanks(kind, n, dir, saveDir, [EPS, ...overrides]);
+      const results = await runOnRanks(kind, n, dir, saveDir, [EPS, ...overrides], {
+        collectives,
+      });
       expect(results.map((r) => r.rank)).toEqual(Array.from({ length: n }, (_, i) => i));
       expectSameSteps(results, want);
       // only world rank 0 writes metrics

@@ -35,6 +35,17 @@ export interface RankResult {
   steps: StepResult[];
 }
 
+export interface RankRunOptions {
+  /** This launch is one "node" of several on loopback (its ranks, the shared master port). */
+  nodes?: { nnodes: number; nodeRank: number; masterPort: number };
+  /**
+   * RL2_COLLECTIVES for the ranks; the run fails unless local rank 0's start line
+   * (`rl2 parallel: collectives on ...`) names it. Unset: the default, Gloo when its addon is
+   * built (or whatever RL2_COLLECTIVES says in the test's own environment).
+   */
+  collectives?: 'gloo' | 'sockets';
+}
+
 /** The tiny run of train-case.ts on `n` processes (launch(), train.rank.ts); RESULT lines back, by rank. */
 export async function runOnRanks(
   kind: CaseKind,
@@ -42,10 +53,11 @@ export async function runOnRanks(
   caseDir: string,
   saveDir: string,
   overrides: string[] = [],
-  nodes: { nnodes: number; nodeRank: number; masterPort: number } | undefined = undefined,
+  { nodes, collectives }: RankRunOptions = {},
 ): Promise<RankResult[]> {
   const results: RankResult[] = [];
   const errors: string[] = [];
+  let ranOn: string | undefined;
   await launch({
     nprocPerNode: n,
     ...(nodes ?? { masterPort: await freePort() }),
@@ -57,15 +69,20 @@ export async function runOnRanks(
       CASE_DIR: caseDir,
       SAVE_DIR: saveDir,
       CASE_OVERRIDES: JSON.stringify(overrides),
+      ...(collectives ? { RL2_COLLECTIVES: collectives } : {}),
     },
     onOutput: (_rank, stream, line) => {
       if (stream === 'stdout' && line.startsWith('RESULT '))
         results.push(JSON.parse(line.slice(7)) as RankResult);
+      else if (stream === 'stdout')
+        ranOn = /rl2 parallel: collectives on (\w+)/.exec(line)?.[1] ?? ranOn;
       else if (stream === 'stderr') errors.push(line);
     },
   }).catch((err: Error) => {
     throw new Error(`${err.message}\n${errors.slice(-20).join('\n')}`);
   });
+  if (collectives && ranOn !== collectives)
+    throw new Error(`asked for RL2_COLLECTIVES=${collectives}, the ranks ran on ${ranOn}`);
   return results.sort((a, b) => a.rank - b.rank);
 }
 

@@ -74,3 +74,45 @@ describe('tensor-parallel generation equals one-process generation', () => {
     }, 60_000);
   }
 });
+
+describe('a tensor-parallel group whose lead throws inside a forward', () => {
+  it('fails clearly: the request gets the error, later ones GROUP_OUT_OF_STEP without touching the collectives, and the follower stuck in the forward fails once the lead exits', async () => {
+    const results: { first: string; second: string; broken?: string }[] = [];
+    const stderr: string[] = [];
+    const started = Date.now();
+    const outcome = await launch({
+      nprocPerNode: 2,
+      masterPort: await freePort(),
+      output: 'silent',
+      killGraceMs: 2000,
+      command: [
+        process.execPath,
+        '--import',
+        'tsx',
+        '--import',
+        join(import.meta.dirname, 'ranks', 'register-source.mjs'),
+        join(import.meta.dirname, 'ranks', 'tp-generate-fault.rank.ts'),
+      ],
+      // the backstop if the follower did not notice the lead exit
+      env: { RL2_COLLECTIVE_TIMEOUT_MS: '20000' },
+      onOutput: (_rank, stream, line) => {
+        if (stream === 'stdout' && line.startsWith('RESULT '))
+          results.push(JSON.parse(line.slice(7)));
+        else if (stream === 'stderr') stderr.push(line);
+      },
+    }).then(
+      () => 'all exited 0',
+      (e: Error) => e.message,
+    );
+    expect(results, stderr.join('\n')).toHaveLength(1);
+    const { first, second, broken } = results[0]!;
+    expect(first).toContain('injected fault in down_proj');
+    expect(broken).toBe('injected fault in down_proj');
+    expect(second).toMatch(/^GROUP_OUT_OF_STEP .*out of step.*injected fault in down_proj/);
+    // rank 1 was inside the all-reduce of the faulty forward: it fails on the lost lead, well
+    // before the collective timeout
+    expect(outcome).toMatch(/rank 1 failed/);
+    expect(outcome).toMatch(/PEER_LOST|closed|reset|lost/i);
+    expect(Date.now() - started).toBeLessThan(60_000);
+  }, 90_000);
+});

@@ -1,6 +1,8 @@
-import { RolloutError, serveModel } from '@rl2/rollout';
+import { type ProcessGroup, readLaunchEnv } from '@rl2/parallel';
+import { RolloutError, followServeModel, serveModel } from '@rl2/rollout';
 import type { CAC } from 'cac';
 import type { CliIo } from '../cli-io.js';
+import { joinServeWorld, launchServeRanks } from './serve-ranks.js';
 
 /**
  * Registers `rl2 serve --model PATH`: the embedded engine behind SGLang's native API and the
@@ -32,35 +34,77 @@ export function registerServeCommand(cli: CAC, io: CliIo, version: string): void
     .option('--max-batch <n>', 'requests decoded together', { default: 16 })
     .option('--seed <n>', 'base sampling seed of requests without sampling_seed', { default: 0 })
     .option('--threads <n>', 'compute threads (default: RL2_THREADS or all cores)')
+    .option(
+      '--tp <n>',
+      'tensor parallelism: N processes, each holding 1/N of the weights and KV cache; rank 0 serves HTTP',
+      { default: 1 },
+    )
     .example('rl2 serve --model runs/addition-grpo/step-30/model --port 30000')
+    .example('rl2 serve --model runs/addition-grpo/step-30/model --tp 2')
     .action(async (flags: Record<string, string | number | undefined>) => {
       if (!flags.model)
         throw new RolloutError(
           'INVALID_ARGUMENT',
           'rl2 serve needs --model DIR (a Hugging Face checkpoint folder) or a hub id such as Qwen/Qwen3-0.6B',
         );
-      const apiKey = flags.apiKey === undefined ? process.env.RL2_API_KEY : String(flags.apiKey);
-      const server = await serveModel({
-        model: String(flags.model),
-        host: String(flags.host),
-        port: Number(flags.port),
-        maxBodyBytes: Number(flags.maxBodyBytes),
-        maxBatch: Number(flags.maxBatch),
-        seed: Number(flags.seed),
-        version,
-        ...(apiKey ? { apiKey } : {}),
-        ...(flags.servedModelName === undefined
-          ? {}
-          : { servedModelName: String(flags.servedModelName) }),
-        ...(flags.threads === undefined ? {} : { threads: Number(flags.threads) }),
-        log: (line) => io.stdout.write(`${line}\n`),
-      });
-      io.stdout.write(`ready: ${server.url} (Ctrl-C to stop)\n`);
-      await untilStopped(io.signal);
-      await server.close();
-      io.stdout.write('stopped\n');
-      return 0;
+      const tp = Number(flags.tp);
+      if (!Number.isInteger(tp) || tp < 1)
+        throw new RolloutError(
+          'INVALID_ARGUMENT',
+          `rl2 serve --tp ${flags.tp}: must be an integer >= 1`,
+        );
+      if (tp === 1) return serveUntilStopped(flags, io, version);
+      // typed by a user: start the ranks; run by the launcher: be one of them
+      if (readLaunchEnv().worldSize === 1) return launchServeRanks(tp, io);
+      const world = await joinServeWorld(tp);
+      try {
+        if (world.rank === 0) return await serveUntilStopped(flags, io, version, world);
+        await followServeModel({
+          model: String(flags.model),
+          tp: world,
+          ...(flags.threads === undefined ? {} : { threads: Number(flags.threads) }),
+          log: (line) => io.stderr.write(`${line}\n`),
+        });
+        return 0;
+      } finally {
+        await world.close();
+      }
     });
+}
+
+/** `rl2 serve` on one process, or as rank 0 of `--tp N` (`tp`: the group): serves until Ctrl-C, SIGTERM or a lost rank. */
+async function serveUntilStopped(
+  flags: Record<string, string | number | undefined>,
+  io: CliIo,
+  version: string,
+  tp?: ProcessGroup,
+): Promise<number> {
+  const apiKey = flags.apiKey === undefined ? process.env.RL2_API_KEY : String(flags.apiKey);
+  const server = await serveModel({
+    model: String(flags.model),
+    host: String(flags.host),
+    port: Number(flags.port),
+    maxBodyBytes: Number(flags.maxBodyBytes),
+    maxBatch: Number(flags.maxBatch),
+    seed: Number(flags.seed),
+    version,
+    ...(apiKey ? { apiKey } : {}),
+    ...(flags.servedModelName === undefined
+      ? {}
+      : { servedModelName: String(flags.servedModelName) }),
+    ...(flags.threads === undefined ? {} : { threads: Number(flags.threads) }),
+    log: (line) => io.stdout.write(`${line}\n`),
+    ...(tp ? { tp } : {}),
+  });
+  io.stdout.write(`ready: ${server.url} (Ctrl-C to stop)\n`);
+  const failure = await Promise.race([untilStopped(io.signal), server.failed]);
+  await server.close();
+  if (failure) {
+    io.stderr.write(`rl2 serve: ${failure.message}\n`);
+    return 1;
+  }
+  io.stdout.write('stopped\n');
+  return 0;
 }
 
 /** Resolves when the CLI's signal aborts (Ctrl-C or SIGTERM), or, without one, on SIGINT or SIGTERM. */

@@ -14,7 +14,8 @@ export function pairDivisor(
     if (t.rank !== 1 || (p !== undefined && t.shape[0] !== p)) {
       throw new AlgosError(
         'SHAPE_MISMATCH',
-        `${fn}: ${key} has shape [${t.shape.join(', ')}] but every pair input must be [P]${p === undefined ? '' : ` with P = ${p}`}; use sequenceSums + splitPairs to build them`,
+        `${fn}: ${key} has shape [${t.shape.join(', ')}] but every pair input must be ` +
+          `[P]${p === undefined ? '' : ` with P = ${p}`}; use sequenceSums + splitPairs to build them`,
       );
     }
     p = t.shape[0];

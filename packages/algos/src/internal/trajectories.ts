@@ -36,7 +36,8 @@ export function actionTimelines(
       if (id < 0) {
         throw new AlgosError(
           'INVALID_ARGUMENT',
-          `${fn}: token ${i} (row ${Math.floor(i / t)}, position ${i % t}) is an action but has trajectory id ${id}; give every action token an id 0..N-1`,
+          `${fn}: token ${i} (row ${Math.floor(i / t)}, position ${i % t}) is an action but has ` +
+            `trajectory id ${id}; give every action token an id 0..N-1`,
         );
       }
       actions[id]!.push(i);
@@ -110,7 +111,9 @@ export function groupCount(n: number, responsesPerPrompt: number, fn: string): n
   if (n % responsesPerPrompt !== 0) {
     throw new AlgosError(
       'INVALID_ARGUMENT',
-      `${fn}: ${n} trajectories do not split into groups of responsesPerPrompt = ${responsesPerPrompt}; number trajectories 0..N-1 with each prompt's responses contiguous and N a multiple of responsesPerPrompt`,
+      `${fn}: ${n} trajectories do not split into groups of responsesPerPrompt ` +
+        `= ${responsesPerPrompt}; number trajectories 0..N-1 with each prompt's responses ` +
+        `contiguous and N a multiple of responsesPerPrompt`,
     );
   }
   return n / responsesPerPrompt;

@@ -23,7 +23,10 @@ export function toPairExample(
   const k = resolveDataKeys(keys);
   const c = {
     ...ctx,
-    expected: `${ctx.trainer ?? 'RM/DPO'} expects {${k.promptKey}, ${k.chosenKey}, ${k.rejectedKey}} or {${k.messagesKey}, ${k.chosenKey}, ${k.rejectedKey}}`,
+    expected:
+      `${ctx.trainer ?? 'RM/DPO'} expects ` +
+      `{${k.promptKey}, ${k.chosenKey}, ${k.rejectedKey}} or ` +
+      `{${k.messagesKey}, ${k.chosenKey}, ${k.rejectedKey}}`,
   };
   if (hasField(row, k.messagesKey)) {
     const prompt = messagesField(row, k.messagesKey, c);

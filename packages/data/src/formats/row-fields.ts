@@ -77,7 +77,9 @@ export function hasField(row: Row, key: string): boolean {
 export function missingKey(row: Row, key: string, ctx: RowContext): DataError {
   return new DataError(
     'MISSING_KEY',
-    `${where(ctx)} has no key "${key}" (its keys: ${Object.keys(row).join(', ') || 'none'}). ${ctx.expected}; rename the column or set the matching *_key option.`,
+    `${where(ctx)} has no key "${key}" (its ` +
+      `keys: ${Object.keys(row).join(', ') || 'none'}). ${ctx.expected}; rename the column or ` +
+      `set the matching *_key option.`,
   );
 }
 

@@ -49,7 +49,8 @@ export function hubError(e: unknown, what: string, opts: ResolvedHubOptions): Da
   if (status === 404) {
     return new DataError(
       'HUB_NOT_FOUND',
-      `${capitalized(what)} was not found on ${opts.endpoint} (HTTP 404). Check the id (owner/name), or that HF_TOKEN can see it if it is private.`,
+      `${capitalized(what)} was not found on ${opts.endpoint} (HTTP 404). Check the id ` +
+        `(owner/name), or that HF_TOKEN can see it if it is private.`,
       { cause: e },
     );
   }

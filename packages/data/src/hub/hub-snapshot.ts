@@ -142,7 +142,8 @@ export class HubSnapshot {
     if (this.offlineReason !== undefined) {
       throw new DataError(
         'HUB_UNREACHABLE',
-        `Cannot load ${repoLabel(this.type, this.name)}: ${this.offlineReason}, and its cached snapshot ${this.dir} lacks ${path}. Connect once to download it, or pass a local folder.`,
+        `Cannot load ${repoLabel(this.type, this.name)}: ${this.offlineReason}, and its cached ` +
+          `snapshot ${this.dir} lacks ${path}. Connect once to download it, or pass a local folder.`,
       );
     }
     try {
@@ -157,7 +158,8 @@ export class HubSnapshot {
       throw isNetworkError(e)
         ? new DataError(
             'HUB_UNREACHABLE',
-            `Downloading ${path} of ${repoLabel(this.type, this.name)} from ${this.opts.endpoint} failed: ${whyNotOnline(this.opts, e)}. Run again to resume.`,
+            `Downloading ${path} of ${repoLabel(this.type, this.name)} ` +
+              `from ${this.opts.endpoint} failed: ${whyNotOnline(this.opts, e)}. Run again to resume.`,
             { cause: e },
           )
         : hubError(e, `${path} of ${repoLabel(this.type, this.name)}`, this.opts);

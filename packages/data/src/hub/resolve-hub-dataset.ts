@@ -43,12 +43,15 @@ export async function resolveHubDataset(
   if (offline !== undefined) {
     throw new DataError(
       'HUB_UNREACHABLE',
-      `Cannot load dataset "${name}" split "${split}": ${offline}, and nothing is cached under ${repoCacheDir(opts.cacheDir, 'dataset', name)}. Connect to the network (or set HF_ENDPOINT to a reachable mirror), or pass a local file/folder instead.`,
+      `Cannot load dataset "${name}" split "${split}": ${offline}, and nothing is cached ` +
+        `under ${repoCacheDir(opts.cacheDir, 'dataset', name)}. Connect to the network (or set ` +
+        `HF_ENDPOINT to a reachable mirror), or pass a local file/folder instead.`,
     );
   }
   const splits = visibleSplits(seen.map((p) => p.replace(/^[^/]+\/(?=[^/]+\/)/, '')));
   throw new DataError(
     'HUB_NOT_FOUND',
-    `Dataset "${name}" on ${opts.endpoint} has no data files for split "${split}"${splits.length ? ` (splits found: ${splits.join(', ')}; write <split>@${name})` : ''}.`,
+    `Dataset "${name}" on ${opts.endpoint} has no data files for split ` +
+      `"${split}"${splits.length ? ` (splits found: ${splits.join(', ')}; write <split>@${name})` : ''}.`,
   );
 }

@@ -42,7 +42,9 @@ export async function resolveHubModel(
   if (!(snap instanceof HubSnapshot)) {
     throw new DataError(
       'HUB_UNREACHABLE',
-      `Cannot load model "${name}": ${snap?.unreachable}, and nothing is cached under ${repoCacheDir(opts.cacheDir, 'model', name)}. Connect to the network (or set HF_ENDPOINT to a reachable mirror), or pass a local model folder.`,
+      `Cannot load model "${name}": ${snap?.unreachable}, and nothing is cached ` +
+        `under ${repoCacheDir(opts.cacheDir, 'model', name)}. Connect to the network (or set ` +
+        `HF_ENDPOINT to a reachable mirror), or pass a local model folder.`,
     );
   }
   const need = async (path: string) => {

@@ -23,7 +23,8 @@ export function strictStringFromBytes(bytes: Uint8Array): string | InvalidUtf8Va
 export function columnarUtf8Error(file: string, row: number, column: string): DataError {
   return new DataError(
     'INVALID_UTF8',
-    `${file} row ${row} column "${column}" holds a string that is not valid UTF-8. Write the file again from text decoded as UTF-8, or fix that value.`,
+    `${file} row ${row} column "${column}" holds a string that is not valid UTF-8. Write the ` +
+      `file again from text decoded as UTF-8, or fix that value.`,
   );
 }
 

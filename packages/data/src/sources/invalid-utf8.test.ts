@@ -68,25 +68,31 @@ describe('invalid UTF-8 in text files is an error naming file and line', () => {
     expect((await failure(csv)).message).toContain(`${csv} line 4 (byte`);
   });
 
-  it('finds the line past a 1 MiB chunk, keeps characters split across chunks, and names a character cut by the end of the file', async () => {
-    const euro = '€'; // 3 bytes: placed so that one straddles the 1 MiB chunk boundary
-    const line = `{"t": "${'y'.repeat(1000)}${euro}"}\n`;
-    const lines = Array.from({ length: 1200 }, () => line);
-    const good = write('good.jsonl', lines.join(''));
-    expect((await loadDataset(good)).rows.every((r) => (r.t as string).endsWith(euro))).toBe(true);
-    lines[1100] = '{"t": "@@MARK@@"}\n';
-    const e = await failure(write('far.jsonl', corrupt(Buffer.from(lines.join('')))));
-    expect(e.message).toMatch(/far\.jsonl line 1101 \(byte \d+\)/);
-    const cut = await failure(
-      write(
-        'cut.jsonl',
-        Buffer.concat([Buffer.from('{"t": "a"}\n{"t": "'), Buffer.from(euro).subarray(0, 2)]),
-      ),
-    );
-    expect(cut.message).toMatch(
-      /cut\.jsonl line 2 \(byte 18\) is not valid UTF-8 \(the file ends inside a character\): bytes 0xe2 0x82/,
-    );
-  });
+  it(
+    'finds the line past a 1 MiB chunk, keeps characters split across chunks, and names a ' +
+      'character cut by the end of the file',
+    async () => {
+      const euro = '€'; // 3 bytes: placed so that one straddles the 1 MiB chunk boundary
+      const line = `{"t": "${'y'.repeat(1000)}${euro}"}\n`;
+      const lines = Array.from({ length: 1200 }, () => line);
+      const good = write('good.jsonl', lines.join(''));
+      expect((await loadDataset(good)).rows.every((r) => (r.t as string).endsWith(euro))).toBe(
+        true,
+      );
+      lines[1100] = '{"t": "@@MARK@@"}\n';
+      const e = await failure(write('far.jsonl', corrupt(Buffer.from(lines.join('')))));
+      expect(e.message).toMatch(/far\.jsonl line 1101 \(byte \d+\)/);
+      const cut = await failure(
+        write(
+          'cut.jsonl',
+          Buffer.concat([Buffer.from('{"t": "a"}\n{"t": "'), Buffer.from(euro).subarray(0, 2)]),
+        ),
+      );
+      expect(cut.message).toMatch(
+        /cut\.jsonl line 2 \(byte 18\) is not valid UTF-8 \(the file ends inside a character\): bytes 0xe2 0x82/,
+      );
+    },
+  );
 
   it('a byte-order mark is not a character of the first key; U+FFFD written as UTF-8 stays valid', async () => {
     const file = write(
@@ -164,7 +170,8 @@ describe('a truncated Arrow file is named as such', () => {
     const e = await failure(file);
     expect(e.code).toBe('UNREADABLE_FILE');
     expect(e.message).toBe(
-      `${file} is truncated: an Arrow IPC file ends with its footer and the ARROW1 marker, this one does not (the file has ${whole.length - 40} bytes). Copy or download it again.`,
+      `${file} is truncated: an Arrow IPC file ends with its footer and the ARROW1 marker, this ` +
+        `one does not (the file has ${whole.length - 40} bytes). Copy or download it again.`,
     );
     expect(e.message).not.toContain('Cannot read properties');
     const stream = tableToIPC(table('prompt'), 'stream');
@@ -179,7 +186,8 @@ describe('a malformed row says how to skip it', () => {
   it("loadDataset names onBadRow, a caller's own hint replaces it", async () => {
     const file = write('rows.jsonl', '{"a": 1}\n{"a": \n');
     expect((await failure(file)).message).toBe(
-      `${file} line 2 is not valid JSON Lines (Unexpected end of JSON input). Fix or remove that line. Or load with onBadRow: 'skip' to count and skip such rows.`,
+      `${file} line 2 is not valid JSON Lines (Unexpected end of JSON input). Fix or remove ` +
+        `that line. Or load with onBadRow: 'skip' to count and skip such rows.`,
     );
     const e = await loadDataset(file, { badRowHint: 'Or set data.on_bad_row=skip.' }).catch(
       (x: DataError) => x,

@@ -53,7 +53,8 @@ export function readDataFileBatches(
     default:
       throw new DataError(
         'UNSUPPORTED_FORMAT',
-        `Cannot read ${file}: unsupported extension. Use one of ${DATA_FILE_EXTENSIONS.join(', ')}, a folder of such files, or a Hugging Face dataset name.`,
+        `Cannot read ${file}: unsupported extension. Use one ` +
+          `of ${DATA_FILE_EXTENSIONS.join(', ')}, a folder of such files, or a Hugging Face dataset name.`,
       );
   }
 }

@@ -84,7 +84,9 @@ export async function* readJson(
           else if (c > 32)
             throw new DataError(
               'WRONG_TYPE',
-              `${file} is not a JSON array of objects nor JSON Lines (first character ${JSON.stringify(String.fromCharCode(c))}). Save it as [{...}, ...] or one object per line.`,
+              `${file} is not a JSON array of objects nor JSON Lines (first ` +
+                `character ${JSON.stringify(String.fromCharCode(c))}). Save it as [{...}, ...] ` +
+                `or one object per line.`,
             );
           continue;
         }

@@ -81,7 +81,10 @@ function firstInvalidByte(bytes: Uint8Array): number {
   return bad - lead < size ? lead : bad;
 }
 
-/** The error for invalid UTF-8 at byte `at` of `file` (`bytes` from there on): counts the lines before it (an error path, so the file is read again). */
+/**
+ * The error for invalid UTF-8 at byte `at` of `file` (`bytes` from there on): counts the lines
+ * before it (an error path, so the file is read again).
+ */
 async function invalidUtf8(
   file: string,
   at: number,

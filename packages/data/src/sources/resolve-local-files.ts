@@ -44,7 +44,9 @@ export async function resolveLocalFiles(path: string, split: string): Promise<st
       all.length === 0 ? 'EMPTY_DATASET' : 'INVALID_ARGUMENT',
       all.length === 0
         ? `Folder ${path} holds no data files (.jsonl, .json, .csv, .parquet, .arrow).`
-        : `No files for split "${split}" in ${path}${splits.length ? ` (splits found: ${splits.join(', ')})` : ''}. Name files like ${split}-00000.parquet or put them in ${split}/.`,
+        : `No files for split "${split}" ` +
+            `in ${path}${splits.length ? ` (splits found: ${splits.join(', ')})` : ''}. Name ` +
+            `files like ${split}-00000.parquet or put them in ${split}/.`,
     );
   }
   return chosen.map((f) => join(path, f));

@@ -1,5 +1,5 @@
 import { DataError } from '../errors.js';
-import { mulberry32 } from './seeded-random.js';
+import { SeededRng } from '../random/seeded-rng.js';
 
 /** Indices of the train and test parts of a dataset of `n` rows. */
 export interface TrainTestSplit {
@@ -10,7 +10,7 @@ export interface TrainTestSplit {
 /**
  * Splits `n` rows into train/test when no test path is given (RL2: `test_ratio`, default 0.03,
  * fixed seed). The test part has round(n * testRatio) rows (at least 1 when testRatio > 0 and
- * n > 1), chosen by a seeded Fisher-Yates shuffle (mulberry32), so the split is reproducible
+ * n > 1), chosen by a seeded Fisher-Yates shuffle (`SeededRng`), so the split is reproducible
  * across runs and machines. Both parts keep the original row order.
  */
 export function splitTrainTest(n: number, testRatio = 0.03, seed = 42): TrainTestSplit {
@@ -21,12 +21,7 @@ export function splitTrainTest(n: number, testRatio = 0.03, seed = 42): TrainTes
   let nTest = Math.round(n * testRatio);
   if (testRatio > 0 && n > 1 && nTest === 0) nTest = 1;
   if (nTest >= n && n > 0) nTest = n - 1;
-  const order = Array.from({ length: n }, (_, i) => i);
-  const rand = mulberry32(seed);
-  for (let i = n - 1; i > 0; i--) {
-    const j = Math.floor(rand() * (i + 1));
-    [order[i], order[j]] = [order[j] as number, order[i] as number];
-  }
+  const order = new SeededRng(seed).permutation(n);
   const isTest = new Uint8Array(n);
   for (let k = 0; k < nTest; k++) isTest[order[k] as number] = 1;
   const train: number[] = [];

@@ -53,7 +53,8 @@ export function tokenizeMessages(
     if (!text.startsWith(context)) {
       throw new DataError(
         'TOKENIZER',
-        `The chat template renders assistant turn ${i} in a way that does not extend the conversation before it with the generation prompt; cannot tell which tokens are the assistant's.`,
+        `The chat template renders assistant turn ${i} in a way that does not extend the ` +
+          `conversation before it with the generation prompt; cannot tell which tokens are the assistant's.`,
       );
     }
     append(context, 0);

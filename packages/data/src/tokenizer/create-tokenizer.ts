@@ -34,7 +34,8 @@ export function createTokenizer(files: TokenizerFiles): Tokenizer {
   if (eosToken === undefined || eosTokenId === undefined) {
     throw new DataError(
       'TOKENIZER',
-      `${source}: tokenizer_config.json has no eos_token found in the vocabulary (got ${JSON.stringify(config.eos_token)}). Set eos_token to a token of tokenizer.json.`,
+      `${source}: tokenizer_config.json has no eos_token found in the vocabulary ` +
+        `(got ${JSON.stringify(config.eos_token)}). Set eos_token to a token of tokenizer.json.`,
     );
   }
   const templateText = files.chatTemplate ?? pickTemplate(config.chat_template);
@@ -67,7 +68,8 @@ export function createTokenizer(files: TokenizerFiles): Tokenizer {
       if (templateText === undefined) {
         throw new DataError(
           'TOKENIZER',
-          `${source} has no chat template (no chat_template in tokenizer_config.json, no chat_template.jinja). Use {prompt, response} rows, or add a chat template to the tokenizer folder.`,
+          `${source} has no chat template (no chat_template in tokenizer_config.json, no ` +
+            `chat_template.jinja). Use {prompt, response} rows, or add a chat template to the tokenizer folder.`,
         );
       }
       compiled ??= compile(templateText, source);

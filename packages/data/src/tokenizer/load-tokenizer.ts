@@ -32,7 +32,8 @@ export async function loadTokenizer(pathOrRepo: string, hub: HubOptions = {}): P
     if (e instanceof DataError) throw e;
     throw new DataError(
       'TOKENIZER',
-      `No tokenizer.json in ${pathOrRepo}. Point the tokenizer path at a Hugging Face model folder (tokenizer.json + tokenizer_config.json).`,
+      `No tokenizer.json in ${pathOrRepo}. Point the tokenizer path at a Hugging Face model ` +
+        `folder (tokenizer.json + tokenizer_config.json).`,
       { cause: e },
     );
   }

@@ -162,7 +162,8 @@ describe('loadTokenizer with chat_template.jinja', () => {
     copyFileSync(join(QWEN3, 'tokenizer_config.json'), join(dir, 'tokenizer_config.json'));
     writeFileSync(
       join(dir, 'chat_template.jinja'),
-      '{% for m in messages %}[{{ m.role }}] {{ m.content }}{{ eos_token }}{% endfor %}{% if add_generation_prompt %}[assistant] {% endif %}',
+      '{% for m in messages %}[{{ m.role }}] {{ m.content }}{{ eos_token }}{% endfor %}{% if ' +
+        'add_generation_prompt %}[assistant] {% endif %}',
     );
     const t = await loadTokenizer(dir);
     expect(

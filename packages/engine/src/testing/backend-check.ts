@@ -9,7 +9,11 @@ export interface TensorSpec {
   dtype?: 'float32' | 'int32';
 }
 
-/** Deterministic pseudo-random float32 values in [-scale, scale) (xorshift32; `seed` non-zero). */
+/**
+ * Deterministic pseudo-random float32 test inputs in [-scale, scale) (xorshift32; `seed` non-zero).
+ * Test inputs only, part of `@rl2/engine/testing`: the engine depends on no other rl2 package, so
+ * this does not use @rl2/data's `SeededRng`, the generator of rl2's training and sampling.
+ */
 export function randomValues(size: number, seed: number, scale = 1): Float32Array {
   const out = new Float32Array(size);
   let s = seed >>> 0 || 1;

@@ -1,7 +1,7 @@
+import type { SeededRng } from '@rl2/data';
 import type { DecoderModel } from '../model/decoder-model.js';
 import { chooseDecoder, type KvDecoder } from './kv-decoder.js';
 import { type SampledToken, type SamplingParams, sampleRows } from './sample-token.js';
-import type { SeededRng } from './seeded-rng.js';
 
 /** How one running row samples: its parameters, its own seeded stream, top logprobs asked for; `skip`: no token needed (aborted). */
 export interface SamplingRow {

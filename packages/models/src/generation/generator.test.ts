@@ -262,4 +262,20 @@ describe('createGenerator', () => {
     await gen.idle();
     expect(gen.stats()).toMatchObject({ running: 0, queued: 0 });
   });
+
+  it('a prefill that throws rejects the requests it was admitting (they hang otherwise), then serves again', async () => {
+    const local = localStepper(llama);
+    let fail = true;
+    const stepper: BatchStepper = {
+      ...local,
+      prefill: (...a) => (fail ? Promise.reject(new Error('prefill broke')) : local.prefill(...a)),
+    };
+    const gen = createGenerator(llama, { stepper, maxBatch: 2 });
+    const request = { inputIds: [1, 17, 99], maxNewTokens: 2, temperature: 0 };
+    const failed = await Promise.allSettled([gen.generate(request), gen.generate(request)]);
+    expect(failed.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    await gen.idle();
+    fail = false;
+    expect((await gen.generate(request)).outputIds).toHaveLength(2);
+  });
 });

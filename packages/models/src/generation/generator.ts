@@ -1,9 +1,10 @@
+import { SeededRng } from '@rl2/data';
 import { ModelsError } from '../errors.js';
 import type { DecoderModel } from '../model/decoder-model.js';
 import type { FinishReason, GenerationRequest, GenerationResult } from './generation-request.js';
 import { type BatchStepper, localStepper, type SamplingRow } from './batch-stepper.js';
 import type { SampledToken, TokenLogprob } from './sample-token.js';
-import { deriveSeed, SeededRng } from './seeded-rng.js';
+import { deriveSeed } from './derive-seed.js';
 
 /** Options of `createGenerator`. */
 export interface GeneratorOptions {
@@ -163,7 +164,13 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
         Math.min(r.maxNew, model.config.maxPositionEmbeddings - r.request.inputIds.length),
       ),
     );
-    const picked = await stepper.prefill(tokens, positions, pad, samplingRows(open), room);
+    // rows in no list yet: a failed prefill must reject them here (run's catch cannot see them)
+    const picked = await stepper
+      .prefill(tokens, positions, pad, samplingRows(open), room)
+      .catch((e: unknown) => {
+        for (const row of open) row.reject(e);
+        throw e;
+      });
     rows = [...rows, ...open];
     sampleInto(open, picked);
   };

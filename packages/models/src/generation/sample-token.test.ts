@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { SeededRng } from '@rl2/data';
 import { sampleRows, sampleToken } from './sample-token.js';
-import { SeededRng } from './seeded-rng.js';
 
 // probabilities 0.5, 0.25, 0.15, 0.1 at temperature 1
 const P = [0.5, 0.25, 0.15, 0.1];

@@ -1,5 +1,5 @@
+import type { SeededRng } from '@rl2/data';
 import { decodeKernels } from '@rl2/engine';
-import type { SeededRng } from './seeded-rng.js';
 
 /** Sampling parameters of one request (SGLang `sampling_params` names in camelCase). */
 export interface SamplingParams {

@@ -1,4 +1,5 @@
 import type { ProcessGroup } from '@rl2/parallel';
+import { ModelsError } from '../errors.js';
 import type { DecoderModel } from '../model/decoder-model.js';
 import type { BatchStepper, SamplingRow } from './batch-stepper.js';
 import type { KvBatch } from './cached-forward.js';
@@ -22,6 +23,7 @@ const STEP = 2;
 const SELECT = 3;
 const RESET = 4;
 const CLOSE = 5;
+const HEARTBEAT = 6;
 
 /**
  * The cache and forwards of one rank; the lead and the followers run the same calls. The tfjs
@@ -81,45 +83,100 @@ function readRows(data: Float32Array, at: number, n: number): VocabParallelRow[]
   }));
 }
 
+/** The lead's stepper, plus what keeps the followers waiting and what releases them. */
+export interface TensorParallelStepper extends BatchStepper {
+  /** An empty op: followers waiting between forwards see the lead alive (their wait has the collective timeout). */
+  heartbeat(): void;
+  /** Releases the followers: their {@link followTensorParallel} returns. */
+  close(): void;
+  /** Why the group is out of step (an op failed after it was broadcast); undefined while it is not. */
+  readonly broken: Error | undefined;
+}
+
+function outOfStep(cause: Error): ModelsError {
+  return new ModelsError(
+    'GROUP_OUT_OF_STEP',
+    'the tensor-parallel group is out of step: an op failed on rank 0 after it was sent to the other ranks ' +
+      `(${cause.message}); they wait inside its collectives until they time out or rank 0 exits. ` +
+      'Restart every rank of the group.',
+  );
+}
+
 /**
  * The lead's stepper (pass it as `createGenerator(model, { stepper })` on tp group rank 0, with
  * `model` this rank's tensor-parallel shards): every call is broadcast to the group first.
  * `close()` releases the followers (see {@link followTensorParallel}).
+ *
+ * An op that throws after its broadcast (a lost rank, an error of rank 0 inside the forward or
+ * its sampling) leaves the followers inside its collectives, where no later broadcast may meet
+ * them: the stepper is then `broken`, sends nothing more (reset and close only free this rank's
+ * cache) and every later op throws GROUP_OUT_OF_STEP naming the first error, instead of
+ * mismatching collectives. Errors before the broadcast (bad rows) leave the group usable.
  */
 export function tensorParallelStepper(
   model: DecoderModel,
   tp: ProcessGroup,
-): BatchStepper & { close(): void } {
+): TensorParallelStepper {
   const state = rankState(model, tp);
   const v = model.config.vocabSize;
   const described = (rows: readonly SamplingRow[]) => rows.map((r) => vocabParallelRow(r, v));
+  let broken: Error | undefined;
+  const sent = <T>(run: () => T): T => {
+    if (broken) throw outOfStep(broken);
+    try {
+      const out = run();
+      if (out instanceof Promise)
+        return out.catch((e: Error) => {
+          broken ??= e;
+          throw e;
+        }) as T;
+      return out;
+    } catch (e) {
+      broken ??= e as Error;
+      throw e;
+    }
+  };
   return {
+    get broken() {
+      return broken;
+    },
     async prefill(tokens, positions, pad, rows) {
+      if (broken) throw outOfStep(broken);
       const vp = described(rows);
       const s = tokens[0]?.length ?? 0;
-      send(tp, PREFILL, tokens.length, s, [
-        ...tokens.flat(),
-        ...positions.flat(),
-        ...pad,
-        ...rowsPayload(vp),
-      ]);
-      return (await state.prefill(tokens, positions, pad, vp, rows)) as SampledToken[];
+      const payload = [...tokens.flat(), ...positions.flat(), ...pad, ...rowsPayload(vp)];
+      return sent(async () => {
+        send(tp, PREFILL, tokens.length, s, payload);
+        return (await state.prefill(tokens, positions, pad, vp, rows)) as SampledToken[];
+      });
     },
     async step(tokens, positions, rows) {
+      if (broken) throw outOfStep(broken);
       const vp = described(rows);
-      send(tp, STEP, tokens.length, 0, [...tokens, ...positions, ...rowsPayload(vp)]);
-      return (await state.step(tokens, positions, vp, rows)) as SampledToken[];
+      const payload = [...tokens, ...positions, ...rowsPayload(vp)];
+      return sent(async () => {
+        send(tp, STEP, tokens.length, 0, payload);
+        return (await state.step(tokens, positions, vp, rows)) as SampledToken[];
+      });
     },
     select(keep) {
-      send(tp, SELECT, keep.length, 0, keep);
-      state.select(keep);
+      sent(() => {
+        send(tp, SELECT, keep.length, 0, keep);
+        state.select(keep);
+      });
     },
     reset() {
-      send(tp, RESET, 0, 0);
+      // called after an error: it must not throw (a failed send marks the stepper broken)
+      try {
+        if (!broken) sent(() => send(tp, RESET, 0, 0));
+      } catch {}
       state.reset();
     },
+    heartbeat() {
+      sent(() => send(tp, HEARTBEAT, 0, 0));
+    },
     close() {
-      send(tp, CLOSE, 0, 0);
+      if (!broken) sent(() => send(tp, CLOSE, 0, 0));
       state.reset();
     },
   };
@@ -129,7 +186,8 @@ export function tensorParallelStepper(
  * A follower of the tp group (group ranks 1..tp-1): runs the forwards and sampling collectives
  * the lead's {@link tensorParallelStepper} broadcasts, on `model` (this rank's shards), until
  * the lead closes. Blocks this process's event loop between ops (the collectives wait), so
- * the lead must close it within the collective timeout of its last op.
+ * the lead must send its next op (a heartbeat while idle) or close within the collective
+ * timeout of its last op.
  */
 export async function followTensorParallel(model: DecoderModel, tp: ProcessGroup): Promise<void> {
   const state = rankState(model, tp);
@@ -159,6 +217,7 @@ export async function followTensorParallel(model: DecoderModel, tp: ProcessGroup
       await state.step(ints(0, a), ints(a, a), readRows(data, 2 * a, a));
     } else if (op === SELECT) state.select(ints(0, a));
     else if (op === RESET) state.reset();
+    else if (op === HEARTBEAT) continue;
     else {
       state.reset(); // CLOSE
       return;

@@ -61,9 +61,11 @@ describe('initRandomModel', () => {
       { inputIds: [1, 5, 9], positionIds: [0, 1, 2] },
       [5, 9, 2],
     );
-    // near-uniform at init: logp ~ -log(64)
+    // near-uniform at init: logp ~ -log(64). A logit is the final-normed hidden state (rms 1 over
+    // 16 dims) times a N(0, 0.02^2) head row, so it has std sqrt(16) * 0.02 = 0.08 around the
+    // mean; allow 4 standard deviations (a trained model is off by whole nats).
     logprobs.dataSync().forEach((lp) => {
-      expect(Math.abs(lp + Math.log(64))).toBeLessThan(0.1);
+      expect(Math.abs(lp + Math.log(64))).toBeLessThan(4 * 0.08);
     });
     tf.dispose([logprobs, entropy]);
     disposeParams(model.params);

@@ -1,3 +1,4 @@
+import { SeededRng } from '@rl2/data';
 import { saveCheckpoint } from '../checkpoint/save-checkpoint.js';
 import type { HostTensor } from '../checkpoint/host-tensor.js';
 import { parseGenerationConfig } from '../config/generation-config.js';
@@ -7,7 +8,6 @@ import {
   type ModelHead,
   parseModelConfig,
 } from '../config/model-config.js';
-import { SeededRng } from '../generation/seeded-rng.js';
 import { createDecoderModel, type DecoderModel } from './decoder-model.js';
 import { createParamMap } from './param-map.js';
 import { paramShapes } from './param-shapes.js';

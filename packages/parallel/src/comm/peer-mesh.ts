@@ -182,10 +182,19 @@ export class PeerMesh {
     if (sock.destroyed || sock.readableEnded) gone('connection closed during the rendezvous');
   }
 
+  /**
+   * PEER_LOST for a wait on `peer`. When other ranks went first (a rank waiting on rank 0 in a
+   * ring while rank 3 exits: rank 0 then fails and closes too), they are named first: the first
+   * rank lost is the one that probably failed.
+   */
   private lostError(peer: number, key: string): ParallelError {
+    const order = [...this.lost.keys()]; // insertion order: the order they were lost
+    const why = this.lost.get(peer);
     return new ParallelError(
       'PEER_LOST',
-      `rank ${this.rank} lost rank ${peer} (${this.lost.get(peer)}) while waiting for ${key}; rank ${peer} probably failed: see its error.`,
+      order.length > 1
+        ? `rank ${this.rank} lost ranks [${order.join(', ')}] (in that order; rank ${peer}: ${why}) while waiting for ${key} from rank ${peer}; rank ${order[0]} probably failed first: see its error.`
+        : `rank ${this.rank} lost rank ${peer} (${why}) while waiting for ${key}; rank ${peer} probably failed: see its error.`,
     );
   }
 

@@ -24,6 +24,8 @@ export interface CheckpointEngine extends RolloutEngine {
   readonly modelPath: string;
   /** Its config.json (vocabulary size, context length). */
   readonly modelConfig: ModelConfig;
+  /** Parameter bytes each rank holds: one entry, or one per tensor-parallel rank. */
+  readonly rankParamBytes: readonly number[];
   /** Waits for running requests and frees the weights. */
   close(): Promise<void>;
 }
@@ -72,6 +74,11 @@ export async function loadCheckpointEngine(
     },
     get modelConfig() {
       return current.model.config;
+    },
+    get rankParamBytes() {
+      let bytes = 0;
+      for (const t of current.model.params.values()) bytes += t.size * 4;
+      return [bytes];
     },
     async close() {
       await retire(current);

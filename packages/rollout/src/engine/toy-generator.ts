@@ -1,4 +1,4 @@
-import { mulberry32 } from '@rl2/data';
+import { SeededRng } from '@rl2/data';
 import { RolloutError } from '../errors.js';
 import type {
   TokenGenerator,
@@ -39,7 +39,7 @@ export function createToyGenerator(options: ToyGeneratorOptions = {}): TokenGene
           'stop strings need a decoder: pass decode to createToyGenerator or use stop_token_ids',
         );
       }
-      const rand = mulberry32(hashInts([req.seed ?? 0, ...req.inputIds]));
+      const rng = new SeededRng(hashInts([req.seed ?? 0, ...req.inputIds]));
       const temperature = req.temperature ?? 1;
       const maxNew = req.maxNewTokens ?? options.maxNewTokens ?? 128;
       const outputIds: number[] = [];
@@ -64,7 +64,7 @@ export function createToyGenerator(options: ToyGeneratorOptions = {}): TokenGene
         );
         const logp = logSoftmax(logits.map((x) => x / t));
         const token =
-          temperature > 0 ? sample(logp, req.topK ?? 0, req.topP ?? 1, rand()) : argmax(logp);
+          temperature > 0 ? sample(logp, req.topK ?? 0, req.topP ?? 1, rng.next()) : argmax(logp);
         outputIds.push(token);
         logprobs.push(logp[token]);
         const best = req.topLogprobs ? mostLikely(logp, req.topLogprobs) : undefined;

@@ -10,6 +10,8 @@ export interface ServerFacts {
   host: string;
   port: number;
   version: string;
+  /** Parameter bytes on each tensor-parallel rank (one entry without tp). */
+  rankParamBytes?: () => readonly number[];
 }
 
 /** GET /health: 200 with no body when the engine is up, 503 otherwise. */
@@ -60,7 +62,9 @@ export function serverInfo(ctx: ServerContext, facts: ServerFacts) {
     context_length: ctx.contextLength ?? null,
     skip_tokenizer_init: !ctx.tokenizer,
     weight_version: ctx.weightVersion,
-    internal_states: [{}],
+    tp_size: facts.rankParamBytes?.().length ?? 1,
+    // rl2's own: what each tp rank holds (SGLang's internal_states are per-scheduler facts too)
+    internal_states: [facts.rankParamBytes ? { rank_param_bytes: facts.rankParamBytes() } : {}],
     version: facts.version,
   };
 }

@@ -1,7 +1,10 @@
-import { type Tokenizer, downloadProgressLines, loadTokenizer } from '@rl2/data';
+import { downloadProgressLines, loadTokenizer } from '@rl2/data';
 import { type EngineBackendChoice, initEngine } from '@rl2/engine';
 import { resolveModelDir } from '@rl2/models';
+import type { ProcessGroup } from '@rl2/parallel';
 import { type CheckpointEngine, loadCheckpointEngine } from '../engine/checkpoint-engine.js';
+import { loadTensorParallelEngine } from '../engine/tensor-parallel-engine.js';
+import { followTensorParallelEngine } from '../engine/tensor-parallel-follower.js';
 import { RolloutError } from '../errors.js';
 import { type SGLangServer, startSGLangServer } from './sglang-server.js';
 
@@ -28,6 +31,61 @@ export interface ServeModelOptions {
   readonly backend?: EngineBackendChoice;
   readonly threads?: number;
   readonly log?: (line: string) => void;
+  /**
+   * `rl2 serve --tp N`: the tensor-parallel group (group rank 0 serves, the others run
+   * {@link followServeModel}); each rank holds only its shards.
+   */
+  readonly tp?: ProcessGroup;
+  /** With `tp`: the lead's idle heartbeat period (default: a quarter of the collective timeout, at most 10 s). */
+  readonly heartbeatMs?: number;
+}
+
+/** A running `rl2 serve`; `failed` settles only if its tensor-parallel group loses a rank. */
+export type ServedModel = SGLangServer & { modelPath: string; failed: Promise<Error> };
+
+async function startEngine(options: ServeModelOptions, log: (line: string) => void) {
+  // a hub id (Qwen/Qwen3-0.6B) is downloaded into the HF cache first, with progress lines
+  const dir = await resolveModelDir(options.model, { onProgress: downloadProgressLines(log) });
+  const tokenizer = await loadTokenizer(dir);
+  let onFailure: (e: Error) => void = () => {};
+  const failed = new Promise<Error>((resolve) => {
+    onFailure = resolve;
+  });
+  const common = {
+    decode: (ids: readonly number[]) => tokenizer.decode(ids),
+    maxBatch: options.maxBatch,
+    seed: options.seed,
+  };
+  const engine: CheckpointEngine =
+    options.tp && options.tp.size > 1
+      ? await loadTensorParallelEngine(dir, options.tp, {
+          ...common,
+          log,
+          onFailure,
+          ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
+        })
+      : await loadCheckpointEngine(dir, common);
+  return { tokenizer, engine, failed };
+}
+
+/**
+ * A follower of `rl2 serve --tp N` (tp group ranks 1..N-1): loads its shards of `options.model`
+ * and runs the forwards of the lead's requests, until the lead stops (resolves) or is lost
+ * (throws).
+ */
+export async function followServeModel(
+  options: Pick<ServeModelOptions, 'model' | 'backend' | 'threads' | 'log'> & {
+    tp: ProcessGroup;
+  },
+): Promise<void> {
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  await initEngine({
+    backend: options.backend ?? 'auto',
+    ...(options.threads ? { threads: options.threads } : {}),
+    logger: () => {},
+  });
+  const dir = await resolveModelDir(options.model, { onProgress: () => {} });
+  await followTensorParallelEngine(dir, options.tp, log);
 }
 
 /**
@@ -36,33 +94,23 @@ export interface ServeModelOptions {
  * /v1/completions, /v1/chat/completions with the checkpoint's chat template). Close the
  * returned server to stop: requests in flight end with finish reason abort.
  */
-export async function serveModel(
-  options: ServeModelOptions,
-): Promise<SGLangServer & { modelPath: string }> {
+export async function serveModel(options: ServeModelOptions): Promise<ServedModel> {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   await initEngine({
     backend: options.backend ?? 'auto',
     ...(options.threads ? { threads: options.threads } : {}),
     logger: log,
   });
-  let tokenizer: Tokenizer;
-  let engine: CheckpointEngine;
+  let started: Awaited<ReturnType<typeof startEngine>>;
   try {
-    // a hub id (Qwen/Qwen3-0.6B) is downloaded into the HF cache first, with progress lines
-    const dir = await resolveModelDir(options.model, { onProgress: downloadProgressLines(log) });
-    const loaded = await loadTokenizer(dir);
-    tokenizer = loaded;
-    engine = await loadCheckpointEngine(dir, {
-      decode: (ids) => loaded.decode(ids),
-      maxBatch: options.maxBatch,
-      seed: options.seed,
-    });
+    started = await startEngine(options, log);
   } catch (err) {
     throw new RolloutError(
       'INVALID_ARGUMENT',
       `--model ${options.model}: ${(err as Error).message}`,
     );
   }
+  const { tokenizer, engine, failed } = started;
   const server = await startSGLangServer(engine, {
     host: options.host ?? '127.0.0.1',
     port: options.port ?? 30000,
@@ -74,19 +122,24 @@ export async function serveModel(
     contextLength: engine.modelConfig.maxPositionEmbeddings,
     apiKey: options.apiKey,
     version: options.version,
+    rankParamBytes: () => engine.rankParamBytes,
     onError: (e, request) => log(`rl2 serve: ${request} failed: ${e.stack ?? e.message}`),
   }).catch(async (err: unknown) => {
     await engine.close();
     throw err;
   });
   const auth = options.apiKey ? ', API key required' : '';
+  const tp =
+    options.tp && options.tp.size > 1 ? `, tensor parallel over ${options.tp.size} ranks` : '';
   log(
-    `serving ${options.model} at ${server.url} (SGLang API: POST /generate; OpenAI API: ${server.url}/v1${auth})`,
+    `serving ${options.model} at ${server.url} (SGLang API: POST /generate; OpenAI API: ${server.url}/v1${auth}${tp})`,
   );
+  log(`parameter bytes per rank: ${engine.rankParamBytes.join(', ')}`);
   return {
     url: server.url,
     port: server.port,
     modelPath: options.model,
+    failed,
     async close() {
       await server.close();
       await engine.close();

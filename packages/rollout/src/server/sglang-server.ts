@@ -43,6 +43,8 @@ export interface SGLangServerOptions {
   apiKey?: string;
   /** Reported by GET /server_info. */
   version?: string;
+  /** Parameter bytes on each tensor-parallel rank, reported by GET /server_info (tp_size, internal_states). */
+  rankParamBytes?: () => readonly number[];
   /** Told about requests that failed inside the server (HTTP 500). */
   onError?: (error: Error, request: string) => void;
 }
@@ -86,6 +88,7 @@ export async function startSGLangServer(
     host,
     port: options.port ?? 30000,
     version: options.version ?? 'unknown',
+    ...(options.rankParamBytes ? { rankParamBytes: options.rankParamBytes } : {}),
   };
   const routes = apiRoutes(ctx, facts);
 

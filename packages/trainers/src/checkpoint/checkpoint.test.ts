@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SeededRng } from '@rl2/data';
 import { describe, expect, it } from 'vitest';
 import { listCheckpoints, resolveCheckpoint } from './resolve-checkpoint.js';
 import { type TrainerState, loadCheckpoint, saveCheckpoint } from './trainer-state.js';
@@ -46,6 +47,19 @@ describe('checkpoints', () => {
     expect(Array.from(back.optimizer.moments.w.v)).toEqual([0.25, 1]);
     expect(back.optimizer.step).toBe(3);
     expect(() => loadCheckpoint(join(dir, 'step-3'), 'dpo')).toThrow(/rl2 sft/);
+  });
+
+  it('the saved rng state continues its stream; a damaged one fails naming the file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rl2-ckpt-'));
+    // [1, 2, 3, 4] is a xoshiro128** state as every rl2 release has written it; its stream is
+    // the reference C code's (11520, 0, 5927040), so an older checkpoint resumes exactly.
+    await saveCheckpoint(join(dir, 'step-3'), { state, optimizer });
+    const rng = SeededRng.fromState(loadCheckpoint(join(dir, 'step-3'), 'sft').state.rng);
+    expect([rng.nextUint32(), rng.nextUint32(), rng.nextUint32()]).toEqual([11520, 0, 5927040]);
+    await saveCheckpoint(join(dir, 'step-4'), { state: { ...state, rng: [1, 2] }, optimizer });
+    expect(() => loadCheckpoint(join(dir, 'step-4'), 'sft')).toThrowError(
+      /step-4\/trainer_state\.json: rng: An RNG state is four uint32 words/,
+    );
   });
 
   it('a failing save leaves no partial directory', async () => {

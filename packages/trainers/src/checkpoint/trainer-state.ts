@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { SeededRng } from '@rl2/data';
 import { writeDirAtomic } from '@rl2/models';
 import { TrainersError } from '../errors.js';
 import type { AdamWState } from '../optim/adamw.js';
@@ -73,6 +74,15 @@ export function loadCheckpoint(
     throw new TrainersError(
       'CHECKPOINT',
       `${dir} was written by "rl2 ${state.trainer}", not "rl2 ${trainer}"; point trainer.load_ckpt_from at a ${trainer} checkpoint`,
+    );
+  }
+  try {
+    SeededRng.fromState(state.rng);
+  } catch (err) {
+    throw new TrainersError(
+      'CHECKPOINT',
+      `${join(dir, 'trainer_state.json')}: rng: ${(err as Error).message} ` +
+        'The file is damaged; resume from an earlier checkpoint.',
     );
   }
   const { arrays, metadata } = readTensorFile(join(dir, 'optimizer.safetensors'));

@@ -1,3 +1,4 @@
+import { SeededRng } from '@rl2/data';
 import {
   type CheckpointFormat,
   CheckpointWriter,
@@ -6,7 +7,6 @@ import {
   TORCH_DTYPES,
   type TorchDtype,
 } from '@rl2/models';
-import { Rng } from '../checkpoint/rng.js';
 import { TrainersError } from '../errors.js';
 import { copyTokenizerFiles, readTokenizerFacts } from './tokenizer-files.js';
 
@@ -205,7 +205,7 @@ function writeTensors(
 ): void {
   const writer = CheckpointWriter.open(dir, tensors, o.format);
   try {
-    const rng = new Rng(o.seed);
+    const rng = new SeededRng(o.seed);
     for (const t of tensors) {
       const data = new Float32Array(t.shape.reduce((x, y) => x * y, 1));
       if (t.fill !== undefined) data.fill(t.fill);

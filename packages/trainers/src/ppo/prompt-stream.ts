@@ -1,5 +1,5 @@
+import { SeededRng } from '@rl2/data';
 import type { RolloutPrompt } from '@rl2/rollout';
-import { Rng } from '../checkpoint/rng.js';
 
 /** Where a prompt stream stands, stored in the PPO checkpoint. */
 export interface PromptStreamState {
@@ -18,7 +18,7 @@ export class PromptStream {
   private epoch = 0;
   private cursor = 0;
   private order: number[];
-  private rng: Rng;
+  private rng: SeededRng;
 
   constructor(
     private readonly prompts: readonly RolloutPrompt[],
@@ -26,7 +26,7 @@ export class PromptStream {
     seed: number,
     state?: PromptStreamState,
   ) {
-    this.rng = new Rng(state?.rng ?? seed);
+    this.rng = state ? SeededRng.fromState(state.rng) : new SeededRng(seed);
     this.order = state?.order ?? this.draw();
     if (state) {
       this.epoch = state.epoch;

@@ -1,6 +1,6 @@
+import { SeededRng } from '@rl2/data';
 import type { ParamMap } from '@rl2/models';
 import { type PackedBin, packBins, stepTotals } from '../bins/pack-bins.js';
-import { Rng } from '../checkpoint/rng.js';
 import { type TrainerState, loadCheckpoint, saveCheckpoint } from '../checkpoint/trainer-state.js';
 import type { ModelSection, TrainerSection } from '../config/sections.js';
 import type { TrainingItem } from '../dataset/training-item.js';
@@ -66,7 +66,7 @@ interface EpochCursor {
   epoch: number;
   batchInEpoch: number;
   order: number[];
-  rng: Rng;
+  rng: SeededRng;
   lr: number;
 }
 
@@ -207,7 +207,7 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
 const identity = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 /** The data order of a new epoch: a seeded permutation, or the file order without data.shuffle. */
-function epochOrder(spec: LoopSpec<unknown>, rng: Rng): number[] {
+function epochOrder(spec: LoopSpec<unknown>, rng: SeededRng): number[] {
   return spec.shuffle ? rng.permutation(spec.train.length) : identity(spec.train.length);
 }
 
@@ -218,7 +218,7 @@ function startingPoint(
 ): { step: number; cursor: EpochCursor } {
   const n = spec.train.length;
   if (!spec.resumeFrom) {
-    const rng = new Rng(spec.trainer.seed);
+    const rng = new SeededRng(spec.trainer.seed);
     return {
       step: 0,
       cursor: { epoch: 0, batchInEpoch: 0, order: epochOrder(spec, rng), rng, lr: 0 },
@@ -233,7 +233,10 @@ function startingPoint(
   }
   optimizer.loadState(spec.trained.localOptimizerState(saved.optimizer));
   const { step, epoch, batchInEpoch, order, lr } = saved.state;
-  return { step, cursor: { epoch, batchInEpoch, order, rng: new Rng(saved.state.rng), lr } };
+  return {
+    step,
+    cursor: { epoch, batchInEpoch, order, rng: SeededRng.fromState(saved.state.rng), lr },
+  };
 }
 
 /** The test split packed once, in chunks of data.test.batch_size items; the totals span all of it. */

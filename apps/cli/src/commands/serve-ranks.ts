@@ -1,0 +1,59 @@
+import {
+  InterruptedError,
+  RankFailedError,
+  type World,
+  freePort,
+  initProcessGroup,
+  launch,
+} from '@rl2/parallel';
+import { RolloutError } from '@rl2/rollout';
+import type { CliIo } from '../cli-io.js';
+
+/**
+ * `rl2 serve --tp N` typed by a user: runs N ranks of this same command (the launcher of
+ * `rl2 launch`, on a free rendezvous port) and waits for them. Rank 0's lines are printed as
+ * they are (it serves HTTP), the others' as `[rank R] line`. Ctrl-C and SIGTERM reach every
+ * rank (the lead stops the server and releases the followers): exit 0 once they have stopped.
+ * A failed rank stops the others; its error is printed and its exit code returned.
+ */
+export async function launchServeRanks(tp: number, io: CliIo): Promise<number> {
+  const write = (rank: number, stream: 'stdout' | 'stderr', line: string) =>
+    (stream === 'stdout' ? io.stdout : io.stderr).write(
+      rank === 0 ? `${line}\n` : `[rank ${rank}] ${line}\n`,
+    );
+  try {
+    await launch({
+      nprocPerNode: tp,
+      masterPort: await freePort(),
+      command: [
+        process.execPath,
+        ...process.execArgv,
+        process.argv[1] as string,
+        ...process.argv.slice(2),
+      ],
+      output: 'silent',
+      onOutput: write,
+      killGraceMs: 5000,
+    });
+    return 0;
+  } catch (err) {
+    if (err instanceof InterruptedError) return 0;
+    if (!(err instanceof RankFailedError)) throw err;
+    io.stderr.write(`rl2 serve --tp ${tp}: ${err.message}\n`);
+    return err.exitCode || 1;
+  }
+}
+
+/** Joins the launcher's world as one rank of `rl2 serve --tp N` (all of it is the tp group). */
+export async function joinServeWorld(tp: number): Promise<World> {
+  const world = await initProcessGroup({ logger: () => {} });
+  if (world.size !== tp) {
+    await world.close();
+    throw new RolloutError(
+      'INVALID_ARGUMENT',
+      `rl2 serve --tp ${tp} runs as ${world.size} ranks (WORLD_SIZE=${world.size}); ` +
+        'start it without a launcher, or launch exactly --tp processes',
+    );
+  }
+  return world;
+}

@@ -1,0 +1,195 @@
+import { spawn } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import OpenAI from 'openai';
+import { describe, expect, it } from 'vitest';
+import { EXAMPLE_TOKENIZER, rl2, tmp } from './helpers.js';
+
+// `rl2 serve --tp 2` as a user runs it: one command, two ranks each holding half the weights,
+// against `rl2 serve` on one process. RL2_COLLECTIVE_TIMEOUT_MS is short so that an idle pause
+// longer than it shows the heartbeat keeps the follower alive.
+const hooks = resolve(
+  import.meta.dirname,
+  '../../../packages/trainers/test/ranks/register-source.mjs',
+);
+const cli = ['--import', 'tsx', '--import', hooks, resolve(import.meta.dirname, '../src/cli.ts')];
+const TIMEOUT_MS = 6000;
+// logits differ from the one-process ones by float32 summation order (row-parallel all-reduce)
+const TOL = 1e-5;
+
+function startServe(model: string, tp: number) {
+  const child = spawn(
+    process.execPath,
+    [...cli, 'serve', '--model', model, '--port', '0', '--threads', '1', '--tp', String(tp)],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, RL2_COLLECTIVE_TIMEOUT_MS: String(TIMEOUT_MS) },
+    },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stderr.on('data', (b: Buffer) => {
+    stderr += String(b);
+  });
+  const exited = new Promise<number | null>((done) => child.on('close', done));
+  const ready = new Promise<string>((done, fail) => {
+    child.stdout.on('data', (b: Buffer) => {
+      stdout += String(b);
+      const m = /^ready: (http:\/\/\S+)/m.exec(stdout);
+      if (m) done(m[1] as string);
+    });
+    void exited.then((code) => fail(new Error(`rl2 serve --tp ${tp} exited ${code}: ${stderr}`)));
+  });
+  return { child, ready, exited, output: () => ({ stdout, stderr }) };
+}
+
+/** The pid of the rank with RANK=`rank` among the children of `parent` (Linux /proc). */
+function rankPid(parent: number, rank: number): number {
+  for (const entry of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const env = readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0');
+      if (ppid === parent && env.includes(`RANK=${rank}`)) return Number(entry);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  throw new Error(`no rank ${rank} under pid ${parent}`);
+}
+
+async function post(url: string, path: string, body: unknown) {
+  const res = await fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+interface Answer {
+  tokens: (number | string)[];
+  logprobs: number[];
+}
+
+/** 5 native /generate requests and 2 OpenAI completions, all at once, greedy. */
+async function generateAll(url: string): Promise<Answer[]> {
+  const prompts = [[1, 17, 9, 5, 30], [2, 8], [3, 12, 33, 2, 31, 20, 7, 7], [4], [5, 6, 7]];
+  const native = prompts.map(async (input_ids, i) => {
+    const { body } = await post(url, '/generate', {
+      input_ids,
+      sampling_params: { temperature: 0, max_new_tokens: 4 + i, ignore_eos: true },
+      return_logprob: true,
+    });
+    const lps = (body.meta_info as { output_token_logprobs: [number, number][] })
+      .output_token_logprobs;
+    return { tokens: body.output_ids as number[], logprobs: lps.map((x) => x[0]) };
+  });
+  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'none', maxRetries: 0 });
+  const openai = ['12+7=', '3+4='].map(async (prompt) => {
+    const r = await client.completions.create({
+      model: (await client.models.list()).data[0]?.id as string,
+      prompt,
+      max_tokens: 5,
+      temperature: 0,
+      logprobs: 1,
+      ...({ ignore_eos: true } as Record<string, unknown>),
+    });
+    const lp = r.choices[0]?.logprobs;
+    return { tokens: lp?.tokens ?? [], logprobs: lp?.token_logprobs ?? [] };
+  });
+  return Promise.all([...native, ...openai]);
+}
+
+function expectSame(tp: Answer[], one: Answer[]) {
+  expect(tp).toHaveLength(one.length);
+  one.forEach((want, i) => {
+    const got = tp[i] as Answer;
+    expect(got.tokens, `request ${i}`).toEqual(want.tokens);
+    expect(got.logprobs).toHaveLength(want.logprobs.length);
+    for (const [t, lp] of got.logprobs.entries())
+      expect(Math.abs(lp - (want.logprobs[t] as number)), `request ${i} token ${t}`).toBeLessThan(
+        TOL,
+      );
+  });
+}
+
+const rankBytes = async (url: string) =>
+  (
+    (await (await fetch(`${url}/server_info`)).json()) as {
+      internal_states: { rank_param_bytes: number[] }[];
+    }
+  ).internal_states[0]?.rank_param_bytes ?? [];
+
+async function tinyModels() {
+  const dir = tmp('serve-tp');
+  const made: string[] = [];
+  for (const seed of ['0', '1']) {
+    const out = join(dir, `model-${seed}`);
+    // heads, kv heads, MLP and vocabulary all divisible by 2
+    const r = await rl2([
+      'init-model',
+      '--tokenizer',
+      EXAMPLE_TOKENIZER,
+      '--out',
+      out,
+      '--seed',
+      seed,
+      '--hidden-size',
+      '16',
+      '--layers',
+      '1',
+      '--heads',
+      '2',
+      '--kv-heads',
+      '2',
+      '--vocab-size',
+      '100',
+    ]);
+    if (r.code !== 0) throw new Error(r.stderr);
+    made.push(out);
+  }
+  return made as [string, string];
+}
+
+describe('rl2 serve --tp 2', () => {
+  it('serves from 2 processes with half the weights each: same greedy tokens and logprobs as one process (native + openai, concurrent), survives idling, reloads weights on both ranks, stops on SIGTERM; a lost rank fails it', async () => {
+    const [m0, m1] = await tinyModels();
+    const one = startServe(m0, 1);
+    const two = startServe(m0, 2);
+    const doomed = startServe(m0, 2);
+    const [urlOne, urlTwo] = await Promise.all([one.ready, two.ready]);
+
+    // idle for longer than the collective timeout: the heartbeat keeps rank 1 waiting
+    await new Promise((r) => setTimeout(r, TIMEOUT_MS + 1000));
+    const before = await generateAll(urlOne);
+    expectSame(await generateAll(urlTwo), before);
+    const [full] = await rankBytes(urlOne);
+    const half = await rankBytes(urlTwo);
+    expect(half).toHaveLength(2);
+    for (const b of half) expect(b / (full as number)).toBeLessThan(0.52);
+
+    // reload: rank 1 must load its shards of m1 too, or tokens differ from one process on m1
+    for (const url of [urlOne, urlTwo])
+      expect((await post(url, '/update_weights_from_disk', { model_path: m1 })).status).toBe(200);
+    const after = await generateAll(urlOne);
+    expect(after.map((a) => a.logprobs)).not.toEqual(before.map((a) => a.logprobs));
+    expectSame(await generateAll(urlTwo), after);
+    // a load that fails keeps the old weights on every rank
+    const bad = await post(urlTwo, '/update_weights_from_disk', { model_path: join(m1, 'nope') });
+    expect(bad.status).toBe(400);
+    expectSame(await generateAll(urlTwo), after);
+
+    two.child.kill('SIGTERM');
+    one.child.kill('SIGTERM');
+    expect(await two.exited, two.output().stderr).toBe(0);
+    expect(two.output().stdout).toContain('stopped');
+    expect(await one.exited).toBe(0);
+
+    // a follower killed: the one command fails, naming it
+    await doomed.ready;
+    process.kill(rankPid(doomed.child.pid as number, 1), 'SIGKILL');
+    expect(await doomed.exited).not.toBe(0);
+    expect(doomed.output().stderr).toMatch(/rank 1 failed with signal SIGKILL/);
+  }, 180_000);
+});

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import OpenAI from 'openai';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { EXAMPLE_TOKENIZER, rl2, tmp } from './helpers.js';
 
 // `rl2 serve --tp 2` as a user runs it: one command, two ranks each holding half the weights,
@@ -152,12 +152,27 @@ async function tinyModels() {
   return made as [string, string];
 }
 
+const servers: ReturnType<typeof startServe>[] = [];
+// a failed assertion must not leave servers (and their ranks) running
+afterEach(async () => {
+  for (const s of servers.splice(0)) {
+    if (s.child.exitCode === null && s.child.signalCode === null) {
+      // twice: the second signal stops the ranks at once (SIGKILL would orphan them)
+      s.child.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 200));
+      s.child.kill('SIGTERM');
+    }
+    await s.exited;
+  }
+});
+
 describe('rl2 serve --tp 2', () => {
   it('serves from 2 processes with half the weights each: same greedy tokens and logprobs as one process (native + openai, concurrent), survives idling, reloads weights on both ranks, stops on SIGTERM; a lost rank fails it', async () => {
     const [m0, m1] = await tinyModels();
     const one = startServe(m0, 1);
     const two = startServe(m0, 2);
     const doomed = startServe(m0, 2);
+    servers.push(one, two, doomed);
     const [urlOne, urlTwo] = await Promise.all([one.ready, two.ready]);
 
     // idle for longer than the collective timeout: the heartbeat keeps rank 1 waiting
@@ -184,6 +199,8 @@ describe('rl2 serve --tp 2', () => {
     one.child.kill('SIGTERM');
     expect(await two.exited, two.output().stderr).toBe(0);
     expect(two.output().stdout).toContain('stopped');
+    // one notice, from the command (the ranks' copies are not repeated)
+    expect(two.output().stderr.match(/got SIGTERM; stopping/g)).toHaveLength(1);
     expect(await one.exited).toBe(0);
 
     // a follower killed: the one command fails, naming it

@@ -5,7 +5,7 @@ full-vocabulary logits + cross-entropy, torch.optim.AdamW, clip_grad_norm_, per-
 torch.utils.checkpoint as rl2's actor.gradient_checkpointing). No transformers or safetensors
 package: safetensors are read and written tensor by tensor here. Prints one JSON line.
 
-    bench_scale_torch.py sft DIR --data STEPS.json --save OUT [--threads N]
+    bench_scale_torch.py sft DIR --data STEPS.json [--save OUT] [--micro M] [--max-steps N] [--threads N]
     bench_scale_torch.py resume OUT --data STEPS.json [--threads N]   # optimizer.pt + model from OUT
     bench_scale_torch.py generate DIR --batch B --prompt P --new N
     bench_scale_torch.py grpo DIR --data STEPS.json --group G --new N
@@ -13,6 +13,8 @@ package: safetensors are read and written tensor by tensor here. Prints one JSON
 STEPS.json (written by the bench from rl2's own tokenization): {"steps": [[{"ids": [...],
 "mask": [...]}, ...], ...]} one list of sequences per optimizer step, packed into one row with
 attention restarted per sequence (as rl2 packs a micro-batch); `mask` marks trained targets.
+`--micro M` splits each step's sequences into M micro-batches whose gradients are accumulated
+(each loss divided by the whole step's trained tokens, as rl2's global-mean scaling).
 """
 import argparse
 import json
@@ -177,21 +179,26 @@ def load_model(folder):
     return m
 
 
-def sft_steps(m, opt, steps):
+def sft_steps(m, opt, steps, micro=1):
     times, tokens, losses = [], 0, []
     for seqs in steps:
-        ids, pos, mask, tgt, msk = packed(seqs)
+        parts = [seqs[i::micro] for i in range(micro)] if micro > 1 else [seqs]
+        trained = sum(sum(q["mask"]) for q in seqs)
         t0 = time.perf_counter()
-        logits = m.logits(m.hidden(ids, pos, mask[None, None], recompute=True))[0]
-        loss = (F.cross_entropy(logits, tgt, reduction="none") * msk).sum() / msk.sum()
         opt.zero_grad()
-        loss.backward()
-        del logits
+        total = 0.0
+        for part in parts:
+            ids, pos, mask, tgt, msk = packed(part)
+            logits = m.logits(m.hidden(ids, pos, mask[None, None], recompute=True))[0]
+            loss = (F.cross_entropy(logits, tgt, reduction="none") * msk).sum() / trained
+            loss.backward()  # accumulates into p.grad
+            del logits
+            total += float(loss)
+            tokens += ids.shape[1]
         torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
         opt.step()
         times.append(time.perf_counter() - t0)
-        tokens += ids.shape[1]
-        losses.append(float(loss))
+        losses.append(total)
     return dict(tokens_per_s=tokens / sum(times), step_s=times, loss=losses)
 
 
@@ -202,7 +209,9 @@ def make_opt(m):
 def sft(args):
     m = load_model(args.dir)
     opt = make_opt(m)
-    res = sft_steps(m, opt, json.load(open(args.data))["steps"])
+    res = sft_steps(m, opt, json.load(open(args.data))["steps"][: args.max_steps], args.micro)
+    if args.save is None:
+        return res
     t0 = time.perf_counter()
     os.makedirs(args.save, exist_ok=True)
     write_safetensors_bf16(os.path.join(args.save, "model.safetensors"), m.hf_names())
@@ -243,10 +252,11 @@ def generate(args):
     m = load_model(args.dir).eval()
     g = torch.Generator().manual_seed(0)
     prompts = torch.randint(0, 150000, (args.batch, args.prompt), generator=g)
-    t0 = time.perf_counter()
+    sample(m, prompts[:1, :4], 1, 0)  # as the rl2 side: a first small request out of the way
+    t0, c0 = time.perf_counter(), time.process_time()
     sample(m, prompts, args.new, 0)
-    dt = time.perf_counter() - t0
-    return dict(tokens_per_s=args.batch * args.new / dt, seconds=dt)
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return dict(tokens_per_s=args.batch * args.new / dt, tokens_per_cpu_s=args.batch * args.new / cpu, seconds=dt)
 
 
 def grpo(args):
@@ -299,6 +309,8 @@ def main():
     ap.add_argument("--prompt", type=int, default=32)
     ap.add_argument("--new", type=int, default=16)
     ap.add_argument("--group", type=int, default=4)
+    ap.add_argument("--micro", type=int, default=1)
+    ap.add_argument("--max-steps", type=int, default=None)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     res = dict(sft=sft, resume=resume, generate=generate, grpo=grpo)[args.mode](args)

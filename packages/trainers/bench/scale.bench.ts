@@ -1,22 +1,28 @@
-// `pnpm bench scale [--steps N] [--rows R] [--words W] [--new N] [--dir DIR]`: the whole path at
-// the smallest real model shape (Qwen3-0.6B: hidden 1024, 28 layers, 16 heads / 8 kv heads of
-// 128, MLP 3072, the Qwen3 tokenizer's 151669 rows, tied embeddings, bf16 weights):
+// `pnpm bench scale [--only sft,micro,serve,grpo] [--steps N] [--rows R] [--words W] [--new N]
+// [--layers L] [--dir DIR]`: the whole path at the smallest real model shape (Qwen3-0.6B: hidden
+// 1024, 28 layers, 16 heads / 8 kv heads of 128, MLP 3072, the Qwen3 tokenizer's 151669 rows, tied
+// embeddings, bf16 weights):
 //   1. `rl2 init-model` writes the checkpoint;
-//   2. `rl2 sft` N steps of R rows with a save, then a resume from it for one more step;
-//   3. `rl2 serve` greedy generation at batch 1 and 8 (concurrent /generate requests);
-//   4. one GRPO step (`rl2 ppo`, 2 prompts x 4 responses);
+//   2. sft: `rl2 sft` N steps of R rows with a save, then a resume from it for one more step;
+//   3. micro: one SFT step split into 2 micro-batches (`actor.max_length_per_device`), where the
+//      gradients are accumulated over the micro-batches;
+//   4. serve: `rl2 serve` greedy generation at batch 1 and 8 (concurrent /generate requests);
+//   5. grpo: one GRPO step (`rl2 ppo`, 2 prompts x 4 responses);
 // each next to PyTorch 1.13 CPU on the same checkpoint and the same token ids
 // (packages/models/scripts/bench_scale_torch.py), every measurement in its own process (peak RSS
-// is that process's, read with /usr/bin/time or /proc). Needs `pnpm build` (it runs the CLI).
-// After the table, where the SFT peak goes: parameters, gradients, AdamW moments and logits computed
-// from the shape and the step's tokens, the rest (activations kept for the backward, runtime,
-// temporaries) as the measured peak minus those.
-// Defaults take about 10 minutes on a 2-core VM; --only sft skips generation and GRPO, --steps 1
-// is quicker, --tiny checks the plumbing.
+// is that process's, read with /usr/bin/time or /proc). `--only` picks the parts (default all).
+// Needs `pnpm build` (it runs the CLI). Wall-clock rates on a shared machine swing with the load,
+// so a second table gives each process's CPU seconds (user + sys) for the same work, and the load
+// average before and after.
+// After the tables, where the SFT peak goes: parameters, gradients, AdamW moments and logits
+// computed from the shape and the step's tokens, the rest (activations kept for the backward,
+// runtime, temporaries) as the measured peak minus those.
+// All parts take about 25 minutes on a 2-core VM; --steps 1 is quicker, --layers 4 keeps the
+// real widths with fewer layers, --tiny checks the plumbing.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { availableParallelism, cpus, tmpdir, totalmem } from 'node:os';
+import { availableParallelism, cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadTokenizer } from '@rl2/data';
 import { loadItems } from '../src/dataset/load-items.js';
@@ -33,7 +39,12 @@ const ROWS = flag('--rows', 2);
 const WORDS = flag('--words', 100);
 const NEW = flag('--new', 16);
 const PROMPT = 32;
-const ONLY_SFT = args.includes('--only') && args[args.indexOf('--only') + 1] === 'sft';
+const PARTS = ['sft', 'micro', 'serve', 'grpo'] as const;
+const ONLY = args.includes('--only') ? (args[args.indexOf('--only') + 1] ?? '').split(',') : PARTS;
+for (const p of ONLY)
+  if (!(PARTS as readonly string[]).includes(p))
+    throw new Error(`--only ${p}: not a part; use a comma list of ${PARTS.join(', ')}`);
+const runs = (part: (typeof PARTS)[number]) => ONLY.includes(part);
 /** rl2's vocabulary chunk for the log-prob head (@rl2/models tokenLogprobs' default). */
 const VOCAB_CHUNK = 8192;
 /** `--tiny`: hidden 64, 2 layers (same tokenizer and vocabulary): checks the bench's plumbing in a minute. */
@@ -66,6 +77,7 @@ const SHAPE = args.includes('--tiny')
       '--intermediate-size',
       '3072',
     ];
+if (args.includes('--layers')) SHAPE[SHAPE.indexOf('--layers') + 1] = String(flag('--layers', 28));
 const dir = args.includes('--dir')
   ? resolve(args[args.indexOf('--dir') + 1]!)
   : mkdtempSync(join(tmpdir(), 'rl2-bench-scale-'));
@@ -75,16 +87,18 @@ const hasTime = existsSync('/usr/bin/time');
 
 interface Run {
   seconds: number;
+  /** user + sys CPU seconds of the process (all its threads). */
+  cpuSeconds: number;
   peakMiB: number;
   stdout: string;
 }
 
-/** Runs a command to the end; its wall time and peak RSS (GNU time's %M). */
+/** Runs a command to the end; its wall time, CPU time and peak RSS (GNU time's %U %S %M). */
 function measure(cmd: string, argv: string[], env: NodeJS.ProcessEnv = {}): Run {
   const rssFile = join(dir, 'rss.txt');
   const began = performance.now();
   const r = hasTime
-    ? spawnSync('/usr/bin/time', ['-f', '%M', '-o', rssFile, cmd, ...argv], {
+    ? spawnSync('/usr/bin/time', ['-f', '%U %S %M', '-o', rssFile, cmd, ...argv], {
         encoding: 'utf8',
         maxBuffer: 1 << 26,
         env: { ...process.env, ...env },
@@ -99,10 +113,10 @@ function measure(cmd: string, argv: string[], env: NodeJS.ProcessEnv = {}): Run 
     throw new Error(
       `${cmd} ${argv.slice(0, 3).join(' ')} ... failed (exit ${r.status}):\n${(r.stderr || r.stdout).split('\n').slice(-15).join('\n')}`,
     );
-  const peakMiB = hasTime
-    ? Number(readFileSync(rssFile, 'utf8').trim().split('\n').at(-1)) / 1024
-    : Number.NaN;
-  return { seconds, peakMiB, stdout: r.stdout };
+  const [user, sys, rss] = hasTime
+    ? (readFileSync(rssFile, 'utf8').trim().split('\n').at(-1) as string).split(' ').map(Number)
+    : [Number.NaN, Number.NaN, Number.NaN];
+  return { seconds, cpuSeconds: user! + sys!, peakMiB: rss! / 1024, stdout: r.stdout };
 }
 
 const rl2 = (argv: string[]) => measure(process.execPath, [CLI, ...argv]);
@@ -162,9 +176,22 @@ async function freePort(): Promise<number> {
 const vmHwmMiB = (pid: number) =>
   Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024;
 
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout) || 100;
+/** CPU seconds (user + sys, all threads) a running process has used so far. */
+function cpuOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from the 3rd on
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime, stime
+}
+
+interface Rate {
+  tokensPerS: number;
+  tokensPerCpuS: number;
+}
+
 async function serveGeneration(
   prompts: number[][],
-): Promise<{ b1: number; b8: number; peakMiB: number }> {
+): Promise<{ b1: Rate; b8: Rate; peakMiB: number }> {
   const port = await freePort();
   const server: ChildProcess = spawn(
     process.execPath,
@@ -201,14 +228,19 @@ async function serveGeneration(
         };
       });
     await generate(prompts[0]!.slice(0, 4)); // first request: lazy allocations out of the way
-    const rate = async (batch: number) => {
+    const rate = async (batch: number): Promise<Rate> => {
+      const cpu0 = cpuOf(server.pid as number);
       const began = performance.now();
       const outs = await Promise.all(prompts.slice(0, batch).map(generate));
+      const seconds = (performance.now() - began) / 1000;
       const tokens = outs.reduce(
         (a, o) => a + (o.meta_info?.completion_tokens ?? o.output_ids?.length ?? NEW),
         0,
       );
-      return tokens / ((performance.now() - began) / 1000);
+      return {
+        tokensPerS: tokens / seconds,
+        tokensPerCpuS: tokens / (cpuOf(server.pid as number) - cpu0),
+      };
     };
     const b1 = await rate(1);
     const b8 = await rate(8);
@@ -227,10 +259,26 @@ const row = (what: string, rl2v: number, torchv: number, unit: string, higherBet
     `${torchv.toFixed(unit === 'MiB' ? 0 : 2)} ${unit}`,
     `${(rl2v / torchv).toFixed(2)}x ${higherBetter ? '(higher is better)' : '(lower is better)'}`,
   ]);
+/** Whole processes doing the same work on both sides: wall and CPU seconds. */
+const processRows: string[][] = [];
+const processRow = (what: string, a: Run, b: Run) =>
+  processRows.push([
+    what,
+    `${a.seconds.toFixed(0)} / ${a.cpuSeconds.toFixed(0)}`,
+    `${b.seconds.toFixed(0)} / ${b.cpuSeconds.toFixed(0)}`,
+    `${(a.cpuSeconds / b.cpuSeconds).toFixed(2)}x`,
+  ]);
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(', ');
+
+type Steps = { ids: number[]; mask: number[] }[][];
 
 async function main() {
+  const loadBefore = load();
   console.log(
-    `scale bench in ${dir}: ${STEPS} SFT steps of ${ROWS} rows (+1 resumed)${ONLY_SFT ? '' : `, generation of ${NEW} tokens, one GRPO step`}, ${availableParallelism()} cores (${cpus()[0]?.model}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB`,
+    `scale bench in ${dir}: ${ONLY.join(', ')}; ${STEPS} SFT steps of ${ROWS} rows (+1 resumed), generation of ${NEW} tokens; ${availableParallelism()} cores (${cpus()[0]?.model}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB, load average ${loadBefore}`,
   );
   const init = rl2([
     'init-model',
@@ -268,16 +316,38 @@ async function main() {
   // the very token ids rl2 trains on, step by step, for the PyTorch side
   const cfg = loadConfig(sftConfigSchema, { overrides });
   const { train } = await loadItems('sft', await loadTokenizer(MODEL), cfg.data, cfg.trainer.seed);
-  const steps = Array.from({ length: STEPS + 1 }, (_, s) =>
+  const steps: Steps = Array.from({ length: STEPS + 1 }, (_, s) =>
     train
       .slice(s * ROWS, (s + 1) * ROWS)
       .flatMap((it) => it.sequences.map((q) => ({ ids: [...q.inputIds], mask: [...q.lossMask] }))),
   );
-  const tokensOf = (s: number) => steps[s - 1]!.reduce((a, q) => a + q.ids.length, 0);
   writeFileSync(join(dir, 'steps.json'), JSON.stringify({ steps: steps.slice(0, STEPS) }));
   writeFileSync(join(dir, 'resume-step.json'), JSON.stringify({ steps: steps.slice(STEPS) }));
 
+  let sftPeaks: [number, number] | undefined;
+  if (runs('sft')) sftPeaks = sftAndResume(overrides, steps);
+  if (runs('micro')) microBatches(overrides, steps);
+  if (runs('serve')) await generation(steps);
+  if (runs('grpo')) grpo();
+  printTable();
+  console.log(
+    '\n| process (same work on both sides) | rl2 wall s / CPU s | PyTorch 1.13 wall s / CPU s | rl2 / PyTorch CPU s |\n| --- | --- | --- | --- |',
+  );
+  for (const r of processRows) console.log(`| ${r.join(' | ')} |`);
+  console.log(`\nload average (1, 5, 15 min): ${loadBefore} at the start, ${load()} at the end`);
+  if (sftPeaks)
+    memoryBreakdown(
+      Math.max(...steps.slice(0, STEPS).map((q) => q.reduce((a, x) => a + x.ids.length, 0))),
+      ...sftPeaks,
+    );
+  if (!args.includes('--dir')) rmSync(dir, { recursive: true, force: true });
+}
+
+/** N SFT steps with a save, then one resumed step; each next to PyTorch. Returns the two SFT peaks. */
+function sftAndResume(overrides: string[], steps: Steps): [number, number] {
+  const tokensOf = (s: number) => steps[s - 1]!.reduce((a, q) => a + q.ids.length, 0);
   const sftDir = join(dir, 'rl2-sft');
+  rmSync(sftDir, { recursive: true, force: true });
   const sft = rl2([
     'sft',
     ...overrides,
@@ -313,9 +383,6 @@ async function main() {
     '--data',
     join(dir, 'resume-step.json'),
   ]);
-  console.log(
-    `sft: rl2 ${sft.seconds.toFixed(0)} s / PyTorch ${tSft.seconds.toFixed(0)} s (load + ${STEPS} steps + save); resume: ${resumed.seconds.toFixed(0)} s / ${tResume.seconds.toFixed(0)} s`,
-  );
   row(
     `SFT, ${STEPS} steps (~${Math.round(tokensOf(1))} tokens each), train tokens/s`,
     sftRate1,
@@ -332,59 +399,107 @@ async function main() {
     true,
   );
   row('SFT resumed: peak RSS', resumed.peakMiB, tResume.peakMiB, 'MiB', false);
-
-  if (!ONLY_SFT) await generationAndGrpo(steps);
-  printTable();
-  memoryBreakdown(
-    Math.max(...steps.slice(0, STEPS).map((q) => q.reduce((a, x) => a + x.ids.length, 0))),
-    sft.peakMiB,
-    tSft.peakMiB,
-  );
-  if (!args.includes('--dir')) rmSync(dir, { recursive: true, force: true });
+  processRow(`SFT: load, ${STEPS} steps, save`, sft, tSft);
+  processRow('SFT resumed: load model and optimizer, 1 step', resumed, tResume);
+  return [sft.peakMiB, tSft.peakMiB];
 }
 
-async function generationAndGrpo(steps: { ids: number[]; mask: number[] }[][]) {
+/** One SFT step over the first step's rows, one micro-batch per sequence (gradients accumulated), and the save. */
+function microBatches(overrides: string[], steps: Steps) {
+  const seqs = steps[0]!;
+  const tokens = seqs.reduce((a, q) => a + q.ids.length, 0);
+  // a budget that fits the longest sequence but not two: one micro-batch per sequence
+  const budget = Math.max(...seqs.map((q) => q.ids.length));
+  const microDir = join(dir, 'rl2-micro');
+  rmSync(microDir, { recursive: true, force: true });
+  const micro = rl2([
+    'sft',
+    ...overrides,
+    `trainer.save_dir=${microDir}`,
+    'trainer.max_steps=1',
+    `actor.max_length_per_device=${budget}`,
+  ]);
+  const rate = sftRate(metricsOf(microDir), () => tokens);
+  const tMicro = torch([
+    'sft',
+    MODEL,
+    '--data',
+    join(dir, 'steps.json'),
+    '--micro',
+    String(seqs.length),
+    '--max-steps',
+    '1',
+    '--save',
+    join(dir, 'torch-micro'),
+  ]);
+  row(
+    `SFT, 1 step in ${seqs.length} micro-batches (${tokens} tokens), train tokens/s`,
+    rate,
+    tMicro.json.tokens_per_s as number,
+    'tok/s',
+    true,
+  );
+  row(
+    `SFT in ${seqs.length} micro-batches with the save: peak RSS`,
+    micro.peakMiB,
+    tMicro.peakMiB,
+    'MiB',
+    false,
+  );
+  processRow(`SFT in ${seqs.length} micro-batches: load, 1 step, save`, micro, tMicro);
+}
+
+async function generation(steps: Steps) {
   const prompts = Array.from({ length: 8 }, (_, i) =>
     steps[0]![i % steps[0]!.length]!.ids.slice(0, PROMPT),
   );
   const gen = await serveGeneration(prompts);
-  const tGen1 = torch([
-    'generate',
-    MODEL,
-    '--batch',
-    '1',
-    '--prompt',
-    String(PROMPT),
-    '--new',
-    String(NEW),
-  ]);
-  const tGen8 = torch([
-    'generate',
-    MODEL,
-    '--batch',
-    '8',
-    '--prompt',
-    String(PROMPT),
-    '--new',
-    String(NEW),
-  ]);
+  const tGen = [1, 8].map((batch) =>
+    torch([
+      'generate',
+      MODEL,
+      '--batch',
+      String(batch),
+      '--prompt',
+      String(PROMPT),
+      '--new',
+      String(NEW),
+    ]),
+  );
+  const [t1, t8] = tGen.map((t) => t.json) as [Record<string, number>, Record<string, number>];
   row(
     `generation batch 1 (${PROMPT} prompt + ${NEW} new, greedy), tokens/s`,
-    gen.b1,
-    tGen1.json.tokens_per_s as number,
+    gen.b1.tokensPerS,
+    t1.tokens_per_s!,
     'tok/s',
     true,
   );
-  row('generation batch 8, tokens/s', gen.b8, tGen8.json.tokens_per_s as number, 'tok/s', true);
+  row(
+    'generation batch 1, tokens per CPU-s',
+    gen.b1.tokensPerCpuS,
+    t1.tokens_per_cpu_s!,
+    'tok/CPU-s',
+    true,
+  );
+  row('generation batch 8, tokens/s', gen.b8.tokensPerS, t8.tokens_per_s!, 'tok/s', true);
+  row(
+    'generation batch 8, tokens per CPU-s',
+    gen.b8.tokensPerCpuS,
+    t8.tokens_per_cpu_s!,
+    'tok/CPU-s',
+    true,
+  );
   row(
     'generation: peak RSS (rl2 serve / PyTorch batch 8)',
     gen.peakMiB,
-    tGen8.peakMiB,
+    tGen[1]!.peakMiB,
     'MiB',
     false,
   );
+}
 
-  // GRPO: 2 prompts x 4 responses, one step
+/** One GRPO step, 2 prompts x 4 responses of NEW sampled tokens. */
+function grpo() {
   const prompts2 = [0, 1].map((i) => JSON.stringify({ prompt: words(20, 100 + i), answer: 'x' }));
   writeFileSync(join(dir, 'prompts.jsonl'), `${prompts2.join('\n')}\n`);
   writeFileSync(
@@ -392,6 +507,7 @@ async function generationAndGrpo(steps: { ids: number[]; mask: number[] }[][]) {
     'export async function step(_s, action) { return [null, (action.length % 7) / 7, true]; }\n',
   );
   const ppoDir = join(dir, 'rl2-grpo');
+  rmSync(ppoDir, { recursive: true, force: true });
   const ppo = rl2([
     'ppo',
     `actor.model_name=${MODEL}`,
@@ -411,7 +527,8 @@ async function generationAndGrpo(steps: { ids: number[]; mask: number[] }[][]) {
     `trainer.save_dir=${ppoDir}`,
   ]);
   const pm = metricsOf(ppoDir).find((m) => m['time/rollout_s'] !== undefined) ?? {};
-  // PyTorch: two prompts of the SFT data cut to PROMPT tokens (rl2's chat-templated prompts are about as long)
+  // PyTorch: the first PROMPT tokens of two SFT rows as prompts (about as long as rl2's
+  // chat-templated ones)
   const tGrpo = torch([
     'grpo',
     MODEL,
@@ -444,6 +561,7 @@ async function generationAndGrpo(steps: { ids: number[]; mask: number[] }[][]) {
     true,
   );
   row('GRPO step: peak RSS', ppo.peakMiB, tGrpo.peakMiB, 'MiB', false);
+  processRow('GRPO: load, rollout, update', ppo, tGrpo);
 }
 
 function printTable() {

@@ -9,6 +9,8 @@ import {
 import { RolloutError } from '@rl2/rollout';
 import type { CliIo } from '../cli-io.js';
 
+const STOP_NOTICE_LINE = /^rl2: (interrupted|got SIG[A-Z]+); stopping/;
+
 /**
  * `rl2 serve --tp N` typed by a user: runs N ranks of this same command (the launcher of
  * `rl2 launch`, on a free rendezvous port) and waits for them. Rank 0's lines are printed as
@@ -17,10 +19,13 @@ import type { CliIo } from '../cli-io.js';
  * A failed rank stops the others; its error is printed and its exit code returned.
  */
 export async function launchServeRanks(tp: number, io: CliIo): Promise<number> {
-  const write = (rank: number, stream: 'stdout' | 'stderr', line: string) =>
+  const write = (rank: number, stream: 'stdout' | 'stderr', line: string) => {
+    // this process printed the interrupt notice already: the ranks' copies (and blank lines) go
+    if (stream === 'stderr' && (line === '' || STOP_NOTICE_LINE.test(line))) return;
     (stream === 'stdout' ? io.stdout : io.stderr).write(
       rank === 0 ? `${line}\n` : `[rank ${rank}] ${line}\n`,
     );
+  };
   try {
     await launch({
       nprocPerNode: tp,
@@ -34,6 +39,8 @@ export async function launchServeRanks(tp: number, io: CliIo): Promise<number> {
       output: 'silent',
       onOutput: write,
       killGraceMs: 5000,
+      // the ranks save nothing: after Ctrl-C they stop in seconds, or are stopped
+      interruptGraceMs: 15_000,
     });
     return 0;
   } catch (err) {

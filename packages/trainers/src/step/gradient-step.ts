@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { NamedGrads } from '../optim/clip-grad-norm.js';
+import { variableGradsInto } from './grads-into.js';
 import type { Objective } from './objective.js';
 import type { PackedBin, StepTotals } from '../bins/pack-bins.js';
 
@@ -19,7 +20,8 @@ function addMetrics(
 /**
  * Gradient accumulation over the micro-batches of one step. Each bin's loss is already
  * divided by the step's global totals, so the summed gradients are those of the global mean
- * loss, whatever the packing (RL2's global-mean scaling).
+ * loss, whatever the packing (RL2's global-mean scaling). The sums are kept in one set of
+ * gradients: each bin's backward adds into it as it goes (`variableGradsInto`).
  */
 export function accumulateGradients<P>(
   bins: readonly PackedBin[],
@@ -27,32 +29,32 @@ export function accumulateGradients<P>(
   objective: Objective<P>,
   params: Readonly<Record<string, tf.Variable>>,
 ): StepOutcome & { grads: NamedGrads } {
-  const byVar = new Map(Object.entries(params).map(([name, v]) => [v.name, name]));
   const varList = Object.values(params);
-  const grads: NamedGrads = {};
+  let running = new Map<string, tf.Tensor>(); // by variable name
   const metrics: Record<string, number> = {};
   let loss = 0;
   for (const bin of bins) {
     const prepared = objective.prepare?.(bin);
     let binMetrics: Readonly<Record<string, number | undefined>> = {};
-    const { value, grads: g } = tf.variableGrads(() => {
-      const out = objective.loss(bin, totals, prepared);
-      binMetrics = out.metrics;
-      return bin.idle ? tf.mul(out.loss, 0) : out.loss; // an idle pass only keeps the ranks in step
-    }, varList);
+    const { value, grads } = variableGradsInto(
+      () => {
+        const out = objective.loss(bin, totals, prepared);
+        binMetrics = out.metrics;
+        return bin.idle ? tf.mul(out.loss, 0) : out.loss; // an idle pass only keeps the ranks in step
+      },
+      varList,
+      running,
+    );
     if (prepared !== undefined) objective.release?.(prepared);
     loss += value.dataSync()[0];
     value.dispose();
     if (!bin.idle) addMetrics(metrics, binMetrics);
-    for (const [varName, grad] of Object.entries(g)) {
-      const name = byVar.get(varName) as string;
-      const prev = grads[name];
-      grads[name] = prev ? tf.tidy(() => tf.add(prev, grad)) : grad;
-      if (prev) {
-        prev.dispose();
-        grad.dispose();
-      }
-    }
+    running = new Map(Object.entries(grads));
+  }
+  const grads: NamedGrads = {};
+  for (const [name, v] of Object.entries(params)) {
+    const g = running.get(v.name);
+    if (g) grads[name] = g;
   }
   return { loss, metrics, grads };
 }

@@ -3,9 +3,11 @@
 #include "kernels.h"
 
 /*
- * q/out/dq [B, T, nH, d] (row stride nH*d); k/v/dk/dv [B, nKv, T, d]; seg [B, T] int32.
- * Query i may attend to key j iff j <= i and seg[i] == seg[j] (packed causal rows; a left-pad
- * run is its own segment). Query head h reads kv head h / (nH / nKv).
+ * q/out/dq [B, Tq, nH, d] (row stride nH*d); k/v/dk/dv [B, nKv, Tk, d]; seg [B, Tk] int32;
+ * optional qpos [B, Tq] int32, the key position of each query (absent: Tq = Tk, qpos[i] = i).
+ * Query i may attend to key j iff j <= qpos[i] and seg[j] == seg[qpos[i]] (packed causal rows;
+ * a left-pad run is its own segment; with qpos, a context-parallel rank's queries, a subset of
+ * the row, over all of its keys). Query head h reads kv head h / (nH / nKv).
  * Forward per (query tile, key tile) with an online softmax: running max m, sum l and output
  * accumulator rescaled as the max grows; lse = m + log l [B, nH, T] is kept for the backward.
  * Backward recomputes P = exp(scale q k^T - lse) per tile: dV += P^T dO, dP = dO V^T,
@@ -17,27 +19,34 @@
 struct flash_ctx {
   const float *q, *k, *v, *o, *dout, *lse_in;
   const int32_t *seg;
-  /* first[b*T + i]: the first position of row b in segment seg[b, i]; keys before it are never
-     seen by query i, so a query tile starts its key loop at the smallest first[] it holds
+  /* first[b*Tk + j]: the first position of row b in segment seg[b, j]; keys before it are never
+     seen by a query at j, so a query tile starts its key loop at the smallest first[] it holds
      (packed rows of short sequences cost about T x sequence length, not T x T / 2) */
   const int64_t *first;
+  const int32_t *qpos; /* NULL: query i is at key position i */
   volatile int failed;
   float *out, *lse, *dq, *dk, *dv;
-  int64_t B, T, nH, nKv, d;
+  int64_t B, Tq, Tk, nH, nKv, d;
   float scale;
 };
 
+/* Key position of query i of row b. */
+static inline int64_t query_at(const struct flash_ctx *c, int64_t b, int64_t i) {
+  return c->qpos ? c->qpos[b * c->Tq + i] : i;
+}
+
 /* s [tq, tk] = scale q k^T with disallowed pairs -inf; returns whether any pair is allowed. */
-static int tile_scores(const struct flash_ctx *c, const float *Q, int64_t ldq, const float *K, const int32_t *seg, int64_t i0,
-                       int64_t tq, int64_t j0, int64_t tk, float *s) {
+static int tile_scores(const struct flash_ctx *c, int64_t b, const float *Q, int64_t ldq, const float *K, const int32_t *seg,
+                       int64_t i0, int64_t tq, int64_t j0, int64_t tk, float *s) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tq, (int)tk, (int)c->d, c->scale, Q + i0 * ldq, (int)ldq,
               K + j0 * c->d, (int)c->d, 0.0f, s, TILE);
   int any = 0;
   for (int64_t i = 0; i < tq; i++) {
     float *row = s + i * TILE;
-    int32_t si = seg[i0 + i];
+    int64_t at = query_at(c, b, i0 + i);
+    int32_t si = seg[at];
     for (int64_t j = 0; j < tk; j++) {
-      int ok = j0 + j <= i0 + i && seg[j0 + j] == si;
+      int ok = j0 + j <= at && seg[j0 + j] == si;
       row[j] = ok ? row[j] : -INFINITY;
       any |= ok;
     }
@@ -45,11 +54,18 @@ static int tile_scores(const struct flash_ctx *c, const float *Q, int64_t ldq, c
   return any;
 }
 
-/* The smallest first[] of queries i0 .. i0+tq-1: no key before it is allowed to any of them. */
-static int64_t key_start(const int64_t *first, int64_t i0, int64_t tq) {
-  int64_t lo = i0;
-  for (int64_t i = 0; i < tq; i++) lo = first[i0 + i] < lo ? first[i0 + i] : lo;
-  return lo;
+/* Keys [*start, *end) hold every key queries i0 .. i0+tq-1 of row b may see: from the smallest
+   first[] of their positions to their largest position. */
+static void key_range(const struct flash_ctx *c, int64_t b, const int64_t *first, int64_t i0, int64_t tq, int64_t *start,
+                      int64_t *end) {
+  int64_t lo = c->Tk, hi = 0;
+  for (int64_t i = 0; i < tq; i++) {
+    int64_t at = query_at(c, b, i0 + i);
+    lo = first[at] < lo ? first[at] : lo;
+    hi = at + 1 > hi ? at + 1 : hi;
+  }
+  *start = lo;
+  *end = hi;
 }
 
 /* first[] of each row (see flash_ctx) through an open-addressing table of segment ids. */
@@ -75,7 +91,7 @@ static int first_positions(const int32_t *seg, int64_t B, int64_t T, int64_t *fi
 
 static void flash_fwd_groups(void *vctx, int64_t g0, int64_t g1) {
   const struct flash_ctx *c = (const struct flash_ctx *)vctx;
-  int64_t rep = c->nH / c->nKv, d = c->d, T = c->T, ldq = c->nH * d;
+  int64_t rep = c->nH / c->nKv, d = c->d, Tq = c->Tq, Tk = c->Tk, ldq = c->nH * d;
   float *s = malloc(sizeof(float) * (size_t)(TILE * TILE + TILE * d + 2 * TILE));
   if (!s) {
     ((struct flash_ctx *)vctx)->failed = 1;
@@ -84,20 +100,21 @@ static void flash_fwd_groups(void *vctx, int64_t g0, int64_t g1) {
   float *acc = s + TILE * TILE, *m = acc + TILE * d, *l = m + TILE;
   for (int64_t g = g0; g < g1; g++) {
     int64_t b = g / c->nKv, kvh = g % c->nKv;
-    const float *K = c->k + (b * c->nKv + kvh) * T * d, *V = c->v + (b * c->nKv + kvh) * T * d;
-    const int32_t *seg = c->seg + b * T;
-    const int64_t *first = c->first + b * T;
+    const float *K = c->k + (b * c->nKv + kvh) * Tk * d, *V = c->v + (b * c->nKv + kvh) * Tk * d;
+    const int32_t *seg = c->seg + b * Tk;
+    const int64_t *first = c->first + b * Tk;
     for (int64_t r = 0; r < rep; r++) {
       int64_t h = kvh * rep + r;
-      const float *Q = c->q + b * T * ldq + h * d;
-      float *O = c->out + b * T * ldq + h * d, *lse = c->lse + (b * c->nH + h) * T;
-      for (int64_t i0 = 0; i0 < T; i0 += TILE) {
-        int64_t tq = T - i0 < TILE ? T - i0 : TILE;
+      const float *Q = c->q + b * Tq * ldq + h * d;
+      float *O = c->out + b * Tq * ldq + h * d, *lse = c->lse + (b * c->nH + h) * Tq;
+      for (int64_t i0 = 0; i0 < Tq; i0 += TILE) {
+        int64_t tq = Tq - i0 < TILE ? Tq - i0 : TILE, kstart, kend;
         for (int64_t i = 0; i < tq; i++) m[i] = -INFINITY, l[i] = 0;
         memset(acc, 0, sizeof(float) * (size_t)(tq * d));
-        for (int64_t j0 = key_start(first, i0, tq); j0 < i0 + tq; j0 += TILE) {
-          int64_t tk = i0 + tq - j0 < TILE ? i0 + tq - j0 : TILE;
-          if (!tile_scores(c, Q, ldq, K, seg, i0, tq, j0, tk, s)) continue;
+        key_range(c, b, first, i0, tq, &kstart, &kend);
+        for (int64_t j0 = kstart; j0 < kend; j0 += TILE) {
+          int64_t tk = kend - j0 < TILE ? kend - j0 : TILE;
+          if (!tile_scores(c, b, Q, ldq, K, seg, i0, tq, j0, tk, s)) continue;
           for (int64_t i = 0; i < tq; i++) {
             float *row = s + i * TILE;
             float mt = row_max(row, tk), mn = mt > m[i] ? mt : m[i];
@@ -128,7 +145,7 @@ static void flash_fwd_groups(void *vctx, int64_t g0, int64_t g1) {
 
 static void flash_bwd_groups(void *vctx, int64_t g0, int64_t g1) {
   const struct flash_ctx *c = (const struct flash_ctx *)vctx;
-  int64_t rep = c->nH / c->nKv, d = c->d, T = c->T, ldq = c->nH * d;
+  int64_t rep = c->nH / c->nKv, d = c->d, Tq = c->Tq, Tk = c->Tk, ldq = c->nH * d;
   float *s = malloc(sizeof(float) * (size_t)(2 * TILE * TILE + TILE * d + TILE));
   if (!s) {
     ((struct flash_ctx *)vctx)->failed = 1;
@@ -137,28 +154,29 @@ static void flash_bwd_groups(void *vctx, int64_t g0, int64_t g1) {
   float *dp = s + TILE * TILE, *dqt = dp + TILE * TILE, *D = dqt + TILE * d;
   for (int64_t g = g0; g < g1; g++) {
     int64_t b = g / c->nKv, kvh = g % c->nKv;
-    const float *K = c->k + (b * c->nKv + kvh) * T * d, *V = c->v + (b * c->nKv + kvh) * T * d;
-    float *dK = c->dk + (b * c->nKv + kvh) * T * d, *dV = c->dv + (b * c->nKv + kvh) * T * d;
-    const int32_t *seg = c->seg + b * T;
-    const int64_t *first = c->first + b * T;
-    memset(dK, 0, sizeof(float) * (size_t)(T * d));
-    memset(dV, 0, sizeof(float) * (size_t)(T * d));
+    const float *K = c->k + (b * c->nKv + kvh) * Tk * d, *V = c->v + (b * c->nKv + kvh) * Tk * d;
+    float *dK = c->dk + (b * c->nKv + kvh) * Tk * d, *dV = c->dv + (b * c->nKv + kvh) * Tk * d;
+    const int32_t *seg = c->seg + b * Tk;
+    const int64_t *first = c->first + b * Tk;
+    memset(dK, 0, sizeof(float) * (size_t)(Tk * d));
+    memset(dV, 0, sizeof(float) * (size_t)(Tk * d));
     for (int64_t r = 0; r < rep; r++) {
       int64_t h = kvh * rep + r;
-      const float *Q = c->q + b * T * ldq + h * d, *O = c->o + b * T * ldq + h * d, *dO = c->dout + b * T * ldq + h * d;
-      const float *lse = c->lse_in + (b * c->nH + h) * T;
-      float *dQ = c->dq + b * T * ldq + h * d;
-      for (int64_t i0 = 0; i0 < T; i0 += TILE) {
-        int64_t tq = T - i0 < TILE ? T - i0 : TILE;
+      const float *Q = c->q + b * Tq * ldq + h * d, *O = c->o + b * Tq * ldq + h * d, *dO = c->dout + b * Tq * ldq + h * d;
+      const float *lse = c->lse_in + (b * c->nH + h) * Tq;
+      float *dQ = c->dq + b * Tq * ldq + h * d;
+      for (int64_t i0 = 0; i0 < Tq; i0 += TILE) {
+        int64_t tq = Tq - i0 < TILE ? Tq - i0 : TILE, kstart, kend;
         for (int64_t i = 0; i < tq; i++) {
           float dot = 0;
           for (int64_t t = 0; t < d; t++) dot += dO[(i0 + i) * ldq + t] * O[(i0 + i) * ldq + t];
           D[i] = dot;
         }
         memset(dqt, 0, sizeof(float) * (size_t)(tq * d));
-        for (int64_t j0 = key_start(first, i0, tq); j0 < i0 + tq; j0 += TILE) {
-          int64_t tk = i0 + tq - j0 < TILE ? i0 + tq - j0 : TILE;
-          if (!tile_scores(c, Q, ldq, K, seg, i0, tq, j0, tk, s)) continue;
+        key_range(c, b, first, i0, tq, &kstart, &kend);
+        for (int64_t j0 = kstart; j0 < kend; j0 += TILE) {
+          int64_t tk = kend - j0 < TILE ? kend - j0 : TILE;
+          if (!tile_scores(c, b, Q, ldq, K, seg, i0, tq, j0, tk, s)) continue;
           for (int64_t i = 0; i < tq; i++) {
             float *row = s + i * TILE;
             float li = lse[i0 + i];
@@ -185,9 +203,11 @@ static void flash_bwd_groups(void *vctx, int64_t g0, int64_t g1) {
 }
 
 /*
- * flashAttention(q, k, v, seg, dims Int32Array [B, T, nH, nKv, d], scale, out, lse) and
- * flashAttentionGrad(q, k, v, seg, dims, scale, out, lse, dout, dq, dk, dv). Groups
- * (b, kv head) are split over the configured threads, each running single-threaded sgemm.
+ * flashAttention(q, k, v, seg, dims, scale, out, lse, qpos) and
+ * flashAttentionGrad(q, k, v, seg, dims, scale, out, lse, dout, dq, dk, dv, qpos): dims
+ * Int32Array [B, T, nH, nKv, d] (queries are the keys' positions; qpos is not read) or
+ * [B, Tq, nH, nKv, d, Tk] with qpos [B, Tq] in [0, Tk). Groups (b, kv head) are split over
+ * the configured threads, each running single-threaded sgemm.
  */
 static napi_value flash_common(napi_env env, napi_callback_info info, int back) {
   struct flash_ctx c;
@@ -195,25 +215,32 @@ static napi_value flash_common(napi_env env, napi_callback_info info, int back) 
   int64_t dims[MAX_RANK];
   int rank;
   double scale = 1;
-  size_t lq, lk, lv, ls, lo, ll, l1 = 0, l2 = 0, l3 = 0, l4 = 0;
+  size_t lq, lk, lv, ls, lo, ll, lp, l1 = 0, l2 = 0, l3 = 0, l4 = 0;
   float *q, *k, *v, *o, *lse, *dout = NULL, *dq = NULL, *dk = NULL, *dv = NULL;
-  int32_t *seg;
-  const char *what = "flashAttention expects Float32Array q, k, v, Int32Array seg, Int32Array dims[5], scale, Float32Array out, lse (dout, dq, dk, dv)";
-  if (!read_args(env, info, what, back ? "fffisdffffff" : "fffisdff", &q, &lq, &k, &lk, &v, &lv, &seg, &ls, dims, &rank, &scale,
-                 &o, &lo, &lse, &ll, &dout, &l1, &dq, &l2, &dk, &l3, &dv, &l4))
-    return NULL;
-  if (rank != 5) FAIL("flashAttention expects dims [B, T, nH, nKv, d]");
-  c.B = dims[0], c.T = dims[1], c.nH = dims[2], c.nKv = dims[3], c.d = dims[4];
-  if (c.B < 1 || c.T < 1 || c.nKv < 1 || c.nH % c.nKv || c.d < 1) FAIL("flashAttention: bad dims");
-  size_t nq = (size_t)(c.B * c.T * c.nH * c.d), nk = (size_t)(c.B * c.nKv * c.T * c.d), nl = (size_t)(c.B * c.nH * c.T);
-  if (lq < nq || lk < nk || lv < nk || ls < (size_t)(c.B * c.T) || lo < nq || ll < nl ||
-      (back && (l1 < nq || l2 < nq || l3 < nk || l4 < nk)))
+  int32_t *seg, *qpos;
+  const char *what = "flashAttention expects Float32Array q, k, v, Int32Array seg, Int32Array dims, scale, Float32Array out, lse (dout, dq, dk, dv), Int32Array qpos";
+  int ok = back ? read_args(env, info, what, "fffisdffffffi", &q, &lq, &k, &lk, &v, &lv, &seg, &ls, dims, &rank, &scale, &o, &lo,
+                            &lse, &ll, &dout, &l1, &dq, &l2, &dk, &l3, &dv, &l4, &qpos, &lp)
+                : read_args(env, info, what, "fffisdffi", &q, &lq, &k, &lk, &v, &lv, &seg, &ls, dims, &rank, &scale, &o, &lo, &lse,
+                            &ll, &qpos, &lp);
+  if (!ok) return NULL;
+  if (rank != 5 && rank != 6) FAIL("flashAttention expects dims [B, T, nH, nKv, d] or [B, Tq, nH, nKv, d, Tk]");
+  c.B = dims[0], c.Tq = dims[1], c.nH = dims[2], c.nKv = dims[3], c.d = dims[4], c.Tk = rank == 6 ? dims[5] : dims[1];
+  if (c.B < 1 || c.Tq < 1 || c.Tk < 1 || c.nKv < 1 || c.nH % c.nKv || c.d < 1) FAIL("flashAttention: bad dims");
+  size_t nq = (size_t)(c.B * c.Tq * c.nH * c.d), nk = (size_t)(c.B * c.nKv * c.Tk * c.d), nl = (size_t)(c.B * c.nH * c.Tq);
+  if (lq < nq || lk < nk || lv < nk || ls < (size_t)(c.B * c.Tk) || lo < nq || ll < nl ||
+      (back && (l1 < nq || l2 < nq || l3 < nk || l4 < nk)) || (rank == 6 && lp < (size_t)(c.B * c.Tq)))
     FAIL("flashAttention: array too short for dims");
+  if (rank == 6) {
+    for (int64_t i = 0; i < c.B * c.Tq; i++)
+      if (qpos[i] < 0 || qpos[i] >= c.Tk) FAIL("flashAttention: qpos must be in [0, Tk)");
+    c.qpos = qpos;
+  }
   c.q = q, c.k = k, c.v = v, c.seg = seg, c.scale = (float)scale;
   if (back) c.o = o, c.lse_in = lse, c.dout = dout, c.dq = dq, c.dk = dk, c.dv = dv;
   else c.out = o, c.lse = lse;
-  int64_t *first = malloc(sizeof(int64_t) * (size_t)(c.B * c.T));
-  if (!first || !first_positions(seg, c.B, c.T, first)) {
+  int64_t *first = malloc(sizeof(int64_t) * (size_t)(c.B * c.Tk));
+  if (!first || !first_positions(seg, c.B, c.Tk, first)) {
     free(first);
     FAIL("flashAttention: out of memory");
   }

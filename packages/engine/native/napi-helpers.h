@@ -20,7 +20,7 @@
 /* Most dims a shape, stride or permutation argument may have. */
 #define MAX_RANK 8
 /* Most arguments a kernel takes. */
-#define MAX_ARGS 12
+#define MAX_ARGS 13
 
 /* Throws "rl2 native: N-API call failed: <call>" and returns NULL from the kernel when `call` fails. */
 #define CHECK(call)                                                                               \

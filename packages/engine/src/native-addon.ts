@@ -44,7 +44,7 @@ export const UnaryOp = {
 export const ReduceOp = { sum: 0, max: 1, min: 2, mean: 3 } as const;
 
 /** RL2_KERNELS_ABI (native/addon.c) of the addon this TypeScript expects. */
-export const NATIVE_ABI = 12;
+export const NATIVE_ABI = 13;
 
 /** The functions exported by rl2_kernels.node; every output array is allocated by the caller. */
 export interface NativeAddon {
@@ -212,7 +212,10 @@ export interface NativeAddon {
     dk: Float32Array,
     dv: Float32Array,
   ): void;
-  /** stats [rows, 2] = (z[y] - lse, entropy) and lse [rows] of logits z [rows, cols]; returns -1 or the first row with a target outside [0, cols). */
+  /**
+   * stats [rows, 2] = (z[y] - lse, entropy) and lse [rows] of logits z [rows, cols]; returns -1 or
+   * the first row with a target outside [0, cols).
+   */
   logpStats(
     z: Float32Array,
     rows: number,
@@ -265,6 +268,8 @@ export interface NativeAddon {
    * Causal attention within segments, tiled (native/fused-flash-attention.c): q/out [B, T, nH, d],
    * k/v [B, nKv, T, d], seg [B, T]; key j is seen by query i iff j <= i and seg[j] == seg[i].
    * dims [B, T, nH, nKv, d]; writes out and lse [B, nH, T] (log-sum-exp of each query's scores).
+   * With dims [B, Tq, nH, nKv, d, Tk]: q/out [B, Tq, nH, d], k/v/seg over Tk keys, and query i
+   * sits at key position qpos[b, i] (j <= qpos[i], seg[j] == seg[qpos[i]]); else qpos is unread.
    */
   flashAttention(
     q: Float32Array,
@@ -275,6 +280,7 @@ export interface NativeAddon {
     scale: number,
     out: Float32Array,
     lse: Float32Array,
+    qpos: Int32Array,
   ): void;
   /** dq, dk, dv of `flashAttention` given its out, lse and dout (scores recomputed per tile). */
   flashAttentionGrad(
@@ -290,6 +296,7 @@ export interface NativeAddon {
     dq: Float32Array,
     dk: Float32Array,
     dv: Float32Array,
+    qpos: Int32Array,
   ): void;
   /**
    * Next tokens of `rows` rows of logits [rows, vocab] (native/sample-rows.c): row b draws by

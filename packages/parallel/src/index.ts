@@ -88,6 +88,7 @@ export {
   zigzagMerge,
   zigzagSplit,
 } from './layout/context-parallel.js';
+export type { TiledAttention } from './layout/context-parallel.js';
 
 // Memory planning (`rl2 plan`).
 export { countParameters } from './plan/count-parameters.js';

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { launch } from '@rl2/parallel';
 import { describe, expect, it } from 'vitest';
+import { nativeForTests } from '@rl2/engine/testing';
 import { freePort } from './rank-runs.js';
 
 interface RankResult {
@@ -20,6 +21,7 @@ async function runRanks(
   tp: number,
   cp: number,
   vocab: boolean,
+  backend: 'cpu' | 'native' = 'cpu',
 ): Promise<RankResult[]> {
   const results: RankResult[] = [];
   const ranks = join(import.meta.dirname, 'ranks');
@@ -36,7 +38,13 @@ async function runRanks(
       join(ranks, 'register-source.mjs'),
       join(ranks, 'parallel-decoder.rank.ts'),
     ],
-    env: { FAMILY: family, TP: String(tp), CP: String(cp), VOCAB: vocab ? '1' : '0' },
+    env: {
+      FAMILY: family,
+      TP: String(tp),
+      CP: String(cp),
+      VOCAB: vocab ? '1' : '0',
+      BACKEND: backend,
+    },
     onOutput: (_rank, stream, line) => {
       if (stream === 'stdout' && line.startsWith('RESULT '))
         results.push(JSON.parse(line.slice(7)) as RankResult);
@@ -45,8 +53,12 @@ async function runRanks(
   return results;
 }
 
-const layouts = [
+const layouts: { family: string; tp: number; cp: number; vocab: boolean; native?: true }[] = [
   { family: 'qwen3', tp: 1, cp: 2, vocab: false },
+  // tiled context-parallel attention (flashAttention with query positions), GQA 4 over 2
+  ...(nativeForTests().ok
+    ? [{ family: 'qwen3', tp: 1, cp: 2, vocab: false, native: true as const }]
+    : []),
   { family: 'llama', tp: 1, cp: 2, vocab: false },
   { family: 'qwen3', tp: 2, cp: 1, vocab: false },
   { family: 'llama', tp: 2, cp: 1, vocab: false },
@@ -57,9 +69,9 @@ const layouts = [
 ];
 
 describe('TP / CP on the real decoder: one SFT step equals the one-process step', () => {
-  for (const { family, tp, cp, vocab } of layouts) {
-    it(`${family} TP(${tp}) x CP(${cp})${vocab ? ', vocab-parallel embedding + LM head' : ''}: loss, every gradient and every AdamW-updated tensor (this rank's shard) within 1e-5 relative`, async () => {
-      const results = await runRanks(family, tp, cp, vocab);
+  for (const { family, tp, cp, vocab, native } of layouts) {
+    it(`${family} TP(${tp}) x CP(${cp})${vocab ? ', vocab-parallel embedding + LM head' : ''}${native ? ', native backend' : ''}: loss, every gradient and every AdamW-updated tensor (this rank's shard) within 1e-5 relative`, async () => {
+      const results = await runRanks(family, tp, cp, vocab, native ? 'native' : 'cpu');
       expect(results.map((r) => r.rank).sort()).toEqual(
         Array.from({ length: tp * cp }, (_, i) => i),
       );

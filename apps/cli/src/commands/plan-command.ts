@@ -21,7 +21,7 @@ const PLAN_KEYS = {
   dtype: 'float32 (default) or bfloat16 (float32 master weights in the optimizer state)',
   gradient_checkpointing: 'true (default) keeps only layer inputs; false keeps every intermediate',
   tiled_attention:
-    'true (default): attention in tiles, no T x T scores (cp=1 only); false plans the full score matrices',
+    'true (default): attention in tiles, no T x T scores (also under cp); false plans the full score matrices',
   device_memory_gib: 'memory of one device in GiB: says whether the plan fits',
 } as const;
 type PlanKey = keyof typeof PLAN_KEYS;

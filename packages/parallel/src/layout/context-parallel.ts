@@ -43,6 +43,20 @@ export function allGatherContext<T extends tf.Tensor>(
   return zigzagMerge(op(local), plan) as T;
 }
 
+/**
+ * A tiled causal attention over a subset of each row's positions, with the signature of
+ * `@rl2/engine`'s `flashAttention`: q [B, Tq, Hq, D] at key positions `queryPositions` [B, Tq]
+ * over k/v [B, Hkv, Tk, D] within `segments` [B, Tk]; returns [B*Tq, Hq*D], or undefined where
+ * the backend has no such kernel. Injected so this package keeps no engine dependency.
+ */
+export type TiledAttention = (
+  q: tf.Tensor4D,
+  k: tf.Tensor4D,
+  v: tf.Tensor4D,
+  segments: tf.Tensor2D,
+  queryPositions: tf.Tensor2D,
+) => tf.Tensor2D | undefined;
+
 /** One sequence of the packed row as a cp rank sees it. */
 interface LocalSequence {
   /** Row position of its first token and its length in the row. */
@@ -86,7 +100,10 @@ function bucketSequences(seqs: LocalSequence[]): LocalSequence[][] {
  * for its own queries). Tokens attend within their own sequence to positions <= their own:
  * sequences are bucketed by length and each bucket runs as one padded batch (its local queries
  * against its gathered keys), so the work is about the sum of the sequences' squares, not the
- * square of the packed row, in a handful of ops per layer.
+ * square of the packed row, in a handful of ops per layer. With `tiled` (a kernel that takes
+ * query positions, e.g. `@rl2/engine` `flashAttention` on the native backend) a bucket runs in
+ * tiles, so no [queries, keys] score block exists; without it, or where it returns undefined,
+ * the bucket's scores are one masked block.
  * `q [Tl, Hq, D]`, `k`/`v [Tl, Hkv, D]` on this rank's zigzag tokens; GQA when Hq > Hkv.
  * Returns `[Tl, Hq, D]`; gradients to K/V flow back to their owners by reduce-scatter.
  */
@@ -96,6 +113,7 @@ export function contextParallelAttention(
   v: tf.Tensor3D,
   plan: ZigzagPlan,
   cp: ProcessGroup,
+  tiled?: TiledAttention,
 ): tf.Tensor3D {
   const [tl, hq, d] = q.shape;
   const hkv = k.shape[1];
@@ -124,8 +142,9 @@ export function contextParallelAttention(
   const expand = (x: tf.Tensor) =>
     rep === 1 ? x : tf.reshape(tf.tile(tf.expandDims(x, 2), [1, 1, rep, 1]), [t + 1, hq, d]); // repeat_interleave on heads
   const zerosKv = tf.zeros([1, hkv, d]);
-  const kAll = expand(tf.concat([allGatherContext(k, plan, cp, 'sum'), zerosKv])); // [T + 1, Hq, D]
-  const vAll = expand(tf.concat([allGatherContext(v, plan, cp, 'sum'), zerosKv]));
+  const kRows = tf.concat([allGatherContext(k, plan, cp, 'sum'), zerosKv]); // [T + 1, Hkv, D]
+  const vRows = tf.concat([allGatherContext(v, plan, cp, 'sum'), zerosKv]);
+  let kvAll: [tf.Tensor, tf.Tensor] | undefined; // [T + 1, Hq, D] each, for the masked path
   const qPadded = tf.concat([q, tf.zeros([1, hq, d])]); // [Tl + 1, Hq, D]
   const outs: tf.Tensor[] = [];
   const back = new Int32Array(tl); // local token -> its row in the concatenated bucket outputs
@@ -136,6 +155,8 @@ export function contextParallelAttention(
     const qLen = Math.max(...bucket.map((s) => s.to - s.from));
     const kIdx = new Int32Array(n * kLen).fill(t);
     const qIdx = new Int32Array(n * qLen).fill(tl);
+    // key index (position in its sequence) of each query; 0 for padding queries
+    const qPos = new Int32Array(n * qLen);
     // additive mask [n, 1, qLen, kLen]: 0 for keys at or before the query's position in its sequence
     const mask = new Float32Array(n * qLen * kLen).fill(-1e30);
     bucket.forEach((s, b) => {
@@ -145,17 +166,35 @@ export function contextParallelAttention(
         if (a < s.to - s.from) {
           qIdx[b * qLen + a] = s.from + a;
           back[s.from + a] = done + b * qLen + a;
-          mask.fill(0, row, row + plan.positions[mine[s.from + a]!]! + 1);
+          qPos[b * qLen + a] = plan.positions[mine[s.from + a]!]!;
+          mask.fill(0, row, row + qPos[b * qLen + a]! + 1);
         } else {
           mask[row] = 0; // a padding query attends to one key so its softmax stays finite; it is dropped
         }
       }
     });
+    const qRows = tf.gather(qPadded, qIdx);
+    const kvIdx = tf.tensor1d(kIdx, 'int32');
+    const kvHeads = (x: tf.Tensor) =>
+      tf.transpose(tf.reshape(tf.gather(x, kvIdx), [n, kLen, hkv, d]), [0, 2, 1, 3]) as tf.Tensor4D;
+    const tiledOut = tiled?.(
+      tf.reshape(qRows, [n, qLen, hq, d]),
+      kvHeads(kRows),
+      kvHeads(vRows),
+      tf.zeros([n, kLen], 'int32'), // one sequence per bucket row; its padding keys lie after every query
+      tf.tensor2d(qPos, [n, qLen], 'int32'),
+    );
+    if (tiledOut) {
+      outs.push(tf.reshape(tiledOut, [n * qLen, hq, d]));
+      done += n * qLen;
+      continue;
+    }
+    kvAll ??= [expand(kRows), expand(vRows)];
     const heads = (x: tf.Tensor, len: number) =>
       tf.transpose(tf.reshape(x, [n, len, hq, d]), [0, 2, 1, 3]); // [n, Hq, len, D]
-    const qh = heads(tf.gather(qPadded, qIdx), qLen);
-    const kh = heads(tf.gather(kAll, kIdx), kLen);
-    const vh = heads(tf.gather(vAll, kIdx), kLen);
+    const qh = heads(qRows, qLen);
+    const kh = heads(tf.gather(kvAll[0], kIdx), kLen);
+    const vh = heads(tf.gather(kvAll[1], kIdx), kLen);
     const scores = tf.add(
       tf.div(tf.matMul(qh, kh, false, true), Math.sqrt(d)),
       tf.tensor4d(mask, [n, 1, qLen, kLen]),
@@ -173,9 +212,14 @@ export function contextParallelAttention(
  * (`q [1, Tl, Hq, D]`, `k`/`v [1, Hkv, Tl, D]`, mask ignored -> `[Tl, Hq*D]`) that runs
  * {@link contextParallelAttention} for one zigzag-split packed row. The model's own mask only
  * covers local tokens, so the kernel builds the causal mask from the plan instead; feed the
- * model the row's `zigzagSplit` token ids and position ids.
+ * model the row's `zigzagSplit` token ids and position ids. `tiled`: see
+ * {@link contextParallelAttention}.
  */
-export function contextParallelAttentionKernel(plan: ZigzagPlan, cp: ProcessGroup) {
+export function contextParallelAttentionKernel(
+  plan: ZigzagPlan,
+  cp: ProcessGroup,
+  tiled?: TiledAttention,
+) {
   return (q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, _mask?: tf.Tensor3D): tf.Tensor2D => {
     if (q.shape[0] !== 1)
       throw new ParallelError(
@@ -190,6 +234,7 @@ export function contextParallelAttentionKernel(plan: ZigzagPlan, cp: ProcessGrou
       toTokens(v),
       plan,
       cp,
+      tiled,
     );
     return tf.reshape(out, [tl, hq * d]) as tf.Tensor2D;
   };

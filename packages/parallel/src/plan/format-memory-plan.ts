@@ -13,7 +13,14 @@ export function formatMemoryPlan(plan: MemoryPlan, deviceBytes?: number): string
     ['optimizer state', b.optimizerState],
     ['gathered layers (fsdp)', b.gatheredLayers],
     ['activations', b.activations],
-    [plan.attention === 'tiled' ? 'attention (tiled, lse)' : 'attention scores', b.attentionScores],
+    [
+      plan.attention === 'scores'
+        ? 'attention scores'
+        : l.cp > 1
+          ? 'attention (tiled, lse + row K/V)'
+          : 'attention (tiled, lse)',
+      b.attentionScores,
+    ],
     ['logits', b.logits],
   ];
   const width = Math.max(...rows.map(([k]) => k.length), 'total per device'.length);
@@ -27,7 +34,7 @@ export function formatMemoryPlan(plan: MemoryPlan, deviceBytes?: number): string
     const [largest] = rows.reduce((m, r) => (r[1] > m[1] ? r : m));
     const hint =
       largest === 'attention scores'
-        ? 'attention scores dominate (context parallelism attends over a T x T mask): lower max_length_per_device or cp'
+        ? 'attention scores dominate: plan tiled attention (the native backend), or lower max_length_per_device or cp'
         : 'raise tp or the number of devices, or lower max_length_per_device';
     lines.push(
       b.total <= deviceBytes

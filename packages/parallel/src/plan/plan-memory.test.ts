@@ -77,15 +77,29 @@ describe('planMemory', () => {
     expect(p.bytes.parameters).toBe(1_136_178_688 * 2);
     expect(p.bytes.optimizerState).toBe(1_136_178_688 * 12); // m, v and fp32 master weights
     expect(p.bytes.logits).toBe(2 * (4096 * 8) * (152064 / 8) * 4);
-    // cp 2: the context-parallel kernel attends over a mask of the whole row, scores planned
-    expect(p.attention).toBe('scores');
-    expect(p.bytes.attentionScores).toBe(2 * (64 / 8) * (4096 * 8) * (4096 * 8 * 2) * 4);
+    // cp 2, tiled: the lse of each local query and head, plus K and V all-gathered over the
+    // row (8 kv heads / tp 8 = 1, head dim 128, bfloat16); no [local, row] scores
+    expect(p.attention).toBe('tiled');
+    expect(p.bytes.attentionScores).toBe(
+      (64 / 8) * (4096 * 8) * 4 + 2 * (4096 * 8 * 2) * 1 * 128 * 2,
+    );
+    const scores = planMemory({
+      config: qwen72b,
+      gpus: 64,
+      tp: 8,
+      cp: 2,
+      dtype: 'bfloat16',
+      maxLengthPerDevice: 4096,
+      tiledAttention: false,
+    });
+    expect(scores.bytes.attentionScores).toBe(2 * (64 / 8) * (4096 * 8) * (4096 * 8 * 2) * 4);
     expect(p.layout).toMatchObject({ fsdp: 8, dp: 4 });
     const text = formatMemoryPlan(p, 80 * 2 ** 30);
     expect(text).toContain(
       'layout: 64 devices = ddp 1 x fsdp 8 x tp 8 (model), dp 4 x cp 2 x tp 8 (data)',
     );
     expect(text).toMatch(/parameters\s+2\.12 GiB/);
+    expect(text).toMatch(/attention \(tiled, lse \+ row K\/V\)\s+0\.03 GiB/);
   });
 
   it('refuses layouts RL2 refuses, with the rule', () => {

@@ -22,8 +22,8 @@ export interface PlanMemoryOptions {
   gradientCheckpointing?: boolean;
   /**
    * Attention runs in tiles (@rl2/engine `flashAttention`, the `native` backend's default for
-   * training and prefill without context parallelism): nothing T x T is held. Default true;
-   * false plans the [heads, T, T] scores of the composite ops.
+   * training and prefill, with or without context parallelism): nothing T x T is held. Default
+   * true; false plans the [heads, T, T] scores of the composite ops.
    */
   tiledAttention?: boolean;
 }
@@ -46,9 +46,10 @@ export interface MemoryPlan {
     /** Saved layer inputs (checkpointing) or every layer's intermediates, plus one layer's recompute. */
     activations: number;
     /**
-     * Attention of one layer beyond its inputs and output: with tiled attention (cp 1) the
-     * log-sum-exp of each query [heads/tp, T*tp]; else scores and probabilities
-     * [heads/tp, T*tp, T*tp*cp] (the context-parallel kernel takes a mask over the whole row).
+     * Attention of one layer beyond its inputs and output: with tiled attention the log-sum-exp
+     * of each query [heads/tp, T*tp], and under cp > 1 the K/V all-gathered over the row
+     * [T*tp*cp, kvHeads/tp, headDim] each; else scores and probabilities [heads/tp, T*tp, T*tp*cp]
+     * (each query against every key of its row).
      */
     attentionScores: number;
     /** Float32 logits [T*tp, V/tp] (sequence gathered, vocabulary split) and their gradient. */
@@ -72,7 +73,7 @@ export function planMemory(o: PlanMemoryOptions): MemoryPlan {
   const mesh = planDeviceMesh(o.gpus, 0, { tp, cp, ddp });
   const p = countParameters(o.config);
   const c = o.config;
-  const { heads } = tensorParallelHeads(c.num_attention_heads, p.kvHeads, tp);
+  const { heads, kvHeads } = tensorParallelHeads(c.num_attention_heads, p.kvHeads, tp);
   if (c.vocab_size % tp !== 0)
     throw new ParallelError(
       'LAYOUT',
@@ -94,7 +95,8 @@ export function planMemory(o: PlanMemoryOptions): MemoryPlan {
     (c.num_attention_heads * hd) / tp +
     (3 * c.intermediate_size) / tp;
   const checkpointing = o.gradientCheckpointing ?? true;
-  const tiled = cp === 1 && (o.tiledAttention ?? true);
+  const tiled = o.tiledAttention ?? true;
+  const gatheredKv = cp > 1 ? 2 * (T * tp * cp) * kvHeads * p.headDim * wBytes : 0;
   const activations = checkpointing
     ? (L * T * H + T * tp * perTokenLayer) * wBytes
     : L * T * tp * perTokenLayer * wBytes;
@@ -105,7 +107,9 @@ export function planMemory(o: PlanMemoryOptions): MemoryPlan {
     gatheredLayers: fsdp > 1 ? Math.ceil(layerPerTp * (2 * wBytes + wBytes)) : 0,
     activations: Math.ceil(activations),
     // tp ranks see the whole (sequence-gathered) chunk of T*tp queries, keys over the cp group too
-    attentionScores: tiled ? heads * (T * tp) * 4 : 2 * heads * (T * tp) * (T * tp * cp) * 4,
+    attentionScores: tiled
+      ? heads * (T * tp) * 4 + gatheredKv
+      : 2 * heads * (T * tp) * (T * tp * cp) * 4,
     logits: 2 * (T * tp) * (c.vocab_size / tp) * 4,
     total: 0,
   };

@@ -1,3 +1,4 @@
+import { flashAttention } from '@rl2/engine';
 import type { RowSplitFn, TokenBatch } from '@rl2/models';
 import {
   allGatherContext,
@@ -12,8 +13,9 @@ import { TrainersError } from '../errors.js';
  * Context parallelism for the decoder's `splitRow` hook: every sequence of the packed row is
  * padded at its end to a multiple of 2*cp tokens (padding after a sequence changes nothing
  * before it under causal attention), the row is split zigzag (@rl2/parallel `planZigzag`:
- * rank r keeps chunks r and 2cp-1-r of each sequence), attention all-gathers K/V, and per-token
- * outputs are all-gathered back into row order with the padding dropped. Each rank then
+ * rank r keeps chunks r and 2cp-1-r of each sequence), attention all-gathers K/V (and runs in
+ * tiles where the backend has `flashAttention`), and per-token outputs are all-gathered back
+ * into row order with the padding dropped. Each rank then
  * computes the same loss over the whole row; the gradient of its own tokens stays on it, so
  * summing gradients over cp gives the one-process gradient.
  */
@@ -60,7 +62,8 @@ export function contextParallelSplit(cp: ProcessGroup): RowSplitFn {
         rows: 1,
       },
       ...(targets ? { targets: mine.map((p) => padTargets[p] as number) } : {}),
-      attention: contextParallelAttentionKernel(plan, cp),
+      // tiled on the native backend (no [local, row] score blocks), masked blocks elsewhere
+      attention: contextParallelAttentionKernel(plan, cp, flashAttention),
       gather: (local: tf.Tensor1D) =>
         tf.tidy(() =>
           tf.gather(allGatherContext(local, plan, cp, 'own'), tf.tensor1d(rowIndex, 'int32')),

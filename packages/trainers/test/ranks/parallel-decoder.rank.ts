@@ -7,11 +7,12 @@
 //   embedding and LM head replicated, or with VOCAB=1 vocab-parallel (vocabParallelEmbedding as
 //   the model's `embedding`, vocabParallelLogprobs over this rank's logits);
 // - CP: zigzag split of the row, K/V all-gathered in every attention
-//   (contextParallelAttentionKernel), per-token log-probs all-gathered for the loss.
+//   (contextParallelAttentionKernel; tiled where the backend has flashAttention), per-token
+//   log-probs all-gathered for the loss.
 // Gradients are summed over cp; q_norm/k_norm (applied per local head) also over tp.
 // Prints `RESULT {"rank", "lossRef", "lossPar", "gradErrors": {name: rel}, "weightErrors": {name: rel}}`
 // with rel = ||parallel - ref|| / ||ref|| over this rank's shard of each tensor.
-import { initEngine } from '@rl2/engine';
+import { flashAttention, initEngine } from '@rl2/engine';
 import {
   createDecoderModel,
   type DecoderModel,
@@ -44,7 +45,12 @@ import { adamwShardStep, createAdamWShardState } from '../../../parallel/src/lay
 import * as tf from '@tensorflow/tfjs-core';
 import { relTensor } from '../rank-runs.js';
 
-await initEngine({ backend: 'cpu', threads: 1, logger: () => {} });
+// BACKEND=native: context parallelism's attention runs tiled (flashAttention with query positions)
+await initEngine({
+  backend: process.env.BACKEND === 'native' ? 'native' : 'cpu',
+  threads: 1,
+  logger: () => {},
+});
 const family = (process.env.FAMILY ?? 'qwen3') as ModelSpec['family'];
 const spec: ModelSpec = {
   family,
@@ -143,7 +149,7 @@ const params = tp ? toVariables(shardTp(full.params, tp)) : full.params;
 const plan = planZigzag(row.cuSeqlens, cpSize);
 const parModel = createDecoderModel(full.config, params, {
   ...(tp ? { linear: tensorParallelLinearFactory(tp) } : {}),
-  ...(cp ? { attention: contextParallelAttentionKernel(plan, cp) } : {}),
+  ...(cp ? { attention: contextParallelAttentionKernel(plan, cp, flashAttention) } : {}),
   ...(tp && vocabParallel
     ? {
         embedding: (ids: tf.Tensor1D, p: ParamLookup) =>
@@ -203,6 +209,14 @@ for (const n of names) {
 }
 const sharded = names.filter((n) => params.get(n)!.size < full.params.get(n)!.size);
 console.log(
-  `RESULT ${JSON.stringify({ rank: world.rank, lossRef: ref.loss, lossPar: par.loss, localTokens: mine.length, sharded, gradErrors, weightErrors })}`,
+  `RESULT ${JSON.stringify({
+    rank: world.rank,
+    lossRef: ref.loss,
+    lossPar: par.loss,
+    localTokens: mine.length,
+    sharded,
+    gradErrors,
+    weightErrors,
+  })}`,
 );
 await world.close();

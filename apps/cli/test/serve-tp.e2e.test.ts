@@ -195,7 +195,7 @@ describe('rl2 serve --tp 2', () => {
     const [urlOne, urlTwo] = await Promise.all([one.ready, two.ready]);
     // resolved once (the ranks asked the hub nothing: each used to resolve it itself, racing)
     expect(hub.log.requests.filter((r) => r.url.includes('/revision/'))).toHaveLength(1);
-    // the weights' bytes were sent once (a download also probes them with a Range: bytes=0-0 GET)
+    // the weights' bytes were sent once (a download also makes one probe GET with a Range header)
     const weights = hub.log.requests.filter((r) => r.url.endsWith('/model.safetensors'));
     expect(
       weights.filter((r) => r.range === undefined),

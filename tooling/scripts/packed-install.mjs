@@ -70,7 +70,8 @@ function main() {
     );
   if (!existsSync(join(prebuilt.path, 'rl2_kernels.node'))) {
     fail(
-      `${prebuilt.path}/rl2_kernels.node is missing: build it with \`pnpm --filter @rl2/engine build\` (needs libopenblas-pthread-dev for the static OpenBLAS, and a C compiler)`,
+      `${prebuilt.path}/rl2_kernels.node is missing: build it with \`pnpm --filter @rl2/engine ` +
+        `build\` (needs libopenblas-pthread-dev for the static OpenBLAS, and a C compiler)`,
     );
   }
 

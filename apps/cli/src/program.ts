@@ -81,7 +81,8 @@ export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.
       'rl2 init-model --arch qwen3 --tokenizer examples/addition/tokenizer --out models/tiny',
     )
     .example(
-      'rl2 init-model --tokenizer qwen3 --hidden-size 1024 --layers 28 --heads 16 --kv-heads 8 --head-dim 128 --intermediate-size 3072 --dtype bfloat16 --out models/qwen3-0.6b-shape',
+      'rl2 init-model --tokenizer qwen3 --hidden-size 1024 --layers 28 --heads 16 --kv-heads 8 ' +
+        '--head-dim 128 --intermediate-size 3072 --dtype bfloat16 --out models/qwen3-0.6b-shape',
     )
     .action((flags: Record<string, string | number | boolean | undefined>) => {
       if (!flags.out)
@@ -113,7 +114,9 @@ export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.
         maxShardSize: String(flags.maxShardSize),
       });
       io.stdout.write(
-        `wrote ${config.model_type} checkpoint to ${flags.out}: vocab ${config.vocab_size}, hidden ${config.hidden_size}, ${config.num_hidden_layers} layers, ${config.num_attention_heads} heads\n`,
+        `wrote ${config.model_type} checkpoint to ${flags.out}: vocab ${config.vocab_size}, ` +
+          `hidden ${config.hidden_size}, ${config.num_hidden_layers} ` +
+          `layers, ${config.num_attention_heads} heads\n`,
       );
     });
 

@@ -16,7 +16,9 @@ beforeAll(async () => {
   model = join(dir, 'model');
   data = writeTinyData(dir);
   await initTinyModel(model);
-  const prompts = `${['1+2=', '3+4=', '5+6=', '7+8='].map((q) => JSON.stringify({ messages: [{ role: 'user', content: q }], answer: 0 })).join('\n')}\n`;
+  const prompts = `${['1+2=', '3+4=', '5+6=', '7+8=']
+    .map((q) => JSON.stringify({ messages: [{ role: 'user', content: q }], answer: 0 }))
+    .join('\n')}\n`;
   writeFileSync(join(dir, 'prompts.jsonl'), prompts);
   writeFileSync(
     join(dir, 'env.mjs'),
@@ -109,7 +111,8 @@ describe('a second signal', () => {
     const slowEnv = join(dir, 'slow-env.mjs');
     writeFileSync(
       slowEnv,
-      'export async function step() { console.log("env step began"); await new Promise((r) => setTimeout(r, 600_000)); return [null, 0, true]; }\n',
+      'export async function step() { console.log("env step began"); await new Promise((r) => ' +
+        'setTimeout(r, 600_000)); return [null, 0, true]; }\n',
     );
     const saveDir = join(tmp('second-signal'), 'run');
     let first = false;

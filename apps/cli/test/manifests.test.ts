@@ -107,7 +107,8 @@ describe('package manifests match the imports of their src', () => {
       const unused = Object.keys(manifest.dependencies ?? {}).filter((name) => !used(name));
       expect(
         { undeclared, unused },
-        `${dir}/package.json: declare what src imports in "dependencies"; move what only tests, benches or scripts use to "devDependencies"`,
+        `${dir}/package.json: declare what src imports in "dependencies"; move what only tests, ` +
+          `benches or scripts use to "devDependencies"`,
       ).toEqual({ undeclared: [], unused: [] });
     });
   }

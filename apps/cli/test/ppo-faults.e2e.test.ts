@@ -16,7 +16,9 @@ beforeAll(async () => {
   dir = tmp('ppo-faults');
   model = join(dir, 'model');
   await initTinyModel(model);
-  const rows = `${['1+2=', '3+4=', '5+6=', '7+8='].map((q) => JSON.stringify({ messages: [{ role: 'user', content: q }], answer: 0 })).join('\n')}\n`;
+  const rows = `${['1+2=', '3+4=', '5+6=', '7+8=']
+    .map((q) => JSON.stringify({ messages: [{ role: 'user', content: q }], answer: 0 }))
+    .join('\n')}\n`;
   writeFileSync(join(dir, 'train.jsonl'), rows);
   writeFileSync(join(dir, 'test.jsonl'), rows);
 });
@@ -53,13 +55,15 @@ describe('rl2 ppo stops when it trains on nothing (it used to finish, save and e
     );
     expect(r.code, r.stdout).toBe(1);
     expect(r.stderr).toContain(
-      'rl2: rollout step 1: all 4 samples failed (4 env errors, 0 env timeouts, 0 engine errors; first: sample 0 of prompt 0 failed (ENV_STEP): ',
+      'rl2: rollout step 1: all 4 samples failed (4 env errors, 0 env timeouts, 0 engine ' +
+        'errors; first: sample 0 of prompt 0 failed (ENV_STEP): ',
     );
     expect(r.stderr).toContain('more than rollout.max_failed_steps=0: stopping');
     expect(existsSync(join(saveDir, 'latest')), 'no step was trained: nothing to save').toBe(false);
   }, 120_000);
 
-  it('rollout.max_failed_steps=2 tolerates two such steps (logged, counted in the metrics) and stops on the third, after saving', async () => {
+  it('rollout.max_failed_steps=2 tolerates two such steps (logged, counted in the metrics) and ' +
+    'stops on the third, after saving', async () => {
     const flaky = env(
       'flaky-env.mjs',
       'let n = 0;\nexport async function step() { n += 1; if (n > 4) throw new Error("env broke"); return [null, n % 2, true]; }\n',

@@ -1,8 +1,11 @@
 import { spawn } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
+// the local fake hub of @rl2/data's hub tests
+import { startFakeHub } from '../../../packages/data/test/hub-server.js';
 import { EXAMPLE_TOKENIZER, rl2, tmp } from './helpers.js';
 
 // `rl2 serve --tp 2` as a user runs it: one command, two ranks each holding half the weights,
@@ -17,13 +20,13 @@ const TIMEOUT_MS = 6000;
 // logits differ from the one-process ones by float32 summation order (row-parallel all-reduce)
 const TOL = 1e-5;
 
-function startServe(model: string, tp: number) {
+function startServe(model: string, tp: number, env: Record<string, string> = {}) {
   const child = spawn(
     process.execPath,
     [...cli, 'serve', '--model', model, '--port', '0', '--threads', '1', '--tp', String(tp)],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, RL2_COLLECTIVE_TIMEOUT_MS: String(TIMEOUT_MS) },
+      env: { ...process.env, RL2_COLLECTIVE_TIMEOUT_MS: String(TIMEOUT_MS), ...env },
     },
   );
   let stdout = '';
@@ -152,7 +155,19 @@ async function tinyModels() {
   return made as [string, string];
 }
 
+/** A fake HF hub serving `dir`'s files as model repo `id` at one revision. */
+async function hubOf(id: string, dir: string) {
+  const files = Object.fromEntries(
+    readdirSync(dir).map((f) => [f, new Uint8Array(readFileSync(join(dir, f)))]),
+  );
+  const hub = await startFakeHub({ [id]: { revisions: { main: { sha: SHA, files } } } });
+  closers.push(() => hub.close());
+  return hub;
+}
+const SHA = 'e'.repeat(40);
+
 const servers: ReturnType<typeof startServe>[] = [];
+const closers: (() => Promise<void>)[] = [];
 // a failed assertion must not leave servers (and their ranks) running
 afterEach(async () => {
   for (const s of servers.splice(0)) {
@@ -164,16 +179,31 @@ afterEach(async () => {
     }
     await s.exited;
   }
+  for (const close of closers.splice(0)) await close();
 });
 
 describe('rl2 serve --tp 2', () => {
-  it('serves from 2 processes with half the weights each: same greedy tokens and logprobs as one process (native + openai, concurrent), survives idling, reloads weights on both ranks, stops on SIGTERM; a lost rank fails it', async () => {
+  it('serves from 2 processes with half the weights each: same greedy tokens and logprobs as one process (native + openai, concurrent), survives idling, reloads weights on both ranks, stops on SIGTERM; a lost rank fails it; a hub id is downloaded once, not by each rank', async () => {
     const [m0, m1] = await tinyModels();
+    // the tp=2 server takes m0 from a hub: its command downloads it once, the ranks load the snapshot
+    const hub = await hubOf('rl2/tiny-tp', m0);
+    const cache = mkdtempSync(join(tmpdir(), 'rl2-serve-tp-hf-'));
     const one = startServe(m0, 1);
-    const two = startServe(m0, 2);
+    const two = startServe('rl2/tiny-tp', 2, { HF_ENDPOINT: hub.url, HF_HUB_CACHE: cache });
     const doomed = startServe(m0, 2);
     servers.push(one, two, doomed);
     const [urlOne, urlTwo] = await Promise.all([one.ready, two.ready]);
+    // resolved once (the ranks asked the hub nothing: each used to resolve it itself, racing)
+    expect(hub.log.requests.filter((r) => r.url.includes('/revision/'))).toHaveLength(1);
+    // the weights' bytes were sent once (a download also makes one probe GET with a Range header)
+    const weights = hub.log.requests.filter((r) => r.url.endsWith('/model.safetensors'));
+    expect(
+      weights.filter((r) => r.range === undefined),
+      JSON.stringify(weights),
+    ).toHaveLength(1);
+    expect(two.output().stdout).toMatch(/downloaded rl2\/tiny-tp\/model\.safetensors/);
+    const snapshot = join(cache, 'models--rl2--tiny-tp', 'snapshots', SHA);
+    expect(existsSync(join(snapshot, 'model.safetensors'))).toBe(true);
 
     // idle for longer than the collective timeout: the heartbeat keeps rank 1 waiting
     await new Promise((r) => setTimeout(r, TIMEOUT_MS + 1000));

@@ -12,7 +12,8 @@ export interface FakeRepo {
 
 /** What the server saw, for assertions. */
 export interface HubLog {
-  requests: { method: string; url: string; auth: string | undefined }[];
+  /** `range`: the Range header (a file's body is sent whole when it is absent). */
+  requests: { method: string; url: string; auth: string | undefined; range?: string }[];
 }
 
 /**
@@ -31,6 +32,7 @@ export async function startFakeHub(
       method: req.method ?? 'GET',
       url: url.pathname,
       auth: req.headers.authorization,
+      ...(req.headers.range ? { range: req.headers.range } : {}),
     });
     const json = (status: number, body: unknown, headers: Record<string, string> = {}) => {
       res.writeHead(status, { 'content-type': 'application/json', ...headers });

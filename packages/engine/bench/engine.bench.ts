@@ -222,11 +222,16 @@ async function trainStep(): Promise<void> {
   );
   console.log('  tokens/s from the fastest of the timed steps (after one warm-up), on both sides');
   console.log(
-    `  rl2 ${tf.getBackend()}: ${fmt(r.tokensPerSecond, 0)} tokens/s (best ${fmt(r.bestSecondsPerStep, 2)} s/step, mean ${fmt(r.secondsPerStep, 2)}, loss ${fmt(r.losses[0], 3)} -> ${fmt(r.losses[r.losses.length - 1], 3)}, ${r.params} params, peak RSS ${fmt(r.peakRssMiB, 0)} MiB)`,
+    `  rl2 ${tf.getBackend()}: ${fmt(r.tokensPerSecond, 0)} tokens/s ` +
+      `(best ${fmt(r.bestSecondsPerStep, 2)} s/step, mean ${fmt(r.secondsPerStep, 2)}, ` +
+      `loss ${fmt(r.losses[0], 3)} -> ${fmt(r.losses[r.losses.length - 1], 3)}, ${r.params} ` +
+      `params, peak RSS ${fmt(r.peakRssMiB, 0)} MiB)`,
   );
   if (torch) {
     console.log(
-      `  torch ${torch.blas}: ${fmt(torch.tokensPerSecond, 0)} tokens/s (best ${fmt(torch.bestSecondsPerStep, 2)} s/step, mean ${fmt(torch.secondsPerStep, 2)}, peak RSS ${fmt(torch.peakRssMiB, 0)} MiB)`,
+      `  torch ${torch.blas}: ${fmt(torch.tokensPerSecond, 0)} tokens/s ` +
+        `(best ${fmt(torch.bestSecondsPerStep, 2)} s/step, ` +
+        `mean ${fmt(torch.secondsPerStep, 2)}, peak RSS ${fmt(torch.peakRssMiB, 0)} MiB)`,
     );
     console.log(
       `  rl2/torch: ${fmt(r.tokensPerSecond / torch.tokensPerSecond, 2)}x throughput, ${fmt(r.peakRssMiB / torch.peakRssMiB, 2)}x peak RSS`,

@@ -18,7 +18,9 @@ KERNEL(sample_rows) {
   int32_t *tokens;
   size_t ll, lt, lu, lk, lp;
   int64_t B, V;
-  if (!read_args(env, info, "sampleRows expects Float32Array logits, rows, vocab, Float64Array temperature, u, Int32Array tokens, Float64Array logprobs",
+  if (!read_args(env, info,
+                 "sampleRows expects Float32Array logits, rows, vocab, Float64Array temperature, u, "
+                 "Int32Array tokens, Float64Array logprobs",
                  "fnnFFiF", &logits, &ll, &B, &V, &temp, &lt, &u, &lu, &tokens, &lk, &logprobs, &lp))
     return NULL;
   if (B < 0 || V < 1 || (size_t)(B * V) > ll || (size_t)B > lt || (size_t)B > lu || (size_t)B > lk || (size_t)B > lp)

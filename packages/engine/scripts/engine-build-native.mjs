@@ -170,7 +170,8 @@ if (platformPackage) {
   } else if (existsSync(prebuilt)) {
     rmSync(prebuilt);
     console.log(
-      `engine-build-native: removed ${prebuilt} (this build links the shared OpenBLAS; install libopenblas-pthread-dev for a self-contained one)`,
+      `engine-build-native: removed ${prebuilt} (this build links the shared OpenBLAS; install ` +
+        `libopenblas-pthread-dev for a self-contained one)`,
     );
   }
 }

@@ -65,13 +65,17 @@ export function addonPlaces(env: NodeJS.ProcessEnv, host: AddonHost = thisHost()
       ...(dir ? { path: join(dir, ADDON_FILE) } : {}),
       missing: dir
         ? `${name} has no ${ADDON_FILE}`
-        : `${name} is not installed (an optional dependency of @rl2/engine; npm skips it with --omit=optional, and it is published for linux-x64-gnu only)`,
+        : `${name} is not installed (an optional dependency of @rl2/engine; npm skips it with ` +
+          `--omit=optional, and it is published for linux-x64-gnu only)`,
     },
     {
       kind: 'source',
       label: `build/${ADDON_FILE}`,
       path: host.sourceBuild,
-      missing: `${host.sourceBuild} not found (build it with \`pnpm --filter @rl2/engine build\` in the repository, or \`node ${host.buildScript}\`; needs libopenblas-dev and a C compiler)`,
+      missing:
+        `${host.sourceBuild} not found ` +
+        `(build it with \`pnpm --filter @rl2/engine build\` in the repository, ` +
+        `or \`node ${host.buildScript}\`; needs libopenblas-dev and a C compiler)`,
     },
   ];
 }

@@ -188,7 +188,8 @@ export async function initEngine(options: EngineOptions = {}): Promise<EngineInf
   if (choice === 'wasm' && options.training) {
     throw new EngineError(
       'INVALID_ARGUMENT',
-      'backend "wasm" cannot train (tfjs-backend-wasm 4.22 has no UnsortedSegmentSum kernel for the embedding gradient, and a 4 GiB heap); use backend auto, native or cpu',
+      'backend "wasm" cannot train (tfjs-backend-wasm 4.22 has no UnsortedSegmentSum kernel for ' +
+        'the embedding gradient, and a 4 GiB heap); use backend auto, native or cpu',
     );
   }
   if (choice !== 'cpu' && options.training)

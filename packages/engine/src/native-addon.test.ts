@@ -36,7 +36,10 @@ describe('loadNativeAddon', () => {
       /^@rl2\/engine-\S+ is not installed \(an optional dependency of @rl2\/engine; npm skips it with --omit=optional/,
     );
     expect(r.reason).toMatch(
-      /; \/nonexistent\/build\/rl2_kernels\.node not found \(build it with `pnpm --filter @rl2\/engine build` in the repository, or `node \S+engine-build-native\.mjs`/,
+      /; \/nonexistent\/build\/rl2_kernels\.node not found \(build it with /,
+    );
+    expect(r.reason).toMatch(
+      /with `pnpm --filter @rl2\/engine build` in the repository, or `node \S+engine-build-native\.mjs`/,
     );
     expect(r.reason).not.toContain('\n');
   });

@@ -212,7 +212,10 @@ export interface NativeAddon {
     dk: Float32Array,
     dv: Float32Array,
   ): void;
-  /** stats [rows, 2] = (z[y] - lse, entropy) and lse [rows] of logits z [rows, cols]; returns -1 or the first row with a target outside [0, cols). */
+  /**
+   * stats [rows, 2] = (z[y] - lse, entropy) and lse [rows] of logits z [rows, cols]; returns -1 or
+   * the first row with a target outside [0, cols).
+   */
   logpStats(
     z: Float32Array,
     rows: number,

@@ -44,7 +44,8 @@ export function softmaxCrossEntropy(logits: Tensor, labels: Tensor): Tensor {
   ) {
     throw new EngineError(
       'SHAPE_MISMATCH',
-      `softmaxCrossEntropy: labels must be int32 of shape [${lead}] to match logits [${logits.shape}]; got ${labels.dtype} [${labels.shape}]`,
+      `softmaxCrossEntropy: labels must be int32 of shape [${lead}] to match logits ` +
+        `[${logits.shape}]; got ${labels.dtype} [${labels.shape}]`,
     );
   }
   return tidy(() => {

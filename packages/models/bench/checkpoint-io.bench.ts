@@ -130,7 +130,9 @@ async function main(): Promise<void> {
     console.log('|---|---|---|---|---|---|---|---|');
     for (const [name, a, ref, b] of rows) {
       console.log(
-        `| ${name} | ${a.seconds.toFixed(1)} | ${gib(a.peak_rss)} | ${(a.peak_rss / fp32).toFixed(2)}x | ${ref} | ${b.seconds.toFixed(1)} | ${gib(b.peak_rss)} | ${(a.peak_rss / b.peak_rss).toFixed(2)}x |`,
+        `| ${name} | ${a.seconds.toFixed(1)} | ${gib(a.peak_rss)} ` +
+          `| ${(a.peak_rss / fp32).toFixed(2)}x | ${ref} | ${b.seconds.toFixed(1)} ` +
+          `| ${gib(b.peak_rss)} | ${(a.peak_rss / b.peak_rss).toFixed(2)}x |`,
       );
     }
   } finally {

@@ -1,11 +1,13 @@
-// `pnpm bench models [--steps N] [--batch B] [--quick] [--recompute] [--unfused-decode] [--only train|generate|long]`: the tiny Llama (vocab 8192, hidden 256, 4 layers,
-// 4 heads, MLP 768) trained with AdamW at batch 8 x 256 tokens, and sampled with the KV-cache
-// generator (16 requests, 128 prompt + 128 new tokens), each next to the same model in
-// PyTorch 1.13 CPU (scripts/bench_torch.py) measured in the same run. The long rows train one
-// row of 8192 tokens per step (one sequence, causal) with the tiled attention kernel and with
-// the unfused one (the model's attention wrapped so the [1, T, T] mask path runs), for peak
-// RSS before and after. Every measurement runs in its own process so peak RSS belongs to it alone. Decode dispatches/step: kernel calls
-// between two tokens of one request (tfjs kernels and direct addon calls, see kernelDispatches).
+// `pnpm bench models [--steps N] [--batch B] [--quick] [--recompute] [--unfused-decode] [--only
+// train|generate|long]`: the tiny Llama (vocab 8192, hidden 256, 4 layers, 4 heads, MLP 768)
+// trained with AdamW at batch 8 x 256 tokens, and sampled with the KV-cache generator (16 requests,
+// 128 prompt + 128 new tokens), each next to the same model in PyTorch 1.13 CPU
+// (scripts/bench_torch.py) measured in the same run. The long rows train one row of 8192 tokens per
+// step (one sequence, causal) with the tiled attention kernel and with the unfused one (the model's
+// attention wrapped so the [1, T, T] mask path runs), for peak RSS before and after. Every
+// measurement runs in its own process so peak RSS belongs to it alone. Decode dispatches/step:
+// kernel calls between two tokens of one request (tfjs kernels and direct addon calls, see
+// kernelDispatches).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -65,7 +67,10 @@ interface Measured {
   dispatches_per_step?: number;
 }
 
-/** AdamW (Loshchilov & Hutter 2019, https://arxiv.org/abs/1711.05101) through the engine's `adamWUpdate` (one fused pass per parameter on native). */
+/**
+ * AdamW (Loshchilov & Hutter 2019, https://arxiv.org/abs/1711.05101) through the engine's
+ * `adamWUpdate` (one fused pass per parameter on native).
+ */
 function adamW(
   params: ParamMap,
   lr = 1e-4,
@@ -248,7 +253,10 @@ async function main() {
   ];
   const longPass = ['--steps', '1', '--batch', '1', '--seq', String(LONG_SEQ), ...common];
   console.log(
-    `models bench: train ${BATCH}x${SEQ} tokens/step, AdamW${RECOMPUTE ? ', recompute' : ''}, ${STEPS} timed steps; generate ${GEN.batch} x (${GEN.prompt} prompt + ${GEN.newTokens} new)${UNFUSED ? ', unfused decode' : ''}; long: 1x${LONG_SEQ}, 1 timed step`,
+    `models bench: train ${BATCH}x${SEQ} tokens/step, ` +
+      `AdamW${RECOMPUTE ? ', recompute' : ''}, ${STEPS} timed steps; generate ${GEN.batch} x ` +
+      `(${GEN.prompt} prompt + ${GEN.newTokens} new)${UNFUSED ? ', unfused decode' : ''}; long: ` +
+      `1x${LONG_SEQ}, 1 timed step`,
   );
   const skipped = 'not measured (--only)';
   const want = (what: string) => ONLY === undefined || ONLY === what;

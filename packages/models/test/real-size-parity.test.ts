@@ -73,7 +73,13 @@ describe('Qwen3-0.6B-shaped bf16 sharded checkpoint against the PyTorch referenc
     expect(hashes).toEqual(ref.sha256);
     const config = JSON.parse(readFileSync(join(dir, 'ckpt', 'config.json'), 'utf8')) as Record<string, unknown>;
     expect(config).toEqual(ref.config);
-    expect(config).toMatchObject({ hidden_size: QWEN3_0_6B.hiddenSize, num_hidden_layers: 28, vocab_size: 151936, torch_dtype: 'bfloat16', tie_word_embeddings: true });
+    expect(config).toMatchObject({
+      hidden_size: QWEN3_0_6B.hiddenSize,
+      num_hidden_layers: 28,
+      vocab_size: 151936,
+      torch_dtype: 'bfloat16',
+      tie_word_embeddings: true,
+    });
   });
 
   it('greedy tokens equal the reference and their logprobs agree', async () => {

@@ -114,7 +114,9 @@ const median = (xs: number[]) => {
 const fmtMs = (ms: number) => (ms >= 10 ? ms.toFixed(1) : ms.toFixed(3));
 
 console.log(
-  `all-reduce (sum, float32), blocking calls, on ${cpus().length} CPU cores, Node ${process.version}, load average ${loadavg()[0]!.toFixed(1)} at start; Gloo and torch ${ROUNDS} rounds each, alternating`,
+  `all-reduce (sum, float32), blocking calls, on ${cpus().length} CPU cores, ` +
+    `Node ${process.version}, load average ${loadavg()[0]!.toFixed(1)} at start; Gloo and ` +
+    `torch ${ROUNDS} rounds each, alternating`,
 );
 if (!gloo.ok) console.log(`(no gloo rows: ${gloo.reason})`);
 if (!torchOk)

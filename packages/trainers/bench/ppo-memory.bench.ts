@@ -68,7 +68,8 @@ async function run(
 }
 
 console.log(
-  `rl2 ppo tensor memory per rank (${availableParallelism()} cores, ${cpus()[0]?.model ?? '?'}, Node ${process.version}, load average ${loadavg()[0]?.toFixed(1)} at start)\n`,
+  `rl2 ppo tensor memory per rank (${availableParallelism()} cores, ${cpus()[0]?.model ?? '?'}, ` +
+    `Node ${process.version}, load average ${loadavg()[0]?.toFixed(1)} at start)\n`,
 );
 console.log(
   '| processes | layout | tensor KiB per rank (max over steps) | vs 1 process | run wall time |',

@@ -149,17 +149,26 @@ function chart(title: string, key: 'test' | 'train'): string {
       ...[...b].reverse().map(([s, , , hi]) => `${x(s)},${y(hi)}`),
     ].join(' ');
     const line = b.map(([s, m]) => `${x(s)},${y(m)}`).join(' ');
-    return `<polygon points="${area}" fill="${c}" fill-opacity="0.15" stroke="none"/><polyline points="${line}" fill="none" stroke="${c}" stroke-width="2"/>`;
+    return (
+      `<polygon points="${area}" fill="${c}" fill-opacity="0.15" stroke="none"/><polyline ` +
+      `points="${line}" fill="none" stroke="${c}" stroke-width="2"/>`
+    );
   });
   const grid = [0, 0.25, 0.5, 0.75, 1].map(
     (v) =>
-      `<line x1="${pad}" x2="${w - pad}" y1="${y(v)}" y2="${y(v)}" stroke="#ddd"/><text x="${pad - 6}" y="${y(v) + 4}" text-anchor="end" font-size="11">${v}</text>`,
+      `<line x1="${pad}" x2="${w - pad}" y1="${y(v)}" y2="${y(v)}" stroke="#ddd"/><text ` +
+      `x="${pad - 6}" y="${y(v) + 4}" text-anchor="end" font-size="11">${v}</text>`,
   );
   const legend = names.map(
     (n, i) =>
       `<text x="${pad + 8}" y="${pad + 14 * i + 4}" font-size="11" fill="${colors[i % colors.length]}">${recipes[n]?.label}</text>`,
   );
-  return `<figure><svg width="${w}" height="${h}" xmlns="http://www.w3.org/2000/svg">${grid.join('')}<text x="${w / 2}" y="${h - 8}" text-anchor="middle" font-size="11">step (0..${maxStep})</text>${parts.join('')}${legend.join('')}</svg><figcaption>${title}</figcaption></figure>`;
+  return (
+    `<figure><svg width="${w}" height="${h}" ` +
+    `xmlns="http://www.w3.org/2000/svg">${grid.join('')}<text x="${w / 2}" y="${h - 8}" ` +
+    `text-anchor="middle" font-size="11">step ` +
+    `(0..${maxStep})</text>${parts.join('')}${legend.join('')}</svg><figcaption>${title}</figcaption></figure>`
+  );
 }
 
 const stats = (vs: number[]) => {
@@ -169,7 +178,9 @@ const stats = (vs: number[]) => {
     sd: Math.sqrt(vs.reduce((a, b) => a + (b - m) ** 2, 0) / Math.max(1, vs.length - 1)),
   };
 };
-const header = `recipes, ${new Date().toISOString().slice(0, 10)}, ${cpus().length} cores, ${cpus()[0]?.model.trim()}, seeds ${seeds.join(', ')}`;
+const header =
+  `recipes, ${new Date().toISOString().slice(0, 10)}, ${cpus().length} ` +
+  `cores, ${cpus()[0]?.model.trim()}, seeds ${seeds.join(', ')}`;
 const tableRows = names.map((n) => {
   const rs = runs.get(n) ?? [];
   const first = stats(rs.map((r) => r.test[0]?.[1] ?? Number.NaN));
@@ -195,7 +206,19 @@ const markdown = [
   `| --- |${' ---: |'.repeat(cols.length - 1)}`,
   ...tableRows.map((r) => `| ${r.join(' | ')} |`),
 ].join('\n');
-const html = `<!doctype html><html><head><meta charset="utf-8"><title>rl2 recipes</title><style>body{font-family:sans-serif;margin:2em}figure{display:inline-block;margin:1em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child{text-align:left}</style></head><body><h1>rl2 recipes on the RL demo task</h1><p>${header}. Lines: mean over seeds; bands: min to max.</p>${chart('greedy test reward (test/reward/mean)', 'test')}${chart('sampled train reward (train/reward/mean)', 'train')}<table><tr>${cols.map((c) => `<th>${c}</th>`).join('')}</tr>${tableRows.map((r) => `<tr>${r.map((c) => `<td>${c}</td>`).join('')}</tr>`).join('')}</table></body></html>\n`;
+const style =
+  'body{font-family:sans-serif;margin:2em}figure{display:inline-block;margin:1em}' +
+  'table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}' +
+  'td:first-child{text-align:left}';
+const th = cols.map((c) => `<th>${c}</th>`).join('');
+const td = tableRows.map((r) => `<tr>${r.map((c) => `<td>${c}</td>`).join('')}</tr>`).join('');
+const html =
+  `<!doctype html><html><head><meta charset="utf-8"><title>rl2 recipes</title>` +
+  `<style>${style}</style></head><body><h1>rl2 recipes on the RL demo task</h1>` +
+  `<p>${header}. Lines: mean over seeds; bands: min to max.</p>` +
+  chart('greedy test reward (test/reward/mean)', 'test') +
+  chart('sampled train reward (train/reward/mean)', 'train') +
+  `<table><tr>${th}</tr>${td}</table></body></html>\n`;
 mkdirSync(join(root, out), { recursive: true });
 writeFileSync(join(root, out, 'recipes.html'), html);
 console.log(`\n${header}\n\n${markdown}\n\nwrote ${join(out, 'recipes.html')}`);

@@ -34,7 +34,10 @@ const overrides = (stage: string) =>
 // Each rl2 process writes its own CPU time (user + system, all threads) here when it exits:
 // on a shared machine the wall time depends on the load, the CPU time much less.
 const cpuDir = mkdtempSync(join(tmpdir(), 'rl2-rl-demo-'));
-const cpuHook = `data:text/javascript,import{writeFileSync}from'node:fs';process.on('exit',()=>{const u=process.cpuUsage();writeFileSync(process.env.RL2_BENCH_CPU_FILE,String((u.user+u.system)/1e6))})`;
+const cpuHook =
+  "data:text/javascript,import{writeFileSync}from'node:fs';" +
+  "process.on('exit',()=>{const u=process.cpuUsage();" +
+  'writeFileSync(process.env.RL2_BENCH_CPU_FILE,String((u.user+u.system)/1e6))})';
 let calls = 0;
 
 /** Runs one rl2 command; returns [wall seconds, CPU seconds]. */
@@ -130,7 +133,9 @@ for (const seed of seeds) {
     const [seconds, cpu] = time;
     rows.push({ seed, threads, curve, seconds, cpu });
     console.log(
-      `seed ${seed}, RL2_THREADS=${threads}: test reward ${curve.map((v) => v.toFixed(3)).join(' -> ')} (${seconds.toFixed(0)} s, CPU ${cpu.toFixed(0)} s)`,
+      `seed ${seed}, RL2_THREADS=${threads}: test ` +
+        `reward ${curve.map((v) => v.toFixed(3)).join(' -> ')} (${seconds.toFixed(0)} s, ` +
+        `CPU ${cpu.toFixed(0)} s)`,
     );
   }
 }
@@ -142,7 +147,8 @@ const ok = (r: Row) => {
 rmSync(cpuDir, { recursive: true, force: true });
 const [load] = loadavg();
 console.log(
-  `\nrl-demo, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${cpus().length} cores, ${cpus()[0]?.model.trim()}, load average ${(load ?? 0).toFixed(1)} at the end`,
+  `\nrl-demo, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${cpus().length} ` +
+    `cores, ${cpus()[0]?.model.trim()}, load average ${(load ?? 0).toFixed(1)} at the end`,
 );
 console.log(
   '\n| seed | RL2_THREADS | greedy test reward after SFT | after GRPO | change | wall time (init + SFT + GRPO) | CPU time |',
@@ -151,7 +157,9 @@ console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const r of rows) {
   const [first, last] = [r.curve[0] as number, r.curve[r.curve.length - 1] as number];
   console.log(
-    `| ${r.seed} | ${r.threads} | ${first.toFixed(3)} | **${last.toFixed(3)}** | ${last - first >= 0 ? '+' : ''}${(last - first).toFixed(3)} | ${r.seconds.toFixed(0)} s | ${r.cpu.toFixed(0)} s |`,
+    `| ${r.seed} | ${r.threads} | ${first.toFixed(3)} | **${last.toFixed(3)}** ` +
+      `| ${last - first >= 0 ? '+' : ''}${(last - first).toFixed(3)} | ${r.seconds.toFixed(0)} ` +
+      `s | ${r.cpu.toFixed(0)} s |`,
   );
 }
 const passed = rows.filter(ok).length;

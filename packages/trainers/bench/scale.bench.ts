@@ -280,17 +280,19 @@ async function main() {
   console.log(
     `scale bench in ${dir}: ${ONLY.join(', ')}; ${STEPS} SFT steps of ${ROWS} rows (+1 resumed), generation of ${NEW} tokens; ${availableParallelism()} cores (${cpus()[0]?.model}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB, load average ${loadBefore}`,
   );
-  const init = rl2([
-    'init-model',
-    '--tokenizer',
-    'qwen3',
-    ...SHAPE,
-    '--dtype',
-    'bfloat16',
-    '--out',
-    MODEL,
-  ]);
-  console.log(`init-model: ${init.seconds.toFixed(1)} s, peak ${init.peakMiB.toFixed(0)} MiB`);
+  // with --dir, a checkpoint of the same shape from an earlier run is reused
+  const shapeFile = join(dir, 'model-shape.json');
+  const reuse = existsSync(shapeFile) && readFileSync(shapeFile, 'utf8') === JSON.stringify(SHAPE);
+  if (!reuse) rmSync(shapeFile, { force: true });
+  const init = reuse
+    ? { seconds: 0, cpuSeconds: 0, peakMiB: 0, stdout: '' }
+    : rl2(['init-model', '--tokenizer', 'qwen3', ...SHAPE, '--dtype', 'bfloat16', '--out', MODEL]);
+  writeFileSync(shapeFile, JSON.stringify(SHAPE));
+  console.log(
+    reuse
+      ? `init-model: reusing ${MODEL}`
+      : `init-model: ${init.seconds.toFixed(1)} s, peak ${init.peakMiB.toFixed(0)} MiB`,
+  );
 
   // SFT data: R rows per step, plus one held-out row for the end-of-run validation
   const sftRows = Array.from({ length: ROWS * (STEPS + 1) }, (_, i) =>

@@ -74,10 +74,12 @@ async function run(
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 console.log(
-  `tiny SFT (examples/addition/sft.yaml, batch 32, ${STEPS} steps) on ${availableParallelism()} cores, Node ${process.version}, load average ${loadavg()[0]?.toFixed(1)} at start\n`,
+  `tiny SFT (examples/addition/sft.yaml, batch 32, ${STEPS} steps) on ${availableParallelism()} ` +
+    `cores, Node ${process.version}, load average ${loadavg()[0]?.toFixed(1)} at start\n`,
 );
 console.log(
-  '| processes | layout | collectives | engine (per process) | tokens/s (median, steps 2..N) | vs 1 process | run wall time | loss at last step | tensor KiB rank 0 holds between steps |',
+  '| processes | layout | collectives | engine (per process) | tokens/s (median, steps 2..N) | ' +
+    'vs 1 process | run wall time | loss at last step | tensor KiB rank 0 holds between steps |',
 );
 console.log('|---:|---|---|---|---:|---:|---:|---:|---:|');
 let base = 0;
@@ -98,7 +100,9 @@ for (const [n, layout, overrides] of runs) {
   const tps = median(rank0.steps.slice(1).map((s) => s.tokensPerSecond));
   if (n === 1) base = tps;
   console.log(
-    `| ${n} | ${layout} | ${collectives} | ${rank0.engine} | ${tps.toFixed(0)} | ${(tps / base).toFixed(2)}x | ${wallS.toFixed(1)} s | ${rank0.steps.at(-1)?.loss.toFixed(4)} | ${(rank0.tensorBytes / 1024).toFixed(0)} |`,
+    `| ${n} | ${layout} | ${collectives} | ${rank0.engine} | ${tps.toFixed(0)} ` +
+      `| ${(tps / base).toFixed(2)}x | ${wallS.toFixed(1)} s ` +
+      `| ${rank0.steps.at(-1)?.loss.toFixed(4)} | ${(rank0.tensorBytes / 1024).toFixed(0)} |`,
   );
 }
 console.log(`\nload average ${loadavg()[0]?.toFixed(1)} at the end.`);

@@ -1,4 +1,7 @@
-/** Machine-readable reasons an @rl2/trainers call can fail (ROLLOUT_FAILED: PPO steps without a usable sample, past rollout.max_failed_steps). */
+/**
+ * Machine-readable reasons an @rl2/trainers call can fail (ROLLOUT_FAILED: PPO steps without a
+ * usable sample, past rollout.max_failed_steps).
+ */
 export type TrainersErrorCode =
   | 'INVALID_ARGUMENT'
   | 'CONFIG_UNKNOWN_KEY'

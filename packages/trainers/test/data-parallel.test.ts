@@ -93,7 +93,8 @@ describe('data-parallel training equals the single-process run', () => {
     60_000,
   );
 
-  it('FSDP resume: one step, save (AdamW state gathered), resume on 2 processes (state re-sharded) = two steps on one process', async () => {
+  it('FSDP resume: one step, save (AdamW state gathered), resume on 2 processes (state ' +
+    're-sharded) = two steps on one process', async () => {
     if (!references.has('sft')) references.set('sft', runSingleCase('sft'));
     const single = await (references.get('sft') as Promise<Reference>);
     const saveDir = join(caseDir, 'sft-fsdp-resume');
@@ -153,7 +154,8 @@ describe('data-parallel training equals the single-process run', () => {
     }
   }, 60_000);
 
-  it('ZeRO-3 with one sequence per step: the rank without a bin runs idle passes in step (no hang), same losses and weights as one process', async () => {
+  it('ZeRO-3 with one sequence per step: the rank without a bin runs idle passes in step (no ' +
+    'hang), same losses and weights as one process', async () => {
     const overrides = ['data.train.batch_size=1', 'actor.ddp_size=1'];
     const single = await runSingle('sft', caseDir, join(caseDir, 'sft-single-batch1'), overrides);
     const saveDir = join(caseDir, 'sft-zero3-batch1');

@@ -117,7 +117,8 @@ describe('one PPO step on 2 processes equals the one-process step', () => {
     }
   }, 90_000);
 
-  it('GAE with a critic, the KL in the reward and 2 updates per rollout, FSDP(2) for actor and critic: the same metrics and actor/critic weights', async () => {
+  it('GAE with a critic, the KL in the reward and 2 updates per rollout, FSDP(2) for actor and ' +
+    'critic: the same metrics and actor/critic weights', async () => {
     const t = tinyRun('gae-dp');
     const extra = [
       'adv.estimator=gae',
@@ -151,7 +152,8 @@ describe('one PPO step on 2 processes equals the one-process step', () => {
     );
   }, 90_000);
 
-  it('GAE with the KL in the reward and 2 updates per rollout, actor and critic under TP / CP / FSDP (the actor tp group generates with its shards), two steps: the same metrics and weights', async () => {
+  it('GAE with the KL in the reward and 2 updates per rollout, actor and critic under TP / CP / ' +
+    'FSDP (the actor tp group generates with its shards), two steps: the same metrics and weights', async () => {
     // 4 query / 2 kv heads and 34 embedding rows, so tp = 2 divides them
     const t = tinyRun('gae-tp', { heads: 4, kvHeads: 2, vocabSize: 34 });
     // AdamW eps 1e-6: entries with |g| near eps (1e-8 by default) turn float32 rounding of the

@@ -103,7 +103,8 @@ describe('rl2 ppo over SGLang servers on 2 ranks (two rl2 serve processes stand 
     await Promise.all(servers.map((s) => s.close()));
   });
 
-  it('actor TP(2): rank 0 splits the prompts over both servers, writes the gathered weights once per update and both servers reload them', async () => {
+  it('actor TP(2): rank 0 splits the prompts over both servers, writes the gathered weights ' +
+    'once per update and both servers reload them', async () => {
     const proxies = await Promise.all(servers.map((s) => startRouter([s.url])));
     try {
       const before = await createSGLangEngine({ urls: servers[0]?.url as string }).generate({

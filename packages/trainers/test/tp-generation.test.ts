@@ -51,7 +51,8 @@ const TOL = 1e-5;
 
 describe('tensor-parallel generation equals one-process generation', () => {
   for (const family of ['qwen3', 'llama']) {
-    it(`${family} TP(2): 7 concurrent requests on a 3-row batch (greedy, temperature, top-k, top-p + top logprobs): same tokens, logprobs within ${TOL}, half the parameters per rank`, async () => {
+    it(`${family} TP(2): 7 concurrent requests on a 3-row batch (greedy, temperature, top-k, ` +
+      `top-p + top logprobs): same tokens, logprobs within ${TOL}, half the parameters per rank`, async () => {
       const { ref, tp, fullBytes, shardBytes } = await generateOnRanks(family, 2);
       expect(tp).toHaveLength(ref.length);
       ref.forEach((want, i) => {

@@ -2,7 +2,7 @@ import { type ProcessGroup, readLaunchEnv } from '@rl2/parallel';
 import { RolloutError, followServeModel, serveModel } from '@rl2/rollout';
 import type { CAC } from 'cac';
 import type { CliIo } from '../cli-io.js';
-import { joinServeWorld, launchServeRanks } from './serve-ranks.js';
+import { SERVE_MODEL_DIR_ENV, joinServeWorld, launchServeRanks } from './serve-ranks.js';
 
 /**
  * Registers `rl2 serve --model PATH`: the embedded engine behind SGLang's native API and the
@@ -55,12 +55,16 @@ export function registerServeCommand(cli: CAC, io: CliIo, version: string): void
         );
       if (tp === 1) return serveUntilStopped(flags, io, version);
       // typed by a user: start the ranks; run by the launcher: be one of them
-      if (readLaunchEnv().worldSize === 1) return launchServeRanks(tp, io);
+      if (readLaunchEnv().worldSize === 1) return launchServeRanks(tp, String(flags.model), io);
+      // started by that command: --model is resolved already (a hub id downloaded once)
+      const modelDir = process.env[SERVE_MODEL_DIR_ENV] || undefined;
       const world = await joinServeWorld(tp);
       try {
-        if (world.rank === 0) return await serveUntilStopped(flags, io, version, world);
+        if (world.rank === 0)
+          return await serveUntilStopped(flags, io, version, { group: world, modelDir });
         await followServeModel({
           model: String(flags.model),
+          ...(modelDir ? { modelDir } : {}),
           tp: world,
           ...(flags.threads === undefined ? {} : { threads: Number(flags.threads) }),
           log: (line) => io.stderr.write(`${line}\n`),
@@ -72,12 +76,15 @@ export function registerServeCommand(cli: CAC, io: CliIo, version: string): void
     });
 }
 
-/** `rl2 serve` on one process, or as rank 0 of `--tp N` (`tp`: the group): serves until Ctrl-C, SIGTERM or a lost rank. */
+/**
+ * `rl2 serve` on one process, or as rank 0 of `--tp N` (`tp.group`; `tp.modelDir`: --model
+ * resolved by the launching command): serves until Ctrl-C, SIGTERM or a lost rank.
+ */
 async function serveUntilStopped(
   flags: Record<string, string | number | undefined>,
   io: CliIo,
   version: string,
-  tp?: ProcessGroup,
+  tp?: { group: ProcessGroup; modelDir: string | undefined },
 ): Promise<number> {
   const apiKey = flags.apiKey === undefined ? process.env.RL2_API_KEY : String(flags.apiKey);
   const server = await serveModel({
@@ -94,7 +101,8 @@ async function serveUntilStopped(
       : { servedModelName: String(flags.servedModelName) }),
     ...(flags.threads === undefined ? {} : { threads: Number(flags.threads) }),
     log: (line) => io.stdout.write(`${line}\n`),
-    ...(tp ? { tp } : {}),
+    ...(tp ? { tp: tp.group } : {}),
+    ...(tp?.modelDir ? { modelDir: tp.modelDir } : {}),
   });
   io.stdout.write(`ready: ${server.url} (Ctrl-C to stop)\n`);
   const failure = await Promise.race([untilStopped(io.signal), server.failed]);

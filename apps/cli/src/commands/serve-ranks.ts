@@ -6,8 +6,11 @@ import {
   initProcessGroup,
   launch,
 } from '@rl2/parallel';
-import { RolloutError } from '@rl2/rollout';
+import { RolloutError, resolveServeModel } from '@rl2/rollout';
 import type { CliIo } from '../cli-io.js';
+
+/** Set by `rl2 serve --tp N` for its ranks: the local folder of --model, resolved once. */
+export const SERVE_MODEL_DIR_ENV = 'RL2_SERVE_MODEL_DIR';
 
 const STOP_NOTICE_LINE = /^rl2: (interrupted|got SIG[A-Z]+); stopping/;
 
@@ -17,8 +20,16 @@ const STOP_NOTICE_LINE = /^rl2: (interrupted|got SIG[A-Z]+); stopping/;
  * they are (it serves HTTP), the others' as `[rank R] line`. Ctrl-C and SIGTERM reach every
  * rank (the lead stops the server and releases the followers): exit 0 once they have stopped.
  * A failed rank stops the others; its error is printed and its exit code returned.
+ * A hub id (`--model Qwen/Qwen3-0.6B`) is downloaded here, once, before the ranks start (not by
+ * every rank into the same HF cache at once); the ranks load its snapshot folder.
  */
-export async function launchServeRanks(tp: number, io: CliIo): Promise<number> {
+export async function launchServeRanks(tp: number, model: string, io: CliIo): Promise<number> {
+  let dir: string;
+  try {
+    dir = await resolveServeModel(model, (line) => io.stdout.write(`${line}\n`));
+  } catch (err) {
+    throw new RolloutError('INVALID_ARGUMENT', `--model ${model}: ${(err as Error).message}`);
+  }
   const write = (rank: number, stream: 'stdout' | 'stderr', line: string) => {
     // this process printed the interrupt notice already: the ranks' copies (and blank lines) go
     if (stream === 'stderr' && (line === '' || STOP_NOTICE_LINE.test(line))) return;
@@ -36,6 +47,7 @@ export async function launchServeRanks(tp: number, io: CliIo): Promise<number> {
         process.argv[1] as string,
         ...process.argv.slice(2),
       ],
+      env: { [SERVE_MODEL_DIR_ENV]: dir },
       output: 'silent',
       onOutput: write,
       killGraceMs: 5000,

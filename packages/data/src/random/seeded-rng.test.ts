@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { SeededRng } from './seeded-rng.js';
 
 // Reference values from an independent Python implementation of splitmix32 seeding and
-// xoshiro128** (the first one also printed by the authors' C code for s = {1, 2, 3, 4}).
+// xoshiro128** (scripts/seeded_rng_reference.py; the first test's values are also those of the
+// authors' C code for s = {1, 2, 3, 4}).
 describe('SeededRng', () => {
   it('xoshiro128** gives the reference outputs from state [1, 2, 3, 4]', () => {
     const r = SeededRng.fromState([1, 2, 3, 4]);

@@ -18,7 +18,8 @@ export function nativeForTests(env: NodeJS.ProcessEnv = process.env): NativeLoad
   }
   if (load.path !== undefined) {
     throw new Error(
-      `the native addon was built but does not load: ${load.reason}; rebuild it (\`pnpm --filter @rl2/engine build\`) or delete ${load.path} to skip the native tests`,
+      `the native addon was built but does not load: ${load.reason}; ` +
+        `rebuild it (\`pnpm --filter @rl2/engine build\`) or delete ${load.path} to skip the native tests`,
     );
   }
   return load;

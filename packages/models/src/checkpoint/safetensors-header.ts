@@ -39,7 +39,8 @@ export const checkpointError = (path: string, why: string) =>
 function cutOff(path: string, missing: number, atLeast = false): ModelsError {
   return checkpointError(
     path,
-    `the file is ${atLeast ? 'at least ' : ''}${missing} bytes shorter than its header says; it was cut off (an interrupted download, copy or save): download or save it again`,
+    `the file is ${atLeast ? 'at least ' : ''}${missing} bytes shorter than its header says; it ` +
+      `was cut off (an interrupted download, copy or save): download or save it again`,
   );
 }
 

@@ -10,7 +10,10 @@ import { type TiedEmbeddingGrad, untrackedView } from './tied-embedding-grad.js'
 export interface LogprobOptions extends ForwardOptions {
   /** Logits are divided by this before the softmax (the sampling temperature). Default 1. */
   temperature?: number;
-  /** Vocabulary chunk of the streamed logsumexp (memory is N x chunk). When the vocabulary fits in one chunk its logits are kept for the backward instead of recomputed. Default 8192. */
+  /**
+   * Vocabulary chunk of the streamed logsumexp (memory is N x chunk). When the vocabulary fits in
+   * one chunk its logits are kept for the backward instead of recomputed. Default 8192.
+   */
   vocabChunk?: number;
 }
 

@@ -103,7 +103,8 @@ export function lmHeadWeight(model: DecoderModel): tf.Tensor2D {
   if (!w)
     throw new ModelsError(
       'INVALID_ARGUMENT',
-      `lmHeadWeight: ${model.config.architecture} has no "${name}"; a value model has no language-model head (load it with head: 'causal-lm')`,
+      `lmHeadWeight: ${model.config.architecture} has no "${name}"; a value model has no ` +
+        `language-model head (load it with head: 'causal-lm')`,
     );
   return w as tf.Tensor2D;
 }

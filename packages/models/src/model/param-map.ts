@@ -28,7 +28,8 @@ export function createParamMap(
   if (missing.length > 0) {
     throw new ModelsError(
       'CHECKPOINT_ERROR',
-      `${source}: missing ${missing.length} tensor(s) for ${config.architecture}: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', ...' : ''}`,
+      `${source}: missing ${missing.length} tensor(s) ` +
+        `for ${config.architecture}: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', ...' : ''}`,
     );
   }
   const unexpected = [...weights.keys()].filter(
@@ -40,7 +41,9 @@ export function createParamMap(
   if (unexpected.length > 0) {
     throw new ModelsError(
       'CHECKPOINT_ERROR',
-      `${source}: unexpected tensor(s) for ${config.architecture}: ${unexpected.slice(0, 5).join(', ')} (check "architectures" and the attention_bias/tie_word_embeddings keys of config.json)`,
+      `${source}: unexpected tensor(s) ` +
+        `for ${config.architecture}: ${unexpected.slice(0, 5).join(', ')} (check ` +
+        `"architectures" and the attention_bias/tie_word_embeddings keys of config.json)`,
     );
   }
   const params: ParamMap = new Map();

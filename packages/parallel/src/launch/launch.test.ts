@@ -60,7 +60,8 @@ describe('launch', () => {
     const saver = [
       process.execPath,
       '-e',
-      'process.on("SIGINT", () => { console.log("saving"); setTimeout(() => process.exit(130), 200); }); console.log("ready"); setTimeout(() => {}, 60000)',
+      'process.on("SIGINT", () => { console.log("saving"); setTimeout(() => process.exit(130), 200); }); ' +
+        'console.log("ready"); setTimeout(() => {}, 60000)',
     ];
     const seen: string[] = [];
     let ready = 0;

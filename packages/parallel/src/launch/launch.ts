@@ -29,7 +29,10 @@ export interface LaunchOptions {
   signal?: AbortSignal;
   /** Grace between SIGTERM and SIGKILL when stopping ranks (default 5000 ms). */
   killGraceMs?: number;
-  /** After a SIGINT / SIGTERM is passed on to the ranks, how long they may take to save and exit before SIGTERM again (default 120000 ms). */
+  /**
+   * After a SIGINT / SIGTERM is passed on to the ranks, how long they may take to save and exit
+   * before SIGTERM again (default 120000 ms).
+   */
   interruptGraceMs?: number;
   /** After the first rank fails, how long the others may still exit on their own before SIGTERM (default 1000 ms). */
   settleMs?: number;

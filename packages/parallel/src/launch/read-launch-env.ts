@@ -176,7 +176,9 @@ export function readLaunchEnv(env: Env = process.env): LaunchEnv {
     if (!env.MASTER_ADDR && localWorldSize < worldSize) {
       throw new ParallelError(
         'LAUNCH_ENV',
-        `Open MPI job spans several nodes (OMPI_COMM_WORLD_SIZE=${worldSize}, OMPI_COMM_WORLD_LOCAL_SIZE=${localWorldSize}) but MASTER_ADDR is not set; pass -x MASTER_ADDR=<host of rank 0> to mpirun.`,
+        `Open MPI job spans several nodes (OMPI_COMM_WORLD_SIZE=${worldSize}, ` +
+          `OMPI_COMM_WORLD_LOCAL_SIZE=${localWorldSize}) but MASTER_ADDR is not set; pass -x ` +
+          `MASTER_ADDR=<host of rank 0> to mpirun.`,
       );
     }
     const e: LaunchEnv = {

@@ -104,7 +104,8 @@ export function tensorParallelLinearFactory(tp: ProcessGroup) {
     if (!weight)
       throw new ParallelError(
         'LAYOUT',
-        `tensorParallelLinearFactory: parameter "${name}.weight" is missing from the sharded map; shard the full map with shardForTensorParallel first.`,
+        `tensorParallelLinearFactory: parameter "${name}.weight" is missing from the sharded ` +
+          `map; shard the full map with shardForTensorParallel first.`,
       );
     const bias = params.get(`${name}.bias`) as tf.Tensor1D | undefined;
     const role = tensorParallelRole(name);

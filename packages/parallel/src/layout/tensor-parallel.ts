@@ -130,7 +130,8 @@ export function tensorParallelHeads(
   if (numKvHeads % tp !== 0) {
     throw new ParallelError(
       'LAYOUT',
-      `num_key_value_heads=${numKvHeads} is not divisible by tp=${tp} (kv_heads % tp must be 0); use tp in {${divisors(numKvHeads).join(', ')}}.`,
+      `num_key_value_heads=${numKvHeads} is not divisible by tp=${tp} (kv_heads % tp must be ` +
+        `0); use tp in {${divisors(numKvHeads).join(', ')}}.`,
     );
   }
   return { heads: numHeads / tp, kvHeads: numKvHeads / tp };

@@ -50,7 +50,8 @@ export function planZigzag(cuSeqlens: readonly number[], cp: number): ZigzagPlan
     if (len % (2 * cp) !== 0) {
       throw new ParallelError(
         'LAYOUT',
-        `sequence ${s} has length ${len}, not a multiple of 2*cp = ${2 * cp}; pad every packed sequence to a multiple of 2*cp for context parallelism.`,
+        `sequence ${s} has length ${len}, not a multiple of 2*cp = ${2 * cp}; pad every packed ` +
+          `sequence to a multiple of 2*cp for context parallelism.`,
       );
     }
     const chunk = len / (2 * cp);

@@ -50,13 +50,15 @@ export function planDeviceMesh(worldSize: number, rank: number, sizes: MeshSizes
   if (worldSize % (ddp * tp) !== 0) {
     throw new ParallelError(
       'MESH',
-      `world size ${worldSize} is not divisible by ddp*tp = ${ddp}*${tp} = ${ddp * tp}; choose ddp and tp whose product divides the number of processes.`,
+      `world size ${worldSize} is not divisible by ddp*tp = ${ddp}*${tp} = ${ddp * tp}; choose ` +
+        `ddp and tp whose product divides the number of processes.`,
     );
   }
   if (worldSize % (cp * tp) !== 0) {
     throw new ParallelError(
       'MESH',
-      `world size ${worldSize} is not divisible by cp*tp = ${cp}*${tp} = ${cp * tp}; choose cp and tp whose product divides the number of processes.`,
+      `world size ${worldSize} is not divisible by cp*tp = ${cp}*${tp} = ${cp * tp}; choose cp ` +
+        `and tp whose product divides the number of processes.`,
     );
   }
   const fsdp = worldSize / (ddp * tp);

@@ -188,7 +188,8 @@ export class EnvWorkerPool {
       id,
       new RolloutError(
         'ENV_TIMEOUT',
-        `${this.options.source} ${op}() did not finish within ${s} s (rollout.env_timeout_s=${s}); raise rollout.env_timeout_s or fix the env`,
+        `${this.options.source} ${op}() did not finish within ${s} s ` +
+          `(rollout.env_timeout_s=${s}); raise rollout.env_timeout_s or fix the env`,
       ),
     );
     this.checkAlive(call.slot);
@@ -206,7 +207,8 @@ export class EnvWorkerPool {
       const s = this.options.timeoutMs / 1000;
       this.lost(
         slot,
-        `the env worker was restarted: a step() on it blocked its thread for more than ${s} s (rollout.env_timeout_s=${s}; a synchronous loop?)`,
+        `the env worker was restarted: a step() on it blocked its thread for more than ${s} s ` +
+          `(rollout.env_timeout_s=${s}; a synchronous loop?)`,
         'ENV_TIMEOUT',
       );
     }, grace).unref();

@@ -33,7 +33,8 @@ if (mod) {
     try {
       parentPort.postMessage(reply);
     } catch (e) {
-      parentPort.postMessage({ id, ok: false, message: op + '() returned a value that cannot be sent between threads (' + describe(e) + '): return plain data' });
+      const why = '() returned a value that cannot be sent between threads (' + describe(e) + ')';
+      parentPort.postMessage({ id, ok: false, message: op + why + ': return plain data' });
     }
   });
 }

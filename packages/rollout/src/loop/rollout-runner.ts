@@ -119,7 +119,8 @@ export function createRolloutRunner(options: RolloutRunnerOptions): RolloutRunne
   if (!Number.isInteger(inFlight) || inFlight < target || inFlight > maxGroups) {
     throw new RolloutError(
       'INVALID_ARGUMENT',
-      `groupsInFlight (rollout.groups_in_flight) must be an integer in [promptsPerStep, maxGroupsPerStep] = [${target}, ${maxGroups}], got ${inFlight}`,
+      `groupsInFlight (rollout.groups_in_flight) must be an integer in [promptsPerStep, ` +
+        `maxGroupsPerStep] = [${target}, ${maxGroups}], got ${inFlight}`,
     );
   }
   const semaphore = new Semaphore(options.concurrency ?? 64);

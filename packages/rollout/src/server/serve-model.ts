@@ -12,6 +12,12 @@ import { type SGLangServer, startSGLangServer } from './sglang-server.js';
 export interface ServeModelOptions {
   /** HF checkpoint folder with its tokenizer (a trained step-N/model works) or hub id (`Qwen/Qwen3-0.6B`, through the HF cache). */
   readonly model: string;
+  /**
+   * The local folder of `model` when it is already resolved (`rl2 serve --tp N` downloads a
+   * hub id once, in the launching command, and hands its ranks the snapshot folder); `model`
+   * then only names it (/server_info, the OpenAI model id).
+   */
+  readonly modelDir?: string;
   /** Default 127.0.0.1: loopback only. */
   readonly host?: string;
   /** Default 30000; 0 picks a free port. */
@@ -43,9 +49,17 @@ export interface ServeModelOptions {
 /** A running `rl2 serve`; `failed` settles only if its tensor-parallel group loses a rank. */
 export type ServedModel = SGLangServer & { modelPath: string; failed: Promise<Error> };
 
+/**
+ * The local folder `rl2 serve --model NAME_OR_DIR` loads: the folder itself, or a hub id
+ * (`Qwen/Qwen3-0.6B`) downloaded into the HF cache (HF_HOME/HF_HUB_CACHE, HF_ENDPOINT,
+ * HF_TOKEN, HF_HUB_OFFLINE) with progress lines on `log`; its snapshot folder.
+ */
+export function resolveServeModel(model: string, log: (line: string) => void): Promise<string> {
+  return resolveModelDir(model, { onProgress: downloadProgressLines(log) });
+}
+
 async function startEngine(options: ServeModelOptions, log: (line: string) => void) {
-  // a hub id (Qwen/Qwen3-0.6B) is downloaded into the HF cache first, with progress lines
-  const dir = await resolveModelDir(options.model, { onProgress: downloadProgressLines(log) });
+  const dir = options.modelDir ?? (await resolveServeModel(options.model, log));
   const tokenizer = await loadTokenizer(dir);
   let onFailure: (e: Error) => void = () => {};
   const failed = new Promise<Error>((resolve) => {
@@ -74,7 +88,7 @@ async function startEngine(options: ServeModelOptions, log: (line: string) => vo
  * (throws).
  */
 export async function followServeModel(
-  options: Pick<ServeModelOptions, 'model' | 'backend' | 'threads' | 'log'> & {
+  options: Pick<ServeModelOptions, 'model' | 'modelDir' | 'backend' | 'threads' | 'log'> & {
     tp: ProcessGroup;
   },
 ): Promise<void> {
@@ -84,7 +98,7 @@ export async function followServeModel(
     ...(options.threads ? { threads: options.threads } : {}),
     logger: () => {},
   });
-  const dir = await resolveModelDir(options.model, { onProgress: () => {} });
+  const dir = options.modelDir ?? (await resolveModelDir(options.model, { onProgress: () => {} }));
   await followTensorParallelEngine(dir, options.tp, log);
 }
 

@@ -44,7 +44,9 @@ export function packBins(
     if (unit > budget) {
       throw new TrainersError(
         'BAD_DATA',
-        `${it.origin}: ${groupSize === 2 ? 'the chosen+rejected pair has' : 'a sequence has'} ${unit} tokens, more than ${budgetKey}=${budget}; raise ${budgetKey} or set data.train.max_length`,
+        `${it.origin}: ${groupSize === 2 ? 'the chosen+rejected pair has' : 'a sequence has'} ` +
+          `${unit} tokens, more than ${budgetKey}=${budget}; raise ${budgetKey} or set ` +
+          'data.train.max_length',
       );
     }
   }

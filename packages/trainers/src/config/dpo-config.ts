@@ -18,7 +18,8 @@ export const dpoConfigSchema = z.strictObject({
     preference_loss: option(
       z.enum(['dpo', 'ipo', 'simpo']),
       'dpo',
-      'dpo: -logsigmoid(margin); ipo: (margin/beta - 1/(2 beta))^2 (arXiv 2310.12036); simpo: length-normalised, no reference (arXiv 2405.14734)',
+      'dpo: -logsigmoid(margin); ipo: (margin/beta - 1/(2 beta))^2 (arXiv 2310.12036); simpo: ' +
+        'length-normalised, no reference (arXiv 2405.14734)',
     ),
     label_smoothing: option(
       z.number().min(0).lt(0.5),

@@ -86,7 +86,8 @@ describe('loadConfig', () => {
 
   it('applies YAML then command line, command line wins', () => {
     const file = yamlFile(
-      'actor:\n  lr: 2.0e-5\n  model_name: m\ndata:\n  train:\n    path: a.jsonl\ntrainer:\n  n_epochs: 3\n  save_dir: out/${trainer.experiment_name}-${actor.lr}\n',
+      'actor:\n  lr: 2.0e-5\n  model_name: m\ndata:\n  train:\n    path: a.jsonl\ntrainer:\n  ' +
+        'n_epochs: 3\n  save_dir: out/${trainer.experiment_name}-${actor.lr}\n',
     );
     const c = loadConfig(sftConfigSchema, { configFile: file, overrides: ['trainer.n_epochs=2'] });
     expect(c.actor.lr).toBe(2e-5);

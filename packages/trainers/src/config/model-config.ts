@@ -29,7 +29,8 @@ export function modelSection(defaults: ModelSectionDefaults) {
     model_name: option(
       z.string().min(1),
       null,
-      'required: Hugging Face model folder (config.json, *.safetensors, tokenizer files) or hub id such as Qwen/Qwen3-0.6B (downloaded into the HF cache; HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE)',
+      'required: Hugging Face model folder (config.json, *.safetensors, tokenizer files) or hub ' +
+        'id such as Qwen/Qwen3-0.6B (downloaded into the HF cache; HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE)',
     ),
     tokenizer_name: option(
       z.string().min(1).nullable(),

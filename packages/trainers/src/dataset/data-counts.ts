@@ -49,7 +49,8 @@ export function describeCounts(
         ? `truncated ${c.truncatedRows} row(s) to data.${split}.max_length=${maxLength(split)} tokens`
         : '',
       c.longRowsDropped
-        ? `dropped ${c.longRowsDropped} row(s) longer than data.${split}.max_length=${maxLength(split)} (data.${split}.over_max_length=drop)`
+        ? `dropped ${c.longRowsDropped} row(s) longer than ` +
+          `data.${split}.max_length=${maxLength(split)} (data.${split}.over_max_length=drop)`
         : '',
       c.emptySequences
         ? `skipped ${c.emptySequences} sequence(s) with no trained token left (no assistant turn, or cut by data.${split}.max_length)`

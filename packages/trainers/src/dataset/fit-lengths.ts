@@ -68,7 +68,8 @@ export function checkBudget(
     throw new TrainersError(
       'BAD_DATA',
       `${it.origin} (${split}.path): ${what}, more than ${fit.budgetKey}=${fit.budget} holds. ` +
-        `Raise ${fit.budgetKey}, or set ${split}.max_length=${cut} to truncate such rows (add ${split}.over_max_length=drop to drop them instead).`,
+        `Raise ${fit.budgetKey}, or set ${split}.max_length=${cut} to truncate such rows ` +
+        `(add ${split}.over_max_length=drop to drop them instead).`,
     );
   }
 }

@@ -163,7 +163,10 @@ describe('sequence lengths, checked when the data is tokenized', () => {
     const data = { train: { ...split, path: file }, test: { ...split, path: file }, test_ratio: 0 };
     const fit = { budget: 16, budgetKey: 'actor.max_length_per_device' };
     await expect(loadItems('sft', tok, data, 0, fit)).rejects.toThrow(
-      `${file} row 4 (data.train.path): a sequence has 17 tokens, more than actor.max_length_per_device=16 holds. Raise actor.max_length_per_device, or set data.train.max_length=16 to truncate such rows (add data.train.over_max_length=drop to drop them instead).`,
+      `${file} row 4 (data.train.path): a sequence has 17 tokens, more than ` +
+        `actor.max_length_per_device=16 holds. Raise actor.max_length_per_device, or set ` +
+        `data.train.max_length=16 to truncate such rows (add data.train.over_max_length=drop to ` +
+        `drop them instead).`,
     );
     const pairs = join(dir, 'pairs.jsonl');
     writeFileSync(
@@ -179,7 +182,11 @@ describe('sequence lengths, checked when the data is tokenized', () => {
         fit,
       ),
     ).rejects.toThrow(
-      /pairs\.jsonl row 1 \(data\.train\.path\): its chosen \+ rejected pair has 18 tokens \(packed together\), more than actor\.max_length_per_device=16 holds\. .*data\.train\.max_length=8/,
+      new RegExp(
+        String.raw`pairs\.jsonl row 1 \(data\.train\.path\): its chosen \+ rejected pair has 18 ` +
+          String.raw`tokens \(packed together\), more than actor\.max_length_per_device=16 holds\. ` +
+          String.raw`.*data\.train\.max_length=8`,
+      ),
     );
     const fits = await loadItems(
       'sft',

@@ -160,7 +160,8 @@ export function toItems(
     } else if (kind === 'dpo' && kept.some((s) => !s.lossMask.includes(1))) {
       throw new TrainersError(
         'BAD_DATA',
-        `${at}: after truncation to data.*.max_length=${cfg.max_length} the chosen or rejected reply has no tokens left; raise max_length or shorten the prompt`,
+        `${at}: after truncation to data.*.max_length=${cfg.max_length} the chosen or rejected ` +
+          `reply has no tokens left; raise max_length or shorten the prompt`,
       );
     }
     out.items.push({ origin: at, sequences: kept });

@@ -81,7 +81,8 @@ export function createProgress(opts: ProgressOptions): Progress {
         .join('');
       const lr = u.lr === undefined ? '' : ` lr ${fmt(u.lr)}`;
       stream.write(
-        `step ${u.step}/${opts.total} ${pct}% loss ${fmt(u.loss)}${extra}${lr} tok/s ${Math.round(u.tokensPerSecond)} eta ${formatDuration(eta(u.step))}\n`,
+        `step ${u.step}/${opts.total} ${pct}% loss ${fmt(u.loss)}${extra}${lr} ` +
+          `tok/s ${Math.round(u.tokensPerSecond)} eta ${formatDuration(eta(u.step))}\n`,
       );
     },
     log: (message) => stream.write(`${message}\n`),

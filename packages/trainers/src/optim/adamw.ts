@@ -116,7 +116,8 @@ export class AdamW {
       if (!p || p.shape.join(',') !== s.shape.join(',')) {
         throw new TrainersError(
           'CHECKPOINT',
-          `optimizer state for "${name}" (shape [${s.shape}]) does not match the model (${p ? `shape [${p.shape}]` : 'no such parameter'}); resume with the same model`,
+          `optimizer state for "${name}" (shape [${s.shape}]) does not match the model ` +
+            `(${p ? `shape [${p.shape}]` : 'no such parameter'}); resume with the same model`,
         );
       }
       tf.tidy(() => {

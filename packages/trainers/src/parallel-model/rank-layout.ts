@@ -93,7 +93,8 @@ export function planRankLayout(world: DataParallel, sizes: ParallelSizes, key: s
     if (tp * cp > 1) {
       throw new TrainersError(
         'INVALID_ARGUMENT',
-        `${key}.tp_size=${tp} x ${key}.cp_size=${cp} needs ${tp * cp} processes, this run has 1; start it with rl2 launch --nproc-per-node ${tp * cp} -- rl2 ...`,
+        `${key}.tp_size=${tp} x ${key}.cp_size=${cp} needs ${tp * cp} processes, this run has ` +
+          `1; start it with rl2 launch --nproc-per-node ${tp * cp} -- rl2 ...`,
       );
     }
     return plain;
@@ -132,6 +133,8 @@ export function planRankLayout(world: DataParallel, sizes: ParallelSizes, key: s
       ? { fsdp: { fsdp: groups.fsdp, ...(mesh.sizes.ddp > 1 ? { ddp: groups.ddp } : {}) } }
       : {}),
     countsLoss: mesh.coords.cp === 0,
-    summary: `${parts.join(' x ')} over ${world.size} ranks${ddp !== null ? `, FSDP over ${mesh.sizes.fsdp} (${key}.ddp_size=${ddp})` : ''}`,
+    summary:
+      `${parts.join(' x ')} over ${world.size} ` +
+      `ranks${ddp !== null ? `, FSDP over ${mesh.sizes.fsdp} (${key}.ddp_size=${ddp})` : ''}`,
   };
 }

@@ -38,7 +38,9 @@ export function checkTensorParallel(config: ModelConfig, tp: number, key: string
     if (size % tp !== 0)
       throw new TrainersError(
         'INVALID_ARGUMENT',
-        `${key}.tp_size=${tp}: the model's ${name}=${size} is not divisible by ${tp}${name === 'vocab_size' ? ' (pad the embedding to a multiple of tp)' : ''}; choose a tp_size that divides it`,
+        `${key}.tp_size=${tp}: the model's ${name}=${size} is not divisible ` +
+          `by ${tp}${name === 'vocab_size' ? ' (pad the embedding to a multiple of tp)' : ''}; ` +
+          `choose a tp_size that divides it`,
       );
   }
 }

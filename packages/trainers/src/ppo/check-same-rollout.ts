@@ -54,7 +54,9 @@ export function checkSameRollout(
   if (differ.length > 0) {
     throw new TrainersError(
       'INVALID_ARGUMENT',
-      `rollout of step ${step}: rank(s) ${differ.join(', ')} sampled a different batch than rank 0; data-parallel PPO needs seeded, deterministic sampling (rollout.engine=embedded, the same trainer.seed and trainer.threads on every rank)`,
+      `rollout of step ${step}: rank(s) ${differ.join(', ')} sampled a different batch than ` +
+        `rank 0; data-parallel PPO needs seeded, deterministic sampling ` +
+        `(rollout.engine=embedded, the same trainer.seed and trainer.threads on every rank)`,
     );
   }
 }

@@ -64,13 +64,16 @@ describe('stopOnFailedSteps', () => {
     await guarded.step(4);
     expect(lines).toHaveLength(3);
     expect(lines[2]).toBe(
-      'rollout step 4: all 4 samples failed (4 env errors, 0 env timeouts, 0 engine errors; first: sample 0 of prompt 0 failed (ENV_STEP): env.mjs step() threw: boom); nothing to train on: 2 of rollout.max_failed_steps=2 such steps in a row tolerated',
+      'rollout step 4: all 4 samples failed (4 env errors, 0 env timeouts, 0 engine errors; ' +
+        'first: sample 0 of prompt 0 failed (ENV_STEP): env.mjs step() threw: boom); nothing to ' +
+        'train on: 2 of rollout.max_failed_steps=2 such steps in a row tolerated',
     );
     expect(saved).toBe(0);
     await expect(guarded.step(5)).rejects.toMatchObject({
       code: 'ROLLOUT_FAILED',
       message: expect.stringContaining(
-        '3 step(s) in a row without a usable sample, more than rollout.max_failed_steps=2: stopping. Fix the env (rollout.env_path) or the engine',
+        '3 step(s) in a row without a usable sample, more than rollout.max_failed_steps=2: ' +
+          'stopping. Fix the env (rollout.env_path) or the engine',
       ),
     });
     expect(saved).toBe(1);
@@ -87,7 +90,8 @@ describe('stopOnFailedSteps', () => {
     let saved = false;
     const gone = new RolloutError(
       'ENGINE_UNREACHABLE',
-      'rollout step 3: the inference engine cannot be reached after its retries, stopping: cannot reach http://127.0.0.1:9/generate (ECONNREFUSED)',
+      'rollout step 3: the inference engine cannot be reached after its retries, stopping: ' +
+        'cannot reach http://127.0.0.1:9/generate (ECONNREFUSED)',
     );
     const engine = stopOnFailedSteps(scripted([gone]), {
       maxFailedSteps: 5,

@@ -57,12 +57,15 @@ export function stopOnFailedSteps(rollout: StepRollout, policy: FailedStepPolicy
         return res;
       }
       failedInARow += 1;
-      const what = `rollout step ${k}: all ${res.metrics.samples} samples failed (${causes(res.metrics)}; first: ${res.firstFailure ?? 'see above'})`;
+      const what =
+        `rollout step ${k}: all ${res.metrics.samples} samples failed ` +
+        `(${causes(res.metrics)}; first: ${res.firstFailure ?? 'see above'})`;
       if (failedInARow > policy.maxFailedSteps) {
         return stop(
           new TrainersError(
             'ROLLOUT_FAILED',
-            `${what}. ${failedInARow} step(s) in a row without a usable sample, more than rollout.max_failed_steps=${policy.maxFailedSteps}: stopping. ` +
+            `${what}. ${failedInARow} step(s) in a row without a usable sample, more than ` +
+              `rollout.max_failed_steps=${policy.maxFailedSteps}: stopping. ` +
               'Fix the env (rollout.env_path) or the engine, or raise rollout.max_failed_steps to wait out a flaky one.',
           ),
         );

@@ -36,7 +36,8 @@ function toPrompts(
       const origin = data.origins[i];
       throw new TrainersError(
         'BAD_DATA',
-        `${origin ? `${origin.file} row ${origin.row}` : `row ${i + 1}`} (${key}): the prompt has ${length} tokens, leaving no room for a response within ${fit.budgetKey}=${fit.budget}. ` +
+        `${origin ? `${origin.file} row ${origin.row}` : `row ${i + 1}`} (${key}): the prompt ` +
+          `has ${length} tokens, leaving no room for a response within ${fit.budgetKey}=${fit.budget}. ` +
           `Raise ${fit.budgetKey}, or shorten or remove that prompt.`,
       );
     }

@@ -93,7 +93,10 @@ const avgLevel = (dflt: string, what: string) =>
   option(
     z.enum(PPO_AVG_LEVELS),
     dflt,
-    `${what} aggregation: token (= token-mean, sum over all action tokens / their count; Dr. GRPO, DAPO), sequence (= seq-mean-token-mean, mean of per-sequence means; GRPO), seq-mean-token-sum (per-sequence sums / sequences), seq-mean-token-sum-norm (per-sequence sums / (sequences x norm_length); Dr. GRPO's constant horizon)`,
+    `${what} aggregation: token (= token-mean, sum over all action tokens / their count; Dr. ` +
+      `GRPO, DAPO), sequence (= seq-mean-token-mean, mean of per-sequence means; GRPO), ` +
+      `seq-mean-token-sum (per-sequence sums / sequences), seq-mean-token-sum-norm ` +
+      `(per-sequence sums / (sequences x norm_length); Dr. GRPO's constant horizon)`,
   );
 
 /**
@@ -236,7 +239,8 @@ export const ppoConfigSchema = z.strictObject({
     loss: option(
       z.enum(['ppo', 'gspo']),
       'ppo',
-      'ppo: per-token ratio exp(logp - old_logp); gspo: sequence-level ratio exp(mean over the sequence of (logp - old_logp)) for every token (GSPO, arxiv 2507.18071; pair with avg_level=sequence)',
+      'ppo: per-token ratio exp(logp - old_logp); gspo: sequence-level ratio exp(mean over the ' +
+        'sequence of (logp - old_logp)) for every token (GSPO, arxiv 2507.18071; pair with avg_level=sequence)',
     ),
     clip: option(
       z.number().positive().lt(1),
@@ -311,12 +315,15 @@ export const ppoConfigSchema = z.strictObject({
     type: option(
       z.enum(['reward', 'advantage', 'loss']).nullable(),
       null,
-      'where the KL goes: reward (coef * KL subtracted from the token rewards before the estimator; OpenAI PPO), advantage (subtracted from the advantages after it), loss (added to the actor loss; DeepSeek GRPO); null: logged only',
+      'where the KL goes: reward (coef * KL subtracted from the token rewards before the ' +
+        'estimator; OpenAI PPO), advantage (subtracted from the advantages after it), loss ' +
+        '(added to the actor loss; DeepSeek GRPO); null: logged only',
     ),
     reward_estimator: option(
       z.enum(['k1', 'k2', 'k3']),
       'k1',
-      'KL estimator for kl.type=reward / advantage, on lr = old_logp - ref_logp: k1 = lr, k2 = lr^2 / 2, k3 = exp(-lr) - 1 + lr (http://joschu.net/blog/kl-approx.html)',
+      'KL estimator for kl.type=reward / advantage, on lr = old_logp - ref_logp: k1 = lr, k2 = ' +
+        'lr^2 / 2, k3 = exp(-lr) - 1 + lr (http://joschu.net/blog/kl-approx.html)',
     ),
     loss_estimator: option(
       z.enum(['k1', 'k2', 'k3']),
@@ -326,7 +333,9 @@ export const ppoConfigSchema = z.strictObject({
     target: option(
       z.number().positive().nullable(),
       null,
-      'adaptive KL (arxiv 1909.08593): after each step kl.coef *= 1 + clip(KL / target - 1, -0.2, 0.2) * sequences / horizon, KL = mean over sequences of the summed k1 KL(old || ref); null: fixed kl.coef',
+      'adaptive KL (arxiv 1909.08593): after each step kl.coef *= 1 + clip(KL / target - 1, ' +
+        '-0.2, 0.2) * sequences / horizon, KL = mean over sequences of the summed k1 KL(old || ' +
+        'ref); null: fixed kl.coef',
     ),
     horizon: option(z.number().positive(), 10000, 'adaptive KL horizon in sequences (kl.target)'),
   }),
@@ -338,7 +347,10 @@ export const ppoConfigSchema = z.strictObject({
       // dr_grpo: the underscore spelling (as in the Dr. GRPO literature) is accepted for dr-grpo
       z.preprocess((v) => (v === 'dr_grpo' ? 'dr-grpo' : v), z.enum(PPO_ADV_ESTIMATORS)),
       'reinforce',
-      'advantage estimator (@rl2/algos): reinforce (R - group mean; / std with norm_var), grpo (reinforce with norm_var), dr-grpo (reinforce without; dr_grpo also accepted), rloo (leave-one-out baseline), reinforce++ (return-to-go whitened over the batch), reinforce++-baseline (minus the group mean, then whitened), gae (trains a critic)',
+      'advantage estimator (@rl2/algos): reinforce (R - group mean; / std with norm_var), grpo ' +
+        '(reinforce with norm_var), dr-grpo (reinforce without; dr_grpo also accepted), rloo ' +
+        '(leave-one-out baseline), reinforce++ (return-to-go whitened over the batch), ' +
+        'reinforce++-baseline (minus the group mean, then whitened), gae (trains a critic)',
     ),
     gamma: option(z.number().min(0).max(1), 1, 'discount (gae, reinforce++)'),
     lamda: option(z.number().min(0).max(1), 1, 'GAE lambda (RL2 spelling)'),
@@ -369,7 +381,8 @@ export function checkPpoConfig(config: PpoConfig): void {
   };
   if (kl.target !== null && kl.coef === 0) {
     fail(
-      `kl.target=${kl.target} (adaptive KL) adapts kl.coef from its starting value, but kl.coef=0; set kl.coef > 0 (e.g. 0.05) or kl.target=null`,
+      `kl.target=${kl.target} (adaptive KL) adapts kl.coef from its starting value, but ` +
+        `kl.coef=0; set kl.coef > 0 (e.g. 0.05) or kl.target=null`,
     );
   }
   if (kl.target !== null && kl.type === null) {

@@ -215,7 +215,11 @@ export async function openPpoRollout(
       filtering_ratio: _f,
       ...shown
     } = res.metrics;
-    const line = `evaluation @ step ${step}: reward ${shown['reward/mean'].toFixed(4)} (${parts.testPrompts.length} prompts, temperature ${r.test_sampling_params.temperature}), response length ${shown['response_length/mean'].toFixed(1)}`;
+    const line =
+      `evaluation @ step ${step}: reward ${shown['reward/mean'].toFixed(4)} ` +
+      `(${parts.testPrompts.length} prompts, ` +
+      `temperature ${r.test_sampling_params.temperature}), response ` +
+      `length ${shown['response_length/mean'].toFixed(1)}`;
     return { values: prefixed('test', shown), line };
   };
   // under tp generation the tp group's rank 0 evaluates and hands the result to its group

@@ -32,7 +32,8 @@ export function packRolloutBins(
     if (len > budget) {
       throw new TrainersError(
         'INVALID_ARGUMENT',
-        `a rollout sequence has ${len} tokens, more than ${budgetKey}=${budget}; raise ${budgetKey} or lower rollout.*_sampling_params.max_new_tokens / rollout.max_turns`,
+        `a rollout sequence has ${len} tokens, more than ${budgetKey}=${budget}; ` +
+          `raise ${budgetKey} or lower rollout.*_sampling_params.max_new_tokens / rollout.max_turns`,
       );
     }
   }

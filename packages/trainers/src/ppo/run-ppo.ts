@@ -102,8 +102,10 @@ async function trainPpo(config: PpoConfig, io: RunIo, dp: DataParallel): Promise
     step: saved?.state.step ?? 0,
   });
   session.say(
-    `rl2 ppo: ${prompts.train.length} train / ${prompts.test.length} test prompts, ${r.train_prompts_per_rollout} x ${r.responses_per_prompt} responses per step, ` +
-      `${totalSteps} steps, adv.estimator=${config.adv.estimator}, engine ${r.engine}${resumeFrom ? `, resuming from ${resumeFrom} at step ${session.step}` : ''}` +
+    `rl2 ppo: ${prompts.train.length} train / ${prompts.test.length} test ` +
+      `prompts, ${r.train_prompts_per_rollout} x ${r.responses_per_prompt} responses per step, ` +
+      `${totalSteps} steps, adv.estimator=${config.adv.estimator}, ` +
+      `engine ${r.engine}${resumeFrom ? `, resuming from ${resumeFrom} at step ${session.step}` : ''}` +
       (actor.layout.summary ? `, actor: ${actor.layout.summary}` : '') +
       (critic?.layout.summary ? `, critic: ${critic.layout.summary}` : ''),
   );

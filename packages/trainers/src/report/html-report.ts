@@ -66,13 +66,33 @@ function svgChart(title: string, series: readonly Series[]): string {
   const legend = series
     .map((s, i) => `<tspan fill="${COLORS[i % COLORS.length]}">■ ${esc(s.name)}</tspan>`)
     .join(' ');
-  return `<figure><figcaption>${esc(title)}</figcaption><svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H + 16}" viewBox="0 0 ${W} ${H + 16}" role="img" aria-label="${esc(title)}">
+  const svg =
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H + 16}" ` +
+    `viewBox="0 0 ${W} ${H + 16}" role="img" aria-label="${esc(title)}">`;
+  const stepAxis =
+    `<text x="${PAD.left}" y="${H - 12}" font-size="10">${x0}</text>` +
+    `<text x="${W - PAD.right}" y="${H - 12}" font-size="10" text-anchor="end">${x1}</text>` +
+    `<text x="${(W + PAD.left) / 2}" y="${H - 12}" font-size="10" text-anchor="middle">step</text>`;
+  const tickMarks = ticks
+    .map(
+      (t) =>
+        `<text x="${PAD.left - 4}" y="${sy(t) + 4}" text-anchor="end" font-size="10">${num(t)}</text>` +
+        `<line x1="${PAD.left}" x2="${W - PAD.right}" y1="${sy(t)}" y2="${sy(t)}" stroke="#eee"/>`,
+    )
+    .join('');
+  return `<figure><figcaption>${esc(title)}</figcaption>${svg}
 <rect x="${PAD.left}" y="${PAD.top}" width="${W - PAD.left - PAD.right}" height="${H - PAD.top - PAD.bottom}" fill="#fafafa" stroke="#ccc"/>
-${ticks.map((t) => `<text x="${PAD.left - 4}" y="${sy(t) + 4}" text-anchor="end" font-size="10">${num(t)}</text><line x1="${PAD.left}" x2="${W - PAD.right}" y1="${sy(t)}" y2="${sy(t)}" stroke="#eee"/>`).join('')}
-<text x="${PAD.left}" y="${H - 12}" font-size="10">${x0}</text><text x="${W - PAD.right}" y="${H - 12}" font-size="10" text-anchor="end">${x1}</text><text x="${(W + PAD.left) / 2}" y="${H - 12}" font-size="10" text-anchor="middle">step</text>
+${tickMarks}
+${stepAxis}
 ${lines.join('\n')}
 <text x="${PAD.left}" y="${H + 10}" font-size="11">${legend}</text></svg></figure>`;
 }
+
+const STYLE =
+  'body{font-family:system-ui,sans-serif;margin:24px;color:#222}' +
+  'figure{display:inline-block;margin:8px}figcaption{font-weight:600}' +
+  'table{border-collapse:collapse}' +
+  'td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}td:first-child{text-align:left}';
 
 /**
  * A self-contained HTML report (inline SVG, no scripts, no network) of every metric in
@@ -87,12 +107,16 @@ export function renderHtmlReport(
   const rows = [...charts.values()].flatMap((series) =>
     series.map((s) => {
       const ys = s.points.map((p) => p[1]);
-      return `<tr><td>${esc(s.name)}</td><td>${s.points.length}</td><td>${num(ys[0])}</td><td>${num(ys[ys.length - 1])}</td><td>${num(Math.min(...ys))}</td><td>${num(Math.max(...ys))}</td></tr>`;
+      return (
+        `<tr><td>${esc(s.name)}</td><td>${s.points.length}</td><td>${num(ys[0])}</td>` +
+        `<td>${num(ys[ys.length - 1])}</td><td>${num(Math.min(...ys))}</td>` +
+        `<td>${num(Math.max(...ys))}</td></tr>`
+      );
     }),
   );
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title>
-<style>body{font-family:system-ui,sans-serif;margin:24px;color:#222}figure{display:inline-block;margin:8px}figcaption{font-weight:600}table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}td:first-child{text-align:left}</style>
+<style>${STYLE}</style>
 </head><body><h1>${esc(title)}</h1>
 ${notes.map((n) => `<p>${esc(n)}</p>`).join('\n')}
 ${records.length === 0 ? '<p>No metrics recorded yet.</p>' : ''}

@@ -121,7 +121,8 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
   });
   try {
     session.say(
-      `rl2 ${spec.kind} [${trainer.project}/${trainer.experiment_name}]: ${n} train / ${spec.test.length} test items, ${batchesPerEpoch} steps per epoch, ${totalSteps} steps` +
+      `rl2 ${spec.kind} [${trainer.project}/${trainer.experiment_name}]: ${n} train ` +
+        `/ ${spec.test.length} test items, ${batchesPerEpoch} steps per epoch, ${totalSteps} steps` +
         (spec.resumeFrom ? `, resuming from ${spec.resumeFrom} at step ${step}` : '') +
         (layout.summary ? `, ${layout.summary}` : ''),
     );

@@ -1,4 +1,3 @@
-import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import * as tf from '@tensorflow/tfjs-core';
 
 /** The parts of a tfjs 4.22 tape node this reads (internal, stable since 1.x). */
@@ -86,9 +85,15 @@ function addInto(sum: tf.Tensor, dx: tf.Tensor, dys: readonly tf.Tensor[]): tf.T
   return out;
 }
 
+/** The parts of tfjs-backend-cpu's MathBackendCPU (and the native backend) this reads. */
+interface CpuStyleBackend {
+  refCount(dataId: object): number;
+  data: { get(dataId: object): { values?: unknown } | undefined };
+}
+
 /** `t`'s Float32Array when `t` alone holds it on a cpu-style backend (safe to write in place). */
 function ownF32Array(t: tf.Tensor): Float32Array | undefined {
-  const backend = tf.backend() as unknown as Partial<MathBackendCPU>;
+  const backend = tf.backend() as unknown as Partial<CpuStyleBackend>;
   if (t.dtype !== 'float32' || typeof backend.refCount !== 'function') return undefined;
   if (backend.refCount(t.dataId) !== 1) return undefined;
   const values = backend.data?.get(t.dataId)?.values;

@@ -28,7 +28,8 @@ export function sumTotalsOverRanks(dp: DataParallel, local: StepTotals): StepTot
  * Every rank's shares are already divided by the global totals, so the sums are the global
  * means and the summed gradient is that of the global mean loss (RL2's data-parallel scaling).
  * Gradients are laid out in `params` order (the same on every rank); a rank that had no bins
- * contributes zeros; a parameter gets a summed gradient when any rank had one. Metric names are sorted; a rank without bins knows none and contributes
+ * contributes zeros; a parameter gets a summed gradient when any rank had one. Metric names are
+ * sorted; a rank without bins knows none and contributes
  * zeros (rank 0 always holds the heaviest bin, so it knows them). Input gradients are disposed
  * and replaced when dp.size > 1.
  */

@@ -209,6 +209,14 @@ for (const n of names) {
 }
 const sharded = names.filter((n) => params.get(n)!.size < full.params.get(n)!.size);
 console.log(
-  `RESULT ${JSON.stringify({ rank: world.rank, lossRef: ref.loss, lossPar: par.loss, localTokens: mine.length, sharded, gradErrors, weightErrors })}`,
+  `RESULT ${JSON.stringify({
+    rank: world.rank,
+    lossRef: ref.loss,
+    lossPar: par.loss,
+    localTokens: mine.length,
+    sharded,
+    gradErrors,
+    weightErrors,
+  })}`,
 );
 await world.close();

@@ -218,7 +218,8 @@ static napi_value flash_common(napi_env env, napi_callback_info info, int back) 
   size_t lq, lk, lv, ls, lo, ll, lp, l1 = 0, l2 = 0, l3 = 0, l4 = 0;
   float *q, *k, *v, *o, *lse, *dout = NULL, *dq = NULL, *dk = NULL, *dv = NULL;
   int32_t *seg, *qpos;
-  const char *what = "flashAttention expects Float32Array q, k, v, Int32Array seg, Int32Array dims, scale, Float32Array out, lse (dout, dq, dk, dv), Int32Array qpos";
+  const char *what = "flashAttention expects Float32Array q, k, v, Int32Array seg, Int32Array dims, scale, "
+                     "Float32Array out, lse (dout, dq, dk, dv), Int32Array qpos";
   int ok = back ? read_args(env, info, what, "fffisdffffffi", &q, &lq, &k, &lk, &v, &lv, &seg, &ls, dims, &rank, &scale, &o, &lo,
                             &lse, &ll, &dout, &l1, &dq, &l2, &dk, &l3, &dv, &l4, &qpos, &lp)
                 : read_args(env, info, what, "fffisdffi", &q, &lq, &k, &lk, &v, &lv, &seg, &ls, dims, &rank, &scale, &o, &lo, &lse,

@@ -271,7 +271,8 @@ napi_value Query(napi_env env, napi_callback_info info) {
     auto v = rt->store->query(str(env, a[0]));
     napi_value out;
     CHECK(napi_create_array_with_length(env, v.size(), &out));
-    for (size_t i = 0; i < v.size(); i++) CHECK(napi_set_element(env, out, static_cast<uint32_t>(i), makeNum(env, static_cast<double>(v[i]))));
+    for (size_t i = 0; i < v.size(); i++)
+      CHECK(napi_set_element(env, out, static_cast<uint32_t>(i), makeNum(env, static_cast<double>(v[i]))));
     return out;
   } catch (const std::exception& e) {
     return fail(env, e.what());
@@ -309,7 +310,8 @@ napi_value Init(napi_env env, napi_value exports) {
       {"close", nullptr, Close, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"abi", nullptr, nullptr, nullptr, nullptr, makeNum(env, kAbi), napi_enumerable, nullptr},
       {"glooVersion", nullptr, nullptr, nullptr, nullptr,
-       makeStr(env, std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) + "." + std::to_string(GLOO_VERSION_PATCH)),
+       makeStr(env, std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) + "." +
+                        std::to_string(GLOO_VERSION_PATCH)),
        napi_enumerable, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);

@@ -28,7 +28,9 @@ function explain(
   if (f.failure === GLOO_FAILURE.rendezvous) {
     return new ParallelError(
       'RENDEZVOUS',
-      `rank ${me}: connecting group '${spec.name}' (ranks [${spec.ranks.join(', ')}]) failed: ${f.message}. Every listed rank must create the group (subgroup with the same ranks and name).`,
+      `rank ${me}: connecting group '${spec.name}' (ranks [${spec.ranks.join(', ')}]) failed: ` +
+        `${f.message}. Every listed rank must create the group (subgroup with the same ranks and ` +
+        'name).',
     );
   }
   let status: number[] | undefined;
@@ -51,7 +53,9 @@ function explain(
     const s = gone.length > 1 ? 's' : '';
     return new ParallelError(
       'PEER_LOST',
-      `rank ${me} lost rank${s} [${gone.join(', ')}] (process ended) during ${where}; rank${s} [${gone.join(', ')}] probably failed: see ${gone.length > 1 ? 'their errors' : 'its error'}.`,
+      `rank ${me} lost rank${s} [${gone.join(', ')}] (process ended) during ${where}; rank${s} ` +
+        `[${gone.join(', ')}] probably failed: see ` +
+        `${gone.length > 1 ? 'their errors' : 'its error'}.`,
     );
   }
   const missing = others.filter((r) => (status[r] ?? -1) <= f.seq);
@@ -61,12 +65,15 @@ function explain(
       : `every rank reached it but the data did not arrive (gloo: ${f.message})`;
     return new ParallelError(
       'COLLECTIVE_TIMEOUT',
-      `rank ${me}: ${where} timed out after ${timeoutMs} ms: ${why}. Check that rank's log; raise the limit with RL2_COLLECTIVE_TIMEOUT_MS if it is only slow.`,
+      `rank ${me}: ${where} timed out after ${timeoutMs} ms: ${why}. Check that rank's log; ` +
+        'raise the limit with RL2_COLLECTIVE_TIMEOUT_MS if it is only slow.',
     );
   }
   return new ParallelError(
     'PEER_LOST',
-    `rank ${me}: ${where} failed: ${f.message}${missing.length ? `; ranks [${missing.join(', ')}] had not reached it` : ''}. Check the other ranks' errors.`,
+    `rank ${me}: ${where} failed: ` +
+      `${f.message}${missing.length ? `; ranks [${missing.join(', ')}] had not reached it` : ''}. ` +
+      `Check the other ranks' errors.`,
   );
 }
 
@@ -277,7 +284,8 @@ export async function joinGlooWorld(
   } catch (e) {
     throw new ParallelError(
       'RENDEZVOUS',
-      `rank ${env.rank}: cannot reach the rendezvous at ${at} (${(e as Error).message}); check that rank 0 started and the address is reachable.`,
+      `rank ${env.rank}: cannot reach the rendezvous at ${at} (${(e as Error).message}); check ` +
+        'that rank 0 started and the address is reachable.',
     );
   }
   const me = JSON.stringify({ worldSize: env.worldSize, host: hostname(), pid: process.pid });
@@ -290,7 +298,9 @@ export async function joinGlooWorld(
     if (Date.now() > deadline) {
       throw new ParallelError(
         'RENDEZVOUS',
-        `rank ${env.rank}: ranks [${missing.map((k) => k.slice(8)).join(', ')}] never reached the rendezvous at ${at} within ${rendezvousTimeoutMs} ms; check that every node was started (RL2_RENDEZVOUS_TIMEOUT_MS sets the limit).`,
+        `rank ${env.rank}: ranks [${missing.map((k) => k.slice(8)).join(', ')}] never reached ` +
+          `the rendezvous at ${at} within ${rendezvousTimeoutMs} ms; check that every node was ` +
+          'started (RL2_RENDEZVOUS_TIMEOUT_MS sets the limit).',
       );
     }
     await sleep(pause);
@@ -299,7 +309,8 @@ export async function joinGlooWorld(
   if (first.worldSize !== env.worldSize) {
     throw new ParallelError(
       'RENDEZVOUS',
-      `rank ${env.rank} has WORLD_SIZE=${env.worldSize} but rank 0 has ${first.worldSize}; start every node with the same --nnodes and --nproc-per-node.`,
+      `rank ${env.rank} has WORLD_SIZE=${env.worldSize} but rank 0 has ${first.worldSize}; start ` +
+        'every node with the same --nnodes and --nproc-per-node.',
     );
   }
   if (addon.storeGet(`rl2/rank/${env.rank}`) !== me) {

@@ -247,7 +247,9 @@ export async function initProcessGroup(options: InitProcessGroupOptions = {}): P
     fallback = `; gloo unavailable: ${load.reason}`;
   }
   log(
-    `rl2 parallel: collectives on sockets (${options.transport === 'tcp' ? 'tcp' : 'unix sockets within a node, tcp across'}), ${env.worldSize} ranks${fallback}`,
+    'rl2 parallel: collectives on sockets ' +
+      `(${options.transport === 'tcp' ? 'tcp' : 'unix sockets within a node, tcp across'}), ` +
+      `${env.worldSize} ranks${fallback}`,
   );
   const { port1, port2 } = new MessageChannel();
   const ctrl = new Int32Array(new SharedArrayBuffer(8));

@@ -193,7 +193,9 @@ export class PeerMesh {
     return new ParallelError(
       'PEER_LOST',
       order.length > 1
-        ? `rank ${this.rank} lost ranks [${order.join(', ')}] (in that order; rank ${peer}: ${why}) while waiting for ${key} from rank ${peer}; rank ${order[0]} probably failed first: see its error.`
+        ? `rank ${this.rank} lost ranks [${order.join(', ')}] (in that order; rank ${peer}: ` +
+          `${why}) while waiting for ${key} from rank ${peer}; rank ${order[0]} probably failed ` +
+          'first: see its error.'
         : `rank ${this.rank} lost rank ${peer} (${why}) while waiting for ${key}; rank ${peer} probably failed: see its error.`,
     );
   }
@@ -327,9 +329,10 @@ async function startStore(o: PeerMeshOptions, deadline: number): Promise<Server>
       card.host =
         card.rank === 0 ? o.masterAddr : (sock.remoteAddress ?? '').replace(/^::ffff:/, '');
       if (card.worldSize !== o.worldSize) {
-        sock.end(
-          `${JSON.stringify({ error: `rank ${card.rank} has WORLD_SIZE=${card.worldSize} but rank 0 has ${o.worldSize}; start every node with the same --nnodes and --nproc-per-node.` })}\n`,
-        );
+        const error =
+          `rank ${card.rank} has WORLD_SIZE=${card.worldSize} but rank 0 has ${o.worldSize}; ` +
+          'start every node with the same --nnodes and --nproc-per-node.';
+        sock.end(`${JSON.stringify({ error })}\n`);
         return;
       }
       if (cards.has(card.rank)) {
@@ -373,7 +376,9 @@ async function register(o: PeerMeshOptions, card: Card, deadline: number): Promi
         reject(
           new ParallelError(
             'RENDEZVOUS',
-            `rank ${o.rank}: not every one of the ${o.worldSize} ranks reached MASTER_ADDR=${o.masterAddr}:${o.masterPort} before the rendezvous timeout; check that every node was started.`,
+            `rank ${o.rank}: not every one of the ${o.worldSize} ranks reached ` +
+              `MASTER_ADDR=${o.masterAddr}:${o.masterPort} before the rendezvous timeout; check ` +
+              'that every node was started.',
           ),
         );
       },

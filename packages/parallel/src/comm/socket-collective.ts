@@ -109,10 +109,12 @@ export class SocketCollective implements Collective {
     const where = `${opName} #${seq} of group '${this.spec.name}' (ranks [${this.spec.ranks.join(', ')}])`;
     const why = missing.length
       ? `rank${missing.length > 1 ? 's' : ''} [${missing.join(', ')}] never reached it`
-      : `every rank reached it but rank${(waitFor ?? []).length > 1 ? 's' : ''} [${(waitFor ?? []).map((g) => this.global(g)).join(', ')}] did not deliver its data`;
+      : `every rank reached it but rank${(waitFor ?? []).length > 1 ? 's' : ''} ` +
+        `[${(waitFor ?? []).map((g) => this.global(g)).join(', ')}] did not deliver its data`;
     return new ParallelError(
       'COLLECTIVE_TIMEOUT',
-      `rank ${this.mesh.rank}: ${where} timed out after ${this.timeoutMs} ms: ${why}. Check that rank's log; raise the limit with RL2_COLLECTIVE_TIMEOUT_MS if it is only slow.`,
+      `rank ${this.mesh.rank}: ${where} timed out after ${this.timeoutMs} ms: ${why}. Check that ` +
+        `rank's log; raise the limit with RL2_COLLECTIVE_TIMEOUT_MS if it is only slow.`,
     );
   }
 
@@ -252,7 +254,9 @@ export class SocketCollective implements Collective {
         reject(
           new ParallelError(
             'COLLECTIVE_TIMEOUT',
-            `rank ${this.mesh.rank}: recv #${n} from rank ${this.global(peer)} on group '${this.spec.name}' timed out after ${this.timeoutMs} ms: rank ${this.global(peer)} never sent it.`,
+            `rank ${this.mesh.rank}: recv #${n} from rank ${this.global(peer)} on group ` +
+              `'${this.spec.name}' timed out after ${this.timeoutMs} ms: rank ` +
+              `${this.global(peer)} never sent it.`,
           ),
         );
       }, this.timeoutMs);
@@ -262,7 +266,8 @@ export class SocketCollective implements Collective {
       if (p.byteLength !== buf.byteLength) {
         throw new ParallelError(
           'INVALID_ARGUMENT',
-          `recv from rank ${this.global(peer)}: got ${p.byteLength / 4} values but the buffer holds ${buf.length}; match the send and recv sizes.`,
+          `recv from rank ${this.global(peer)}: got ${p.byteLength / 4} values but the buffer ` +
+            `holds ${buf.length}; match the send and recv sizes.`,
         );
       }
       buf.set(new Float32Array(p.buffer, p.byteOffset, p.byteLength / 4));

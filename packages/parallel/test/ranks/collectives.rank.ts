@@ -64,7 +64,13 @@ const big = Float32Array.from({ length: 1 << 18 }, (_, i) => (i % 7) + rank);
 const bigOut = world.allReduce(big, 'sum');
 expect('allReduce 1 MiB', bigOut, (i) => (i % 7) * size + (size * (size - 1)) / 2, 1 << 18);
 world.barrier();
-console.log(
-  `RESULT ${JSON.stringify({ rank, size, failures, source: world.env.source, collectives: world.collectives, nodeRank: world.env.nodeRank })}`,
-);
+const result = {
+  rank,
+  size,
+  failures,
+  source: world.env.source,
+  collectives: world.collectives,
+  nodeRank: world.env.nodeRank,
+};
+console.log(`RESULT ${JSON.stringify(result)}`);
 await world.close();

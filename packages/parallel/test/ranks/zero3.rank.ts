@@ -103,7 +103,13 @@ const want = tf.tidy(
 errors['loss after the shards changed'] = Math.abs(doubled - want) / Math.abs(want);
 const shardFloats = zero3.units.reduce((s, u) => s + u.shard.size, 0);
 const totalFloats = names.reduce((s, n) => s + full.get(n)!.size, 0);
-console.log(
-  `RESULT ${JSON.stringify({ rank: world.rank, collectives: world.collectives, shardFloats, totalFloats, fsdp: groups.fsdp.size, errors })}`,
-);
+const result = {
+  rank: world.rank,
+  collectives: world.collectives,
+  shardFloats,
+  totalFloats,
+  fsdp: groups.fsdp.size,
+  errors,
+};
+console.log(`RESULT ${JSON.stringify(result)}`);
 await world.close();

@@ -29,7 +29,8 @@ export function checkAccess(req: IncomingMessage, path: string, apiKey: string |
   if (DISK_ENDPOINTS.has(path) && !isLoopback(req)) {
     throw new HttpError(
       403,
-      `${path} loads files from this machine's disk and answers loopback clients only; start rl2 serve with --api-key KEY to allow it from other hosts`,
+      `${path} loads files from this machine's disk and answers loopback clients only; start rl2 ` +
+        'serve with --api-key KEY to allow it from other hosts',
     );
   }
 }

@@ -75,7 +75,8 @@ export async function handleFlushCache(ctx: ServerContext, res: ServerResponse):
   sendText(
     res,
     200,
-    'Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n',
+    'Cache flushed.\nPlease check backend logs for more details. (When there are running or ' +
+      'waiting requests, the operation will not be performed.)\n',
   );
 }
 
@@ -132,7 +133,8 @@ export async function handlePause(
   const mode = body?.mode;
   if (mode !== undefined && mode !== null && mode !== 'abort') {
     throw badRequest(
-      `pause_generation mode ${JSON.stringify(mode)} is not supported by rl2 serve; it pauses with mode "abort" (running requests end and return their tokens)`,
+      `pause_generation mode ${JSON.stringify(mode)} is not supported by rl2 serve; it pauses ` +
+        'with mode "abort" (running requests end and return their tokens)',
       'mode',
     );
   }

@@ -42,7 +42,8 @@ export function planChat(ctx: ServerContext, body: Record<string, unknown>): Ope
   const tokenizer = needTokenizer(ctx, '/v1/chat/completions');
   if (!tokenizer.applyChatTemplate || tokenizer.hasChatTemplate === false) {
     throw badRequest(
-      'this checkpoint has no chat template (tokenizer_config.json chat_template or chat_template.jinja): use /v1/completions with a prompt',
+      'this checkpoint has no chat template (tokenizer_config.json chat_template or ' +
+        'chat_template.jinja): use /v1/completions with a prompt',
       'messages',
     );
   }

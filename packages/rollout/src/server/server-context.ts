@@ -112,7 +112,8 @@ export function checkPrompt(
   if (maxNewTokens === null) return context - inputIds.length;
   if (maxNewTokens + inputIds.length > context) {
     throw badRequest(
-      `Requested token count exceeds the model's maximum context length of ${context} tokens. You requested a total of ${maxNewTokens + inputIds.length} ` +
+      `Requested token count exceeds the model's maximum context length of ${context} tokens. ` +
+        `You requested a total of ${maxNewTokens + inputIds.length} ` +
         `tokens: ${inputIds.length} tokens from the input messages and ${maxNewTokens} tokens for the completion. ` +
         'Please reduce the number of tokens in the input messages or the completion to fit within the limit.',
       where,

@@ -130,10 +130,10 @@ const torch = (argv: string[]) => {
 
 /** Deterministic English-like text (words from a fixed list, an LCG). */
 function words(n: number, seed: number): string {
-  const list =
-    'the of and to in is that for it as was with be by on not he this are or his from at which but have an they you were her she there one all we their'.split(
-      ' ',
-    );
+  const list = (
+    'the of and to in is that for it as was with be by on not he this are or his from at which ' +
+    'but have an they you were her she there one all we their'
+  ).split(' ');
   let x = seed;
   return Array.from({ length: n }, () => {
     x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
@@ -278,7 +278,9 @@ type Steps = { ids: number[]; mask: number[] }[][];
 async function main() {
   const loadBefore = load();
   console.log(
-    `scale bench in ${dir}: ${ONLY.join(', ')}; ${STEPS} SFT steps of ${ROWS} rows (+1 resumed), generation of ${NEW} tokens; ${availableParallelism()} cores (${cpus()[0]?.model}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB, load average ${loadBefore}`,
+    `scale bench in ${dir}: ${ONLY.join(', ')}; ${STEPS} SFT steps of ${ROWS} rows (+1 resumed), ` +
+      `generation of ${NEW} tokens; ${availableParallelism()} cores (${cpus()[0]?.model}), ` +
+      `${(totalmem() / 2 ** 30).toFixed(0)} GiB, load average ${loadBefore}`,
   );
   // with --dir, a checkpoint of the same shape from an earlier run is reused
   const shapeFile = join(dir, 'model-shape.json');
@@ -333,7 +335,8 @@ async function main() {
   if (runs('grpo')) grpo();
   printTable();
   console.log(
-    '\n| process (same work on both sides) | rl2 wall s / CPU s | PyTorch 1.13 wall s / CPU s | rl2 / PyTorch CPU s |\n| --- | --- | --- | --- |',
+    '\n| process (same work on both sides) | rl2 wall s / CPU s | PyTorch 1.13 wall s / CPU s | ' +
+      'rl2 / PyTorch CPU s |\n| --- | --- | --- | --- |',
   );
   for (const r of processRows) console.log(`| ${r.join(' | ')} |`);
   console.log(`\nload average (1, 5, 15 min): ${loadBefore} at the start, ${load()} at the end`);
@@ -568,7 +571,8 @@ function grpo() {
 
 function printTable() {
   console.log(
-    `\n| ${new Date().toISOString().slice(0, 10)}, ${availableParallelism()} cores (${cpus()[0]?.model}) | rl2 | PyTorch 1.13 | rl2 / PyTorch |\n| --- | --- | --- | --- |`,
+    `\n| ${new Date().toISOString().slice(0, 10)}, ${availableParallelism()} cores ` +
+      `(${cpus()[0]?.model}) | rl2 | PyTorch 1.13 | rl2 / PyTorch |\n| --- | --- | --- | --- |`,
   );
   for (const r of rows) console.log(`| ${r.join(' | ')} |`);
 }
@@ -600,7 +604,8 @@ function memoryBreakdown(tokens: number, rl2Peak: number, torchPeak: number) {
   console.log('\n| SFT peak RSS, where it goes (MiB) | rl2 | PyTorch 1.13 |\n| --- | --- | --- |');
   for (const [what, a, b] of parts) console.log(`| ${what} | ${a.toFixed(0)} | ${b.toFixed(0)} |`);
   console.log(
-    `| the rest: activations kept for the backward, runtime, temporaries (peak minus the above) | ${(rl2Peak - known(1)).toFixed(0)} | ${(torchPeak - known(2)).toFixed(0)} |`,
+    '| the rest: activations kept for the backward, runtime, temporaries (peak minus the above) ' +
+      `| ${(rl2Peak - known(1)).toFixed(0)} | ${(torchPeak - known(2)).toFixed(0)} |`,
   );
   console.log(`| measured peak | ${rl2Peak.toFixed(0)} | ${torchPeak.toFixed(0)} |`);
 }

@@ -17,7 +17,8 @@ export function registerServeCommand(cli: CAC, io: CliIo, version: string): void
     )
     .option(
       '--model <dir>',
-      'Hugging Face checkpoint folder (e.g. runs/addition-grpo/step-30/model) or hub id (e.g. Qwen/Qwen3-0.6B, downloaded into the HF cache)',
+      'Hugging Face checkpoint folder (e.g. runs/addition-grpo/step-30/model) or hub id ' +
+        '(e.g. Qwen/Qwen3-0.6B, downloaded into the HF cache)',
     )
     .option('--host <host>', 'interface to bind; 0.0.0.0 exposes it beyond this machine', {
       default: '127.0.0.1',

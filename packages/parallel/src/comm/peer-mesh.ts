@@ -194,8 +194,8 @@ export class PeerMesh {
       'PEER_LOST',
       order.length > 1
         ? `rank ${this.rank} lost ranks [${order.join(', ')}] (in that order; rank ${peer}: ` +
-          `${why}) while waiting for ${key} from rank ${peer}; rank ${order[0]} probably failed ` +
-          'first: see its error.'
+            `${why}) while waiting for ${key} from rank ${peer}; rank ${order[0]} probably failed ` +
+            'first: see its error.'
         : `rank ${this.rank} lost rank ${peer} (${why}) while waiting for ${key}; rank ${peer} probably failed: see its error.`,
     );
   }

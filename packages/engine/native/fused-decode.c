@@ -158,14 +158,7 @@ static void prefill_attn_groups(void *vctx, int64_t g0, int64_t g1) {
             float *row = s + i * DECODE_TILE;
             int64_t last = len + i0 + i - j0; /* keys j0 .. j0+last of this tile are seen */
             for (int64_t j = last + 1 < 0 ? 0 : last + 1; j < tk; j++) row[j] = -INFINITY;
-            if (last < 0) continue;
-            float mt = row_max(row, tk), mn = mt > m[i] ? mt : m[i];
-            float corr = m[i] == -INFINITY ? 0.0f : fast_expf(m[i] - mn);
-            exp_shifted(row, tk, mn, 1.0f, row);
-            l[i] = l[i] * corr + row_sum(row, tk);
-            m[i] = mn;
-            if (corr != 1.0f)
-              for (int64_t t = 0; t < d; t++) acc[i * d + t] *= corr;
+            if (last >= 0) online_softmax_row(row, tk, &m[i], &l[i], acc + i * d, d);
           }
           for (int64_t i = 0; i < tq; i++) /* rows that saw nothing (left padding) add nothing */
             if (len + i0 + i < j0)

@@ -115,20 +115,7 @@ static void flash_fwd_groups(void *vctx, int64_t g0, int64_t g1) {
         for (int64_t j0 = kstart; j0 < kend; j0 += TILE) {
           int64_t tk = kend - j0 < TILE ? kend - j0 : TILE;
           if (!tile_scores(c, b, Q, ldq, K, seg, i0, tq, j0, tk, s)) continue;
-          for (int64_t i = 0; i < tq; i++) {
-            float *row = s + i * TILE;
-            float mt = row_max(row, tk), mn = mt > m[i] ? mt : m[i];
-            if (mn == -INFINITY) {
-              for (int64_t j = 0; j < tk; j++) row[j] = 0;
-              continue;
-            }
-            float corr = m[i] == -INFINITY ? 0.0f : fast_expf(m[i] - mn);
-            exp_shifted(row, tk, mn, 1.0f, row);
-            l[i] = l[i] * corr + row_sum(row, tk);
-            m[i] = mn;
-            if (corr != 1.0f)
-              for (int64_t t = 0; t < d; t++) acc[i * d + t] *= corr;
-          }
+          for (int64_t i = 0; i < tq; i++) online_softmax_row(s + i * TILE, tk, &m[i], &l[i], acc + i * d, d);
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)tq, (int)d, (int)tk, 1.0f, s, TILE, V + j0 * d, (int)d,
                       1.0f, acc, (int)d);
         }

@@ -88,11 +88,16 @@ static inline float fast_expf(float x) {
 #define row_sum rl2_row_sum
 #define exp_shifted rl2_exp_shifted
 #define row_lse rl2_row_lse
+#define online_softmax_row rl2_online_softmax_row
 float row_max(const float *row, int64_t cols);
 float row_sum_exp(const float *row, int64_t cols, float m);
 float row_sum(const float *row, int64_t cols);
 void exp_shifted(const float *row, int64_t cols, float m, float scale, float *out);
 double row_lse(const float *row, int64_t cols);
+/* One query row of a flash-attention tile, online softmax: folds the row's `cols` scores into
+   its running max *m and sum *l, rescales its accumulator acc[0..d) by exp(old m - new m), and
+   leaves exp(score - new m) in `row` (zeros when every score so far is -inf). */
+void online_softmax_row(float *row, int64_t cols, float *m, float *l, float *acc, int64_t d);
 
 /* Row-wise kernels (softmax, cross-entropy) share this context for parallel_for. */
 struct rows_ctx {

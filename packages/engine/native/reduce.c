@@ -125,3 +125,17 @@ KERNEL(reduce) {
   }
   return NULL;
 }
+
+void online_softmax_row(float *row, int64_t cols, float *m, float *l, float *acc, int64_t d) {
+  float mt = row_max(row, cols), mn = mt > *m ? mt : *m;
+  if (mn == -INFINITY) {
+    for (int64_t j = 0; j < cols; j++) row[j] = 0;
+    return;
+  }
+  float corr = *m == -INFINITY ? 0.0f : fast_expf(*m - mn);
+  exp_shifted(row, cols, mn, 1.0f, row);
+  *l = *l * corr + row_sum(row, cols);
+  *m = mn;
+  if (corr != 1.0f)
+    for (int64_t t = 0; t < d; t++) acc[t] *= corr;
+}

@@ -163,20 +163,12 @@ export async function ppoOnRanks(
 ): Promise<{ rank: number; steps: Record<string, number>[] }[]> {
   const results: { rank: number; steps: Record<string, number>[] }[] = [];
   const errors: string[] = [];
-  const ranks = join(import.meta.dirname, 'ranks');
   await launch({
     nprocPerNode: n,
     masterPort: await freePort(),
     output: 'silent',
     killGraceMs: 2000,
-    command: [
-      process.execPath,
-      '--import',
-      'tsx',
-      '--import',
-      join(ranks, 'register-source.mjs'),
-      join(ranks, 'ppo.rank.ts'),
-    ],
+    command: rankCommand('ppo.rank.ts'),
     env: { PPO_OVERRIDES: JSON.stringify(overrides) },
     onOutput: (_rank, stream, line) => {
       if (stream === 'stdout' && line.startsWith('RESULT '))

@@ -1,7 +1,6 @@
-import { join } from 'node:path';
 import { launch } from '@rl2/parallel';
 import { describe, expect, it } from 'vitest';
-import { freePort } from './rank-runs.js';
+import { freePort, rankCommand } from './rank-runs.js';
 
 interface Generated {
   outputIds: number[];
@@ -19,20 +18,12 @@ interface Result {
 async function generateOnRanks(family: string, tp: number): Promise<Result> {
   const results: Result[] = [];
   const errors: string[] = [];
-  const ranks = join(import.meta.dirname, 'ranks');
   await launch({
     nprocPerNode: tp,
     masterPort: await freePort(),
     output: 'silent',
     killGraceMs: 2000,
-    command: [
-      process.execPath,
-      '--import',
-      'tsx',
-      '--import',
-      join(ranks, 'register-source.mjs'),
-      join(ranks, 'tp-generate.rank.ts'),
-    ],
+    command: rankCommand('tp-generate.rank.ts'),
     env: { FAMILY: family },
     onOutput: (_rank, stream, line) => {
       if (stream === 'stdout' && line.startsWith('RESULT '))
@@ -86,14 +77,7 @@ describe('a tensor-parallel group whose lead throws inside a forward', () => {
       masterPort: await freePort(),
       output: 'silent',
       killGraceMs: 2000,
-      command: [
-        process.execPath,
-        '--import',
-        'tsx',
-        '--import',
-        join(import.meta.dirname, 'ranks', 'register-source.mjs'),
-        join(import.meta.dirname, 'ranks', 'tp-generate-fault.rank.ts'),
-      ],
+      command: rankCommand('tp-generate-fault.rank.ts'),
       // the backstop if the follower did not notice the lead exit
       env: { RL2_COLLECTIVE_TIMEOUT_MS: '20000' },
       onOutput: (_rank, stream, line) => {

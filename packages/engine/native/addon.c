@@ -1,13 +1,13 @@
 /*
  * rl2 native kernels: a small N-API addon behind the `native` tfjs backend of @rl2/engine.
  * This file registers the kernels; each family lives in its own file (matmul.c,
- * elementwise.c, reduce.c, copy.c, gather.c, fused-*.c, adamw.c), shared pieces in kernels.h
+ * elementwise.c, reduce.c, copy.c, gather.c, fused-*.c, adamw.c, memory.c), shared pieces in kernels.h
  * and the N-API argument reading in napi-helpers.h.
  */
 #include "kernels.h"
 
 /* Bumped whenever a function is added or changes; src/native-addon.ts refuses others. */
-#define RL2_KERNELS_ABI 13
+#define RL2_KERNELS_ABI 14
 
 #define EXPORT(js, fn) {js, NULL, rl2_##fn, NULL, NULL, NULL, napi_default, NULL}
 
@@ -41,6 +41,7 @@ static napi_value init(napi_env env, napi_value exports) {
       EXPORT("flashAttention", flash_attention),
       EXPORT("flashAttentionGrad", flash_attention_grad),
       EXPORT("sampleRows", sample_rows),
+      EXPORT("retainFreedMemory", retain_freed_memory),
   };
   napi_value abi;
   if (napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props) != napi_ok ||

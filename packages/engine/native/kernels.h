@@ -138,6 +138,7 @@ KERNEL(adamw);
 KERNEL(decode_layer);
 KERNEL(flash_attention);
 KERNEL(flash_attention_grad);
+KERNEL(retain_freed_memory);
 KERNEL(sample_rows);
 
 #endif

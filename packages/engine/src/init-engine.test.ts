@@ -14,7 +14,7 @@ describe('initEngine', () => {
   it('starts the requested cpu backend and logs exactly one line naming it', async () => {
     const lines: string[] = [];
     const info = await initEngine({ backend: 'cpu', logger: (l) => lines.push(l), env: {} });
-    expect(info).toEqual({ backend: 'cpu', threads: 1, nativeKernels: false });
+    expect(info).toEqual({ backend: 'cpu', threads: 1, nativeKernels: false, retainMemory: false });
     expect(getBackend()).toBe('cpu');
     expect(lines).toEqual(['rl2 engine: backend cpu, 1 thread']);
   });
@@ -63,7 +63,12 @@ describe('initEngine', () => {
   it.skipIf(!hasNative)('auto picks the native backend when the addon is built', async () => {
     const lines: string[] = [];
     const info = await initEngine({ threads: 1, env: {}, logger: (l) => lines.push(l) });
-    expect(info).toEqual({ backend: 'native', threads: 1, nativeKernels: true });
+    expect(info).toEqual({
+      backend: 'native',
+      threads: 1,
+      nativeKernels: true,
+      retainMemory: false,
+    });
     expect(getBackend()).toBe('native');
     expect(lines).toEqual([
       `rl2 engine: backend native, 1 thread (OpenBLAS sgemm + C kernels from ${nativeFrom})`,

@@ -44,7 +44,7 @@ export const UnaryOp = {
 export const ReduceOp = { sum: 0, max: 1, min: 2, mean: 3 } as const;
 
 /** RL2_KERNELS_ABI (native/addon.c) of the addon this TypeScript expects. */
-export const NATIVE_ABI = 13;
+export const NATIVE_ABI = 14;
 
 /** The functions exported by rl2_kernels.node; every output array is allocated by the caller. */
 export interface NativeAddon {
@@ -312,6 +312,14 @@ export interface NativeAddon {
     tokens: Int32Array,
     logprobs: Float64Array,
   ): void;
+  /**
+   * From now on glibc malloc serves large allocations from its heap and never gives freed heap
+   * back to the kernel (native/memory.c), so a freed tensor's pages are reused instead of faulted
+   * in again. The heap first grows by `reserveBytes` (untouched: no RSS) marked for transparent
+   * huge pages, so the first touch of that much costs one fault per 2 MiB. False where the C
+   * library is not glibc (nothing changed).
+   */
+  retainFreedMemory(reserveBytes: number): boolean;
 }
 
 /**

@@ -105,6 +105,20 @@ export function scaleInPlace(t: tf.Tensor, c: number): boolean {
   return true;
 }
 
+/**
+ * sum(t^2) in double precision (a gradient's squared norm) read straight from `t`'s float32
+ * buffer on a cpu-style backend, without the temporary `tf.square(t)` (a whole gradient's size);
+ * the composite ops elsewhere.
+ */
+export function sumOfSquares(t: tf.Tensor): number {
+  const values = (tf.backend() as unknown as Partial<MathBackendCPU>).data?.get(t.dataId)?.values;
+  if (t.dtype !== 'float32' || !(values instanceof Float32Array))
+    return tf.tidy(() => tf.sum(tf.square(t)).dataSync()[0] as number);
+  let s = 0;
+  for (let i = 0; i < values.length; i++) s += values[i]! * values[i]!;
+  return s;
+}
+
 /** Whether `t` is the only tensor over its Float32Array on a cpu-style backend (safe to write in place). */
 function ownsF32Buffer(t: tf.Tensor): boolean {
   const backend = tf.backend() as unknown as Partial<MathBackendCPU>;

@@ -120,11 +120,23 @@ export class AdamW {
             `(${p ? `shape [${p.shape}]` : 'no such parameter'}); resume with the same model`,
         );
       }
-      tf.tidy(() => {
-        this.moment(this.m, name).assign(tf.tensor(s.m, s.shape));
-        this.moment(this.v, name).assign(tf.tensor(s.v, s.shape));
-      });
+      this.restore(this.m, name, s.m, s.shape);
+      this.restore(this.v, name, s.v, s.shape);
     }
+  }
+
+  /** A moment from a checkpoint: a new variable over `values` (no zeros made first), or assigned to the existing one. */
+  private restore(
+    store: Map<string, tf.Variable>,
+    name: string,
+    values: Float32Array,
+    shape: number[],
+  ): void {
+    const t = tf.tensor(values, shape);
+    const slot = store.get(name);
+    if (slot) slot.assign(t);
+    else store.set(name, tf.variable(t, false));
+    t.dispose();
   }
 
   /** Frees the moment buffers. */

@@ -1,3 +1,4 @@
+import { sumOfSquares } from '@rl2/engine';
 import type { FsdpNormOptions } from '@rl2/parallel';
 import * as tf from '@tensorflow/tfjs-core';
 
@@ -10,12 +11,10 @@ export type NamedGrads = Record<string, tf.Tensor>;
  */
 export function gradNorm(grads: NamedGrads, options: FsdpNormOptions = {}): number {
   const { weightOf, across } = options;
-  let sq = tf.tidy(() => {
-    const squares = Object.keys(grads).map((n) =>
-      tf.mul(tf.sum(tf.square(grads[n])), weightOf ? weightOf(n) : 1),
-    );
-    return squares.length === 0 ? 0 : tf.addN(squares).dataSync()[0];
-  });
+  // one gradient at a time, no squared copy of any
+  let sq = 0;
+  for (const n of Object.keys(grads))
+    sq += sumOfSquares(grads[n] as tf.Tensor) * (weightOf ? weightOf(n) : 1);
   if (across && across.size > 1) sq = across.allReduce(Float32Array.of(sq), 'sum')[0] as number;
   return Math.sqrt(sq);
 }

@@ -1,3 +1,4 @@
+import { freeDisposedBuffers } from '@rl2/engine';
 import type { AdamW } from '../optim/adamw.js';
 import { clipCoefficient } from '../optim/clip-grad-norm.js';
 import type { RankLayout } from '../parallel-model/rank-layout.js';
@@ -60,5 +61,6 @@ export function layoutStep<P>(o: {
   // clipping folded into the update and each gradient freed once used: no second set of gradients
   o.optimizer.step(grads, o.lr, { gradScale: clipCoefficient(norm, o.maxGradNorm), release: true });
   trained.afterStep();
+  freeDisposedBuffers(); // the step's gradients and temporaries go back to malloc for the next step
   return { loss: res.loss, metrics: res.metrics, gradNorm: norm, flags: res.flags };
 }

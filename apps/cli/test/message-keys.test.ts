@@ -77,7 +77,7 @@ function exists(mention: string): boolean {
 }
 
 /** Flags of other tools that messages may name (`pnpm --filter ...`). */
-const OTHER_TOOLS = new Set(['--filter', '--omit']); // pnpm's --filter, npm's --omit=optional
+const OTHER_TOOLS = new Set(['--filter', '--omit', '--expose-gc']); // pnpm's --filter, npm's --omit=optional, node's --expose-gc
 
 describe('every config key and CLI flag that a message names exists', () => {
   const all = sources().flatMap(literals);

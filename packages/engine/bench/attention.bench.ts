@@ -6,14 +6,10 @@
 // (robust to a busy machine), and their ratio. The tile size is TILE in
 // native/fused-flash-attention.c; rebuild (`pnpm --filter @rl2/engine build`) to compare others.
 import { loadNativeAddon } from '../src/native-addon.js';
+import { numberOption } from './bench-option.js';
 
-const argv = process.argv.slice(2);
-const option = (name: string, fallback: number) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(argv[i + 1]) : fallback;
-};
-const threads = option('threads', 1);
-const rounds = option('rounds', 15);
+const threads = numberOption('threads', 1);
+const rounds = numberOption('rounds', 15);
 const HEADS = 4;
 const D = 64;
 const SHAPES: [batch: number, length: number][] = [

@@ -8,14 +8,11 @@ import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs-core';
 import { type EngineBackend, initEngine } from '../src/index.js';
 import { tinyLlamaStep } from './engine-tiny-llama.js';
+import { numberOption } from './bench-option.js';
 
 const argv = process.argv.slice(2);
 const flag = (name: string) => argv.includes(`--${name}`);
-const option = (name: string, fallback: number) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(argv[i + 1]) : fallback;
-};
-const threads = option('threads', availableParallelism());
+const threads = numberOption('threads', availableParallelism());
 const minSeconds = 0.4;
 
 interface Shape {
@@ -212,9 +209,9 @@ function printTable(table: Map<string, number[]>, numpy: number[] | undefined): 
 }
 
 async function trainStep(): Promise<void> {
-  const batch = option('batch', 8);
+  const batch = numberOption('batch', 8);
   await initEngine({ backend: 'native', threads, logger: () => {}, env: {} });
-  const steps = option('steps', 3);
+  const steps = numberOption('steps', 3);
   const r = await tinyLlamaStep({ batch, seq: 256, steps, compositeLoss: flag('composite-loss') });
   const torch = flag('no-torch') ? undefined : torchStep(batch, steps);
   console.log(

@@ -8,14 +8,10 @@
 import { cpus, loadavg } from 'node:os';
 import { loadNativeAddon } from '../src/native-addon.js';
 import { pageReuseRounds } from '../src/testing/page-reuse.js';
+import { numberOption } from './bench-option.js';
 
-const argv = process.argv.slice(2);
-const option = (name: string, fallback: number) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(argv[i + 1]) : fallback;
-};
-const mib = option('mib', 1024);
-const rounds = option('rounds', 4);
+const mib = numberOption('mib', 1024);
+const rounds = numberOption('rounds', 4);
 const load = loadNativeAddon(process.env);
 if (!load.ok) {
   console.error(`memory-reuse bench: no native addon (${load.reason})`);

@@ -35,5 +35,9 @@ for (const group of ['packages', 'apps', 'tooling', 'examples']) {
     );
   }
 }
+// .ci/run's lint, format and type checks: each one that failed is one failure here.
+const checksFailed = Number(process.env.RL2_CHECKS_FAILED ?? 0);
+if (checksFailed > 0) console.log(`checks (lint, format:check, typecheck): ${checksFailed} failed`);
+failed += checksFailed;
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exitCode = failed > 0 ? 1 : 0;

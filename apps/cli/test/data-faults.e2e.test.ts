@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_TOKENIZER, initTinyModel, QUIET_RUN, rl2, tmp, writeTinyData } from './helpers.js';
+import { initTinyModel, QUIET_RUN, rl2, tmp, writeTinyData } from './helpers.js';
 
 let dir: string;
 let model: string;

@@ -1,7 +1,7 @@
 import { existsSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_TOKENIZER, initTinyModel, QUIET_RUN, rl2, tmp, writeTinyData } from './helpers.js';
+import { initTinyModel, QUIET_RUN, tmp, writeTinyData } from './helpers.js';
 import { spawnCli } from './spawn-cli.js';
 
 // The real process, from source: a signal is delivered through the event loop, which an

@@ -248,8 +248,8 @@ describe('rl2 launch -- rl2 sft (data parallel through the CLI)', () => {
     const [ta, tb] = [testLoss('one'), testLoss('two')];
     expect(ta.length).toBeGreaterThanOrEqual(2);
     expect(tb).toHaveLength(ta.length);
-    ta.forEach((l, i) =>
-      expect(Math.abs((tb[i] as number) - l) / l, `validation ${i}`).toBeLessThan(1e-5),
-    );
+    ta.forEach((l, i) => {
+      expect(Math.abs((tb[i] as number) - l) / l, `validation ${i}`).toBeLessThan(1e-5);
+    });
   }, 60_000);
 });

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_TOKENIZER, initTinyModel, QUIET_RUN, rl2, tmp } from './helpers.js';
+import { initTinyModel, QUIET_RUN, rl2, tmp } from './helpers.js';
 import { spawnCli } from './spawn-cli.js';
 
 let dir: string;

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_TOKENIZER, initTinyModel, rl2, tmp } from './helpers.js';
+import { initTinyModel, rl2, tmp } from './helpers.js';
 
 let dir: string;
 let model: string;

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { shapeMismatches } from '../../../packages/rollout/test/sglang-fixtures.js';
-import { EXAMPLE_TOKENIZER, initTinyModel, rl2, tmp } from './helpers.js';
+import { initTinyModel, tmp } from './helpers.js';
 
 // The real `rl2 serve` process, from source (as interrupt.e2e does): Ctrl-C and SIGTERM stop it
 // cleanly without talk of checkpoints; --api-key and RL2_API_KEY guard it; it answers /generate

@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_TOKENIZER, initTinyModel, QUIET_RUN, rl2, tmp, writeTinyData } from './helpers.js';
+import { initTinyModel, QUIET_RUN, rl2, tmp, writeTinyData } from './helpers.js';
 
 // A save killed mid-way (SIGKILL, OOM, a node lost) leaves its work folder beside the checkpoints;
 // these used to stay for ever, even after a resume. They are named as the savers name them, by a

@@ -1,14 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import {
-  EXAMPLE_TOKENIZER,
-  initTinyModel,
-  rl2,
-  tmp,
-  trainLosses,
-  writeTinyData,
-} from './helpers.js';
+import { initTinyModel, rl2, tmp, trainLosses, writeTinyData } from './helpers.js';
 
 let model: string;
 let data: ReturnType<typeof writeTinyData>;

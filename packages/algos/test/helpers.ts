@@ -15,7 +15,7 @@ export async function useCpu(): Promise<void> {
 }
 
 /** Reads packages/algos/fixtures/<name> (written by scripts/make_fixtures.py). */
-export function fixture<T = any>(name: string): T {
+export function fixture<T = unknown>(name: string): T {
   return JSON.parse(readFileSync(join(import.meta.dirname, '..', 'fixtures', name), 'utf8')) as T;
 }
 

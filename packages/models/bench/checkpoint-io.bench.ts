@@ -48,8 +48,10 @@ async function phase(name: string, dir: string): Promise<void> {
     let x = 1;
     for (const s of specs) {
       const data = new Float32Array(s.shape.reduce((a, b) => a * b, 1));
-      for (let i = 0; i < data.length; i++)
-        data[i] = ((x = (x * 1103515245 + 12345) >>> 0) / 2 ** 32 - 0.5) * 0.04;
+      for (let i = 0; i < data.length; i++) {
+        x = (x * 1103515245 + 12345) >>> 0;
+        data[i] = (x / 2 ** 32 - 0.5) * 0.04;
+      }
       w.write(s.name, data);
     }
     w.writeJson('config.json', createModelConfigJson(SPEC));

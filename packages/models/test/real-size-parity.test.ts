@@ -5,7 +5,11 @@ import * as tf from '@tensorflow/tfjs-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '@rl2/engine';
 import { nativeForTests } from '@rl2/engine/testing';
-import { QWEN3_0_6B, weightHashes, writeRealSizeCheckpoint } from '../scripts/real-size-checkpoint.js';
+import {
+  QWEN3_0_6B,
+  weightHashes,
+  writeRealSizeCheckpoint,
+} from '../scripts/real-size-checkpoint.js';
 import { loadModel } from '../src/checkpoint/load-checkpoint.js';
 import { createGenerator } from '../src/generation/generator.js';
 import { tokenLogprobs } from '../src/heads/token-logprobs.js';
@@ -24,7 +28,10 @@ interface RealSizeReference {
 }
 
 const ref = JSON.parse(
-  readFileSync(join(import.meta.dirname, '..', 'fixtures', 'qwen3-0.6b-bf16', 'reference.json'), 'utf8'),
+  readFileSync(
+    join(import.meta.dirname, '..', 'fixtures', 'qwen3-0.6b-bf16', 'reference.json'),
+    'utf8',
+  ),
 ) as RealSizeReference;
 
 /**
@@ -72,7 +79,10 @@ describe('Qwen3-0.6B-shaped bf16 sharded checkpoint against the PyTorch referenc
       'model.safetensors.index.json',
     ]);
     expect(hashes).toEqual(ref.sha256);
-    const config = JSON.parse(readFileSync(join(dir, 'ckpt', 'config.json'), 'utf8')) as Record<string, unknown>;
+    const config = JSON.parse(readFileSync(join(dir, 'ckpt', 'config.json'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
     expect(config).toEqual(ref.config);
     expect(config).toMatchObject({
       hidden_size: QWEN3_0_6B.hiddenSize,
@@ -96,10 +106,16 @@ describe('Qwen3-0.6B-shaped bf16 sharded checkpoint against the PyTorch referenc
     const greedyDiff = maxAbsDiff(out.logprobs, ref.greedy_logprobs);
     // teacher-forced logprobs of every next token over prompt + greedy tokens (the training path)
     const ids = [...ref.prompt_ids, ...ref.greedy_ids];
-    const { logprobs, entropy } = tokenLogprobs(model, { inputIds: ids, positionIds: ids.map((_, i) => i) }, ref.targets);
+    const { logprobs, entropy } = tokenLogprobs(
+      model,
+      { inputIds: ids, positionIds: ids.map((_, i) => i) },
+      ref.targets,
+    );
     const forcedDiff = maxAbsDiff(logprobs.dataSync(), ref.target_logprobs);
     tf.dispose([logprobs, entropy]);
-    console.log(`real-size logprob max |diff|: greedy ${greedyDiff.toExponential(2)}, teacher-forced ${forcedDiff.toExponential(2)}`);
+    console.log(
+      `real-size logprob max |diff|: greedy ${greedyDiff.toExponential(2)}, teacher-forced ${forcedDiff.toExponential(2)}`,
+    );
     expect(greedyDiff).toBeLessThanOrEqual(LOGPROB_TOL);
     expect(forcedDiff).toBeLessThanOrEqual(LOGPROB_TOL);
     // exact token equality is meaningful: every greedy choice wins by far more than the tolerance

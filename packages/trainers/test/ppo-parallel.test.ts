@@ -188,13 +188,13 @@ describe('one PPO step on 2 processes equals the one-process step', () => {
       for (const r of results) {
         expect(r.steps).toHaveLength(2);
         // step 2's rollout samples from the actor updated (as shards) in step 1
-        r.steps.forEach((s, i) =>
+        r.steps.forEach((s, i) => {
           expectSameStep(
             s,
             single.steps[i] as MetricRecord,
             `${label} rank ${r.rank} step ${i + 1}`,
-          ),
-        );
+          );
+        });
       }
       expectSameWeights(
         join(saveDir, 'step-2/model/model.safetensors'),

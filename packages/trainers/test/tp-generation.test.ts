@@ -50,12 +50,12 @@ describe('tensor-parallel generation equals one-process generation', () => {
         const got = tp[i] as Generated;
         expect(got.outputIds, `request ${i}`).toEqual(want.outputIds);
         expect(got.finishReason).toEqual(want.finishReason);
-        got.logprobs.forEach((lp, t) =>
+        got.logprobs.forEach((lp, t) => {
           expect(
             Math.abs(lp - (want.logprobs[t] as number)),
             `request ${i} token ${t}`,
-          ).toBeLessThan(TOL),
-        );
+          ).toBeLessThan(TOL);
+        });
         if (want.topLogprobs)
           expect(got.topLogprobs?.map((s) => s.map((x) => x.id))).toEqual(
             want.topLogprobs.map((s) => s.map((x) => x.id)),

@@ -75,7 +75,7 @@ export function sampleRows(
     params.forEach((p, i) => {
       if (!batched[i]) return;
       const t = p.temperature ?? 1;
-      temperature[i] = t > 0 ? t : 0;
+      temperature[i] = Math.max(t, 0);
       if (t > 0) u[i] = rngs[i]!.next();
     });
     const tokens = new Int32Array(rows);

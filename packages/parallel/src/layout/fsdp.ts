@@ -1,5 +1,5 @@
 import type * as tf from '@tensorflow/tfjs-core';
-import type { PendingOp, ProcessGroup } from '../comm/collective.js';
+import type { PendingOp } from '../comm/collective.js';
 import { ParallelError } from '../errors.js';
 import {
   type FlatParamLayout,

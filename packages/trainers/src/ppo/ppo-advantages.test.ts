@@ -94,8 +94,8 @@ describe('computePpoAdvantages (hand-derived)', () => {
     );
     // std of [1, 0] (unbiased) = 0.7071: 0.5 / 0.7071
     close(out.advantages, [
-      [0, 0.70710678, 0.70710678],
-      [0, -0.70710678, -0.70710678],
+      [0, Math.SQRT1_2, Math.SQRT1_2],
+      [0, -Math.SQRT1_2, -Math.SQRT1_2],
     ]);
   });
 

@@ -36,7 +36,8 @@ for (const group of ['packages', 'apps', 'tooling', 'examples']) {
   }
 }
 // .ci/run's lint, format and type checks: each one that failed is one failure here.
-const checksFailed = Number(process.env.RL2_CHECKS_FAILED ?? 0);
+const flag = process.argv.indexOf('--checks-failed');
+const checksFailed = flag > 0 ? Number(process.argv[flag + 1]) : 0;
 if (checksFailed > 0) console.log(`checks (lint, format:check, typecheck): ${checksFailed} failed`);
 failed += checksFailed;
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);

@@ -7,7 +7,6 @@ import {
   div,
   exp,
   greater,
-  keep,
   less,
   logicalAnd,
   maximum,
@@ -23,7 +22,6 @@ import {
 import { type AggregationOptions, aggregationWeights } from './aggregate-loss.js';
 import { AlgosError } from './errors.js';
 import { expectNumber, expectShape } from './internal/check.js';
-import { readMetrics } from './internal/read-metrics.js';
 import { broadcastToTokens, resolveSegments, segmentSums } from './internal/segments.js';
 import { stopGradient } from './internal/stop-gradient.js';
 import { type KlEstimator, approxKl } from './kl-estimator.js';
@@ -146,8 +144,9 @@ export function actorPpoLoss(
   const weights = aggregationWeights(inputs, options.aggregation);
   const agg = (x: Tensor) => sum(mul(x, weights)) as Scalar;
 
-  const named: Partial<Record<ActorPpoMetric, Scalar>> = {};
-  const loss = tidy(() => {
+  // the metrics leave the tidy with the loss: tracked by the caller's scope, never kept globally
+  const { loss, metrics } = tidy(() => {
+    const named: Partial<Record<ActorPpoMetric, Scalar>> = {};
     const { logps, advantages: adv, actionMask } = inputs;
     const old = inputs.oldLogps ?? stopGradient(logps);
     let logRatio = sub(logps, old);
@@ -161,21 +160,21 @@ export function actorPpoLoss(
     const pg1 = neg(mul(adv, ratio));
     const pg2 = neg(mul(adv, clipByValue(ratio, 1 - clipLow, 1 + clipHigh)));
     let losses = maximum(pg1, pg2);
-    named.clipFraction = keep(agg(cast(greater(pg2, pg1), 'float32')));
+    named.clipFraction = agg(cast(greater(pg2, pg1), 'float32'));
     if (options.dualClip !== undefined) {
       const cap = mul(neg(adv), options.dualClip);
       const capped = logicalAnd(less(adv, 0), greater(losses, cap));
-      named.dualClipFraction = keep(agg(cast(capped, 'float32')));
+      named.dualClipFraction = agg(cast(capped, 'float32'));
       losses = where(less(adv, 0), minimum(losses, cap), losses);
     }
-    named.pgLoss = keep(agg(stopGradient(losses)));
-    named.approxKl = keep(agg(approxKl(stopGradient(old), stopGradient(logps), 'k3')));
+    named.pgLoss = agg(stopGradient(losses));
+    named.approxKl = agg(approxKl(stopGradient(old), stopGradient(logps), 'k3'));
     if (inputs.engineLogps !== undefined) {
-      named.engineApproxKl = keep(agg(approxKl(inputs.engineLogps, stopGradient(old), 'k3')));
+      named.engineApproxKl = agg(approxKl(inputs.engineLogps, stopGradient(old), 'k3'));
     }
     if (klCoef !== 0) {
       const kl = approxKl(logps, inputs.refLogps!, options.kl?.estimator ?? 'k2');
-      named.klLoss = keep(agg(stopGradient(kl)));
+      named.klLoss = agg(stopGradient(kl));
       losses = add(losses, mul(kl, klCoef));
     }
     if (tisCoef > 0) {
@@ -183,11 +182,11 @@ export function actorPpoLoss(
       losses = mul(losses, tis);
     }
     if (inputs.entropy !== undefined) {
-      named.entropy = keep(agg(stopGradient(inputs.entropy)));
+      named.entropy = agg(stopGradient(inputs.entropy));
       if (entropyCoef !== 0) losses = sub(losses, mul(inputs.entropy, entropyCoef));
     }
-    return agg(losses);
+    return { loss: agg(losses), metrics: named };
   });
   weights.dispose();
-  return { loss, metrics: readMetrics(named) };
+  return { loss, metrics };
 }

@@ -1,6 +1,7 @@
 import { type Scalar, type Tensor, mul, sum, tensor, tidy } from '@tensorflow/tfjs-core';
 import { AlgosError } from './errors.js';
 import { expectNumber, expectShape } from './internal/check.js';
+import { hostValues } from './internal/host-values.js';
 import { resolveSegments } from './internal/segments.js';
 import type { GlobalTotals, TokenLayout } from './layout.js';
 
@@ -47,8 +48,9 @@ export interface AggregationOptions {
  * Sum the result over all micro-batches and data-parallel ranks to get `GlobalTotals`.
  */
 export function countTotals(layout: TokenLayout): GlobalTotals {
-  const seg = resolveSegments(layout, 'countTotals');
-  const mask = layout.actionMask.dataSync();
+  const fn = 'countTotals';
+  const seg = resolveSegments(layout, fn);
+  const mask = hostValues(layout.actionMask, layout.host?.actionMask, 'actionMask', fn);
   const seen = new Uint8Array(seg.numSequences + 1);
   let actionTokens = 0;
   for (let i = 0; i < mask.length; i++) {
@@ -82,7 +84,7 @@ export function aggregationWeights(layout: TokenLayout, options: AggregationOpti
   expectNumber(totals.actionTokens, (v) => v >= 0, 'totals.actionTokens', fn, 'a count >= 0');
   expectNumber(totals.sequences, (v) => v >= 0, 'totals.sequences', fn, 'a count >= 0');
   const seg = resolveSegments(layout, fn);
-  const mask = layout.actionMask.dataSync();
+  const mask = hostValues(layout.actionMask, layout.host?.actionMask, 'actionMask', fn);
   const w = new Float32Array(mask.length);
   const seqs = Math.max(totals.sequences, 1);
   if (mode === 'token-mean') {

@@ -4,7 +4,6 @@ import {
   cast,
   div,
   greater,
-  keep,
   neg,
   sub,
   sum,
@@ -12,7 +11,6 @@ import {
 } from '@tensorflow/tfjs-core';
 import { logSigmoid } from './internal/log-sigmoid.js';
 import { pairDivisor } from './internal/pair-totals.js';
-import { readMetrics } from './internal/read-metrics.js';
 import type { LossResult } from './loss-result.js';
 
 /** Reward-model scores of preference pairs. */
@@ -38,17 +36,16 @@ export function bradleyTerryLoss(
     options.totalPairs,
     'bradleyTerryLoss',
   );
-  const mean = (x: Tensor) => keep(div(sum(x), d) as Scalar);
-  let named: Record<'accuracy' | 'margin' | 'chosen' | 'rejected', Scalar> | undefined;
-  const loss = tidy(() => {
+  const mean = (x: Tensor) => div(sum(x), d) as Scalar;
+  const { loss, metrics } = tidy(() => {
     const margin = sub(scores.chosen, scores.rejected);
-    named = {
+    const named = {
       accuracy: mean(cast(greater(margin, 0), 'float32')),
       margin: mean(margin),
       chosen: mean(scores.chosen),
       rejected: mean(scores.rejected),
     };
-    return div(sum(neg(logSigmoid(margin))), d) as Scalar;
+    return { loss: div(sum(neg(logSigmoid(margin))), d) as Scalar, metrics: named };
   });
-  return { loss, metrics: readMetrics(named!) };
+  return { loss, metrics };
 }

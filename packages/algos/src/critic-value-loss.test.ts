@@ -4,6 +4,7 @@ import {
   disposeAll,
   expectClose,
   expectNoLeak,
+  metricValues,
   fixture,
   take,
   tensorsOf,
@@ -41,7 +42,9 @@ describe('criticValueLoss', () => {
       expectNoLeak(() => {
         for (const c of fx.cases) {
           const options = { clip: c.clip, aggregation: { mode: c.mode } };
-          const { loss, metrics } = criticValueLoss(inputs(t.values!), options);
+          const r = criticValueLoss(inputs(t.values!), options);
+          const { loss } = r;
+          const metrics = metricValues(r.metrics);
           expectClose(take(loss), c.loss, 1e-6, 'loss');
           expectClose(metrics.clipFraction!, c.metrics.clipFraction, 1e-6, 'clipFraction');
           expectClose(metrics.valueError!, c.metrics.valueError, 1e-6, 'valueError');
@@ -61,7 +64,7 @@ describe('criticValueLoss', () => {
     // token 0: mse 4, clipped V = 0.5 -> 0.25, max 4; token 1: mse 1, clipped 1 -> mean 2.5
     const r = criticValueLoss({ values, oldValues, returns, actionMask });
     expectClose(take(r.loss), 2.5);
-    expect(r.metrics.clipFraction).toBe(0);
+    expect(metricValues(r.metrics).clipFraction).toBe(0);
     tf.dispose([values, oldValues, returns, actionMask]);
   });
 });

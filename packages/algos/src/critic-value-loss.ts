@@ -3,7 +3,6 @@ import {
   type Tensor,
   add,
   cast,
-  keep,
   less,
   maximum,
   minimum,
@@ -15,7 +14,6 @@ import {
 } from '@tensorflow/tfjs-core';
 import { type AggregationOptions, aggregationWeights } from './aggregate-loss.js';
 import { expectNumber, expectShape } from './internal/check.js';
-import { readMetrics } from './internal/read-metrics.js';
 import { stopGradient } from './internal/stop-gradient.js';
 import type { TokenLayout } from './layout.js';
 import type { LossResult } from './loss-result.js';
@@ -57,19 +55,18 @@ export function criticValueLoss(
   // one set of per-token weights serves the loss and every metric
   const weights = aggregationWeights(inputs, options.aggregation);
   const agg = (x: Tensor) => sum(mul(x, weights)) as Scalar;
-  let named: Record<'clipFraction' | 'valueError', Scalar> | undefined;
-  const loss = tidy(() => {
+  const { loss, metrics } = tidy(() => {
     const { values, oldValues, returns } = inputs;
     // clamp(V, V_old - c, V_old + c); the gradient passes where V_old - c <= V <= V_old + c, as torch.clamp
     const vClipped = minimum(maximum(values, sub(oldValues, c)), add(oldValues, c));
     const mse = square(sub(values, returns));
     const clippedMse = square(sub(vClipped, returns));
-    named = {
-      clipFraction: keep(agg(cast(less(mse, clippedMse), 'float32'))),
-      valueError: keep(agg(stopGradient(mse))),
+    const named = {
+      clipFraction: agg(cast(less(mse, clippedMse), 'float32')),
+      valueError: agg(stopGradient(mse)),
     };
-    return agg(maximum(mse, clippedMse));
+    return { loss: agg(maximum(mse, clippedMse)), metrics: named };
   });
   weights.dispose();
-  return { loss, metrics: readMetrics(named!) };
+  return { loss, metrics };
 }

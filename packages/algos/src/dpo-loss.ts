@@ -5,7 +5,6 @@ import {
   cast,
   div,
   greater,
-  keep,
   maximum,
   mul,
   neg,
@@ -18,7 +17,6 @@ import { AlgosError } from './errors.js';
 import { expectNumber } from './internal/check.js';
 import { logSigmoid } from './internal/log-sigmoid.js';
 import { pairDivisor } from './internal/pair-totals.js';
-import { readMetrics } from './internal/read-metrics.js';
 import { stopGradient } from './internal/stop-gradient.js';
 import type { LossResult } from './loss-result.js';
 
@@ -108,9 +106,10 @@ export function dpoLoss(inputs: DpoInputs, options: DpoOptions = {}): LossResult
     `nllCoef = ${nllCoef}`,
   );
   const d = pairDivisor({ ...inputs }, options.totalPairs, fn);
-  const mean = (x: Tensor) => keep(div(sum(stopGradient(x)), d) as Scalar);
-  const named: Partial<Record<DpoMetric, Scalar>> = {};
-  const loss = tidy(() => {
+  const mean = (x: Tensor) => div(sum(stopGradient(x)), d) as Scalar;
+  // the metrics leave the tidy with the loss: tracked by the caller's scope, never kept globally
+  const { loss, metrics } = tidy(() => {
+    const named: Partial<Record<DpoMetric, Scalar>> = {};
     const len = (t: Tensor | undefined) => maximum(cast(t!, 'float32'), 1);
     const rc =
       variant === 'simpo'
@@ -137,7 +136,7 @@ export function dpoLoss(inputs: DpoInputs, options: DpoOptions = {}): LossResult
       named.nllLoss = mean(nll);
       losses = add(losses, mul(nll, nllCoef));
     }
-    return div(sum(losses), d) as Scalar;
+    return { loss: div(sum(losses), d) as Scalar, metrics: named };
   });
-  return { loss, metrics: readMetrics(named) };
+  return { loss, metrics };
 }

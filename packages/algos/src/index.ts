@@ -2,6 +2,7 @@ export { AlgosError } from './errors.js';
 export type { AlgosErrorCode } from './errors.js';
 export type { GlobalTotals, TokenLayout, TrajectoryBatch } from './layout.js';
 export type { LossResult } from './loss-result.js';
+export { readMetrics } from './read-metrics.js';
 
 export {
   KL_ESTIMATORS,

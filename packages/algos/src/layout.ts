@@ -21,6 +21,16 @@ export interface TokenLayout {
   readonly actionMask: Tensor;
   /** [B, T] int32: sequence index per token (0..S-1), -1 for padding. Default: the row index. */
   readonly sequenceIds?: Tensor;
+  /**
+   * The same `actionMask` and `sequenceIds` as host arrays (row-major, B*T values), where the
+   * caller has them (a trainer builds both from its packed bins). Which tokens count is
+   * structure, known before the step: read from here it never waits on a device. Required on
+   * backends that cannot read a tensor back synchronously (webgpu); optional on the CPU.
+   */
+  readonly host?: {
+    readonly actionMask: ArrayLike<number>;
+    readonly sequenceIds?: ArrayLike<number>;
+  };
 }
 
 /**

@@ -60,6 +60,15 @@ export function tensorsOf(layout: Record<string, number[][]>): Record<string, tf
   return out;
 }
 
+/** A loss's metric tensors as numbers, each disposed (what `readMetrics` does, synchronously on cpu). */
+export function metricValues(
+  m: Readonly<Record<string, tf.Scalar | undefined>>,
+): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, t] of Object.entries(m)) if (t) out[k] = take(t)[0]!;
+  return out;
+}
+
 /** Disposes every tensor of a record. */
 export function disposeAll(r: Record<string, tf.Tensor>): void {
   for (const t of Object.values(r)) t.dispose();

@@ -13,9 +13,16 @@ export type { EngineErrorCode } from './errors.js';
 
 // Training ops with one fused kernel on `native` and the stock composite ops elsewhere.
 export { softmaxCrossEntropy } from './softmax-cross-entropy.js';
-export { adamWInPlace, adamWUpdate, scaleInPlace, sumOfSquares } from './fused/fused-adamw.js';
+export {
+  adamWInPlace,
+  adamWUpdate,
+  scaleInPlace,
+  sumOfSquares,
+  weightedSumOfSquares,
+} from './fused/fused-adamw.js';
 export type { AdamWStep } from './fused/fused-adamw.js';
 export { freeDisposedBuffers } from './free-disposed.js';
+export { readsSynchronously } from './device-reads.js';
 
 // Fused decoder-layer kernels: each returns undefined when the active backend lacks it, so the
 // caller runs its composite ops instead (how @rl2/models' layers use them).

@@ -31,7 +31,7 @@ describe('initEngine', () => {
 
   it('rejects an unknown RL2_BACKEND, naming the variable and the choices', async () => {
     await expect(initEngine({ env: { RL2_BACKEND: 'gpu' }, logger: () => {} })).rejects.toThrow(
-      /RL2_BACKEND="gpu" is not a backend; use one of auto, tensorflow, native, wasm, cpu/,
+      /RL2_BACKEND="gpu" is not a backend; use one of auto, tensorflow, webgpu, native, wasm, cpu/,
     );
     await expect(initEngine({ threads: 0, env: {}, logger: () => {} })).rejects.toBeInstanceOf(
       EngineError,
@@ -47,17 +47,35 @@ describe('initEngine', () => {
     expect((err as Error).message).toMatch(/@tensorflow\/tfjs-node/);
   });
 
-  it('falls back past native with a one-line notice when the addon is disabled', async () => {
-    const lines: string[] = [];
-    const info = await initEngine({
+  it('an explicit native without the addon is an error naming why, never a silent fallback', async () => {
+    const err = await initEngine({
       backend: 'native',
       env: { RL2_NO_NATIVE: '1' },
-      logger: (l) => lines.push(l),
-    });
+      logger: () => {},
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EngineError);
+    expect((err as EngineError).code).toBe('BACKEND_UNAVAILABLE');
+    expect((err as Error).message).toMatch(/backend "native" cannot start: RL2_NO_NATIVE=1 is set/);
+    expect((err as Error).message).toMatch(/RL2_BACKEND \/ trainer\.backend/);
+  });
+
+  it('auto falls back past native with a one-line notice when the addon is disabled', async () => {
+    const lines: string[] = [];
+    const info = await initEngine({ env: { RL2_NO_NATIVE: '1' }, logger: (l) => lines.push(l) });
     expect(['wasm', 'cpu']).toContain(info.backend);
     expect(info.nativeKernels).toBe(false);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/native kernels unavailable: RL2_NO_NATIVE=1 is set/);
+  });
+
+  it('backend auto defers to RL2_BACKEND (a config default never overrides the environment)', async () => {
+    const info = await initEngine({
+      backend: 'auto',
+      env: { RL2_BACKEND: 'cpu' },
+      logger: () => {},
+    });
+    expect(info.backend).toBe('cpu');
+    expect(getBackend()).toBe('cpu');
   });
 
   it.skipIf(!hasNative)('auto picks the native backend when the addon is built', async () => {

@@ -16,15 +16,21 @@ import { loadNativeAddon, type NativeLoad } from './native-addon.js';
 import { useJsSegmentSum } from './kernels/js-segment-sum.js';
 import { NATIVE_BACKEND, registerNativeBackend } from './native-backend.js';
 import { softmaxCrossEntropyGradConfig } from './softmax-cross-entropy.js';
+import { mayHaveGpu } from './webgpu/gpu-devices.js';
+import { adapterLine, startWebGpu, type WebGpuAdapter } from './webgpu/start-webgpu.js';
 
 /** Backends `initEngine` can start; `auto` picks the fastest one available. */
-export const ENGINE_BACKENDS = ['auto', 'tensorflow', 'native', 'wasm', 'cpu'] as const;
+export const ENGINE_BACKENDS = ['auto', 'tensorflow', 'webgpu', 'native', 'wasm', 'cpu'] as const;
 export type EngineBackendChoice = (typeof ENGINE_BACKENDS)[number];
 /** The backend actually running (tfjs backend name). */
 export type EngineBackend = Exclude<EngineBackendChoice, 'auto'>;
 
 export interface EngineOptions {
-  /** Default: `RL2_BACKEND`, else `auto` (tfjs-node-gpu, tfjs-node, native, wasm, cpu). */
+  /**
+   * Default: `RL2_BACKEND`, else `auto` (tfjs-node-gpu, tfjs-node, a hardware WebGPU adapter,
+   * native, wasm, cpu). `auto` here also defers to `RL2_BACKEND`. An explicit choice that cannot
+   * start throws BACKEND_UNAVAILABLE (wasm and cpu always start).
+   */
   backend?: EngineBackendChoice;
   /** Compute threads (OpenBLAS for `native`). Default: `RL2_THREADS`, else all cores. */
   threads?: number;
@@ -61,6 +67,8 @@ export interface EngineInfo {
   retainMemory: boolean;
   /** Why a faster backend was skipped, when one was (also part of the logged line). */
   notice?: string;
+  /** The WebGPU adapter, when the backend is `webgpu`. */
+  adapter?: WebGpuAdapter;
 }
 
 /** The Node packages behind the `tensorflow` backend, tried in this order (never dependencies). */
@@ -162,12 +170,17 @@ async function startNative(load: NativeLoad, threads: number): Promise<boolean> 
  * Chooses the tfjs backend (see `EngineOptions.backend`), starts it, installs the engine's
  * gradient fixes, and logs one line that says which backend and, for native, where its addon
  * came from: `rl2 engine: backend native, 2 threads (OpenBLAS sgemm + C kernels from @rl2/engine-linux-x64-gnu)`.
- * An explicit `native` without the addon falls back like `auto` (wasm, then cpu) with the reason
- * on that same line; an explicit `tensorflow` without tfjs-node throws BACKEND_UNAVAILABLE.
+ * `auto` falls back in that order and says on the same line why a faster one was skipped; an
+ * explicit `tensorflow`, `webgpu` or `native` that cannot start throws BACKEND_UNAVAILABLE with
+ * the reason (a run that asked for a device never computes elsewhere). For webgpu the line names
+ * the adapter: `rl2 engine: backend webgpu, adapter nvidia hopper: NVIDIA H200; storage binding ...`.
  */
 export async function initEngine(options: EngineOptions = {}): Promise<EngineInfo> {
   const env = options.env ?? process.env;
-  const choice = options.backend ?? parseBackend(env.RL2_BACKEND, 'RL2_BACKEND');
+  const choice =
+    options.backend && options.backend !== 'auto'
+      ? options.backend
+      : parseBackend(env.RL2_BACKEND, 'RL2_BACKEND');
   if (!(ENGINE_BACKENDS as readonly string[]).includes(choice))
     parseBackend(choice, 'initEngine({ backend })');
   const threads = parseThreads(
@@ -185,6 +198,7 @@ export async function initEngine(options: EngineOptions = {}): Promise<EngineInf
     usedThreads: number,
     nativeFrom?: string,
     retainMemory = false,
+    device?: string,
   ): EngineInfo => {
     silenceNodeBanner(backend);
     const notice = notices.length > 0 ? notices.join('; ') : undefined;
@@ -194,9 +208,10 @@ export async function initEngine(options: EngineOptions = {}): Promise<EngineInf
       : backend === 'native'
         ? ' (pure kernels)'
         : '';
-    log(
-      `rl2 engine: backend ${backend}, ${usedThreads} thread${usedThreads === 1 ? '' : 's'}${what}${notice ? `; ${notice}` : ''}`,
-    );
+    const where = device
+      ? `adapter ${device}`
+      : `${usedThreads} thread${usedThreads === 1 ? '' : 's'}${what}`;
+    log(`rl2 engine: backend ${backend}, ${where}${notice ? `; ${notice}` : ''}`);
     return {
       backend,
       threads: usedThreads,
@@ -216,6 +231,18 @@ export async function initEngine(options: EngineOptions = {}): Promise<EngineInf
       );
     }
   }
+  if (choice === 'webgpu' || (choice === 'auto' && mayHaveGpu())) {
+    const gpu = await startWebGpu({ hardwareOnly: choice === 'auto' });
+    if (gpu.ok) {
+      const info = done('webgpu', threads, undefined, false, adapterLine(gpu.adapter));
+      return { ...info, adapter: gpu.adapter };
+    }
+    if (choice === 'webgpu')
+      throw new EngineError(
+        'BACKEND_UNAVAILABLE',
+        `backend "webgpu" cannot start: ${gpu.reason}; or choose another backend (RL2_BACKEND / trainer.backend = native, cpu)`,
+      );
+  }
   if (choice === 'auto' || choice === 'native') {
     const load = loadNativeAddon(env);
     if (load.ok && (await startNative(load, threads)))
@@ -225,9 +252,14 @@ export async function initEngine(options: EngineOptions = {}): Promise<EngineInf
         load.from,
         retain && load.addon.retainFreedMemory(hugePageReserve()),
       );
-    notices.push(
-      `native kernels unavailable: ${load.ok ? 'the native backend failed to start' : load.reason}`,
-    );
+    const reason = load.ok ? 'the native backend failed to start' : load.reason;
+    if (choice === 'native')
+      throw new EngineError(
+        'BACKEND_UNAVAILABLE',
+        `backend "native" cannot start: ${reason}; build it (pnpm build, with a C compiler and OpenBLAS), ` +
+          'or choose backend auto or cpu (RL2_BACKEND / trainer.backend)',
+      );
+    notices.push(`native kernels unavailable: ${reason}`);
   }
   if (choice === 'wasm' && options.training) {
     throw new EngineError(

@@ -27,7 +27,7 @@ export interface Segments {
 /** Resolves `layout.sequenceIds` (or the row index) into segments. */
 export function resolveSegments(layout: TokenLayout, fn: string): Segments {
   const [b, t] = expect2d(layout.actionMask, 'actionMask', fn);
-  const ids = tokenIds(layout.sequenceIds, b, t, 'sequenceIds', fn);
+  const ids = tokenIds(layout.sequenceIds, b, t, 'sequenceIds', fn, layout.host?.sequenceIds);
   let s = 0;
   for (const id of ids) if (id + 1 > s) s = id + 1;
   for (let i = 0; i < ids.length; i++) if (ids[i]! < 0) ids[i] = s;

@@ -1,5 +1,6 @@
 import type { Tensor } from '@tensorflow/tfjs-core';
 import { AlgosError } from '../errors.js';
+import { hostValues } from './host-values.js';
 
 /**
  * Reads per-token integer ids as a flat Int32Array of length B*T (row-major).
@@ -11,13 +12,14 @@ export function tokenIds(
   t: number,
   what: string,
   fn: string,
+  host?: ArrayLike<number>,
 ): Int32Array {
   const out = new Int32Array(b * t);
   if (ids === undefined) {
     for (let r = 0; r < b; r++) out.fill(r, r * t, (r + 1) * t);
     return out;
   }
-  const data = ids.dataSync();
+  const data = hostValues(ids, host, what, fn);
   if (ids.rank === 1 && ids.shape[0] === b) {
     for (let r = 0; r < b; r++) out.fill(Math.round(data[r]!), r * t, (r + 1) * t);
     return out;

@@ -1,6 +1,7 @@
 import type { Tensor } from '@tensorflow/tfjs-core';
 import { AlgosError } from '../errors.js';
 import { expect2d, expectShape } from './check.js';
+import { hostValues } from './host-values.js';
 import { tokenIds } from './token-ids.js';
 
 /** float32 machine epsilon, the eps RL2 adds to standard deviations (torch.finfo(float32).eps). */
@@ -26,7 +27,7 @@ export function actionTimelines(
 ): Timelines {
   const [b, t] = expect2d(actionMask, 'actionMask', fn);
   const ids = tokenIds(trajectoryIds, b, t, 'trajectoryIds', fn);
-  const mask = actionMask.dataSync();
+  const mask = hostValues(actionMask, undefined, 'actionMask', fn);
   let n = 0;
   for (const id of ids) if (id + 1 > n) n = id + 1;
   const actions: number[][] = Array.from({ length: n }, () => []);
@@ -54,7 +55,7 @@ export function readTokens(
   fn: string,
 ): Float64Array {
   expectShape(x, shape, what, fn);
-  return Float64Array.from(x.dataSync());
+  return Float64Array.from(hostValues(x, undefined, what, fn));
 }
 
 /** Sum over each trajectory's action tokens. */

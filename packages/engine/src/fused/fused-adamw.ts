@@ -4,6 +4,7 @@ import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import * as tf from '@tensorflow/tfjs-core';
 import { asKernelFunc, f32Values, uninitF32 } from '../kernels/native-kernel.js';
 import type { NativeAddon } from '../native-addon.js';
+import { readsSynchronously } from '../device-reads.js';
 import { hasKernel } from './fused-kernel.js';
 
 export const ADAMW = 'Rl2AdamW';
@@ -155,4 +156,25 @@ export function adamWKernels(addon: NativeAddon, backendName: string): tf.Kernel
     { kernelName: ADAMW, backendName, kernelFunc },
     { kernelName: ADAMW_IN_PLACE, backendName, kernelFunc: inPlace },
   ];
+}
+
+/**
+ * sum_i w_i ||t_i||^2 over many tensors (a gradient norm), read once. On cpu-style backends each
+ * tensor's squares are summed in place in double precision (`sumOfSquares`); elsewhere (webgpu)
+ * the sums stay on the device, one scalar per tensor, and come back in one asynchronous read.
+ */
+export async function weightedSumOfSquares(
+  tensors: readonly tf.Tensor[],
+  weights?: readonly number[],
+): Promise<number> {
+  const weightOf = (i: number) => (weights ? weights[i]! : 1);
+  if (readsSynchronously())
+    return tensors.reduce((s, t, i) => s + sumOfSquares(t) * weightOf(i), 0);
+  if (tensors.length === 0) return 0;
+  const parts = tf.tidy(() => tf.stack(tensors.map((t) => tf.sum(tf.square(t)))));
+  const values = await parts.data();
+  parts.dispose();
+  let s = 0;
+  for (let i = 0; i < values.length; i++) s += values[i]! * weightOf(i);
+  return s;
 }

@@ -68,9 +68,10 @@ export async function runOn(
     const r = fn(...xs);
     return Array.isArray(r) ? r : [r];
   });
+  // asynchronous reads: a GPU backend (webgpu) has no synchronous one
   const result = {
     shapes: out.map((t) => t.shape),
-    values: out.map((t) => Float32Array.from(t.dataSync())),
+    values: await Promise.all(out.map(async (t) => Float32Array.from(await t.data()))),
   };
   tf.dispose([...xs, ...out]);
   return result;

@@ -3,3 +3,5 @@
 export { closeness, numericGrad, randomSpec, randomValues, runOn } from './backend-check.js';
 export type { RunResult, TensorSpec } from './backend-check.js';
 export { nativeForTests } from './native-for-tests.js';
+export { webgpuForTests } from './webgpu-for-tests.js';
+export type { WebGpuForTests } from './webgpu-for-tests.js';

@@ -13,12 +13,16 @@ export function binBatch(bin: PackedBin): TokenBatch {
   };
 }
 
-/** The bin as @rl2/algos' layout: lossMask [1, T] float32, sequenceIds [1, T] int32. */
+/**
+ * The bin as @rl2/algos' layout: lossMask [1, T] float32, sequenceIds [1, T] int32, and the same
+ * two as host arrays (the losses read which tokens count from there, never from the device).
+ */
 export function binLayout(bin: PackedBin): Required<TokenLayout> {
   const t = bin.inputIds.length;
   return {
     actionMask: tf.tensor2d(bin.lossMask, [1, t], 'float32'),
     sequenceIds: tf.tensor2d(bin.segmentIds, [1, t], 'int32'),
+    host: { actionMask: bin.lossMask, sequenceIds: bin.segmentIds },
   };
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ENGINE_BACKENDS } from '@rl2/engine';
 import { option } from './option.js';
 
 /** `trainer.*`: run bookkeeping shared by SFT, RM and DPO. */
@@ -42,9 +43,10 @@ export function trainerSection(experimentName: string) {
       'resume: "latest" (newest step-N in save_dir) or a checkpoint directory',
     ),
     backend: option(
-      z.enum(['auto', 'tensorflow', 'native', 'wasm', 'cpu']),
+      z.enum(ENGINE_BACKENDS),
       'auto',
-      'tensor backend (auto: tfjs-node if installed, else native OpenBLAS kernels, wasm, cpu)',
+      'tensor backend (auto: RL2_BACKEND if set, else tfjs-node if installed, a hardware GPU ' +
+        'through webgpu, native OpenBLAS kernels, cpu); a named one that cannot start is an error',
     ),
     threads: option(
       z.number().int().positive().nullable(),

@@ -1,4 +1,4 @@
-import { sumOfSquares } from '@rl2/engine';
+import { weightedSumOfSquares } from '@rl2/engine';
 import type { FsdpNormOptions } from '@rl2/parallel';
 import * as tf from '@tensorflow/tfjs-core';
 
@@ -9,12 +9,15 @@ export type NamedGrads = Record<string, tf.Tensor>;
  * The global L2 norm sqrt(sum_i ||g_i||^2) of gradients every rank holds whole. Under tensor
  * parallelism `options` weighs each tensor's squares and adds them over the tp group.
  */
-export function gradNorm(grads: NamedGrads, options: FsdpNormOptions = {}): number {
+export async function gradNorm(grads: NamedGrads, options: FsdpNormOptions = {}): Promise<number> {
   const { weightOf, across } = options;
-  // one gradient at a time, no squared copy of any
-  let sq = 0;
-  for (const n of Object.keys(grads))
-    sq += sumOfSquares(grads[n] as tf.Tensor) * (weightOf ? weightOf(n) : 1);
+  // one gradient at a time, no squared copy of any (on the CPU); one read of them all on a GPU
+  const names = Object.keys(grads);
+  const weights = weightOf ? names.map((n) => weightOf(n)) : undefined;
+  let sq = await weightedSumOfSquares(
+    names.map((n) => grads[n] as tf.Tensor),
+    weights,
+  );
   if (across && across.size > 1) sq = across.allReduce(Float32Array.of(sq), 'sum')[0] as number;
   return Math.sqrt(sq);
 }
@@ -31,12 +34,12 @@ export function clipCoefficient(norm: number, maxNorm: number | null): number {
  * With data parallelism the norm must be that of the full gradient, not of a shard: `normOf`
  * computes it for sharded layouts (tp shards, ZeRO-3 flat shards).
  */
-export function clipGradNorm(
+export async function clipGradNorm(
   grads: NamedGrads,
   maxNorm: number | null,
-  normOf: (grads: NamedGrads) => number = gradNorm,
-): { norm: number; grads: NamedGrads } {
-  const norm = normOf(grads);
+  normOf: (grads: NamedGrads) => number | Promise<number> = gradNorm,
+): Promise<{ norm: number; grads: NamedGrads }> {
+  const norm = await normOf(grads);
   const coef = clipCoefficient(norm, maxNorm);
   const out: NamedGrads = {};
   for (const n of Object.keys(grads)) out[n] = tf.tidy(() => tf.mul(grads[n], coef));

@@ -35,7 +35,7 @@ export interface TrainedModel {
   /** A checkpoint's per-tensor full moments -> the state of `params` (no communication). */
   localOptimizerState(state: AdamWState): AdamWState;
   /** The global L2 norm of gradients of `params` after the step's reductions (a collective). */
-  gradNorm(grads: NamedGrads): number;
+  gradNorm(grads: NamedGrads): number | Promise<number>;
   /** The parameters changed (after an optimizer step). */
   afterStep(): void;
   /** Frees the parameters this rank holds (not the loaded ones kept with `keepFull`). */

@@ -70,7 +70,10 @@ function referenceActor(advantages: number[][], options: ActorPpoOptions = {}): 
   try {
     const res = actorPpoLoss({ ...x, advantages: adv }, { clip: 0.2, ...options });
     const out: Values = { 'actor/loss': res.loss.dataSync()[0] };
-    for (const [k, v] of Object.entries(res.metrics)) out[`actor/${k}`] = v as number;
+    for (const [k, v] of Object.entries(res.metrics)) {
+      out[`actor/${k}`] = v!.dataSync()[0]!;
+      v!.dispose();
+    }
     res.loss.dispose();
     return out;
   } finally {

@@ -34,14 +34,14 @@ const tokensOf = (sequences: readonly TrainingSequence[]) =>
  * the adaptive KL controller. Adds its metrics to `metrics` (`kl/coef` when kl.coef > 0).
  * Returns the KL coefficient of the next step and whether the actor trained.
  */
-export function ppoTrainStep(
+export async function ppoTrainStep(
   models: Pick<PpoModels, 'actor' | 'ref' | 'critic'>,
   batch: TrainingBatch,
   config: PpoConfig,
   state: PpoStepState,
   metrics: PpoStepMetrics,
   given: PpoPasses = {},
-): { klCoef: number; actorTrained: boolean } {
+): Promise<{ klCoef: number; actorTrained: boolean }> {
   const { actor: a, critic: c, kl } = config;
   const { actor, ref, critic } = models;
   const seqs = batch.sequences;
@@ -75,7 +75,7 @@ export function ppoTrainStep(
     );
     metrics.update(
       'actor',
-      actor.update(seqs, objective, (state.step - a.freeze_steps) * a.update_per_rollout),
+      await actor.update(seqs, objective, (state.step - a.freeze_steps) * a.update_per_rollout),
     );
   }
   if (critic && values && adv.returns) {
@@ -84,7 +84,10 @@ export function ppoTrainStep(
       { oldValues: values, returns: adv.returns },
       config,
     );
-    metrics.update('critic', critic.update(seqs, objective, state.step * c.update_per_rollout));
+    metrics.update(
+      'critic',
+      await critic.update(seqs, objective, state.step * c.update_per_rollout),
+    );
   }
   let klCoef = state.klCoef;
   if (kl.coef > 0) metrics.values['kl/coef'] = klCoef;

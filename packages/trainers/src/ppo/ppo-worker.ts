@@ -100,11 +100,11 @@ export class PpoWorker {
    * accumulation with the loss divided by the chunk's global totals, clipping by the global
    * norm, AdamW. `firstUpdate` numbers the first step on the learning-rate schedule.
    */
-  update(
+  async update(
     sequences: readonly TrainingSequence[],
     objective: Objective,
     firstUpdate: number,
-  ): UpdateOutcome {
+  ): Promise<UpdateOutcome> {
     const { optimizer, lrAt } = this.optim as SectionOptimizer;
     const { layout, trained } = this;
     const began = performance.now();
@@ -113,12 +113,12 @@ export class PpoWorker {
     let loss = 0;
     let gradNorm = 0;
     let tokens = 0;
-    chunks.forEach((chunk, c) => {
+    for (const [c, chunk] of chunks.entries()) {
       const bins = this.bins(sequences, chunk);
       const totals = sumTotalsOverRanks(layout.data, stepTotals(bins));
       tokens += totals.tokens;
       const lr = lrAt(firstUpdate + c);
-      const res = layoutStep({
+      const res = await layoutStep({
         layout,
         bins,
         totals,
@@ -132,7 +132,7 @@ export class PpoWorker {
       gradNorm += res.gradNorm / chunks.length;
       for (const [k, v] of Object.entries(res.metrics))
         metrics[k] = (metrics[k] ?? 0) + v / chunks.length;
-    });
+    }
     const lr = lrAt(firstUpdate + this.section.update_per_rollout - 1);
     return { loss, gradNorm, metrics, tokens, seconds: (performance.now() - began) / 1000, lr };
   }

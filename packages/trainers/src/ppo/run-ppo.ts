@@ -140,7 +140,7 @@ async function trainPpo(config: PpoConfig, io: RunIo, dp: DataParallel): Promise
       const metrics = new PpoStepMetrics(rolloutMetrics);
       // a step whose groups were all filtered out or failed has nothing to learn from
       if (batch.sequences.length > 0) {
-        const trained = ppoTrainStep(models, batch, config, { step, klCoef }, metrics);
+        const trained = await ppoTrainStep(models, batch, config, { step, klCoef }, metrics);
         klCoef = trained.klCoef;
         const syncStart = performance.now();
         if (trained.actorTrained) {

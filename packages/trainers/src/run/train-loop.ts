@@ -153,7 +153,7 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
       const began = performance.now();
       const totals = sumTotalsOverRanks(layout.data, stepTotals(bins));
       cursor.lr = lrAt(session.step);
-      const res = layoutStep({
+      const res = await layoutStep({
         layout,
         bins,
         totals,
@@ -253,7 +253,7 @@ function packTestSet(
 }
 
 /** Validation on the test split, without gradients, summed over the data-parallel ranks: its metrics and line. */
-function validation<P>(
+async function validation<P>(
   spec: LoopSpec<P>,
   layout: RankLayout,
   testSet: ReturnType<typeof packTestSet>,
@@ -262,7 +262,7 @@ function validation<P>(
   if (spec.test.length === 0) return undefined;
   const res = sumStepOverRanks(
     layout.data,
-    evaluateBins(testSet.bins, testSet.totals, spec.objective),
+    await evaluateBins(testSet.bins, testSet.totals, spec.objective),
   );
   const shown = Object.entries(res.metrics)
     .map(([k, v]) => ` ${k} ${v.toFixed(4)}`)

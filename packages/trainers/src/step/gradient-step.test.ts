@@ -56,14 +56,19 @@ function items(lens: number[], groupSize: 1 | 2): TrainingItem[] {
   return out;
 }
 
-function gradsFor<P>(
+async function gradsFor<P>(
   objective: Objective<P>,
   m: DecoderModel,
   its: TrainingItem[],
   budget: number,
 ) {
   const bins = packBins(its, budget, objective.groupSize, 'test');
-  const res = accumulateGradients(bins, stepTotals(bins), objective, Object.fromEntries(m.params));
+  const res = await accumulateGradients(
+    bins,
+    stepTotals(bins),
+    objective,
+    Object.fromEntries(m.params),
+  );
   const flat = Object.fromEntries(
     Object.entries(res.grads).map(([k, g]) => [k, Array.from(g.dataSync())]),
   );
@@ -82,21 +87,21 @@ function expectSameGradients(a: Record<string, number[]>, b: Record<string, numb
 }
 
 describe('global-mean scaling: one micro-batch or many give the same loss and gradients', () => {
-  it.each(['token', 'sequence'] as const)('SFT avg_level=%s', (avgLevel) => {
+  it.each(['token', 'sequence'] as const)('SFT avg_level=%s', async (avgLevel) => {
     const its = items([6, 9, 4, 12, 7, 5], 1);
     const objective = sftObjective(model, { avgLevel, recompute: false });
-    const one = gradsFor(objective, model, its, 64);
-    const many = gradsFor(objective, model, its, 13);
+    const one = await gradsFor(objective, model, its, 64);
+    const many = await gradsFor(objective, model, its, 13);
     expect(one.bins).toBe(1);
     expect(many.bins).toBeGreaterThan(2);
     expect(many.loss).toBeCloseTo(one.loss, 5);
     expectSameGradients(one.flat, many.flat);
   });
 
-  it('SFT token mean equals the hand-computed mean NLL over all trained tokens', () => {
+  it('SFT token mean equals the hand-computed mean NLL over all trained tokens', async () => {
     const its = items([6, 9], 1);
     const objective = sftObjective(model, { avgLevel: 'token', recompute: false });
-    const { loss } = gradsFor(objective, model, its, 64);
+    const { loss } = await gradsFor(objective, model, its, 64);
     // independent: per-sequence forward, mean of -logp over trained tokens
     let sum = 0;
     let count = 0;
@@ -117,18 +122,18 @@ describe('global-mean scaling: one micro-batch or many give the same loss and gr
     expect(loss).toBeCloseTo(sum / count, 5);
   });
 
-  it('RM (pairs kept together)', () => {
+  it('RM (pairs kept together)', async () => {
     const its = items([6, 8, 5, 9, 7, 4, 10, 6], 2);
     const objective = rmObjective(critic, { recompute: false });
-    const one = gradsFor(objective, critic, its, 64);
-    const many = gradsFor(objective, critic, its, 17);
+    const one = await gradsFor(objective, critic, its, 64);
+    const many = await gradsFor(objective, critic, its, 17);
     expect(many.bins).toBeGreaterThan(1);
     expect(many.loss).toBeCloseTo(one.loss, 5);
     expect(many.metrics.accuracy).toBeCloseTo(one.metrics.accuracy ?? Number.NaN, 6);
     expectSameGradients(one.flat, many.flat);
   });
 
-  it('DPO with a reference model; gradient checkpointing changes nothing', () => {
+  it('DPO with a reference model; gradient checkpointing changes nothing', async () => {
     const its = items([6, 8, 5, 9, 7, 4, 10, 6], 2);
     const opts = {
       variant: 'dpo' as const,
@@ -138,8 +143,13 @@ describe('global-mean scaling: one micro-batch or many give the same loss and gr
       nllCoef: 0,
       recompute: false,
     };
-    const one = gradsFor(dpoObjective(model, ref, opts), model, its, 64);
-    const many = gradsFor(dpoObjective(model, ref, { ...opts, recompute: true }), model, its, 17);
+    const one = await gradsFor(dpoObjective(model, ref, opts), model, its, 64);
+    const many = await gradsFor(
+      dpoObjective(model, ref, { ...opts, recompute: true }),
+      model,
+      its,
+      17,
+    );
     expect(many.bins).toBeGreaterThan(1);
     expect(many.loss).toBeCloseTo(one.loss, 5);
     expect(one.metrics.rewardsMargin).not.toBe(0);

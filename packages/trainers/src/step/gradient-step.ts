@@ -3,6 +3,7 @@ import type { NamedGrads } from '../optim/clip-grad-norm.js';
 import { variableGradsInto } from './grads-into.js';
 import type { Objective } from './objective.js';
 import type { PackedBin, StepTotals } from '../bins/pack-bins.js';
+import { readStepSums, StepSums } from './step-sums.js';
 
 /** Loss and metrics of a step or an evaluation: sums over bins of already-normalised shares. */
 export interface StepOutcome {
@@ -10,45 +11,38 @@ export interface StepOutcome {
   readonly metrics: Record<string, number>;
 }
 
-function addMetrics(
-  into: Record<string, number>,
-  metrics: Readonly<Record<string, number | undefined>>,
-): void {
-  for (const [k, v] of Object.entries(metrics)) if (v !== undefined) into[k] = (into[k] ?? 0) + v;
-}
-
 /**
  * Gradient accumulation over the micro-batches of one step. Each bin's loss is already
  * divided by the step's global totals, so the summed gradients are those of the global mean
  * loss, whatever the packing (RL2's global-mean scaling). The sums are kept in one set of
- * gradients: each bin's backward adds into it as it goes (`variableGradsInto`).
+ * gradients: each bin's backward adds into it as it goes (`variableGradsInto`). The bins'
+ * losses and metrics stay on the device until the end, then come back in one read.
  */
-export function accumulateGradients<P>(
+export async function accumulateGradients<P>(
   bins: readonly PackedBin[],
   totals: StepTotals,
   objective: Objective<P>,
   params: Readonly<Record<string, tf.Variable>>,
-): StepOutcome & { grads: NamedGrads } {
+): Promise<StepOutcome & { grads: NamedGrads }> {
   const varList = Object.values(params);
   let running = new Map<string, tf.Tensor>(); // by variable name
-  const metrics: Record<string, number> = {};
-  let loss = 0;
+  const sums = new StepSums();
   for (const bin of bins) {
     const prepared = objective.prepare?.(bin);
-    let binMetrics: Readonly<Record<string, number | undefined>> = {};
+    let binMetrics: Readonly<Record<string, tf.Scalar | undefined>> = {};
     const { value, grads } = variableGradsInto(
       () => {
         const out = objective.loss(bin, totals, prepared);
         binMetrics = out.metrics;
+        for (const m of Object.values(binMetrics)) if (m) tf.keep(m); // past the gradient's scope
         return bin.idle ? tf.mul(out.loss, 0) : out.loss; // an idle pass only keeps the ranks in step
       },
       varList,
       running,
     );
     if (prepared !== undefined) objective.release?.(prepared);
-    loss += value.dataSync()[0];
-    value.dispose();
-    if (!bin.idle) addMetrics(metrics, binMetrics);
+    sums.add(value, bin.idle ? undefined : binMetrics);
+    if (bin.idle) tf.dispose(Object.values(binMetrics).filter((m) => m !== undefined));
     running = new Map(Object.entries(grads));
   }
   const grads: NamedGrads = {};
@@ -56,27 +50,26 @@ export function accumulateGradients<P>(
     const g = running.get(v.name);
     if (g) grads[name] = g;
   }
-  return { loss, metrics, grads };
+  return { ...(await readStepSums(sums)), grads };
 }
 
 /** The same sums without gradients, for validation. */
-export function evaluateBins<P>(
+export async function evaluateBins<P>(
   bins: readonly PackedBin[],
   totals: StepTotals,
   objective: Objective<P>,
-): StepOutcome {
-  const metrics: Record<string, number> = {};
-  let loss = 0;
+): Promise<StepOutcome> {
+  const sums = new StepSums();
   for (const bin of bins) {
     const prepared = objective.prepare?.(bin);
     // tidy: the objective's intermediates (layouts, log-probs) go with the bin
-    const value = tf.tidy(() => {
+    const kept = tf.tidy(() => {
       const out = objective.loss(bin, totals, prepared);
-      if (!bin.idle) addMetrics(metrics, out.metrics);
-      return out.loss.dataSync()[0];
+      return { loss: out.loss, metrics: out.metrics as Record<string, tf.Scalar> };
     });
     if (prepared !== undefined) objective.release?.(prepared);
-    if (!bin.idle) loss += value;
+    if (bin.idle) tf.dispose([kept.loss, ...Object.values(kept.metrics)]);
+    else sums.add(kept.loss, kept.metrics);
   }
-  return { loss, metrics };
+  return readStepSums(sums);
 }

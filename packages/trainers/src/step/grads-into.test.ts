@@ -90,7 +90,7 @@ function summedAfterwards<P>(
  * numBytes (and tf.profile's peakBytes) counts a buffer again for every tensor sharing it: the
  * clones the tape saves, reshapes.
  */
-function peakBufferBytes(f: () => void): number {
+async function peakBufferBytes(f: () => void | Promise<void>): Promise<number> {
   const info = (
     tf.engine() as unknown as { state: { tensorInfo: WeakMap<object, { bytes: number }> } }
   ).state.tensorInfo;
@@ -109,7 +109,7 @@ function peakBufferBytes(f: () => void): number {
     return del.call(this, k);
   };
   try {
-    f();
+    await f();
   } finally {
     Reflect.deleteProperty(info, 'set');
     Reflect.deleteProperty(info, 'delete');
@@ -128,7 +128,7 @@ describe('accumulateGradients keeps one running gradient set', () => {
     ['tied embeddings over a vocabulary chunk, recomputed layers', () => tied, true, 'tied'],
   ] as const)(
     '%s: same gradients as summing afterwards, one gradient set less at the peak',
-    (_, m, recompute, held) => {
+    async (_, m, recompute, held) => {
       const params = Object.fromEntries(m().params);
       const bytes = (prefix: string) =>
         4 *
@@ -151,12 +151,12 @@ describe('accumulateGradients keeps one running gradient set', () => {
         return out;
       };
       let before: Record<string, Float32Array | Int32Array | Uint8Array> = {};
-      const oldPeak = peakBufferBytes(() => {
+      const oldPeak = await peakBufferBytes(() => {
         before = values(summedAfterwards(bins, totals, objective, params));
       });
       let now: Record<string, Float32Array | Int32Array | Uint8Array> = {};
-      const peak = peakBufferBytes(() => {
-        now = values(accumulateGradients(bins, totals, objective, params).grads);
+      const peak = await peakBufferBytes(async () => {
+        now = values((await accumulateGradients(bins, totals, objective, params)).grads);
       });
       expect(tf.memory().numTensors).toBe(tensorsBefore);
 

@@ -23,7 +23,7 @@ const zeroed = (m: Record<string, number>) => Object.fromEntries(Object.keys(m).
  * then clipping by the true global norm and AdamW. `flags` (e.g. "stop requested") come back
  * summed over the whole world. Every rank calls it.
  */
-export function layoutStep<P>(o: {
+export async function layoutStep<P>(o: {
   layout: RankLayout;
   bins: readonly PackedBin[];
   totals: StepTotals;
@@ -33,9 +33,9 @@ export function layoutStep<P>(o: {
   lr: number;
   maxGradNorm: number | null;
   flags?: readonly number[];
-}): { loss: number; metrics: Record<string, number>; gradNorm: number; flags: number[] } {
+}): Promise<{ loss: number; metrics: Record<string, number>; gradNorm: number; flags: number[] }> {
   const { layout, trained } = o;
-  const local = accumulateGradients(o.bins, o.totals, o.objective, trained.params);
+  const local = await accumulateGradients(o.bins, o.totals, o.objective, trained.params);
   let flags = [...(o.flags ?? [])];
   // the reductions below span part of the world under tp or cp: the flags go round all of it
   if (flags.length > 0 && layout.world.size > Math.min(layout.replicas.size, layout.data.size))
@@ -57,7 +57,7 @@ export function layoutStep<P>(o: {
     );
   }
   const grads = res.grads ?? local.grads;
-  const norm = trained.gradNorm(grads);
+  const norm = await trained.gradNorm(grads);
   // clipping folded into the update and each gradient freed once used: no second set of gradients
   o.optimizer.step(grads, o.lr, { gradScale: clipCoefficient(norm, o.maxGradNorm), release: true });
   trained.afterStep();

@@ -115,7 +115,7 @@ export async function algorithmFixture() {
     const models = await openPpoModels(config, SINGLE_PROCESS, 1);
     try {
       const metrics = new PpoStepMetrics(NO_ROLLOUT);
-      const out = ppoTrainStep(
+      const out = await ppoTrainStep(
         models,
         batch,
         config,

@@ -1,3 +1,4 @@
+import { readsSynchronously } from '@rl2/engine';
 import type { GenerationConfig } from '../config/generation-config.js';
 import { ModelsError } from '../errors.js';
 import type { DecoderModel } from '../model/decoder-model.js';
@@ -49,8 +50,10 @@ export async function saveCheckpoint(
     });
     if (options.generationConfig)
       writer.writeJson('generation_config.json', options.generationConfig.raw);
-    // one tensor at a time: on the cpu/native backends dataSync is the variable's own array (no copy)
-    for (const [name, p] of model.params) writer.write(name, p.dataSync() as Float32Array);
+    // one tensor at a time: on the cpu/native backends dataSync is the variable's own array (no
+    // copy); a GPU backend copies each tensor back in turn (an asynchronous read)
+    for (const [name, p] of model.params)
+      writer.write(name, (readsSynchronously() ? p.dataSync() : await p.data()) as Float32Array);
     options.addFiles?.(writer.workDir);
   } catch (e) {
     writer.abort();

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { hasLogprobStats, logprobStats, logprobStatsGrad } from '@rl2/engine';
+import { hasLogprobStats, logprobStats, logprobStatsGrad, readsSynchronously } from '@rl2/engine';
 import type { TiedEmbeddingGrad } from './tied-embedding-grad.js';
 
 /**
@@ -75,6 +75,18 @@ export function chunkedLogprobsEntropy(
       value: stats,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
         const [hs, ws, st, lseS, z1, p1] = saved as tf.Tensor2D[];
+        if (!readsSynchronously()) {
+          const chunkLogits = (c0: number, size: number) =>
+            single ? z1! : logitsOf(hs!, chunkWeight(ws!, c0, size));
+          return deviceBackward(
+            dy,
+            { h: hs!, w: ws!, stats: st!, lse: lseS! },
+            chunks,
+            targets,
+            inv,
+            chunkLogits,
+          );
+        }
         const gLogp = tf.slice(dy, [0, 0], [n, 1]);
         const gEnt = tf.slice(dy, [0, 1], [n, 1]);
         const entropyUsed = tf.tidy(() => tf.any(tf.notEqual(gEnt, 0)).dataSync()[0] === 1);
@@ -118,6 +130,51 @@ export function chunkedLogprobsEntropy(
     };
   });
   return f(hidden, weight) as tf.Tensor2D;
+}
+
+/**
+ * The backward on a device backend (webgpu): nothing is read back. Each chunk's dz holds the
+ * target term too (g_logp / tau at the targets that fall in the chunk, as a one-hot), so
+ * dh = sum_c dz_c W_c and dW = concat_c dz_c^T h with no scatter on the host; the entropy term
+ * is always applied (zero when it gets no gradient).
+ */
+function deviceBackward(
+  dy: tf.Tensor,
+  saved: { h: tf.Tensor2D; w: tf.Tensor2D; stats: tf.Tensor2D; lse: tf.Tensor2D },
+  chunks: readonly [number, number][],
+  targets: Int32Array,
+  inv: number,
+  chunkLogits: (c0: number, size: number) => tf.Tensor2D,
+): tf.Tensor[] {
+  const n = targets.length;
+  const [gLogp, gEnt, ent] = [
+    tf.slice(dy, [0, 0], [n, 1]),
+    tf.slice(dy, [0, 1], [n, 1]),
+    tf.slice(saved.stats, [0, 1], [n, 1]),
+  ];
+  const gy = tf.mul(gLogp, inv);
+  let dh: tf.Tensor = tf.zeros([n, saved.h.shape[1]]);
+  const dwChunks: tf.Tensor[] = [];
+  for (const [c0, size] of chunks) {
+    const local = Int32Array.from(targets, (t) => (t >= c0 && t < c0 + size ? t - c0 : -1));
+    const [next, dw] = tf.tidy(() => {
+      const z = chunkLogits(c0, size);
+      const lp = tf.sub(z, saved.lse);
+      const coef = tf.add(gLogp, tf.mul(gEnt, tf.add(lp, ent)));
+      const atTarget = tf.mul(tf.oneHot(tf.tensor1d(local, 'int32'), size), gy);
+      const dz = tf.add(tf.mul(tf.exp(lp), tf.mul(coef, -inv)), atTarget) as tf.Tensor2D;
+      const wc =
+        chunks.length === 1 ? saved.w : tf.slice(saved.w, [c0, 0], [size, saved.w.shape[1]]);
+      return [tf.add(dh, tf.matMul(dz, wc)), tf.matMul(dz, saved.h, true, false)];
+    });
+    dh.dispose();
+    dh = next!;
+    dwChunks.push(dw!);
+  }
+  const dw = dwChunks.length === 1 ? dwChunks[0]! : tf.concat(dwChunks, 0);
+  if (dwChunks.length > 1) tf.dispose(dwChunks);
+  tf.dispose([gLogp, gEnt, ent, gy]);
+  return [dh, dw];
 }
 
 /**

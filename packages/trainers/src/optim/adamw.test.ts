@@ -130,7 +130,7 @@ describe('AdamW + clipGradNorm (torch 1.13 reference)', () => {
     tf.dispose([g, p.w]);
   });
 
-  it('state round-trips: a restored optimizer continues identically', () => {
+  it('state round-trips: a restored optimizer continues identically', async () => {
     const mk = () => ({ x: tf.variable(tf.tensor([1, -2, 3]), true) });
     const a = mk();
     const b = mk();
@@ -139,7 +139,7 @@ describe('AdamW + clipGradNorm (torch 1.13 reference)', () => {
     optA.step(g, 0.1);
     b.x.assign(a.x);
     const optB = new AdamW(b, { betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0.01 });
-    optB.loadState(optA.state());
+    optB.loadState(await optA.state());
     optA.step(g, 0.1);
     optB.step(g, 0.1);
     expectClose(b.x.dataSync(), Array.from(a.x.dataSync()), 1e-7);

@@ -1,4 +1,4 @@
-import { adamWInPlace, scaleInPlace } from '@rl2/engine';
+import { adamWInPlace, readsSynchronously, scaleInPlace } from '@rl2/engine';
 import * as tf from '@tensorflow/tfjs-core';
 import { TrainersError } from '../errors.js';
 import type { NamedGrads } from './clip-grad-norm.js';
@@ -93,17 +93,16 @@ export class AdamW {
 
   /**
    * The state (for checkpoints). On cpu-style backends the arrays are views of the live moment
-   * buffers, which the next `step` updates in place: write them out before stepping again.
+   * buffers, which the next `step` updates in place: write them out before stepping again. On a
+   * GPU backend they are copies, read back asynchronously one moment at a time.
    */
-  state(): AdamWState {
+  async state(): Promise<AdamWState> {
+    const read = async (t: tf.Tensor) =>
+      (readsSynchronously() ? t.dataSync() : await t.data()) as Float32Array;
     const moments: AdamWState['moments'] = {};
     for (const [name, m] of this.m) {
       const v = this.v.get(name) as tf.Variable;
-      moments[name] = {
-        shape: m.shape,
-        m: m.dataSync() as Float32Array,
-        v: v.dataSync() as Float32Array,
-      };
+      moments[name] = { shape: m.shape, m: await read(m), v: await read(v) };
     }
     return { step: this.t, moments };
   }

@@ -46,14 +46,14 @@ export interface TrainedModel {
  * The optimizer state as a checkpoint holds it, on world rank 0 (`isMain`). Under tp or ZeRO-3
  * every rank joins the gathers and the others get undefined; otherwise only rank 0 copies it out.
  */
-export function checkpointOptimizerState(
+export async function checkpointOptimizerState(
   trained: TrainedModel,
   optimizer: Pick<AdamW, 'state'>,
   layout: RankLayout,
   isMain: boolean,
-): AdamWState | undefined {
+): Promise<AdamWState | undefined> {
   if (!trained.sharded && !layout.tp && !isMain) return undefined;
-  const state = trained.fullOptimizerState(optimizer.state());
+  const state = trained.fullOptimizerState(await optimizer.state());
   return isMain ? state : undefined;
 }
 

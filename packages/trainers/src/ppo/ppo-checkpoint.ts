@@ -38,8 +38,8 @@ export async function savePpoCheckpoint(
     saveCritic?: (dir: string) => Promise<void>;
   },
 ): Promise<void> {
-  const actor = opts.actorOptimizer.state();
-  const critic = opts.criticOptimizer?.state();
+  const actor = await opts.actorOptimizer.state();
+  const critic = await opts.criticOptimizer?.state();
   const moments = { ...actor.moments };
   for (const [name, m] of Object.entries(critic?.moments ?? {})) moments[`${CRITIC}${name}`] = m;
   const state: PpoTrainerState = {

@@ -139,16 +139,16 @@ export async function openPpoModels(
     },
     writeActor,
     saveCheckpoint: async (dir, isMain, state) => {
-      const actorState = actor.checkpointState(isMain);
-      const criticState = critic?.checkpointState(isMain);
+      const actorState = await actor.checkpointState(isMain);
+      const criticState = await critic?.checkpointState(isMain);
       const actorFull = fullActorParams();
       const criticFull = critic?.trained.fullParams();
       try {
         if (!isMain || !actorState) return;
         await savePpoCheckpoint(dir, {
           ...state,
-          actorOptimizer: { state: () => actorState },
-          ...(criticState ? { criticOptimizer: { state: () => criticState } } : {}),
+          actorOptimizer: { state: async () => actorState },
+          ...(criticState ? { criticOptimizer: { state: async () => criticState } } : {}),
           saveActor: (d: string) => saveActor(d, actorFull.params),
           ...(critic && criticFull
             ? {

@@ -138,7 +138,7 @@ export class PpoWorker {
   }
 
   /** The optimizer state as a checkpoint holds it, on world rank 0 (a collective under tp or ZeRO-3). */
-  checkpointState(isMain: boolean): AdamWState | undefined {
+  async checkpointState(isMain: boolean): Promise<AdamWState | undefined> {
     return this.optimizer
       ? checkpointOptimizerState(this.trained, this.optimizer, this.layout, isMain)
       : undefined;

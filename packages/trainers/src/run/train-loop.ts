@@ -282,7 +282,12 @@ async function writeCheckpoint(
   cursor: EpochCursor,
   dir: string,
 ): Promise<void> {
-  const optimizerState = checkpointOptimizerState(spec.trained, optimizer, layout, session.isMain);
+  const optimizerState = await checkpointOptimizerState(
+    spec.trained,
+    optimizer,
+    layout,
+    session.isMain,
+  );
   const model = spec.trained.fullParams();
   try {
     if (!session.isMain || !optimizerState) return;

@@ -65,7 +65,8 @@ describe.skipIf(!gpu.ok)('training on webgpu equals native', () => {
       expect(webgpu.engine).toMatch(/^rl2 engine: backend webgpu, adapter /);
       expect(webgpu.ranOn).toBe('webgpu'); // asked for webgpu: computed there, not elsewhere
       expect(webgpu.losses).toHaveLength(2);
-      webgpu.losses.forEach((l, i) => expectRelClose(l, native.losses[i]!, `step ${i + 1} loss`));
+      for (const [i, l] of webgpu.losses.entries())
+        expectRelClose(l, native.losses[i]!, `step ${i + 1} loss`);
       for (const [k, v] of Object.entries(native.test))
         if (typeof v === 'number' && k.startsWith('test/'))
           expectRelClose(webgpu.test[k] as number, v, k);

@@ -1,4 +1,4 @@
-import { getBackend } from '@tensorflow/tfjs-core';
+import { getBackend, setBackend } from '@tensorflow/tfjs-core';
 
 const ASYNC_ONLY_BACKENDS = new Set(['webgpu', 'webgl']);
 
@@ -9,4 +9,20 @@ const ASYNC_ONLY_BACKENDS = new Set(['webgpu', 'webgl']);
  */
 export function readsSynchronously(): boolean {
   return !ASYNC_ONLY_BACKENDS.has(getBackend());
+}
+
+/**
+ * Runs `fn` on the host (`cpu`) backend when the active backend is a device one, then switches
+ * back: for small host-side phases whose inputs and outputs are plain arrays (PPO's advantage
+ * estimation, a sequential scan RL2 also runs on the CPU). `fn` must not return tensors.
+ */
+export async function onHostBackend<T>(fn: () => T): Promise<T> {
+  if (readsSynchronously()) return fn();
+  const device = getBackend();
+  await setBackend('cpu');
+  try {
+    return fn();
+  } finally {
+    await setBackend(device);
+  }
 }

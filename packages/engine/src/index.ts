@@ -22,7 +22,7 @@ export {
 } from './fused/fused-adamw.js';
 export type { AdamWStep } from './fused/fused-adamw.js';
 export { freeDisposedBuffers } from './free-disposed.js';
-export { readsSynchronously } from './device-reads.js';
+export { onHostBackend, readsSynchronously } from './device-reads.js';
 
 // Fused decoder-layer kernels: each returns undefined when the active backend lacks it, so the
 // caller runs its composite ops instead (how @rl2/models' layers use them).

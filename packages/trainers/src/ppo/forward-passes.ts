@@ -13,34 +13,34 @@ export type PerSequence = number[][];
  * sampling temperature (RL2 scales them the same way), no gradient: the reference and
  * "old" log-prob passes of the PPO step.
  */
-export function rolloutLogps(
+export async function rolloutLogps(
   model: DecoderModel,
   bins: readonly RolloutBin[],
   sequences: readonly TrainingSequence[],
   temperature: number,
-): PerSequence {
+): Promise<PerSequence> {
   const out: PerSequence = new Array(sequences.length);
   for (const bin of bins) {
     const { logprobs, entropy } = tokenLogprobs(model, binBatch(bin), bin.targets, {
       temperature,
       recompute: false,
     });
-    if (!bin.idle) scatterBinField(bin, logprobs.dataSync(), out, sequences);
+    if (!bin.idle) scatterBinField(bin, await logprobs.data(), out, sequences);
     tf.dispose([logprobs, entropy]);
   }
   return out;
 }
 
 /** Critic values V(states_<=t) of every rollout token, no gradient (the GAE pass). */
-export function rolloutValues(
+export async function rolloutValues(
   critic: DecoderModel,
   bins: readonly RolloutBin[],
   sequences: readonly TrainingSequence[],
-): PerSequence {
+): Promise<PerSequence> {
   const out: PerSequence = new Array(sequences.length);
   for (const bin of bins) {
     const values = tokenValues(critic, binBatch(bin), { recompute: false });
-    if (!bin.idle) scatterBinField(bin, values.dataSync(), out, sequences);
+    if (!bin.idle) scatterBinField(bin, await values.data(), out, sequences);
     values.dispose();
   }
   return out;

@@ -1,4 +1,5 @@
 import { adaptiveKlCoef } from '@rl2/algos';
+import { onHostBackend } from '@rl2/engine';
 import type { TrainingBatch, TrainingSequence } from '@rl2/rollout';
 import { actorObjective } from './actor-objective.js';
 import { criticObjective } from './critic-objective.js';
@@ -47,14 +48,17 @@ export async function ppoTrainStep(
   const seqs = batch.sequences;
   const began = performance.now();
   let computed = 0;
-  const pass = <T>(have: T | undefined, run: (() => T) | undefined): T | undefined => {
+  const pass = async <T>(
+    have: T | undefined,
+    run: (() => Promise<T>) | undefined,
+  ): Promise<T | undefined> => {
     if (have !== undefined || run === undefined) return have;
     computed += 1;
-    return run();
+    return await run();
   };
-  const refLogps = pass(given.refLogps, ref && (() => ref.computeLogps(seqs, a.temperature)));
-  const values = pass(given.values, critic && (() => critic.computeValues(seqs)));
-  const oldLogps = pass(
+  const refLogps = await pass(given.refLogps, ref && (() => ref.computeLogps(seqs, a.temperature)));
+  const values = await pass(given.values, critic && (() => critic.computeValues(seqs)));
+  const oldLogps = await pass(
     given.oldLogps,
     kl.coef > 0 || a.update_per_rollout > 1
       ? () => actor.computeLogps(seqs, a.temperature)
@@ -62,7 +66,10 @@ export async function ppoTrainStep(
   );
   metrics.forwardPasses(tokensOf(seqs), computed, secondsSince(began));
 
-  const adv = computePpoAdvantages(batch, { refLogps, oldLogps, values }, config, state.klCoef);
+  // a host phase (plain arrays in and out): on a GPU backend it runs on the cpu backend
+  const adv = await onHostBackend(() =>
+    computePpoAdvantages(batch, { refLogps, oldLogps, values }, config, state.klCoef),
+  );
   metrics.kl(adv.kl);
 
   const actorTrained = state.step >= a.freeze_steps;

@@ -69,27 +69,30 @@ export class PpoWorker {
   }
 
   /** log pi of every rollout token at `temperature`, no gradient (RL2's compute_logps). */
-  computeLogps(sequences: readonly TrainingSequence[], temperature: number): PerSequence {
+  async computeLogps(
+    sequences: readonly TrainingSequence[],
+    temperature: number,
+  ): Promise<PerSequence> {
     const bins = this.bins(
       sequences,
       sequences.map((_, i) => i),
     );
     return gatherPerSequence(
       this.layout.data,
-      rolloutLogps(this.trained.model, bins, sequences, temperature),
+      await rolloutLogps(this.trained.model, bins, sequences, temperature),
       sequences,
     );
   }
 
   /** The critic's value of every rollout token, no gradient (RL2's compute_values). */
-  computeValues(sequences: readonly TrainingSequence[]): PerSequence {
+  async computeValues(sequences: readonly TrainingSequence[]): Promise<PerSequence> {
     const bins = this.bins(
       sequences,
       sequences.map((_, i) => i),
     );
     return gatherPerSequence(
       this.layout.data,
-      rolloutValues(this.trained.model, bins, sequences),
+      await rolloutValues(this.trained.model, bins, sequences),
       sequences,
     );
   }

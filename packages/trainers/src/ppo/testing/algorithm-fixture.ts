@@ -97,7 +97,7 @@ export async function algorithmFixture() {
   const logpsOf = async (model: string): Promise<PerSequence> => {
     const models = await openPpoModels(load([`actor.model_name=${model}`]), SINGLE_PROCESS, 1);
     try {
-      return models.actor.computeLogps(batch.sequences, 1);
+      return await models.actor.computeLogps(batch.sequences, 1);
     } finally {
       models.dispose();
     }

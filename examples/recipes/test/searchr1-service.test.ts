@@ -84,7 +84,12 @@ describe('searchr1 recipe against its search service', () => {
       expect(steps.every((m) => m['train/turns/mean'] === 2 && m['train/failures'] === 0)).toBe(
         true,
       );
-      const rows = JSON.stringify(rollouts(saveDir, 1));
+      const records = rollouts(saveDir, 1) as { sequences: unknown[]; turns: unknown[] }[];
+      // search, then answer: state + action is a prefix of the next state, so one sequence
+      expect(records.map((t) => [t.turns.length, t.sequences.length])).toEqual(
+        records.map(() => [2, 1]),
+      );
+      const rows = JSON.stringify(records);
       expect(rows).toMatch(/<information>Doc 1\(Title: /);
       expect(rows).toMatch(/<\/answer>/);
     } finally {

@@ -54,8 +54,9 @@ export function answerStructure(answer: string, keepEquations = false): AnswerNo
   }
   const set = /^\\\{(.*)\\\}$/s.exec(s);
   if (set) return { kind: 'set', items: itemsOf(set[1] ?? '') };
-  const list = splitTop(s, /,|;/);
-  if (list.length > 1 || /\\pm|±|\\mp/.test(s)) return { kind: 'set', items: itemsOf(s) };
+  if (splitTop(s, /,|;/).length > 1) return { kind: 'set', items: itemsOf(s) };
+  const pm = plusMinusPair(s);
+  if (pm) return { kind: 'set', items: pm };
   const choice = /^\(?([A-E])\)?$/.exec(s);
   if (choice) return { kind: 'text', text: choice[1] ?? '' };
   if (/^[A-Za-z][A-Za-z' -]*[A-Za-z]$/.test(s) && /[a-z]{2,}/.test(s) && !/\\/.test(s))
@@ -63,14 +64,17 @@ export function answerStructure(answer: string, keepEquations = false): AnswerNo
   return { kind: 'expr', latex: s };
 }
 
-/** Items of a set or list, each `a \pm b` expanded into its two values. */
+/** Items of a set or list (no top-level comma left in each), each `a \pm b` as its two values. */
 function itemsOf(body: string): AnswerNode[] {
-  return splitTop(body, /,|;/).flatMap((item) => {
-    const pm = splitTop(item, /\\pm(?![a-zA-Z])|±|\\mp(?![a-zA-Z])/);
-    if (pm.length !== 2) return [answerStructure(item)];
-    const [a, b] = pm as [string, string];
-    return [plusMinus(a, b, '+'), plusMinus(a, b, '-')];
-  });
+  return splitTop(body, /,|;/).flatMap((item) => plusMinusPair(item) ?? [answerStructure(item)]);
+}
+
+/** `a \pm b` (one top-level \pm or \mp) as [a + b, a - b]; null for anything else. */
+function plusMinusPair(s: string): AnswerNode[] | null {
+  const parts = splitTop(s, /\\pm(?![a-zA-Z])|±|\\mp(?![a-zA-Z])/);
+  if (parts.length !== 2) return null;
+  const [a, b] = parts as [string, string];
+  return [plusMinus(a, b, '+'), plusMinus(a, b, '-')];
 }
 
 const plusMinus = (a: string, b: string, sign: string): AnswerNode => ({

@@ -245,3 +245,26 @@ describe('extractAnswer', () => {
     expect(extractAnswer('no digits here, sorry friend')).toBeNull();
   });
 });
+
+describe('verifyMath on garbage (what a random policy writes)', () => {
+  const pieces = ['\\boxed{', '}', '{', '\\frac', '\\sqrt', '$', '\\left(', '\\right)', '(', ')'];
+  pieces.push('[', ']', ',', '=', '<', '\\le', '\\pm', '\\cup', '\\{', '\\}', 'x', '1', '2', '.');
+  pieces.push('-', '+', '^', '_', '%', '\\text{', ' ', 'answer is ', '\\infty', '\\pi', '/', '|');
+  it('returns a boolean, never throws, for 300 random strings', () => {
+    let seed = 12345;
+    const next = () => {
+      seed = (seed * 48271) % 2147483647; // Park-Miller
+      return seed / 2147483647;
+    };
+    const text = (n: number) =>
+      Array.from(
+        { length: 1 + Math.floor(next() * n) },
+        () => pieces[Math.floor(next() * pieces.length)],
+      ).join('');
+    for (let k = 0; k < 300; k++) {
+      const gold = text(8);
+      const response = text(30);
+      expect(typeof verifyMath(gold, response), JSON.stringify([gold, response])).toBe('boolean');
+    }
+  });
+});

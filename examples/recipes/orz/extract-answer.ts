@@ -50,7 +50,7 @@ export function lastBoxed(text: string): string | null {
       if (depth === 0) return text.slice(i + 1, j).trim();
     }
   }
-  // unclosed: math_verify still reads what follows (`$\boxed{28 pct}` without the final brace)
+  // unclosed (a response cut at max_new_tokens): what follows is the answer
   return (
     text
       .slice(i + 1)

@@ -91,6 +91,25 @@ describe('toPairExample', () => {
   });
 });
 
+describe('toPairExample without a prompt', () => {
+  it('reads chosen and rejected as two full conversations (RL2 HEAD, Skywork form)', () => {
+    const chosen = [
+      { role: 'user', content: 'q' },
+      { role: 'assistant', content: 'good' },
+    ];
+    const rejected = [
+      { role: 'user', content: 'q' },
+      { role: 'assistant', content: 'bad' },
+    ];
+    expect(toPairExample({ chosen, rejected })).toEqual({ kind: 'messages', chosen, rejected });
+  });
+  it('still asks for the prompt when chosen or rejected is a string', () => {
+    expect(() =>
+      toPairExample({ chosen: [{ role: 'user', content: 'q' }], rejected: 'r' }),
+    ).toThrowError(/no key "prompt"/);
+  });
+});
+
 describe('toPpoExample', () => {
   it('keeps the whole row and any answer type', () => {
     const row = { prompt: 'p', answer: { x: 1 }, extra: [1, 2] };

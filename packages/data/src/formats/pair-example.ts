@@ -14,7 +14,10 @@ export type PairExample =
   | { kind: 'text'; prompt: string; chosen: string; rejected: string }
   | { kind: 'messages'; chosen: ChatMessage[]; rejected: ChatMessage[] };
 
-/** Reads a RM/DPO row: `{messages, chosen, rejected}` or `{prompt, chosen, rejected}`. */
+/**
+ * Reads a RM/DPO row: `{messages, chosen, rejected}`, `{prompt, chosen, rejected}`, or (RL2
+ * HEAD, Skywork and UltraFeedback's own form) `{chosen, rejected}` as two full conversations.
+ */
 export function toPairExample(
   row: Row,
   keys: Partial<DataKeys> = {},
@@ -36,7 +39,15 @@ export function toPairExample(
       rejected: completion(row, k.rejectedKey, prompt, c),
     };
   }
-  if (!hasField(row, k.promptKey)) throw missingKey(row, k.promptKey, c);
+  if (!hasField(row, k.promptKey)) {
+    if (Array.isArray(row[k.chosenKey]) && Array.isArray(row[k.rejectedKey]))
+      return {
+        kind: 'messages',
+        chosen: asMessages(row[k.chosenKey], k.chosenKey, c),
+        rejected: asMessages(row[k.rejectedKey], k.rejectedKey, c),
+      };
+    throw missingKey(row, k.promptKey, c);
+  }
   return {
     kind: 'text',
     prompt: stringField(row, k.promptKey, c),

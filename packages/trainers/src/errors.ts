@@ -1,6 +1,6 @@
 /**
  * Machine-readable reasons an @rl2/trainers call can fail (ROLLOUT_FAILED: PPO steps without a
- * usable sample, past rollout.max_failed_steps).
+ * usable sample, past rollout.max_failed_steps; SAVE_DIR_LOCKED: another run writes in trainer.save_dir).
  */
 export type TrainersErrorCode =
   | 'INVALID_ARGUMENT'
@@ -10,6 +10,7 @@ export type TrainersErrorCode =
   | 'CONFIG_FILE'
   | 'BAD_DATA'
   | 'CHECKPOINT'
+  | 'SAVE_DIR_LOCKED'
   | 'TENSORBOARD'
   | 'MISSING_DEPENDENCY'
   | 'ROLLOUT_FAILED';

@@ -9,6 +9,7 @@ import { type Progress, type ProgressUpdate, createProgress } from '../metrics/p
 import { TensorBoardWriter } from '../metrics/tensorboard-writer.js';
 import type { DataParallel } from '../parallel-model/data-parallel.js';
 import { writeReport } from '../report/write-report.js';
+import { releaseSaveDir } from './save-dir-lock.js';
 
 /** Where a run writes and how it can be stopped; all optional. */
 export interface RunIo {
@@ -192,17 +193,19 @@ export class RunSession {
     );
   }
 
-  /** Stops the progress display (also after an error). */
+  /** Stops the progress display and releases the run folder's lock (also after an error). */
   close(): void {
     this.progress.stop();
+    if (this.isMain) releaseSaveDir(this.o.trainer.save_dir);
   }
 
   /** Ends the run: stops the progress display and writes the report (rank 0, trainer.report). */
   finish(): SessionResult {
-    this.close();
+    this.progress.stop();
     const { trainer } = this.o;
     const report = this.isMain && trainer.report ? writeReport(trainer.save_dir) : undefined;
     if (report) this.out.write(`report: ${report}\n`);
+    this.close();
     return {
       step: this.step,
       totalSteps: this.o.totalSteps,

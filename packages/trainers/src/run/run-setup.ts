@@ -19,6 +19,7 @@ import type { ModelSection, TrainerSection } from '../config/sections.js';
 import { TrainersError } from '../errors.js';
 import { copyTokenizerFiles } from '../model-init/tokenizer-files.js';
 import type { RunIo } from './run-session.js';
+import { lockSaveDir } from './save-dir-lock.js';
 
 /**
  * Starts the tensor engine named by `trainer.backend` / `trainer.threads` for training (so `auto`
@@ -44,7 +45,8 @@ export async function startEngine(trainer: TrainerSection, io: RunIo): Promise<v
 
 /**
  * The checkpoint to resume from (`trainer.load_ckpt_from`), once the writing rank (world rank 0)
- * has cleaned the run folder of what a killed save left there, on a fresh start and on a resume
+ * has locked the run folder against a second run writing there (see `lockSaveDir`; released
+ * when the run's session closes or the process exits) and cleaned it of what a killed save left there, on a fresh start and on a resume
  * alike (`.tmp-*` / `.old-*` of processes that are gone; a save killed between its two renames
  * gets its folder back). `say` gets a line naming what was removed.
  */
@@ -54,6 +56,7 @@ export function openSaveDir(
   say: (line: string) => void,
 ): string | undefined {
   if (rank === 0) {
+    lockSaveDir(trainer.save_dir, say);
     const removed = removeStaleSaves(trainer.save_dir);
     if (removed.length > 0)
       say(

@@ -75,7 +75,11 @@ export async function openRun(
   );
   const { model: full, generationConfig } = await unlockOnError(
     trainer,
-    openModel(startingWeights(section.model_name, resumeFrom), `${key}.model_name`, modelOptions),
+    openModel(
+      startingWeights(section.model_name, resumeFrom, `${key}.model_name`),
+      `${key}.model_name`,
+      modelOptions,
+    ),
   );
   const world = await unlockOnError(trainer, openDataParallel());
   try {

@@ -114,7 +114,12 @@ export function loadConfig<S extends z.ZodType>(
     source.set(key, 'the command line');
   }
 
-  const resolved = interpolate(tree, [...byKey.keys()]);
+  const resolved = interpolate(tree, [...byKey.keys()], {
+    coerce: (text, key) => {
+      const leaf = byKey.get(key);
+      return leaf ? coerceOverride(text, leaf.type) : text;
+    },
+  });
   const result = schema.safeParse(resolved);
   if (!result.success) {
     const lines = result.error.issues.map((issue) => {

@@ -1,4 +1,12 @@
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -83,6 +91,21 @@ describe('lockSaveDir', () => {
       `has a lock file ${join(dir, LOCK_FILE)} that cannot be read; if no run writes in ${dir}, delete it`,
     );
   });
+
+  it.skipIf(process.getuid?.() === 0)(
+    'a folder this user cannot write fails naming the lock file',
+    () => {
+      const dir = runDir();
+      chmodSync(dir, 0o500);
+      try {
+        expect(failure(() => lockSaveDir(join(dir, 'run'), () => {})).message).toContain(
+          `cannot write the lock file ${join(dir, 'run', LOCK_FILE)}: EACCES`,
+        );
+      } finally {
+        chmodSync(dir, 0o700);
+      }
+    },
+  );
 
   it('release leaves a lock that is not this run’s alone', () => {
     const dir = runDir();

@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
+import { tempPathBeside } from '@rl2/models';
 import { TrainersError } from '../errors.js';
+import { writeFailure } from './write-failure.js';
 
 /** The lock file a run keeps in its `trainer.save_dir` while it writes there. */
 export const LOCK_FILE = 'rl2.lock';
@@ -31,7 +33,7 @@ function readHolder(file: string): LockHolder | undefined {
 
 /** Creates `file` holding `text` only if it does not exist, never half-written (a hard link of a finished file). */
 function createOnly(file: string, text: string): boolean {
-  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  const tmp = tempPathBeside(file); // named as saves name theirs: a kill's leftover is cleaned with them
   writeFileSync(tmp, text);
   try {
     linkSync(tmp, file);
@@ -67,7 +69,7 @@ function running(pid: number): boolean {
  * meanwhile (that lock is put back).
  */
 function takeOver(file: string, stale: LockHolder): boolean {
-  const aside = `${file}.stale-${process.pid}`;
+  const aside = tempPathBeside(file);
   try {
     renameSync(file, aside);
   } catch {
@@ -110,8 +112,26 @@ function inUse(dir: string, file: string, holder: LockHolder | undefined): Train
  * that failed while it set up) is taken back.
  */
 export function lockSaveDir(dir: string, say: (line: string) => void): void {
-  mkdirSync(dir, { recursive: true });
   const file = join(resolve(dir), LOCK_FILE);
+  try {
+    takeLock(dir, file, say);
+  } catch (err) {
+    throw writeFailure(err, 'the lock file', file); // a full disk, a folder of another user
+  }
+  if (!releaseOnExit) {
+    releaseOnExit = true;
+    process.on('exit', () => {
+      for (const f of held.keys()) {
+        try {
+          release(f);
+        } catch {} // exiting anyway: a lock left behind is taken over by the next run
+      }
+    });
+  }
+}
+
+function takeLock(dir: string, file: string, say: (line: string) => void): void {
+  mkdirSync(dir, { recursive: true });
   const mine: LockHolder = {
     pid: process.pid,
     host: hostname(),
@@ -131,16 +151,6 @@ export function lockSaveDir(dir: string, say: (line: string) => void): void {
       );
   }
   held.set(file, mine.token);
-  if (!releaseOnExit) {
-    releaseOnExit = true;
-    process.on('exit', () => {
-      for (const f of held.keys()) {
-        try {
-          release(f);
-        } catch {} // exiting anyway: a lock left behind is taken over by the next run
-      }
-    });
-  }
 }
 
 function release(file: string): void {

@@ -12,6 +12,8 @@ const FLAG_ALIASES: Record<string, string> = {
 
 /** A word of argv that is a flag: its name without dashes and the value written with it or after it. */
 export interface WrittenFlag {
+  /** As written, dashes included (`--max-steps`, `-c`). */
+  readonly flag: string;
   readonly name: string;
   readonly value?: string;
 }
@@ -40,7 +42,8 @@ export function firstUnknownFlag(
         : next !== undefined && !next.startsWith('-') && !next.includes('=')
           ? next
           : undefined;
-    return { name: written as string, ...(value !== undefined ? { value } : {}) };
+    const flag = `${word.startsWith('--') ? '--' : '-'}${written}`;
+    return { flag, name: written as string, ...(value !== undefined ? { value } : {}) };
   }
   return undefined;
 }
@@ -48,7 +51,7 @@ export function firstUnknownFlag(
 /**
  * The config key a flag most likely means (`--lr` -> `actor.lr`, `--model_name_or_path` ->
  * `actor.model_name`, `--max-steps` -> `trainer.max_steps`): a leaf ending in its name, else a
- * leaf whose last part is within two edits of it.
+ * leaf whose last part is within two edits of it (one per three letters).
  */
 export function configKeyForFlag(name: string, leaves: readonly ConfigLeaf[]): string | undefined {
   const snake = name.toLowerCase().replace(/-/g, '_');
@@ -57,7 +60,8 @@ export function configKeyForFlag(name: string, leaves: readonly ConfigLeaf[]): s
   const exact = keys.find((k) => k === tail || k.endsWith(`.${tail}`));
   if (exact) return exact;
   const near = closestKey(tail, keys);
-  return near && editDistance(tail, near.slice(near.lastIndexOf('.') + 1)) <= 2 ? near : undefined;
+  const edits = near ? editDistance(tail, near.slice(near.lastIndexOf('.') + 1)) : Infinity;
+  return edits <= Math.min(2, Math.floor(tail.length / 3)) ? near : undefined;
 }
 
 /** The one line `rl2 <command>` prints for a flag it does not have. */
@@ -66,8 +70,8 @@ export function unknownFlagMessage(
   flag: WrittenFlag,
   leaves?: readonly ConfigLeaf[],
 ): string {
-  if (!leaves) return `unknown option --${flag.name} (rl2 ${command} --help lists the options)`;
+  if (!leaves) return `unknown option ${flag.flag} (rl2 ${command} --help lists the options)`;
   const key = configKeyForFlag(flag.name, leaves);
   const example = key ? `${key}=${flag.value ?? '...'}` : 'e.g. trainer.max_steps=10';
-  return `unknown option --${flag.name}; config keys are set as key=value: ${example} (rl2 ${command} --help lists every key)`;
+  return `unknown option ${flag.flag}; config keys are set as key=value: ${example} (rl2 ${command} --help lists every key)`;
 }

@@ -118,6 +118,18 @@ describe('flags rl2 does not have', () => {
     expect(r.stderr).toBe(`${line} (rl2 ${argv[0]} --help lists every key)\n`);
   });
 
+  it('a short flag is named as written', async () => {
+    const r = await rl2(['dpo', '-c', 'x.yaml']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(
+      'rl2: unknown option -c; config keys are set as key=value: e.g. trainer.max_steps=10 (rl2 dpo --help lists every key)\n',
+    );
+    const near = await rl2(['sft', '--n-epoch', '2']);
+    expect(near.stderr).toContain(
+      'unknown option --n-epoch; config keys are set as key=value: trainer.n_epochs=2',
+    );
+  });
+
   it('an unknown flag of a tool command names the flag and its --help', async () => {
     const r = await rl2(['init-model', '--out', join(dir, 'm'), '--hiden-size', '8']);
     expect(r.code).toBe(1);

@@ -181,7 +181,9 @@ describe('a chat template that renders to nothing', () => {
     symlinkSync(join(QWEN3, 'tokenizer.json'), join(dir, 'tokenizer.json'));
     const config = JSON.parse(readFileSync(join(QWEN3, 'tokenizer_config.json'), 'utf8'));
     // knows one role only; whitespace around it survives in the whitespace case
-    const template = `{% for m in messages %}{% if m.role == 'narrator' %}{{ m.content }}{% endif %}{% endfor %}${what === 'only whitespace' ? '  ' : ''}`;
+    const template =
+      "{% for m in messages %}{% if m.role == 'narrator' %}{{ m.content }}{% endif %}{% endfor %}" +
+      (what === 'only whitespace' ? '  ' : '');
     if (file === 'chat_template.jinja') writeFileSync(join(dir, file), template);
     else config.chat_template = template;
     writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify(config));

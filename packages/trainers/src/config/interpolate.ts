@@ -44,7 +44,8 @@ function resolveEnv(ref: string, from: string, env: InterpolateOptions['env']): 
   if (rest.length === 0) {
     throw new TrainersError(
       'CONFIG_INTERPOLATION',
-      `${from}: \${${ref}}: the environment variable ${name.trim()} is not set; set it, or give a default as in \${oc.env:${name.trim()},default}`,
+      `${from}: \${${ref}}: the environment variable ${name.trim()} is not set; ` +
+        `set it, or give a default as in \${oc.env:${name.trim()},default}`,
     );
   }
   const fallback = rest

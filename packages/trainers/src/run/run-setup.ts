@@ -117,8 +117,9 @@ export function startingWeights(
 
 /**
  * Writes the HF model files and the tokenizer next to them (what `from_pretrained` needs) in
- * the section's `save_dtype` and `max_shard_size`, config.json naming the section's `model_name`; `params` replaces the model's own (the full
- * tensors gathered from tensor-parallel shards).
+ * the section's `save_dtype` and `max_shard_size`, config.json naming the section's
+ * `model_name`; `params` replaces the model's own (the full tensors gathered from
+ * tensor-parallel shards).
  */
 export function modelSaver(
   model: DecoderModel,

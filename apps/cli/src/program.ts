@@ -1,20 +1,18 @@
 import { readFileSync } from 'node:fs';
-import { TrainersError, writeRandomCheckpoint, writeReport } from '@rl2/trainers';
-import { cac } from 'cac';
+import { TrainersError, configLeaves, writeRandomCheckpoint, writeReport } from '@rl2/trainers';
+import { type CAC, cac } from 'cac';
 import type { CliIo } from './cli-io.js';
 import { resolveTokenizerDir } from './commands/resolve-tokenizer-dir.js';
 import {
   TRAINER_COMMANDS,
   type TrainerName,
-  printConfig,
-  resolveTrainerConfig,
+  registerTrainerCommands,
   trainerHelp,
 } from './commands/trainer-command.js';
-import { runTrainerCommand } from './commands/run-trainer.js';
-import { ppoHelp, registerPpoCommand } from './commands/ppo-command.js';
 import { registerServeCommand } from './commands/serve-command.js';
 import { registerLaunchCommand } from './commands/launch-command.js';
 import { planHelp, registerPlanCommand } from './commands/plan-command.js';
+import { firstUnknownFlag, unknownFlagMessage } from './unknown-flag.js';
 
 const { version } = JSON.parse(
   readFileSync(new URL('../package.json', import.meta.url), 'utf8'),
@@ -27,26 +25,7 @@ export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.
   const cli = cac('rl2');
   cli.usage('<command> [key=value ...]');
 
-  for (const [name, { summary }] of Object.entries(TRAINER_COMMANDS) as [
-    TrainerName,
-    (typeof TRAINER_COMMANDS)[TrainerName],
-  ][]) {
-    cli
-      .command(`${name} [...overrides]`, summary)
-      .usage(`${name} [--config FILE.yaml] [key=value ...]`)
-      .option('--config <file>', 'YAML config file; key=value arguments override it')
-      .option('--dry-run', 'print the resolved config as YAML and exit')
-      .example(`rl2 ${name} --config examples/addition/${name}.yaml trainer.n_epochs=2`)
-      .action(
-        async (overrides: string[], flags: { config?: string; dryRun?: boolean | string }) => {
-          // `--dry-run key=value`: the argument parser hands the next word to the flag; keep it as an override
-          if (typeof flags.dryRun === 'string') overrides.unshift(flags.dryRun);
-          const config = resolveTrainerConfig(name, { configFile: flags.config, overrides });
-          if (flags.dryRun) return printConfig(io, config);
-          return runTrainerCommand(name, config, io);
-        },
-      );
-  }
+  registerTrainerCommands(cli, io);
 
   cli
     .command('init-model', 'write a randomly initialised Hugging Face checkpoint (no download)')
@@ -120,7 +99,6 @@ export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.
       );
     });
 
-  registerPpoCommand(cli, io);
   registerServeCommand(cli, io, version);
   registerLaunchCommand(cli, io);
   registerPlanCommand(cli, io);
@@ -137,12 +115,22 @@ export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.
   cli.help((sections) => {
     const name = cli.matchedCommandName as TrainerName | undefined;
     if (name && name in TRAINER_COMMANDS) sections.push({ body: trainerHelp(name) });
-    if (cli.matchedCommandName === 'ppo') sections.push({ body: ppoHelp() });
     if (cli.matchedCommandName === 'plan') sections.push({ body: planHelp() });
     return sections;
   });
   cli.version(version);
   return cli;
+}
+
+/** The message for the first flag in `argv` that the matched command does not have, if any. */
+function unknownFlag(cli: CAC, argv: readonly string[]): string | undefined {
+  const command = cli.matchedCommand;
+  if (!command) return undefined;
+  const options = [...cli.globalCommand.options, ...command.options];
+  const flag = firstUnknownFlag(argv, new Set(options.flatMap((o) => o.names)));
+  if (!flag) return undefined;
+  const trainer = TRAINER_COMMANDS[command.name as TrainerName];
+  return unknownFlagMessage(command.name, flag, trainer && configLeaves(trainer.schema));
 }
 
 /**
@@ -168,6 +156,16 @@ export async function main(
       return 0;
     }
     if (cli.options.help) return 0;
+    // cac shows the version only without a command; `rl2 sft --version` is the same question
+    if (cli.options.version) {
+      cli.outputVersion();
+      return 0;
+    }
+    const unknown = unknownFlag(cli, argv);
+    if (unknown) {
+      io.stderr.write(`rl2: ${unknown}\n`);
+      return 1;
+    }
     const code = await cli.runMatchedCommand();
     return typeof code === 'number' ? code : 0;
   } catch (err) {

@@ -83,6 +83,7 @@ describe.each(['sft', 'rm', 'dpo', 'ppo'] as const)('SIGTERM during rl2 %s', (ki
       /interrupted at step \d+\/\d+; resume with trainer.load_ckpt_from=latest/,
     );
     expect(existsSync(join(savedStep(saveDir), 'trainer_state.json'))).toBe(true);
+    expect(existsSync(join(saveDir, 'rl2.lock'))).toBe(false); // the run folder is free again
   }, 120_000);
 });
 
@@ -135,6 +136,7 @@ describe('a second signal', () => {
     expect(code, run.output()).toBe(143);
     expect(run.output()).not.toContain('interrupted at step');
     expect(existsSync(join(saveDir, 'latest'))).toBe(false);
+    expect(existsSync(join(saveDir, 'rl2.lock'))).toBe(false); // released by the exit, too
   }, 120_000);
 });
 

@@ -1,6 +1,7 @@
 /**
  * Machine-readable reasons an @rl2/trainers call can fail (ROLLOUT_FAILED: PPO steps without a
- * usable sample, past rollout.max_failed_steps).
+ * usable sample, past rollout.max_failed_steps; SAVE_DIR_LOCKED: another run writes in trainer.save_dir; WRITE_FAILED: a run's folder
+ * cannot be written, e.g. a full disk).
  */
 export type TrainersErrorCode =
   | 'INVALID_ARGUMENT'
@@ -10,6 +11,8 @@ export type TrainersErrorCode =
   | 'CONFIG_FILE'
   | 'BAD_DATA'
   | 'CHECKPOINT'
+  | 'SAVE_DIR_LOCKED'
+  | 'WRITE_FAILED'
   | 'TENSORBOARD'
   | 'MISSING_DEPENDENCY'
   | 'ROLLOUT_FAILED';

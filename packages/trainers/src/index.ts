@@ -20,6 +20,7 @@ export { configDefaults, loadConfig } from './config/load-config.js';
 export type { LoadConfigOptions } from './config/load-config.js';
 export { formatConfigHelp } from './config/format-config-help.js';
 export { configLeaves } from './config/config-leaves.js';
+export { closestKey, editDistance } from './config/closest-key.js';
 export type { ConfigLeaf } from './config/config-leaves.js';
 
 // Trainers: run a validated config. Aborting `RunIo.signal` (Ctrl-C, SIGTERM) saves after the step.

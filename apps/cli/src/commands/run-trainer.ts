@@ -14,7 +14,7 @@ import type { TrainerName } from './trainer-command.js';
 
 /** Runs a validated config; returns the exit code (130 / 143 when Ctrl-C / SIGTERM stopped it after saving). */
 export async function runTrainerCommand(
-  name: TrainerName,
+  name: Exclude<TrainerName, 'ppo'>,
   config: unknown,
   io: CliIo,
 ): Promise<number> {

@@ -39,6 +39,10 @@ export function createTokenizer(files: TokenizerFiles): Tokenizer {
     );
   }
   const templateText = files.chatTemplate ?? pickTemplate(config.chat_template);
+  const templateFile =
+    files.chatTemplate !== undefined
+      ? 'chat_template.jinja'
+      : 'tokenizer_config.json chat_template';
   let compiled: Template | undefined;
   const specials = {
     bos_token: specialTokenText(config.bos_token) ?? '',
@@ -73,8 +77,9 @@ export function createTokenizer(files: TokenizerFiles): Tokenizer {
         );
       }
       compiled ??= compile(templateText, source);
+      let text: string;
       try {
-        return compiled.render({
+        text = compiled.render({
           ...specials,
           ...options.templateKwargs,
           messages,
@@ -89,8 +94,28 @@ export function createTokenizer(files: TokenizerFiles): Tokenizer {
           { cause: e },
         );
       }
+      // a prefix (a lone system turn) may render to nothing; a prompt to generate from or an assistant turn may not
+      const mustWrite = options.addGenerationPrompt || messages.at(-1)?.role === 'assistant';
+      if (mustWrite && text.trim() === '') throw emptyRender(source, templateFile, messages, text);
+      return text;
     },
   };
+}
+
+/** A template that renders messages to nothing (e.g. it knows none of their roles): named, instead of an empty prompt downstream. */
+function emptyRender(
+  source: string,
+  templateFile: string,
+  messages: readonly ChatMessage[],
+  text: string,
+): DataError {
+  const roles = [...new Set(messages.map((m) => m.role))].join(', ') || 'none';
+  return new DataError(
+    'TOKENIZER',
+    `${source}: the chat template (${templateFile}) rendered ${messages.length} message(s) ` +
+      `(roles: ${roles}) to ${text === '' ? 'an empty string' : 'only whitespace'}; ` +
+      'fix the template so that it writes these roles, or send messages it knows.',
+  );
 }
 
 /** tokenizer_config.chat_template is a string, or a list of {name, template} (use "default"). */

@@ -172,6 +172,43 @@ describe('loadTokenizer with chat_template.jinja', () => {
   });
 });
 
+describe('a chat template that renders to nothing', () => {
+  it.each([
+    ['chat_template.jinja', 'an empty string'],
+    ['tokenizer_config.json chat_template', 'only whitespace'],
+  ])('names the template (%s) and says it rendered %s', async (file, what) => {
+    const dir = mkdtempSync(join(tmpdir(), 'rl2-tok-'));
+    symlinkSync(join(QWEN3, 'tokenizer.json'), join(dir, 'tokenizer.json'));
+    const config = JSON.parse(readFileSync(join(QWEN3, 'tokenizer_config.json'), 'utf8'));
+    // knows one role only; whitespace around it survives in the whitespace case
+    const template =
+      "{% for m in messages %}{% if m.role == 'narrator' %}{{ m.content }}{% endif %}{% endfor %}" +
+      (what === 'only whitespace' ? '  ' : '');
+    if (file === 'chat_template.jinja') writeFileSync(join(dir, file), template);
+    else config.chat_template = template;
+    writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify(config));
+    const t = await loadTokenizer(dir);
+    const messages = [
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content: 'hi' },
+    ];
+    const e = (() => {
+      try {
+        t.applyChatTemplate(messages, { addGenerationPrompt: true });
+      } catch (err) {
+        return err as DataError;
+      }
+    })();
+    // a lone system turn (a prefix rl2 renders while tokenizing a conversation) may render to nothing
+    expect(t.applyChatTemplate(messages.slice(0, 1)).trim()).toBe('');
+    expect(e?.code).toBe('TOKENIZER');
+    expect(e?.message).toBe(
+      `${dir}: the chat template (${file}) rendered 2 message(s) (roles: system, user) to ${what}; ` +
+        'fix the template so that it writes these roles, or send messages it knows.',
+    );
+  });
+});
+
 describe('loadTokenizer errors', () => {
   it('names the folder when tokenizer.json is missing', async () => {
     const e = (await loadTokenizer(import.meta.dirname).catch((x) => x)) as DataError;

@@ -35,8 +35,11 @@ export function checkAccess(req: IncomingMessage, path: string, apiKey: string |
   }
 }
 
+/** `Authorization: Bearer KEY` with this key; the scheme's name is case-insensitive (RFC 7235, section 2.1). */
 function bearerMatches(header: string | undefined, apiKey: string): boolean {
-  const want = Buffer.from(`Bearer ${apiKey}`);
-  const got = Buffer.from(header ?? '');
+  const token = /^\s*bearer +(.+?)\s*$/i.exec(header ?? '')?.[1];
+  if (token === undefined) return false;
+  const want = Buffer.from(apiKey);
+  const got = Buffer.from(token);
   return got.length === want.length && timingSafeEqual(got, want);
 }

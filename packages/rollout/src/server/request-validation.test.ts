@@ -288,4 +288,17 @@ describe('access rules (--api-key)', () => {
     expect(status(() => checkAccess(req('127.0.0.1'), '/health_generate', 'k'))).toBe(200);
     expect(status(() => checkAccess(req('127.0.0.1'), '/v1/models', 'k'))).toBe(401);
   });
+
+  it('the auth scheme is case-insensitive (RFC 7235 2.1), the key is not', () => {
+    for (const header of ['bearer k', 'BEARER k', 'Bearer   k', 'bEaReR k '])
+      expect(
+        status(() => checkAccess(req('10.1.2.3', header), '/generate', 'k')),
+        header,
+      ).toBe(200);
+    for (const header of ['Bearer K', 'Basic k', 'Bearerk', 'k', 'Bearer k k', 'Bearer '])
+      expect(
+        status(() => checkAccess(req('10.1.2.3', header), '/generate', 'k')),
+        header,
+      ).toBe(401);
+  });
 });

@@ -147,6 +147,43 @@ describe('loadConfig', () => {
     expect(dangling.message).toContain('${trainer.project}');
   });
 
+  it('reads ${oc.env:NAME} and ${oc.env:NAME,default} as OmegaConf does, a whole value in its leaf type', () => {
+    process.env.RL2_TEST_RUNS = '/scratch/runs';
+    process.env.RL2_TEST_LR = '3e-6';
+    try {
+      const file = yamlFile(
+        'actor:\n  lr: ${oc.env:RL2_TEST_LR}\ntrainer:\n  save_dir: ${oc.env:RL2_TEST_RUNS}/sft\n' +
+          '  max_steps: ${oc.env:RL2_TEST_UNSET,7}\n  experiment_name: ${oc.env:RL2_TEST_UNSET, "x y"}\n',
+      );
+      const c = loadConfig(sftConfigSchema, { configFile: file, overrides: base });
+      expect(c.actor.lr).toBe(3e-6);
+      expect(c.trainer.save_dir).toBe('/scratch/runs/sft');
+      expect(c.trainer.max_steps).toBe(7);
+      expect(c.trainer.experiment_name).toBe('x y');
+      const unset = errorOf(() =>
+        loadConfig(sftConfigSchema, {
+          overrides: [...base, 'trainer.save_dir=${oc.env:RL2_TEST_UNSET}/x'],
+        }),
+      );
+      expect(unset.message).toBe(
+        'trainer.save_dir: ${oc.env:RL2_TEST_UNSET}: the environment variable RL2_TEST_UNSET is not set; ' +
+          'set it, or give a default as in ${oc.env:RL2_TEST_UNSET,default}',
+      );
+    } finally {
+      delete process.env.RL2_TEST_RUNS;
+      delete process.env.RL2_TEST_LR;
+    }
+  });
+
+  it('another resolver is refused by name, not taken for a misspelt key', () => {
+    const e = errorOf(() =>
+      loadConfig(sftConfigSchema, { overrides: [...base, 'trainer.experiment_name=${now:%H-%M}'] }),
+    );
+    expect(e.code).toBe('CONFIG_INTERPOLATION');
+    expect(e.message).toContain('uses the resolver "now", which rl2 does not support');
+    expect(e.message).not.toContain('did you mean');
+  });
+
   it('DPO reference model defaults to the actor', () => {
     const c = loadConfig(dpoConfigSchema, { overrides: base });
     expect(c.ref_actor.model_name).toBe('/models/tiny');

@@ -7,9 +7,9 @@ import { type ConfigLeaf, configLeaves } from './config-leaves.js';
 import { interpolate } from './interpolate.js';
 import { coerceOverride, splitOverride } from './parse-override.js';
 
-/** Where a config comes from: an optional YAML file, then `key=value` overrides. */
+/** Where a config comes from: optional YAML files (merged in order, a later one wins), then `key=value` overrides. */
 export interface LoadConfigOptions {
-  readonly configFile?: string;
+  readonly configFile?: string | readonly string[];
   readonly overrides?: readonly string[];
 }
 
@@ -36,6 +36,30 @@ function unknownKey(key: string, where: string, leaves: readonly ConfigLeaf[]): 
   );
 }
 
+/** The mapping a YAML config file holds (empty for an empty file); errors name the file. */
+function readConfigFile(file: string): Tree {
+  let parsed: unknown;
+  try {
+    parsed = parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new TrainersError(
+      'CONFIG_FILE',
+      `cannot read config file ${file}: ${(err as Error).message}`,
+    );
+  }
+  if (
+    parsed !== null &&
+    parsed !== undefined &&
+    (typeof parsed !== 'object' || Array.isArray(parsed))
+  ) {
+    throw new TrainersError(
+      'CONFIG_FILE',
+      `config file ${file} must hold a YAML mapping such as "actor:\\n  lr: 1e-6"`,
+    );
+  }
+  return (parsed ?? {}) as Tree;
+}
+
 /** Builds the raw (uninterpolated) tree of defaults from the schema's option metadata. */
 export function configDefaults(schema: z.ZodType): Tree {
   const tree: Tree = {};
@@ -44,7 +68,7 @@ export function configDefaults(schema: z.ZodType): Tree {
 }
 
 /**
- * Loads a trainer config: defaults owned by each component, then the YAML file, then
+ * Loads a trainer config: defaults owned by each component, then the YAML files in order, then
  * dotted `key=value` overrides (coerced by the leaf's type), then `${...}` interpolation,
  * then validation by the trainer's zod schema. Unknown keys fail with the closest valid key.
  */
@@ -65,27 +89,7 @@ export function loadConfig<S extends z.ZodType>(
   const tree = configDefaults(schema);
   const source = new Map<string, string>();
 
-  if (options.configFile) {
-    const file = options.configFile;
-    let parsed: unknown;
-    try {
-      parsed = parse(readFileSync(file, 'utf8'));
-    } catch (err) {
-      throw new TrainersError(
-        'CONFIG_FILE',
-        `cannot read config file ${file}: ${(err as Error).message}`,
-      );
-    }
-    if (
-      parsed !== null &&
-      parsed !== undefined &&
-      (typeof parsed !== 'object' || Array.isArray(parsed))
-    ) {
-      throw new TrainersError(
-        'CONFIG_FILE',
-        `config file ${file} must hold a YAML mapping such as "actor:\\n  lr: 1e-6"`,
-      );
-    }
+  for (const file of [options.configFile ?? []].flat().filter(Boolean)) {
     const visit = (node: Tree, prefix: string) => {
       for (const [k, v] of Object.entries(node)) {
         const key = prefix ? `${prefix}.${k}` : k;
@@ -99,7 +103,7 @@ export function loadConfig<S extends z.ZodType>(
         }
       }
     };
-    visit((parsed ?? {}) as Tree, '');
+    visit(readConfigFile(file), '');
   }
 
   for (const arg of options.overrides ?? []) {
@@ -110,7 +114,12 @@ export function loadConfig<S extends z.ZodType>(
     source.set(key, 'the command line');
   }
 
-  const resolved = interpolate(tree, [...byKey.keys()]);
+  const resolved = interpolate(tree, [...byKey.keys()], {
+    coerce: (text, key) => {
+      const leaf = byKey.get(key);
+      return leaf ? coerceOverride(text, leaf.type) : text;
+    },
+  });
   const result = schema.safeParse(resolved);
   if (!result.success) {
     const lines = result.error.issues.map((issue) => {

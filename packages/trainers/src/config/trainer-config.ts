@@ -30,7 +30,7 @@ export function trainerSection(experimentName: string) {
     save_dir: option(
       z.string().min(1),
       'ckpts/${trainer.experiment_name}',
-      'checkpoints, metrics.jsonl, TensorBoard events and report.html go here',
+      'checkpoints, metrics.jsonl, TensorBoard events and report.html go here (one run at a time: rl2.lock)',
     ),
     save_freq: option(
       z.number().int().positive().nullable(),
@@ -40,7 +40,7 @@ export function trainerSection(experimentName: string) {
     load_ckpt_from: option(
       z.string().nullable(),
       null,
-      'resume: "latest" (newest step-N in save_dir) or a checkpoint directory',
+      'resume: "latest" (newest step-N in save_dir) or a checkpoint directory (of the same model_name)',
     ),
     backend: option(
       z.enum(ENGINE_BACKENDS),

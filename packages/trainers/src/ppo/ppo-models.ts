@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import type { DecoderModel, GenerationConfig, ParamMap } from '@rl2/models';
 import type { ProcessGroup } from '@rl2/parallel';
 import * as tf from '@tensorflow/tfjs-core';
@@ -71,7 +70,10 @@ export async function openPpoModels(
   const useCritic = config.adv.estimator === 'gae';
   const actorLayout = planRankLayout(dp, a, 'actor');
   const criticLayout = useCritic ? planRankLayout(dp, c, 'critic') : ONE_PROCESS;
-  const full = await openModel(startingWeights(a.model_name, resumeFrom), 'actor.model_name');
+  const full = await openModel(
+    startingWeights(a.model_name, resumeFrom, 'actor.model_name'),
+    'actor.model_name',
+  );
   // the embedded engine generates with the tp shards themselves under tp alone, else with a
   // full copy; SGLang servers hold their own
   const tpGeneration =
@@ -93,7 +95,7 @@ export async function openPpoModels(
   let critic: PpoWorker | undefined;
   if (useCritic) {
     const loaded = await openModel(
-      resumeFrom ? join(resumeFrom, 'critic') : c.model_name,
+      startingWeights(c.model_name, resumeFrom, 'critic.model_name', 'critic'),
       'critic.model_name',
       { head: 'value' },
     );

@@ -16,6 +16,7 @@ import {
   startingWeights,
 } from './run-setup.js';
 import type { RunIo } from './run-session.js';
+import { releaseSaveDir } from './save-dir-lock.js';
 import type { LoopSpec } from './train-loop.js';
 
 /** The config parts every SFT/RM/DPO run reads before its objective. */
@@ -72,12 +73,15 @@ export async function openRun(
   const resumeFrom = openSaveDir(trainer, readLaunchEnv(process.env).rank, (line) =>
     out.write(`rl2 ${kind}: ${line}\n`),
   );
-  const { model: full, generationConfig } = await openModel(
-    startingWeights(section.model_name, resumeFrom),
-    `${key}.model_name`,
-    modelOptions,
+  const { model: full, generationConfig } = await unlockOnError(
+    trainer,
+    openModel(
+      startingWeights(section.model_name, resumeFrom, `${key}.model_name`),
+      `${key}.model_name`,
+      modelOptions,
+    ),
   );
-  const world = await openDataParallel();
+  const world = await unlockOnError(trainer, openDataParallel());
   try {
     if (world.rank === 0)
       for (const line of describeCounts(
@@ -113,6 +117,17 @@ export async function openRun(
     };
   } catch (err) {
     await world.close();
+    releaseSaveDir(trainer.save_dir);
+    throw err;
+  }
+}
+
+/** `step`'s value; when it fails the run never starts, and the run folder's lock goes. */
+async function unlockOnError<T>(trainer: TrainerSection, step: Promise<T>): Promise<T> {
+  try {
+    return await step;
+  } catch (err) {
+    releaseSaveDir(trainer.save_dir);
     throw err;
   }
 }

@@ -9,6 +9,8 @@ import { type Progress, type ProgressUpdate, createProgress } from '../metrics/p
 import { TensorBoardWriter } from '../metrics/tensorboard-writer.js';
 import type { DataParallel } from '../parallel-model/data-parallel.js';
 import { writeReport } from '../report/write-report.js';
+import { releaseSaveDir } from './save-dir-lock.js';
+import { writeFailure } from './write-failure.js';
 
 /** Where a run writes and how it can be stopped; all optional. */
 export interface RunIo {
@@ -79,8 +81,13 @@ export class RunSession {
     this.savedAt = o.resumeFrom ? this.step : -1;
     this.isMain = o.world.rank === 0;
     if (this.isMain) {
-      mkdirSync(trainer.save_dir, { recursive: true });
-      writeFileSync(join(trainer.save_dir, 'config.yaml'), stringify(o.config));
+      const configFile = join(trainer.save_dir, 'config.yaml');
+      try {
+        mkdirSync(trainer.save_dir, { recursive: true });
+        writeFileSync(configFile, stringify(o.config));
+      } catch (err) {
+        throw writeFailure(err, 'the run config', configFile);
+      }
       this.metrics = new MetricsLog(join(trainer.save_dir, 'metrics.jsonl'));
       this.metrics.truncateAfter(o.resumeFrom ? this.step : -1);
       if (trainer.use_tensorboard)
@@ -118,7 +125,11 @@ export class RunSession {
   /** Appends `values` at the current step to metrics.jsonl and TensorBoard. */
   record(values: Record<string, number>): MetricRecord {
     const rec = { step: this.step, time: Date.now() / 1000, ...values } as MetricRecord;
-    this.metrics?.append(rec);
+    try {
+      this.metrics?.append(rec);
+    } catch (err) {
+      throw writeFailure(err, 'metrics', this.metrics?.file ?? '');
+    }
     this.tensorboard?.addScalars(this.step, values);
     return rec;
   }
@@ -162,9 +173,13 @@ export class RunSession {
     this.savedAt = this.step;
     const { save_dir: saveDir } = this.o.trainer;
     this.checkpoint = join(saveDir, checkpointDirName(this.step));
-    await write(this.checkpoint);
-    if (!this.isMain) return;
-    updateLink(saveDir, 'latest', checkpointDirName(this.step));
+    try {
+      await write(this.checkpoint);
+      if (!this.isMain) return;
+      updateLink(saveDir, 'latest', checkpointDirName(this.step));
+    } catch (err) {
+      throw writeFailure(err, 'checkpoint', this.checkpoint);
+    }
     this.say(`saved checkpoint ${this.checkpoint}`);
   }
 
@@ -192,17 +207,19 @@ export class RunSession {
     );
   }
 
-  /** Stops the progress display (also after an error). */
+  /** Stops the progress display and releases the run folder's lock (also after an error). */
   close(): void {
     this.progress.stop();
+    if (this.isMain) releaseSaveDir(this.o.trainer.save_dir);
   }
 
   /** Ends the run: stops the progress display and writes the report (rank 0, trainer.report). */
   finish(): SessionResult {
-    this.close();
+    this.progress.stop();
     const { trainer } = this.o;
     const report = this.isMain && trainer.report ? writeReport(trainer.save_dir) : undefined;
     if (report) this.out.write(`report: ${report}\n`);
+    this.close();
     return {
       step: this.step,
       totalSteps: this.o.totalSteps,

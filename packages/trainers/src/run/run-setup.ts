@@ -14,11 +14,17 @@ import {
   saveCheckpoint as saveHfModel,
 } from '@rl2/models';
 import { readLaunchEnv } from '@rl2/parallel';
+import {
+  STARTED_FROM_KEY,
+  checkResumedModel,
+  modelIdentity,
+} from '../checkpoint/model-identity.js';
 import { resolveCheckpoint } from '../checkpoint/resolve-checkpoint.js';
 import type { ModelSection, TrainerSection } from '../config/sections.js';
 import { TrainersError } from '../errors.js';
 import { copyTokenizerFiles } from '../model-init/tokenizer-files.js';
 import type { RunIo } from './run-session.js';
+import { lockSaveDir } from './save-dir-lock.js';
 
 /**
  * Starts the tensor engine named by `trainer.backend` / `trainer.threads` for training (so `auto`
@@ -44,7 +50,8 @@ export async function startEngine(trainer: TrainerSection, io: RunIo): Promise<v
 
 /**
  * The checkpoint to resume from (`trainer.load_ckpt_from`), once the writing rank (world rank 0)
- * has cleaned the run folder of what a killed save left there, on a fresh start and on a resume
+ * has locked the run folder against a second run writing there (see `lockSaveDir`; released
+ * when the run's session closes or the process exits) and cleaned it of what a killed save left there, on a fresh start and on a resume
  * alike (`.tmp-*` / `.old-*` of processes that are gone; a save killed between its two renames
  * gets its folder back). `say` gets a line naming what was removed.
  */
@@ -54,6 +61,7 @@ export function openSaveDir(
   say: (line: string) => void,
 ): string | undefined {
   if (rank === 0) {
+    lockSaveDir(trainer.save_dir, say);
     const removed = removeStaleSaves(trainer.save_dir);
     if (removed.length > 0)
       say(
@@ -90,27 +98,45 @@ export async function openModel(
   }
 }
 
-/** Folder of the weights to start from: the checkpoint's model/ when resuming, else the configured model. */
-export function startingWeights(modelName: string, resumeFrom: string | undefined): string {
-  return resumeFrom ? join(resumeFrom, 'model') : modelName;
+/**
+ * Folder of the weights to start from: the checkpoint's `folder` (model/, or critic/ of a PPO
+ * checkpoint) when resuming, checked to hold the model `key` names (see `checkResumedModel`),
+ * else the configured model.
+ */
+export function startingWeights(
+  modelName: string,
+  resumeFrom: string | undefined,
+  key: string,
+  folder = 'model',
+): string {
+  if (!resumeFrom) return modelName;
+  const saved = join(resumeFrom, folder);
+  checkResumedModel(saved, modelName, key);
+  return saved;
 }
 
 /**
  * Writes the HF model files and the tokenizer next to them (what `from_pretrained` needs) in
- * the section's `save_dtype` and `max_shard_size`; `params` replaces the model's own (the full
- * tensors gathered from tensor-parallel shards).
+ * the section's `save_dtype` and `max_shard_size`, config.json naming the section's
+ * `model_name`; `params` replaces the model's own (the full tensors gathered from
+ * tensor-parallel shards).
  */
 export function modelSaver(
   model: DecoderModel,
   generationConfig: GenerationConfig | undefined,
   tokenizerDir: string,
-  format: Pick<ModelSection, 'save_dtype' | 'max_shard_size'>,
+  format: Pick<ModelSection, 'model_name' | 'save_dtype' | 'max_shard_size'>,
 ) {
+  // config.json records the model the run started from, which a resume checks
+  const config = {
+    ...model.config,
+    raw: { ...model.config.raw, [STARTED_FROM_KEY]: modelIdentity(format.model_name) },
+  };
   let tokenizerFolder: string | undefined; // a hub id's cached snapshot, found on the first save
   return async (dir: string, params: ParamMap = model.params) => {
     tokenizerFolder ??= await resolveModelDir(tokenizerDir, { tokenizerOnly: true });
     const from = tokenizerFolder;
-    await saveHfModel(dir, createDecoderModel(model.config, params), {
+    await saveHfModel(dir, createDecoderModel(config, params), {
       ...(generationConfig ? { generationConfig } : {}),
       ...(format.save_dtype ? { dtype: format.save_dtype } : {}),
       maxShardSize: format.max_shard_size,

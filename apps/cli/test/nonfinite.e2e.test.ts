@@ -1,7 +1,7 @@
-import { existsSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initTinyModel, rl2, tmp, writeTinyData } from './helpers.js';
+import { QUIET_RUN, initTinyModel, rl2, tmp, writeTinyData } from './helpers.js';
 
 let dir: string;
 let model: string;
@@ -71,29 +71,82 @@ describe('trainer.on_nonfinite (a NaN/Inf loss or gradient norm)', () => {
     const saveDir = join(dir, 'stop');
     const r = await rl2(sft(saveDir));
     expect(r.code, r.stdout).toBe(1);
-    expect(r.stderr).toMatch(/step 3: train\/grad_norm is NaN; its update was not applied/);
-    expect(r.stderr).toMatch(/trainer\.on_nonfinite=stop\), latest stays on .*step-2/);
+    const [, step] =
+      /step (\d+): train\/grad_norm is NaN; its update was not applied/.exec(r.stderr) ?? [];
+    expect(step, r.stderr).toBeDefined();
+    const kept = `step-${Number(step) - 1}`;
+    expect(r.stderr).toContain(
+      `(trainer.on_nonfinite=stop), latest stays on ${join(saveDir, kept)}.`,
+    );
+    expect(r.stderr).toContain('Lower the learning rate (actor.lr');
     expect(r.stderr).toContain('trainer.on_nonfinite=skip');
     expect(r.stdout).not.toMatch(/^done/m);
-    expect(readlinkSync(join(saveDir, 'latest'))).toBe('step-2');
-    expect(existsSync(join(saveDir, 'step-3'))).toBe(false);
-    expect(weights(join(saveDir, 'step-2')).every(Number.isFinite)).toBe(true);
+    expect(readlinkSync(join(saveDir, 'latest'))).toBe(kept);
+    expect(existsSync(join(saveDir, `step-${step}`))).toBe(false);
+    expect(weights(join(saveDir, kept)).every(Number.isFinite)).toBe(true);
     // the step is on record, with its NaN (null in JSON)
-    expect(
-      records(saveDir).find((x) => x.step === 3 && 'train/grad_norm' in x)?.['train/grad_norm'],
-    ).toBeNull();
+    const rec = records(saveDir).find((x) => x.step === Number(step) && 'train/grad_norm' in x);
+    expect(rec?.['train/grad_norm']).toBeNull();
+  });
+
+  it('rl2 ppo: the same policy on the actor update (actor/grad_norm)', async () => {
+    writeFileSync(
+      join(dir, 'train.jsonl'),
+      `${['1+2=', '3+4=', '5+6=', '7+8=']
+        .map((q) => JSON.stringify({ messages: [{ role: 'user', content: q }], answer: 0 }))
+        .join('\n')}\n`,
+    );
+    // rewards the share of digits in the reply, so groups differ and the actor trains
+    writeFileSync(
+      join(dir, 'env.mjs'),
+      `export async function step(state, action) {
+  const chars = [...action.replace('<|im_end|>', '')];
+  return [null, chars.length ? chars.filter((c) => c >= '0' && c <= '9').length / chars.length : 0, true];
+}
+`,
+    );
+    const saveDir = join(dir, 'ppo');
+    const r = await rl2([
+      'ppo',
+      `actor.model_name=${model}`,
+      `data.train.path=${join(dir, 'train.jsonl')}`,
+      `rollout.env_path=${join(dir, 'env.mjs')}`,
+      'rollout.train_prompts_per_rollout=2',
+      'rollout.responses_per_prompt=2',
+      'rollout.train_sampling_params.max_new_tokens=4',
+      'actor.lr=1e6',
+      'actor.warmup_ratio=0',
+      'trainer.n_epochs=10',
+      'trainer.save_freq=1',
+      `trainer.save_dir=${saveDir}`,
+      ...QUIET_RUN,
+    ]);
+    expect(r.code, r.stdout).toBe(1);
+    const [, step, key] =
+      /step (\d+): (actor\/\w+) is NaN; its update was not applied/.exec(r.stderr) ?? [];
+    expect(key, r.stderr).toBeDefined();
+    expect(r.stderr).toContain(`latest stays on ${join(saveDir, `step-${Number(step) - 1}`)}`);
+    expect(readlinkSync(join(saveDir, 'latest'))).toBe(`step-${Number(step) - 1}`);
+    expect(existsSync(join(saveDir, `step-${step}`))).toBe(false);
+    expect(weights(join(saveDir, `step-${Number(step) - 1}`)).every(Number.isFinite)).toBe(true);
   });
 
   it('skip: each such update is left out and counted in train/nonfinite_skips; the run ends with finite weights', async () => {
     const saveDir = join(dir, 'skip');
     const r = await rl2(sft(saveDir, ['trainer.on_nonfinite=skip']));
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/step 3: train\/grad_norm is NaN: update skipped \(1 so far\)/);
+    const [, first] =
+      /step (\d+): train\/grad_norm is NaN: update skipped \(1 so far\)/.exec(r.stdout) ?? [];
+    expect(first, r.stdout).toBeDefined();
     const train = records(saveDir).filter((x) => x['train/loss'] !== undefined);
-    expect(train.map((x) => x['train/nonfinite_skips'] ?? 0)).toEqual([0, 0, 1, 2, 3, 4]);
+    expect(train).toHaveLength(6);
+    // from the first NaN step on, every step is one (the weights stay where they were)
+    expect(train.map((x) => x['train/nonfinite_skips'] ?? 0)).toEqual(
+      train.map((x) => Math.max(0, x.step - Number(first) + 1)),
+    );
     const last = weights(join(saveDir, 'step-6'));
     expect(last.every(Number.isFinite)).toBe(true);
-    // no skipped update touched the weights: they are step 2's
-    expect(last).toEqual(weights(join(saveDir, 'step-2')));
+    // no skipped update touched the weights: they are those of the step before the first skip
+    expect(last).toEqual(weights(join(saveDir, `step-${Number(first) - 1}`)));
   });
 });

@@ -82,8 +82,8 @@ function nonFinite(session: RunSession, bad: readonly [string, number][]): Train
   return new TrainersError(
     'NON_FINITE',
     `${describeBad(session.step, bad)}; its update was not applied and the run stops ` +
-      `(trainer.on_nonfinite=stop), ${kept}. Lower the learning rate (actor.lr / critic.lr) or ` +
-      'set a max_grad_norm, resume with trainer.load_ckpt_from=latest; or set ' +
+      `(trainer.on_nonfinite=stop), ${kept}. Lower the learning rate (actor.lr, or critic.lr ` +
+      'for critic/* and rl2 rm) and resume with trainer.load_ckpt_from=latest; or set ' +
       'trainer.on_nonfinite=skip to pass over such steps.',
   );
 }

@@ -67,8 +67,9 @@ describe('rl2 ppo: every group filtered out (it used to print loss 0 and exit 0 
           `whose rewards are all equal (its advantages are 0)), nothing to train on: ${k} of ` +
           'rollout.max_filtered_steps=2 such steps in a row tolerated',
       );
-    expect(r.stderr).toMatch(
-      /rollout step 3: all 2 groups filtered out .*3 steps in a row without a group to train on, more than rollout\.max_filtered_steps=2: stopping/,
+    expect(r.stderr).toMatch(/rollout step 3: all 2 groups filtered out .*nothing to train on\. /);
+    expect(r.stderr).toContain(
+      '3 steps in a row without a group to train on, more than rollout.max_filtered_steps=2: stopping',
     );
     expect(r.stderr).toContain('rollout.dynamic_filtering=false');
   });

@@ -50,7 +50,7 @@ export function stopOnFailedSteps(rollout: StepRollout, policy: FailedStepPolicy
   const maxFiltered = policy.maxFilteredSteps ?? Number.POSITIVE_INFINITY;
   /** Announces a step that dynamic filtering left empty; stops past maxFilteredSteps in a row. */
   const filteredStep = (k: number, m: RolloutShard['metrics']) => {
-    filteredInARow = m.groups === 0 && allFiltered(m) ? filteredInARow + 1 : 0;
+    filteredInARow = allFiltered(m) ? filteredInARow + 1 : 0;
     if (filteredInARow === 0) return undefined;
     const g = policy.responsesPerPrompt;
     const count =

@@ -152,43 +152,8 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
     };
     const trainStep = async (): Promise<LoopStep> => {
       const bins = pack(await nextItems());
-      const began = performance.now();
-      const totals = sumTotalsOverRanks(layout.data, stepTotals(bins));
       cursor.lr = lrAt(session.step);
-      const res = layoutStep({
-        layout,
-        bins,
-        totals,
-        objective,
-        trained,
-        optimizer,
-        lr: cursor.lr,
-        maxGradNorm: m.max_grad_norm,
-        flags: [session.stopFlag],
-      });
-      const tokensPerSecond = totals.tokens / Math.max((performance.now() - began) / 1000, 1e-9);
-      const { headline } = objective;
-      return {
-        values: {
-          'train/loss': res.loss,
-          'train/grad_norm': res.gradNorm,
-          'train/lr': cursor.lr,
-          'train/tokens_per_s': tokensPerSecond,
-          'train/micro_batches': bins.length,
-          ...prefixed('train', res.metrics),
-        },
-        shown: {
-          loss: res.loss,
-          tokensPerSecond,
-          lr: cursor.lr,
-          extra:
-            headline && res.metrics[headline] !== undefined
-              ? { [headline]: res.metrics[headline] }
-              : undefined,
-        },
-        watched: { 'train/loss': res.loss, 'train/grad_norm': res.gradNorm },
-        stopFlag: res.flags[0],
-      };
+      return optimizerStep(spec, layout, bins, optimizer, cursor.lr, session.stopFlag);
     };
     const steps = await runSteps({
       session,
@@ -204,6 +169,54 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
     session.close();
     optimizer.dispose();
   }
+}
+
+/** One optimizer step on this rank's `bins` (`layoutStep`), as the loop records and shows it. */
+function optimizerStep<P>(
+  spec: LoopSpec<P>,
+  layout: RankLayout,
+  bins: readonly PackedBin[],
+  optimizer: AdamW,
+  lr: number,
+  stopFlag: number,
+): LoopStep {
+  const { objective, trained } = spec;
+  const began = performance.now();
+  const totals = sumTotalsOverRanks(layout.data, stepTotals(bins));
+  const res = layoutStep({
+    layout,
+    bins,
+    totals,
+    objective,
+    trained,
+    optimizer,
+    lr,
+    maxGradNorm: spec.model.max_grad_norm,
+    flags: [stopFlag],
+  });
+  const tokensPerSecond = totals.tokens / Math.max((performance.now() - began) / 1000, 1e-9);
+  const { headline } = objective;
+  return {
+    values: {
+      'train/loss': res.loss,
+      'train/grad_norm': res.gradNorm,
+      'train/lr': lr,
+      'train/tokens_per_s': tokensPerSecond,
+      'train/micro_batches': bins.length,
+      ...prefixed('train', res.metrics),
+    },
+    shown: {
+      loss: res.loss,
+      tokensPerSecond,
+      lr,
+      extra:
+        headline && res.metrics[headline] !== undefined
+          ? { [headline]: res.metrics[headline] }
+          : undefined,
+    },
+    watched: { 'train/loss': res.loss, 'train/grad_norm': res.gradNorm },
+    stopFlag: res.flags[0],
+  };
 }
 
 const identity = (n: number) => Array.from({ length: n }, (_, i) => i);

@@ -155,7 +155,7 @@ export const ppoConfigSchema = z.strictObject({
     ),
     max_filtered_steps: option(
       z.number().int().nonnegative(),
-      5,
+      10,
       'steps in a row where dynamic filtering dropped every group (nothing to train on) that ' +
         'the run goes on after, each announced; one more stops it with exit code 1',
     ),

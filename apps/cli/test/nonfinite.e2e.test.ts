@@ -142,7 +142,7 @@ describe('trainer.on_nonfinite (a NaN/Inf loss or gradient norm)', () => {
     expect(train).toHaveLength(6);
     // from the first NaN step on, every step is one (the weights stay where they were)
     expect(train.map((x) => x['train/nonfinite_skips'] ?? 0)).toEqual(
-      train.map((x) => Math.max(0, x.step - Number(first) + 1)),
+      train.map((x) => Math.max(0, Number(x.step) - Number(first) + 1)),
     );
     const last = weights(join(saveDir, 'step-6'));
     expect(last.every(Number.isFinite)).toBe(true);

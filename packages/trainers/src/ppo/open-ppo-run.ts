@@ -1,7 +1,7 @@
 import { loadEnvironment } from '@rl2/rollout';
 import { dataMetrics, describeCounts } from '../dataset/data-counts.js';
 import type { DataParallel } from '../parallel-model/data-parallel.js';
-import { describeLeftOut, runLength } from '../run/run-length.js';
+import { type RunLength, describeLeftOut, runLength } from '../run/run-length.js';
 import { type RunIo, RunSession } from '../run/run-session.js';
 import { openSaveDir, openTokenizer, startEngine } from '../run/run-setup.js';
 import { loadPpoPrompts } from './load-ppo-prompts.js';
@@ -77,27 +77,7 @@ export async function openPpoRun(config: PpoConfig, io: RunIo, dp: DataParallel)
     resumeFrom,
     step: saved?.state.step ?? 0,
   });
-  const { actor, critic } = models;
-  session.say(
-    `rl2 ppo: ${prompts.train.length} train / ${prompts.test.length} test ` +
-      `prompts, ${r.train_prompts_per_rollout} x ${r.responses_per_prompt} responses per step, ` +
-      `${length.totalSteps} steps, adv.estimator=${config.adv.estimator}, ` +
-      `engine ${r.engine}${resumeFrom ? `, resuming from ${resumeFrom} at step ${session.step}` : ''}` +
-      (actor.layout.summary ? `, actor: ${actor.layout.summary}` : '') +
-      (critic?.layout.summary ? `, critic: ${critic.layout.summary}` : ''),
-  );
-  for (const line of describeCounts(prompts.counts, () => null)) session.say(`rl2 ppo: ${line}`);
-  const batchKey = 'rollout.train_prompts_per_rollout';
-  const leftOut = describeLeftOut(
-    length,
-    prompts.train.length,
-    'prompts',
-    batchKey,
-    r.train_prompts_per_rollout,
-  );
-  if (leftOut) session.say(`rl2 ppo: ${leftOut}`);
-  const counted = dataMetrics(prompts.counts);
-  if (counted && !resumeFrom) session.record(counted);
+  sayOpening(session, config, { prompts, length, models, resumeFrom });
   return {
     session,
     models,
@@ -111,4 +91,35 @@ export async function openPpoRun(config: PpoConfig, io: RunIo, dp: DataParallel)
       models.dispose();
     },
   };
+}
+
+/** The run's opening lines (data, steps, layouts, what full batches leave out) and its data counts at step 0. */
+function sayOpening(
+  session: RunSession,
+  config: Pick<PpoConfig, 'rollout' | 'adv'>,
+  o: {
+    prompts: Awaited<ReturnType<typeof loadPpoPrompts>>;
+    length: RunLength;
+    models: PpoModels;
+    resumeFrom?: string;
+  },
+): void {
+  const { rollout: r } = config;
+  const { prompts, length, resumeFrom } = o;
+  const { actor, critic } = o.models;
+  session.say(
+    `rl2 ppo: ${prompts.train.length} train / ${prompts.test.length} test ` +
+      `prompts, ${r.train_prompts_per_rollout} x ${r.responses_per_prompt} responses per step, ` +
+      `${length.totalSteps} steps, adv.estimator=${config.adv.estimator}, ` +
+      `engine ${r.engine}${resumeFrom ? `, resuming from ${resumeFrom} at step ${session.step}` : ''}` +
+      (actor.layout.summary ? `, actor: ${actor.layout.summary}` : '') +
+      (critic?.layout.summary ? `, critic: ${critic.layout.summary}` : ''),
+  );
+  for (const line of describeCounts(prompts.counts, () => null)) session.say(`rl2 ppo: ${line}`);
+  const batchKey = 'rollout.train_prompts_per_rollout';
+  const rows = prompts.train.length;
+  const leftOut = describeLeftOut(length, rows, 'prompts', batchKey, r.train_prompts_per_rollout);
+  if (leftOut) session.say(`rl2 ppo: ${leftOut}`);
+  const counted = dataMetrics(prompts.counts);
+  if (counted && !resumeFrom) session.record(counted);
 }

@@ -8,3 +8,5 @@ export { rankBins } from './rank-bins.js';
 export { unpermute, invertPermutation } from './unpermute.js';
 export { packMicroBatch } from './pack-micro-batch.js';
 export type { MicroBatchLayout, MicroBatchOptions } from './pack-micro-batch.js';
+export { rankMicroBatches } from './rank-micro-batches.js';
+export type { RankMicroBatch, RankMicroBatchOptions } from './rank-micro-batches.js';

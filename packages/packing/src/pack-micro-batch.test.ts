@@ -10,7 +10,23 @@ describe('packMicroBatch', () => {
     expect(Array.from(mb.cuSeqlens)).toEqual([0, 2, 6, 9]);
     expect(Array.from(mb.positionIds)).toEqual([0, 1, 0, 1, 2, 3, 0, 1, 2]);
     expect(Array.from(mb.sequenceIds)).toEqual([1, 1, 3, 3, 3, 3, 0, 0, 0]);
+    expect(Array.from(mb.segmentIds)).toEqual([0, 0, 1, 1, 1, 1, 2, 2, 2]);
     expect(mb.numPadTokens).toBe(0);
+  });
+
+  it('lays out per-token fields alongside the ids, 0 on pad tokens', () => {
+    const lossMask = seqs.map((s) => s.map((_, t) => (t === 0 ? 0 : 1)));
+    const targets = seqs.map((s) => s.map((id) => id + 1));
+    const mb = packMicroBatch(seqs, [3, 1], { fields: { lossMask, targets }, padToMultipleOf: 4 });
+    expect(Array.from(mb.fields.targets)).toEqual([42, 43, 44, 45, 22, 23, 0, 0]);
+    expect(Array.from(mb.fields.lossMask)).toEqual([0, 1, 1, 1, 0, 1, 0, 0]);
+    expect(Array.from(mb.segmentIds)).toEqual([0, 0, 0, 0, 1, 1, 2, 2]);
+  });
+
+  it('names the field and the sequence whose values do not match its tokens', () => {
+    expect(() => packMicroBatch(seqs, [0, 1], { fields: { lossMask: [[1, 1, 1], [1]] } })).toThrow(
+      /fields\.lossMask\[1\] has 1 values for the 2 tokens of sequence 1/,
+    );
   });
 
   it('gives padding sequences (index >= sequences.length) an empty segment', () => {

@@ -15,7 +15,9 @@ export type TrainersErrorCode =
   | 'WRITE_FAILED'
   | 'TENSORBOARD'
   | 'MISSING_DEPENDENCY'
-  | 'ROLLOUT_FAILED';
+  | 'ROLLOUT_FAILED'
+  /** A step's loss or gradient norm was NaN/Inf under trainer.on_nonfinite=stop. */
+  | 'NON_FINITE';
 
 /** Base error of @rl2/trainers: every message names the offending value and how to fix it. */
 export class TrainersError extends Error {

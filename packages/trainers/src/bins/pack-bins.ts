@@ -1,4 +1,4 @@
-import { planPacking } from '@rl2/packing';
+import { type RankMicroBatch, planPacking, rankMicroBatches } from '@rl2/packing';
 import type { TrainingItem } from '../dataset/training-item.js';
 import { TrainersError } from '../errors.js';
 
@@ -54,51 +54,35 @@ export function packBins(
     sequences.map((s) => s.inputIds.length),
     { maxTokensPerRank: budget, dpSize: dp.size, groupSize },
   );
-  const binOf = (members: readonly number[]): PackedBin | undefined => {
-    const real = members.filter((i) => i < sequences.length);
-    if (real.length === 0) return undefined;
-    const bin = {
-      inputIds: [] as number[],
-      positionIds: [] as number[],
-      segmentIds: [] as number[],
-      targets: [] as number[],
-      lossMask: [] as number[],
-      numSequences: real.length,
-    };
-    real.forEach((idx, s) => {
-      const q = sequences[idx];
-      bin.inputIds.push(...q.inputIds);
-      bin.positionIds.push(...q.positionIds);
-      bin.targets.push(...q.targets);
-      bin.lossMask.push(...q.lossMask);
-      for (let t = 0; t < q.inputIds.length; t++) bin.segmentIds.push(s);
-    });
-    return bin;
-  };
-  return rankBins(plan, dp.rank, binOf, lockstep);
+  const packed = rankMicroBatches(
+    plan,
+    dp.rank,
+    sequences.map((s) => s.inputIds),
+    {
+      lockstep,
+      fields: {
+        targets: sequences.map((s) => s.targets),
+        lossMask: sequences.map((s) => s.lossMask),
+      },
+    },
+  );
+  return packed.map(packedBin);
 }
 
 /**
- * Rank `rank`'s contiguous slice of a packing plan's bins, each built by `binOf` (undefined
- * for an empty bin): empty ones are dropped, or under `lockstep` replaced by `idle` copies of
- * the heaviest bin (the plan's first), so that every rank runs as many passes.
+ * A micro-batch of @rl2/packing as the trainers' passes take it (plain arrays; positions
+ * restart at 0 per sequence, as every tokenized sequence's own do).
  */
-export function rankBins<B extends PackedBin>(
-  plan: { readonly bins: readonly (readonly number[])[]; readonly binsPerRank: number },
-  rank: number,
-  binOf: (members: readonly number[]) => B | undefined,
-  lockstep: boolean,
-): B[] {
-  const bins: B[] = [];
-  for (const members of plan.bins.slice(rank * plan.binsPerRank, (rank + 1) * plan.binsPerRank)) {
-    const bin = binOf(members);
-    if (bin) bins.push(bin);
-    else if (lockstep && plan.bins[0]) {
-      const heaviest = binOf(plan.bins[0]);
-      if (heaviest) bins.push({ ...heaviest, idle: true });
-    }
-  }
-  return bins;
+export function packedBin(mb: RankMicroBatch<'targets' | 'lossMask'>): PackedBin {
+  return {
+    inputIds: Array.from(mb.inputIds),
+    positionIds: Array.from(mb.positionIds),
+    segmentIds: Array.from(mb.segmentIds),
+    targets: Array.from(mb.fields.targets),
+    lossMask: Array.from(mb.fields.lossMask),
+    numSequences: mb.members.length,
+    ...(mb.idle ? { idle: true } : {}),
+  };
 }
 
 /** Global counts over all bins of a step: what every loss divides by. */

@@ -2,8 +2,20 @@ import { z } from 'zod';
 import { ENGINE_BACKENDS } from '@rl2/engine';
 import { option } from './option.js';
 
-/** `trainer.*`: run bookkeeping shared by SFT, RM and DPO. */
-export function trainerSection(experimentName: string) {
+/** What `val_before_train` and `test_freq` mean to a trainer (its `--help` lines). */
+export interface ValidationHelp {
+  readonly val_before_train: string;
+  readonly test_freq: string;
+}
+
+/** SFT, RM and DPO: validation on the test split after each epoch, and as these say. */
+const EPOCH_VALIDATION: ValidationHelp = {
+  val_before_train: 'validate once before the first step (a fresh run only), as verl does',
+  test_freq: 'also validate every N steps (validation always runs after each epoch)',
+};
+
+/** `trainer.*`: run bookkeeping shared by SFT, RM, DPO and PPO (whose validation differs: `validation`). */
+export function trainerSection(experimentName: string, validation = EPOCH_VALIDATION) {
   return z.strictObject({
     project: option(z.string(), 'rl2', 'project name, shown in the run header'),
     experiment_name: option(
@@ -17,15 +29,12 @@ export function trainerSection(experimentName: string) {
       null,
       'stop after this many optimizer steps (null: all epochs)',
     ),
-    val_before_train: option(
-      z.boolean(),
-      true,
-      'validate once before the first step (a fresh run only), as verl does',
-    ),
-    test_freq: option(
-      z.number().int().positive().nullable(),
-      null,
-      'also validate every N steps (validation always runs after each epoch)',
+    val_before_train: option(z.boolean(), true, validation.val_before_train),
+    test_freq: option(z.number().int().positive().nullable(), null, validation.test_freq),
+    on_nonfinite: option(
+      z.enum(['stop', 'skip']),
+      'stop',
+      'a NaN/Inf loss or gradient norm: stop (exit 1, latest stays on the last checkpoint) or skip that update',
     ),
     save_dir: option(
       z.string().min(1),

@@ -21,7 +21,7 @@ import { GROUP, algorithmFixture } from './testing/algorithm-fixture.js';
 import { QUIET_TRAINER, tinyRun } from './testing/tiny-run.js';
 
 /**
- * Every algorithm key of `rl2 ppo` reaches the loss: one real PPO step (`ppoTrainStep`, the
+ * Every algorithm key of `rl2 ppo` reaches the loss: one real PPO step (`ppoPasses` + `ppoUpdate`, the
  * step body of runPpo) of the tiny actor on the shared batch per option, and its logged loss
  * and metrics equal what @rl2/algos computes for that option on the same batch, and differ
  * from the default's. The batch was sampled by another checkpoint (ratios 0.86..1.25), so

@@ -120,4 +120,38 @@ describe('stopOnFailedSteps', () => {
       }).step(1),
     ).resolves.toBeDefined();
   });
+
+  it('announces each step whose every group was filtered out, resets on a step with a group, stops past rollout.max_filtered_steps', async () => {
+    const lines: string[] = [];
+    let saved = 0;
+    const filtered = shard(metrics(4, 0, { env_errors: 0, filtering_ratio: 1, groups: 0 }));
+    const trained = shard(metrics(4, 0, { env_errors: 0, filtering_ratio: 0.5, groups: 1 }));
+    const guarded = stopOnFailedSteps(scripted([filtered, trained, filtered, filtered]), {
+      maxFailedSteps: 0,
+      maxFilteredSteps: 1,
+      responsesPerPrompt: 2,
+      log: (l) => lines.push(l),
+      beforeStop: async () => {
+        saved += 1;
+      },
+    });
+    await guarded.step(1);
+    await guarded.step(2); // a group to train on: the count starts again
+    await guarded.step(3);
+    expect(lines).toEqual(
+      [1, 3].map(
+        (k) =>
+          `rollout step ${k}: all 2 groups filtered out (rollout.dynamic_filtering=true drops a group whose ` +
+          'rewards are all equal (its advantages are 0)), nothing to train on: 1 of ' +
+          'rollout.max_filtered_steps=1 such steps in a row tolerated',
+      ),
+    );
+    await expect(guarded.step(4)).rejects.toMatchObject({
+      code: 'ROLLOUT_FAILED',
+      message: expect.stringContaining(
+        '2 steps in a row without a group to train on, more than rollout.max_filtered_steps=1',
+      ),
+    });
+    expect(saved).toBe(1);
+  });
 });

@@ -153,6 +153,12 @@ export const ppoConfigSchema = z.strictObject({
       0,
       'steps in a row where every sample failed (env or engine errors) that the run goes on after; one more stops it with exit code 1',
     ),
+    max_filtered_steps: option(
+      z.number().int().nonnegative(),
+      10,
+      'steps in a row where dynamic filtering dropped every group (nothing to train on) that ' +
+        'the run goes on after, each announced; one more stops it with exit code 1',
+    ),
     env_workers: option(
       z.number().int().positive(),
       1,
@@ -365,7 +371,13 @@ export const ppoConfigSchema = z.strictObject({
       'reinforce / grpo / dr-grpo: baseline (and std) over the whole batch instead of the group',
     ),
   }),
-  trainer: trainerSection('ppo'),
+  // RL2's ppo.py evaluates every test_freq steps only (no epoch validation)
+  trainer: trainerSection('ppo', {
+    val_before_train:
+      'with trainer.test_freq set, evaluate on the test prompts once before the first step (a fresh run only)',
+    test_freq:
+      'evaluate on the test prompts every N steps and after the last (null: never, as RL2; no evaluation per epoch)',
+  }),
 });
 
 export type PpoConfig = z.infer<typeof ppoConfigSchema>;

@@ -50,6 +50,27 @@ export interface PpoModels {
   dispose(): void;
 }
 
+/** The model sections of a PPO run, as `ppoModelSections` picks them from the config. */
+export interface PpoModelSections {
+  readonly actor: PpoConfig['actor'];
+  /** ref_actor.*: the frozen reference, when kl.coef > 0. */
+  readonly ref?: PpoConfig['ref_actor'];
+  /** critic.*: the critic, when adv.estimator=gae. */
+  readonly critic?: PpoConfig['critic'];
+  /** rollout.engine: who generates with the actor (the embedded engine needs a full copy or the tp shards). */
+  readonly engine: PpoConfig['rollout']['engine'];
+}
+
+/** The models a PPO config asks for: the reference with kl.coef > 0, the critic with adv.estimator=gae. */
+export function ppoModelSections(config: PpoConfig): PpoModelSections {
+  return {
+    actor: config.actor,
+    ...(config.kl.coef > 0 ? { ref: config.ref_actor } : {}),
+    ...(config.adv.estimator === 'gae' ? { critic: config.critic } : {}),
+    engine: config.rollout.engine,
+  };
+}
+
 /**
  * Loads the actor (from the checkpoint when resuming), the reference and the critic and lays
  * them out on the ranks: the actor and its reference by actor.{tp,cp,ddp}_size, the critic by
@@ -59,17 +80,16 @@ export interface PpoModels {
  * Optimizer states come back from `saved`.
  */
 export async function openPpoModels(
-  config: PpoConfig,
+  sections: PpoModelSections,
   dp: DataParallel,
   totalSteps: number,
   resumeFrom?: string,
   saved?: ReturnType<typeof loadPpoCheckpoint>,
 ): Promise<PpoModels> {
-  const { actor: a, critic: c } = config;
+  const { actor: a, critic: c } = sections;
   const tokenizerDir = a.tokenizer_name ?? a.model_name;
-  const useCritic = config.adv.estimator === 'gae';
   const actorLayout = planRankLayout(dp, a, 'actor');
-  const criticLayout = useCritic ? planRankLayout(dp, c, 'critic') : ONE_PROCESS;
+  const criticLayout = c ? planRankLayout(dp, c, 'critic') : ONE_PROCESS;
   const full = await openModel(
     startingWeights(a.model_name, resumeFrom, 'actor.model_name'),
     'actor.model_name',
@@ -77,8 +97,8 @@ export async function openPpoModels(
   // the embedded engine generates with the tp shards themselves under tp alone, else with a
   // full copy; SGLang servers hold their own
   const tpGeneration =
-    config.rollout.engine === 'embedded' && actorLayout.tp !== undefined && !actorLayout.fsdp;
-  const keepFull = config.rollout.engine === 'embedded' && !tpGeneration;
+    sections.engine === 'embedded' && actorLayout.tp !== undefined && !actorLayout.fsdp;
+  const keepFull = sections.engine === 'embedded' && !tpGeneration;
   const trainedActor = trainModel(full.model, actorLayout, 'actor', { keepFull });
   const actor = new PpoWorker(
     trainedActor,
@@ -88,12 +108,12 @@ export async function openPpoModels(
     (totalSteps - a.freeze_steps) * a.update_per_rollout,
   );
   let ref: PpoWorker | undefined;
-  if (config.kl.coef > 0) {
-    const loaded = await openModel(config.ref_actor.model_name, 'ref_actor.model_name');
+  if (sections.ref) {
+    const loaded = await openModel(sections.ref.model_name, 'ref_actor.model_name');
     ref = new PpoWorker(trainModel(loaded.model, actorLayout, 'actor'), actorLayout, a, 'actor');
   }
   let critic: PpoWorker | undefined;
-  if (useCritic) {
+  if (c) {
     const loaded = await openModel(
       startingWeights(c.model_name, resumeFrom, 'critic.model_name', 'critic'),
       'critic.model_name',
@@ -152,7 +172,7 @@ export async function openPpoModels(
           actorOptimizer: { state: async () => actorState },
           ...(criticState ? { criticOptimizer: { state: async () => criticState } } : {}),
           saveActor: (d: string) => saveActor(d, actorFull.params),
-          ...(critic && criticFull
+          ...(critic && c && criticFull
             ? {
                 saveCritic: (d: string) =>
                   modelSaver(

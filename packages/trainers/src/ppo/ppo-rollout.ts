@@ -20,12 +20,12 @@ import {
   createSGLangEngine,
 } from '@rl2/rollout';
 import { TrainersError } from '../errors.js';
+import { prefixed } from '../metrics/prefixed.js';
 import type { DataParallel } from '../parallel-model/data-parallel.js';
 import { shareFromMain } from '../parallel-model/share-from-main.js';
 import { checkSameRollout } from './check-same-rollout.js';
 import { type RolloutShard, gatherRollout } from './gather-rollout.js';
 import type { PpoConfig } from './ppo-config.js';
-import { ppoSequenceBudget } from './prompt-budget.js';
 import type { PromptStream } from './prompt-stream.js';
 
 /** The rollout side of `rl2 ppo` (RL2's Rollout worker): training steps, evaluations, weight sync. */
@@ -37,6 +37,15 @@ export interface PpoRollout {
   /** Pushes the actor's weights to the engine (the embedded engine shares them: its cache is flushed). */
   syncWeights(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** What the rollout takes of the run besides rollout.*: trainer.seed, trainer.save_dir, the sequence budget. */
+export interface PpoRolloutRun {
+  readonly seed: number;
+  /** Where rollout.save_rollouts writes (`rollouts/` under it). */
+  readonly saveDir: string;
+  /** The longest a trajectory may grow (see `ppoSequenceBudget`). */
+  readonly maxSequenceTokens: number;
 }
 
 /** What the rollout is built from besides the config. */
@@ -132,9 +141,6 @@ function once(prompts: RolloutPrompt[]): (n: number) => RolloutPrompt[] {
   };
 }
 
-const prefixed = (prefix: string, m: object) =>
-  Object.fromEntries(Object.entries(m).map(([k, v]) => [`${prefix}/${k}`, v as number]));
-
 /**
  * Starts the engine of rollout.engine (checking SGLang servers are up) and the rollout runner
  * over the prompt stream. Under several ranks: the embedded engine as in {@link ranksRollout};
@@ -144,11 +150,11 @@ const prefixed = (prefix: string, m: object) =>
  * actor's shards on every rank, rank 0 writes the folder once and has every server reload it.
  */
 export async function openPpoRollout(
-  config: PpoConfig,
+  r: PpoConfig['rollout'],
+  run: PpoRolloutRun,
   dp: DataParallel,
   parts: PpoRolloutParts,
 ): Promise<PpoRollout> {
-  const { trainer, rollout: r } = config;
   const { stream, out } = parts;
   const isMain = dp.rank === 0;
   const servers = r.engine === 'sglang';
@@ -176,14 +182,14 @@ export async function openPpoRollout(
     responsesPerPrompt: r.responses_per_prompt,
     maxTurns: r.max_turns,
     // no trajectory outgrows a micro-batch (prompts were checked against it when loaded)
-    maxSequenceTokens: ppoSequenceBudget(config).budget,
+    maxSequenceTokens: run.maxSequenceTokens,
     sampling: samplingParams(r.train_sampling_params),
     evalSampling: samplingParams(r.test_sampling_params),
     concurrency: r.concurrency,
     // The runner seeds sample s of its g-th launched group with seed + (g * G + s) * 1000; a resumed
     // run continues the numbering where the checkpoint left it, so it samples what an
     // uninterrupted run would have.
-    seed: trainer.seed + stream.consumed * r.responses_per_prompt * 1000,
+    seed: run.seed + stream.consumed * r.responses_per_prompt * 1000,
     dynamicFiltering: r.dynamic_filtering,
     refill: r.refill,
     ...(r.max_groups_per_rollout
@@ -198,7 +204,7 @@ export async function openPpoRollout(
     ...(r.groups_in_flight ? { groupsInFlight: r.groups_in_flight } : {}),
     partialRollout: r.partial_rollout,
     onSampleError: r.on_sample_error,
-    ...(r.save_rollouts && isMain ? { saveDir: join(trainer.save_dir, 'rollouts') } : {}),
+    ...(r.save_rollouts && isMain ? { saveDir: join(run.saveDir, 'rollouts') } : {}),
     log: (line: string) => {
       if (isMain) out.write(`${line}\n`);
     },
@@ -246,12 +252,10 @@ export async function openPpoRollout(
       nextPrompts: once(share),
       promptsPerStep: Math.max(1, share.length),
       seed,
-      ...(r.save_rollouts
-        ? { saveDir: join(trainer.save_dir, 'rollouts', `rank-${dp.rank}`) }
-        : {}),
+      ...(r.save_rollouts ? { saveDir: join(run.saveDir, 'rollouts', `rank-${dp.rank}`) } : {}),
       log: (line: string) => out.write(`${line}\n`),
     });
-  const training = ranksRollout(dp, r, stream, trainer.seed, local, shardRunner, tpGen);
+  const training = ranksRollout(dp, r, stream, run.seed, local, shardRunner, tpGen);
   return {
     step: (k) => training.step(k),
     evaluate,

@@ -4,13 +4,16 @@ import type { PpoConfig } from './ppo-config.js';
 
 /**
  * The longest sequence a PPO rollout may grow to: one micro-batch of the actor (and of the
- * critic under adv.estimator=gae), cp_size * tp_size * max_length_per_device tokens each.
+ * critic, given under adv.estimator=gae), cp_size * tp_size * max_length_per_device tokens each.
  * Prompts are checked against it before step 1 and generation is capped to it, so no
  * trajectory fails to pack mid-run.
  */
-export function ppoSequenceBudget(config: PpoConfig): LengthBudget {
-  const actor = microBatchBudget(config.actor, 'actor');
-  if (config.adv.estimator !== 'gae') return actor;
-  const critic = microBatchBudget(config.critic, 'critic');
+export function ppoSequenceBudget(
+  actorSection: PpoConfig['actor'],
+  criticSection?: PpoConfig['critic'],
+): LengthBudget {
+  const actor = microBatchBudget(actorSection, 'actor');
+  if (!criticSection) return actor;
+  const critic = microBatchBudget(criticSection, 'critic');
   return critic.budget < actor.budget ? critic : actor;
 }

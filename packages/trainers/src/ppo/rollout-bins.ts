@@ -1,8 +1,8 @@
-import { planPacking } from '@rl2/packing';
+import { planPacking, rankMicroBatches } from '@rl2/packing';
 import * as tf from '@tensorflow/tfjs-core';
 import type { TrainingSequence } from '@rl2/rollout';
 import { TrainersError } from '../errors.js';
-import { type PackedBin, rankBins } from '../bins/pack-bins.js';
+import { type PackedBin, packedBin } from '../bins/pack-bins.js';
 
 /** A packed micro-batch of rollout sequences that remembers which sequences it holds. */
 export interface RolloutBin extends PackedBin {
@@ -41,31 +41,17 @@ export function packRolloutBins(
     indices.map((i) => sequences[i].states.length),
     { maxTokensPerRank: budget, dpSize: dp.size, groupSize: 1 },
   );
-  const binOf = (slots: readonly number[]): RolloutBin | undefined => {
-    const members = slots.filter((s) => s < indices.length).map((s) => indices[s]);
-    if (members.length === 0) return undefined;
-    const bin = {
-      inputIds: [] as number[],
-      positionIds: [] as number[],
-      segmentIds: [] as number[],
-      targets: [] as number[],
-      lossMask: [] as number[],
-      numSequences: members.length,
-      members,
-    };
-    members.forEach((idx, s) => {
-      const q = sequences[idx];
-      bin.inputIds.push(...q.states);
-      bin.targets.push(...q.actions);
-      bin.lossMask.push(...q.actionMask);
-      for (let t = 0; t < q.states.length; t++) {
-        bin.positionIds.push(t);
-        bin.segmentIds.push(s);
-      }
-    });
-    return bin;
-  };
-  return rankBins(plan, dp.rank, binOf, lockstep);
+  const picked = indices.map((i) => sequences[i]);
+  const packed = rankMicroBatches(
+    plan,
+    dp.rank,
+    picked.map((q) => q.states),
+    {
+      lockstep,
+      fields: { targets: picked.map((q) => q.actions), lossMask: picked.map((q) => q.actionMask) },
+    },
+  );
+  return packed.map((mb) => ({ ...packedBin(mb), members: mb.members.map((s) => indices[s]) }));
 }
 
 /** A per-sequence quantity (`perSequence[i]` is `[T_i]`) laid out as the bin's row `[T]`. */

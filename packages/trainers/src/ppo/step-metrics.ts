@@ -1,10 +1,9 @@
 import type { RolloutMetrics } from '@rl2/rollout';
+import { prefixed } from '../metrics/prefixed.js';
 import type { ProgressUpdate } from '../metrics/progress.js';
 import type { UpdateOutcome } from './ppo-worker.js';
 
 const rate = (tokens: number, seconds: number) => tokens / Math.max(seconds, 1e-9);
-const prefixed = (prefix: string, m: object) =>
-  Object.fromEntries(Object.entries(m).map(([k, v]) => [`${prefix}/${k}`, v as number]));
 
 /** Seconds since `began` (a `performance.now()` reading). */
 export const secondsSince = (began: number) => (performance.now() - began) / 1000;
@@ -52,6 +51,14 @@ export class PpoStepMetrics {
     if (this.updateSeconds > 0)
       this.values['tokens_per_s/update'] = rate(this.updateTokens, this.updateSeconds);
     this.values['time/sync_s'] = seconds;
+  }
+
+  /** The updates' losses and gradient norms, what trainer.on_nonfinite watches (none on a step without an update). */
+  watched(): Record<string, number> {
+    const keys = ['actor/loss', 'actor/grad_norm', 'critic/loss', 'critic/grad_norm'];
+    return Object.fromEntries(
+      keys.filter((k) => this.values[k] !== undefined).map((k) => [k, this.values[k] as number]),
+    );
   }
 
   /** What the progress display shows: actor loss, update tokens/s, `lr`, the training reward. */

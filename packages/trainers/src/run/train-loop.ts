@@ -14,7 +14,10 @@ import { evaluateBins } from '../step/gradient-step.js';
 import { layoutStep } from '../step/layout-step.js';
 import type { Objective } from '../step/objective.js';
 import { sumStepOverRanks, sumTotalsOverRanks } from '../step/sum-over-ranks.js';
+import { prefixed } from '../metrics/prefixed.js';
+import { describeLeftOut, runLength } from './run-length.js';
 import { type RunIo, RunSession, type SessionResult } from './run-session.js';
+import { type LoopStep, runSteps } from './step-loop.js';
 
 /** What a finished or interrupted SFT, RM or DPO run reports. */
 export interface RunResult extends SessionResult {
@@ -58,9 +61,6 @@ export interface LoopSpec<P> {
   readonly dataMetrics?: Record<string, number>;
 }
 
-const prefixed = (prefix: string, m: Record<string, number>) =>
-  Object.fromEntries(Object.entries(m).map(([k, v]) => [`${prefix}/${k}`, v]));
-
 /** Where an epoch-based run stands: what a checkpoint stores besides weights and moments. */
 interface EpochCursor {
   epoch: number;
@@ -99,11 +99,8 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
   const { budget, budgetKey } = microBatchBudget(m, spec.modelKey);
   const n = spec.train.length;
   const batchSize = Math.min(spec.batchSize, n);
-  const batchesPerEpoch = Math.max(1, Math.floor(n / batchSize));
-  const totalSteps = Math.min(
-    trainer.max_steps ?? Number.POSITIVE_INFINITY,
-    trainer.n_epochs * batchesPerEpoch,
-  );
+  const length = runLength(trainer, n, spec.batchSize);
+  const { stepsPerEpoch, totalSteps } = length;
   const { optimizer, lrAt } = sectionOptimizer(m, trained.params, totalSteps);
   const lockstep = trained.sharded; // ZeRO-3: every data-parallel rank runs as many passes
   const pack = (items: readonly TrainingItem[]) =>
@@ -122,10 +119,18 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
   try {
     session.say(
       `rl2 ${spec.kind} [${trainer.project}/${trainer.experiment_name}]: ${n} train ` +
-        `/ ${spec.test.length} test items, ${batchesPerEpoch} steps per epoch, ${totalSteps} steps` +
+        `/ ${spec.test.length} test items, ${stepsPerEpoch} steps per epoch, ${totalSteps} steps` +
         (spec.resumeFrom ? `, resuming from ${spec.resumeFrom} at step ${step}` : '') +
         (layout.summary ? `, ${layout.summary}` : ''),
     );
+    const leftOut = describeLeftOut(
+      length,
+      n,
+      'training items',
+      'data.train.batch_size',
+      spec.batchSize,
+    );
+    if (leftOut) session.say(`rl2 ${spec.kind}: ${leftOut}`);
     const validate = () =>
       session.test(() =>
         validation(spec, layout, testSet, `@ step ${session.step} (epoch ${cursor.epoch + 1})`),
@@ -133,76 +138,85 @@ async function trainOnRanks<P>(spec: LoopSpec<P>, layout: RankLayout): Promise<R
     const save = () =>
       session.save((dir) => writeCheckpoint(spec, layout, session, optimizer, cursor, dir));
     if (spec.dataMetrics && !spec.resumeFrom) session.record(spec.dataMetrics);
-    if (trainer.val_before_train && !spec.resumeFrom) await validate();
-    const trainLoss = new Map<number, number>();
-    while (session.step < totalSteps) {
-      // A step is synchronous tensor work: yield to the event loop between steps so that Ctrl-C
-      // (a signal handler) and pending I/O run, and the stop check below sees the interrupt.
-      await new Promise<void>((next) => setImmediate(next));
-      if (cursor.batchInEpoch >= batchesPerEpoch) {
+    /** The next batch of the epoch; at an epoch's end, validation and the next epoch's order first. */
+    const nextItems = async () => {
+      if (cursor.batchInEpoch >= stepsPerEpoch) {
         await validate();
         cursor.epoch += 1;
         cursor.batchInEpoch = 0;
         cursor.order = epochOrder(spec, cursor.rng);
-        continue;
       }
-      const items = cursor.order
-        .slice(cursor.batchInEpoch * batchSize, (cursor.batchInEpoch + 1) * batchSize)
-        .map((i) => spec.train[i]);
-      const bins = pack(items);
-      const began = performance.now();
-      const totals = sumTotalsOverRanks(layout.data, stepTotals(bins));
-      cursor.lr = lrAt(session.step);
-      const res = await layoutStep({
-        layout,
-        bins,
-        totals,
-        objective,
-        trained,
-        optimizer,
-        lr: cursor.lr,
-        maxGradNorm: m.max_grad_norm,
-        flags: [session.stopFlag],
-      });
-      const tokensPerSecond = totals.tokens / Math.max((performance.now() - began) / 1000, 1e-9);
+      const from = cursor.batchInEpoch * batchSize;
       cursor.batchInEpoch += 1;
-      trainLoss.set(session.step + 1, res.loss);
-      const { headline } = objective;
-      session.completeStep(
-        {
-          'train/loss': res.loss,
-          'train/grad_norm': res.gradNorm,
-          'train/lr': cursor.lr,
-          'train/tokens_per_s': tokensPerSecond,
-          'train/micro_batches': bins.length,
-          ...prefixed('train', res.metrics),
-        },
-        {
-          loss: res.loss,
-          tokensPerSecond,
-          lr: cursor.lr,
-          extra:
-            headline && res.metrics[headline] !== undefined
-              ? { [headline]: res.metrics[headline] }
-              : undefined,
-        },
-      );
-      if (session.due(trainer.test_freq)) await validate();
-      if (session.due(trainer.save_freq)) await save();
-      if (session.stopRequested(res.flags[0])) {
-        await session.interrupt(save);
-        break;
-      }
-    }
-    if (!session.interrupted) {
-      await validate();
-      await save();
-    }
+      return cursor.order.slice(from, from + batchSize).map((i) => spec.train[i]);
+    };
+    const trainStep = async (): Promise<LoopStep> => {
+      const bins = pack(await nextItems());
+      cursor.lr = lrAt(session.step);
+      return optimizerStep(spec, layout, bins, optimizer, cursor.lr, session.stopFlag);
+    };
+    const steps = await runSteps({
+      session,
+      trainer,
+      beforeFirstStep: async () => (trainer.val_before_train ? validate() : undefined),
+      step: trainStep,
+      evaluate: validate,
+      save,
+    });
+    const trainLoss = new Map(steps.map((r) => [r.step, r['train/loss'] as number]));
     return { ...session.finish(), trainLoss, lastTest: session.tests.at(-1) };
   } finally {
     session.close();
     optimizer.dispose();
   }
+}
+
+/** One optimizer step on this rank's `bins` (`layoutStep`), as the loop records and shows it. */
+async function optimizerStep<P>(
+  spec: LoopSpec<P>,
+  layout: RankLayout,
+  bins: readonly PackedBin[],
+  optimizer: AdamW,
+  lr: number,
+  stopFlag: number,
+): Promise<LoopStep> {
+  const { objective, trained } = spec;
+  const began = performance.now();
+  const totals = sumTotalsOverRanks(layout.data, stepTotals(bins));
+  const res = await layoutStep({
+    layout,
+    bins,
+    totals,
+    objective,
+    trained,
+    optimizer,
+    lr,
+    maxGradNorm: spec.model.max_grad_norm,
+    flags: [stopFlag],
+  });
+  const tokensPerSecond = totals.tokens / Math.max((performance.now() - began) / 1000, 1e-9);
+  const { headline } = objective;
+  return {
+    values: {
+      'train/loss': res.loss,
+      'train/grad_norm': res.gradNorm,
+      'train/lr': lr,
+      'train/tokens_per_s': tokensPerSecond,
+      'train/micro_batches': bins.length,
+      ...prefixed('train', res.metrics),
+    },
+    shown: {
+      loss: res.loss,
+      tokensPerSecond,
+      lr,
+      extra:
+        headline && res.metrics[headline] !== undefined
+          ? { [headline]: res.metrics[headline] }
+          : undefined,
+    },
+    watched: { 'train/loss': res.loss, 'train/grad_norm': res.gradNorm },
+    stopFlag: res.flags[0],
+  };
 }
 
 const identity = (n: number) => Array.from({ length: n }, (_, i) => i);

@@ -1,4 +1,5 @@
 import { freeDisposedBuffers } from '@rl2/engine';
+import * as tf from '@tensorflow/tfjs-core';
 import type { AdamW } from '../optim/adamw.js';
 import { clipCoefficient } from '../optim/clip-grad-norm.js';
 import type { RankLayout } from '../parallel-model/rank-layout.js';
@@ -8,6 +9,16 @@ import { accumulateGradients } from './gradient-step.js';
 import type { Objective } from './objective.js';
 import type { PackedBin, StepTotals } from '../bins/pack-bins.js';
 import { sumStepOverRanks } from './sum-over-ranks.js';
+
+/** What one optimizer step did. */
+export interface LayoutStepResult {
+  readonly loss: number;
+  readonly metrics: Record<string, number>;
+  readonly gradNorm: number;
+  readonly flags: number[];
+  /** False when the loss or the gradient norm was NaN/Inf: the weights and moments were left as they were. */
+  readonly applied: boolean;
+}
 
 const zeroed = (m: Record<string, number>) => Object.fromEntries(Object.keys(m).map((k) => [k, 0]));
 
@@ -20,7 +31,8 @@ const zeroed = (m: Record<string, number>) => Object.fromEntries(Object.keys(m).
  *   slot adds the loss and metrics);
  * - ZeRO-3 shards: the backward already reduce-scattered the gradients; loss and metrics are
  *   summed over `layout.data`;
- * then clipping by the true global norm and AdamW. `flags` (e.g. "stop requested") come back
+ * then clipping by the true global norm and AdamW, unless the loss or the norm is not finite
+ * (the update is then dropped, see `applied`; `trainer.on_nonfinite` decides what follows). `flags` (e.g. "stop requested") come back
  * summed over the whole world. Every rank calls it.
  */
 export async function layoutStep<P>(o: {
@@ -33,7 +45,7 @@ export async function layoutStep<P>(o: {
   lr: number;
   maxGradNorm: number | null;
   flags?: readonly number[];
-}): Promise<{ loss: number; metrics: Record<string, number>; gradNorm: number; flags: number[] }> {
+}): Promise<LayoutStepResult> {
   const { layout, trained } = o;
   const local = await accumulateGradients(o.bins, o.totals, o.objective, trained.params);
   let flags = [...(o.flags ?? [])];
@@ -58,9 +70,16 @@ export async function layoutStep<P>(o: {
   }
   const grads = res.grads ?? local.grads;
   const norm = await trained.gradNorm(grads);
-  // clipping folded into the update and each gradient freed once used: no second set of gradients
-  o.optimizer.step(grads, o.lr, { gradScale: clipCoefficient(norm, o.maxGradNorm), release: true });
-  trained.afterStep();
+  // loss and norm are global (the same on every rank), so every rank takes or skips the update
+  const applied = Number.isFinite(res.loss) && Number.isFinite(norm);
+  if (applied) {
+    // clipping folded into the update and each gradient freed once used: no second set of gradients
+    o.optimizer.step(grads, o.lr, {
+      gradScale: clipCoefficient(norm, o.maxGradNorm),
+      release: true,
+    });
+    trained.afterStep();
+  } else tf.dispose(Object.values(grads)); // a NaN/Inf update would poison every weight it touches
   freeDisposedBuffers(); // the step's gradients and temporaries go back to malloc for the next step
-  return { loss: res.loss, metrics: res.metrics, gradNorm: norm, flags: res.flags };
+  return { loss: res.loss, metrics: res.metrics, gradNorm: norm, flags: res.flags, applied };
 }

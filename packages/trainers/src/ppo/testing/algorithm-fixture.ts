@@ -1,3 +1,4 @@
+import { onHostBackend } from '@rl2/engine';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { RolloutMetrics, TrainingBatch, TrainingSequence } from '@rl2/rollout';
@@ -8,8 +9,10 @@ import { SINGLE_PROCESS } from '../../parallel-model/data-parallel.js';
 import { startEngine } from '../../run/run-setup.js';
 import type { PerSequence } from '../forward-passes.js';
 import { type PpoConfig, ppoConfigSchema } from '../ppo-config.js';
-import { openPpoModels } from '../ppo-models.js';
-import { type PpoPasses, ppoTrainStep } from '../ppo-train-step.js';
+import { computePpoAdvantages } from '../ppo-advantages.js';
+import { openPpoModels, ppoModelSections } from '../ppo-models.js';
+import { type PpoPasses, ppoPasses } from '../ppo-passes.js';
+import { ppoUpdate } from '../ppo-update.js';
 import { PpoStepMetrics } from '../step-metrics.js';
 import { QUIET_TRAINER, tinyRun } from './tiny-run.js';
 
@@ -72,7 +75,7 @@ const NO_ROLLOUT = { rollout_s: 0, tokens_per_s: 0 } as unknown as RolloutMetric
 
 /**
  * Shared fixture of the algorithm-key tests: one tiny actor, one batch, and one real PPO step
- * (`ppoTrainStep`, what `rl2 ppo` runs after the rollout) per config. The batch was "sampled"
+ * (passes, advantages and update, as `rl2 ppo` runs them after the rollout) per config. The batch was "sampled"
  * by an older policy (another checkpoint), whose log-probs are the old and the engine's ones,
  * so the ratio differs from 1 and clipping, dual-clip, GSPO and TIS have something to act on.
  */
@@ -95,7 +98,11 @@ export async function algorithmFixture() {
   const batch = fixtureBatch();
   /** log pi(a_t) of every token under the checkpoint `model` (the trainer's own no-gradient pass). */
   const logpsOf = async (model: string): Promise<PerSequence> => {
-    const models = await openPpoModels(load([`actor.model_name=${model}`]), SINGLE_PROCESS, 1);
+    const models = await openPpoModels(
+      ppoModelSections(load([`actor.model_name=${model}`])),
+      SINGLE_PROCESS,
+      1,
+    );
     try {
       return await models.actor.computeLogps(batch.sequences, 1);
     } finally {
@@ -112,17 +119,23 @@ export async function algorithmFixture() {
   /** One PPO step of a fresh actor on the batch under `overrides`; returns its metrics and the next KL coefficient. */
   const step = async (overrides: readonly string[] = [], given: PpoPasses = { oldLogps: old }) => {
     const config = load(overrides);
-    const models = await openPpoModels(config, SINGLE_PROCESS, 1);
+    const models = await openPpoModels(ppoModelSections(config), SINGLE_PROCESS, 1);
     try {
       const metrics = new PpoStepMetrics(NO_ROLLOUT);
-      const out = await ppoTrainStep(
+      const { actor: a, kl } = config;
+      const oldLogps = kl.coef > 0 || a.update_per_rollout > 1;
+      const seqs = batch.sequences;
+      const passes = await ppoPasses(
         models,
-        batch,
-        config,
-        { step: 0, klCoef: config.kl.coef },
+        seqs,
+        { temperature: a.temperature, oldLogps },
         metrics,
         given,
       );
+      const adv = await onHostBackend(() => computePpoAdvantages(batch, passes, config, kl.coef));
+      metrics.kl(adv.kl);
+      const state = { step: 0, klCoef: kl.coef };
+      const out = await ppoUpdate(models, seqs, { passes, adv }, config, state, metrics);
       return { values: metrics.values, klCoef: out.klCoef, config };
     } finally {
       models.dispose();

@@ -2,15 +2,13 @@ import { spawn } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   renameSync,
-  rmSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '@rl2/engine';
 import type { DecoderModel } from '../model/decoder-model.js';
@@ -29,17 +27,14 @@ import { loadModel } from './load-checkpoint.js';
 import { saveCheckpoint } from './save-checkpoint.js';
 
 const FIX = join(import.meta.dirname, '..', '..', 'fixtures');
-const tmp = mkdtempSync(join(tmpdir(), 'rl2-ckpt-writer-'));
+const tmp = tempDir('rl2-ckpt-writer-');
 let model: DecoderModel;
 
 beforeAll(async () => {
   await initEngine({ backend: 'cpu', logger: () => {} });
   model = (await loadModel(join(FIX, 'qwen3'))).model;
 });
-afterAll(() => {
-  disposeParams(model.params);
-  rmSync(tmp, { recursive: true, force: true });
-});
+afterAll(() => disposeParams(model.params));
 
 /** What a value becomes once stored as `dtype` (the conversions are checked against torch in python-interop). */
 function rounded(data: Float32Array, dtype: SafetensorsDtype): Float32Array {

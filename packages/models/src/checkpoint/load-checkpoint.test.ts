@@ -1,15 +1,7 @@
-import {
-  cpSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  truncateSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '@rl2/engine';
 import { disposeParams, updateParams } from '../model/param-map.js';
 import { readCheckpointWeights } from './checkpoint-reader.js';
@@ -18,12 +10,11 @@ import { parseSafetensors } from './safetensors-reader.js';
 import { saveCheckpoint } from './save-checkpoint.js';
 
 const FIX = join(import.meta.dirname, '..', '..', 'fixtures');
-const tmp = mkdtempSync(join(tmpdir(), 'rl2-models-ckpt-'));
+const tmp = tempDir('rl2-models-ckpt-');
 
 beforeAll(async () => {
   await initEngine({ backend: 'cpu', logger: () => {} });
 });
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe('checkpoints', () => {
   it.each(['llama-bf16-sharded', 'llama-fp16'])(

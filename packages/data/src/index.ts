@@ -50,6 +50,7 @@ export type { Tokenizer, ChatTemplateOptions } from './tokenizer/tokenizer.js';
 export { createTokenizer } from './tokenizer/create-tokenizer.js';
 export type { TokenizerFiles } from './tokenizer/create-tokenizer.js';
 export { loadTokenizer } from './tokenizer/load-tokenizer.js';
+export { writeCharTokenizer } from './tokenizer/char-tokenizer.js';
 
 // tokenize
 export type { TokenSequence } from './tokenize/token-sequence.js';

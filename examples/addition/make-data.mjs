@@ -4,77 +4,21 @@
 // Deterministic (fixed seed): `node examples/addition/make-data.mjs` rewrites the same files.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+// @rl2/data as built (`pnpm build`): the examples are no package of their own
+import { writeCharTokenizer } from '../../packages/data/dist/index.js';
 
 const here = import.meta.dirname;
 
 // --- tokenizer: specials, then every printable ASCII character and newline, one id each.
-const specials = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'];
 const chars = ['\n', ...Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i))];
-const vocab = Object.fromEntries(chars.map((c, i) => [c, specials.length + i]));
-const tokenizer = {
-  version: '1.0',
-  truncation: null,
-  padding: null,
-  added_tokens: specials.map((content, id) => ({
-    id,
-    content,
-    single_word: false,
-    lstrip: false,
-    rstrip: false,
-    normalized: false,
-    special: true,
-  })),
-  normalizer: null,
-  pre_tokenizer: {
-    type: 'Split',
-    pattern: { Regex: '[\\s\\S]' },
-    behavior: 'Isolated',
-    invert: false,
-  },
-  post_processor: null,
-  decoder: { type: 'Fuse' },
-  model: {
-    type: 'BPE',
-    dropout: null,
-    unk_token: null,
-    continuing_subword_prefix: null,
-    end_of_word_suffix: null,
-    fuse_unk: false,
-    byte_fallback: false,
-    vocab,
-    merges: [],
-  },
-};
 const chatTemplate =
   "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
-const tokenizerConfig = {
-  added_tokens_decoder: Object.fromEntries(
-    specials.map((content, id) => [
-      id,
-      {
-        content,
-        lstrip: false,
-        normalized: false,
-        rstrip: false,
-        single_word: false,
-        special: true,
-      },
-    ]),
-  ),
+const vocabSize = writeCharTokenizer(join(here, 'tokenizer'), chars, {
   bos_token: null,
-  eos_token: '<|im_end|>',
-  pad_token: '<|endoftext|>',
   model_max_length: 256,
   chat_template: chatTemplate,
-  tokenizer_class: 'PreTrainedTokenizerFast',
   clean_up_tokenization_spaces: false,
-};
-mkdirSync(join(here, 'tokenizer'), { recursive: true });
-writeFileSync(join(here, 'tokenizer', 'tokenizer.json'), `${JSON.stringify(tokenizer, null, 1)}\n`);
-writeFileSync(
-  join(here, 'tokenizer', 'tokenizer_config.json'),
-  `${JSON.stringify(tokenizerConfig, null, 1)}\n`,
-);
+});
 
 // --- data: a + b with 1-3 digit operands.
 let state = 20240601;
@@ -111,4 +55,4 @@ writeFileSync(join(here, 'data', 'sft-train.jsonl'), jsonl(rows(512, 'sft')));
 writeFileSync(join(here, 'data', 'sft-test.jsonl'), jsonl(rows(64, 'sft')));
 writeFileSync(join(here, 'data', 'pairs-train.jsonl'), jsonl(rows(512, 'pair')));
 writeFileSync(join(here, 'data', 'pairs-test.jsonl'), jsonl(rows(64, 'pair')));
-console.log(`wrote tokenizer (${specials.length + chars.length} ids) and data to ${here}`);
+console.log(`wrote tokenizer (${vocabSize} ids) and data to ${here}`);

@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // Adds up the vitest JSON results every package wrote (.vitest/results.json) and prints the
 // one line CI reads: `N passed, N failed`. A package with a test script but no results file
-// (its vitest crashed before reporting) counts as one failure, so nothing is lost silently.
+// (its vitest crashed before reporting) counts as one failure, so nothing is lost silently;
+// so does a package whose tests left rl2-* folders in the temp directory (.vitest/temp-leaks.txt,
+// written by tooling/vitest/temp-guard.js).
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
@@ -27,11 +29,19 @@ for (const group of ['packages', 'apps', 'tooling', 'examples']) {
     const suiteErrors = (r.testResults ?? []).filter(
       (s) => s.status === 'failed' && (s.assertionResults ?? []).length === 0,
     ).length;
+    const leaksFile = join(base, name, '.vitest', 'temp-leaks.txt');
+    const leaks = existsSync(leaksFile) ? 1 : 0;
+    if (leaks) {
+      const names = readFileSync(leaksFile, 'utf8').trim().split('\n');
+      console.log(
+        `${group}/${name}: tests left ${names.length} rl2-* temp entries: ${names.join(', ')}`,
+      );
+    }
     passed += r.numPassedTests ?? 0;
-    failed += (r.numFailedTests ?? 0) + suiteErrors;
+    failed += (r.numFailedTests ?? 0) + suiteErrors + leaks;
     skipped += (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
     console.log(
-      `${group}/${name}: ${r.numPassedTests} passed, ${r.numFailedTests + suiteErrors} failed`,
+      `${group}/${name}: ${r.numPassedTests} passed, ${r.numFailedTests + suiteErrors + leaks} failed`,
     );
   }
 }

@@ -2,12 +2,15 @@
 // Tests run on source: `@rl2/<name>` resolves to packages/<name>/src/index.ts (apps/cli for
 // `@rl2/cli`) and a subpath export `@rl2/<name>/<sub>` to src/<sub>/index.ts, so `pnpm test`
 // needs no build. Each run writes .vitest/results.json, which
-// tooling/scripts/test-summary.mjs adds up into the `N passed, N failed` line CI reads.
+// tooling/scripts/test-summary.mjs adds up into the `N passed, N failed` line CI reads, and
+// fails if its tests leave `rl2-*` folders in the temp directory (temp-guard.js; tests make
+// theirs with tempDir() from temp-dir.js, removed after each file).
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, '..', '..');
 
 function sourceOf(name, sub = '') {
   for (const dir of [join(root, 'packages', name), join(root, 'apps', name)]) {
@@ -47,6 +50,8 @@ export function packageConfig(dir, overrides = {}) {
       pool: 'forks',
       reporters: ['default', 'json'],
       outputFile: { json: join(dir, '.vitest', 'results.json') },
+      globalSetup: [join(here, 'temp-guard.js')],
+      setupFiles: [join(here, 'temp-dir-setup.js')],
       ...overrides,
     },
   };

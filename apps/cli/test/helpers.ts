@@ -1,7 +1,7 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { main } from '../src/program.js';
 
 export const EXAMPLE_TOKENIZER = resolve(
@@ -41,7 +41,7 @@ export const QUIET_RUN = [
   'trainer.use_tensorboard=false',
 ];
 
-export const tmp = (name: string) => mkdtempSync(join(tmpdir(), `rl2-cli-${name}-`));
+export const tmp = (name: string) => tempDir(`rl2-cli-${name}-`);
 
 /** Tiny addition data in chat format: SFT rows and preference pairs. */
 export function writeTinyData(dir: string) {

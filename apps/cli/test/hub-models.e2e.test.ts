@@ -1,6 +1,6 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 // the local fake hub of @rl2/data's hub tests
 import { startFakeHub } from '../../../packages/data/test/hub-server.js';
@@ -10,7 +10,7 @@ const SHA = 'f'.repeat(40);
 const saved = { ...process.env };
 let hub: Awaited<ReturnType<typeof startFakeHub>>;
 let data: ReturnType<typeof writeTinyData>;
-const freshCache = () => mkdtempSync(join(tmpdir(), 'rl2-cli-hf-'));
+const freshCache = () => tempDir('rl2-cli-hf-');
 
 beforeAll(async () => {
   vi.spyOn(console, 'debug').mockImplementation(() => {}); // @huggingface/hub logs each download

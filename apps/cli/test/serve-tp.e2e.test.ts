@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import OpenAI from 'openai';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { afterEach, describe, expect, it } from 'vitest';
 // the local fake hub of @rl2/data's hub tests
 import { startFakeHub } from '../../../packages/data/test/hub-server.js';
@@ -187,7 +187,7 @@ describe('rl2 serve --tp 2', () => {
     const [m0, m1] = await tinyModels();
     // the tp=2 server takes m0 from a hub: its command downloads it once, the ranks load the snapshot
     const hub = await hubOf('rl2/tiny-tp', m0);
-    const cache = mkdtempSync(join(tmpdir(), 'rl2-serve-tp-hf-'));
+    const cache = tempDir('rl2-serve-tp-hf-');
     const one = startServe(m0, 1);
     const two = startServe('rl2/tiny-tp', 2, { HF_ENDPOINT: hub.url, HF_HUB_CACHE: cache });
     const doomed = startServe(m0, 2);

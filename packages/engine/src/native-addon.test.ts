@@ -1,7 +1,7 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
+import { describe, expect, it } from 'vitest';
 import { thisHost } from './addon-places.js';
 import { loadNativeAddon, NATIVE_ABI } from './native-addon.js';
 import { nativeForTests } from './testing/native-for-tests.js';
@@ -45,9 +45,8 @@ describe('loadNativeAddon', () => {
   });
 
   describe('a prebuilt binary that does not load', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-prebuilt-'));
+    const dir = tempDir('rl2-prebuilt-');
     writeFileSync(join(dir, 'rl2_kernels.node'), 'not an ELF file');
-    afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
     it('is reported, rather than the missing source build', () => {
       const r = loadNativeAddon(

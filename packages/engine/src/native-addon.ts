@@ -301,7 +301,8 @@ export interface NativeAddon {
   /**
    * Next tokens of `rows` rows of logits [rows, vocab] (native/sample-rows.c): row b draws by
    * the inverse CDF of softmax(logits / temperature[b]) at u[b] in [0, 1), greedy when the
-   * temperature is 0, skipped when NaN; writes tokens[b] and its log-probability logprobs[b].
+   * temperature is 0 (the first argmax), skipped when NaN; writes tokens[b] and logprobs[b], its
+   * log-probability under the temperature-scaled distribution (temperature 1 when greedy).
    */
   sampleRows(
     logits: Float32Array,

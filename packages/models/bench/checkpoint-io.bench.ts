@@ -14,7 +14,7 @@ import {
   loadModel,
   paramShapes,
   parseModelConfig,
-  saveCheckpoint,
+  saveModel,
 } from '../src/index.js';
 import { createModelConfigJson } from '../src/model/init-random-model.js';
 
@@ -60,7 +60,7 @@ async function phase(name: string, dir: string): Promise<void> {
     const [, from, to, dtype] = /^(fp32|bf16)(?:->(\w+):(\w+))?$/.exec(name) ?? [];
     const { model } = await loadModel(join(dir, from as string));
     if (to)
-      await saveCheckpoint(join(dir, to), model, {
+      await saveModel(join(dir, to), model, {
         dtype: dtype as 'bfloat16' | 'float32',
         maxShardSize: '1GB',
       });

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-backend-cpu';
 import { loadModel } from '../src/checkpoint/load-checkpoint.js';
-import { saveCheckpoint } from '../src/checkpoint/save-checkpoint.js';
+import { saveModel } from '../src/checkpoint/save-model.js';
 import { parseGenerationConfig } from '../src/config/generation-config.js';
 
 /** [source fixture, output folder, options] of every checkpoint written. */
@@ -30,7 +30,7 @@ export async function writeTsCheckpoints(fixtures: string, out: string): Promise
   });
   for (const [src, folder, options] of TS_WRITTEN) {
     const { model } = await loadModel(join(fixtures, src));
-    await saveCheckpoint(join(out, folder), model, { ...options, generationConfig });
+    await saveModel(join(out, folder), model, { ...options, generationConfig });
     for (const v of model.params.values()) v.dispose();
   }
 }

@@ -5,28 +5,25 @@
 export { ModelsError } from './errors.js';
 export type { ModelsErrorCode } from './errors.js';
 
-// Checkpoints: Hugging Face folders (or hub ids) in and out (config.json, generation_config.json,
-// safetensors read tensor by tensor, written in shards of at most max_shard_size, atomically).
+// Hugging Face folders (or hub ids) in and out: config.json, generation_config.json and the
+// safetensors, read tensor by tensor, saved as save_pretrained does (shards, atomically).
 export { resolveModelDir } from './checkpoint/resolve-model-dir.js';
-export {
-  loadModel,
-  readGenerationConfig,
-  readModelConfig,
-  withHead,
-} from './checkpoint/load-checkpoint.js';
-export {
-  CheckpointReader,
-  readCheckpointWeights,
-  readJsonFile,
-} from './checkpoint/checkpoint-reader.js';
-export { CheckpointWriter, INDEX_FILE } from './checkpoint/checkpoint-writer.js';
+export { loadModel } from './checkpoint/load-checkpoint.js';
+export type { LoadedModel, LoadModelOptions } from './checkpoint/load-checkpoint.js';
+export { saveModel } from './checkpoint/save-model.js';
+export type { SaveModelOptions } from './checkpoint/save-model.js';
+export { parseModelConfig, SUPPORTED_ARCHITECTURES } from './config/model-config.js';
+export type { ModelConfig, ModelFamily, ModelHead, RopeScaling } from './config/model-config.js';
+export { parseGenerationConfig } from './config/generation-config.js';
+export type { GenerationConfig } from './config/generation-config.js';
+
+// Checkpoint files one tensor at a time (any size): readers and writers of HF folders and of
+// safetensors files, shard sizes, torch dtypes; bytes already in memory for small files.
+export { CheckpointReader } from './checkpoint/checkpoint-reader.js';
+export { CheckpointWriter } from './checkpoint/checkpoint-writer.js';
 export type { CheckpointFormat } from './checkpoint/checkpoint-writer.js';
 export { parseSafetensors, SafetensorsReader } from './checkpoint/safetensors-reader.js';
-export {
-  PT_METADATA,
-  SafetensorsWriter,
-  serializeSafetensors,
-} from './checkpoint/safetensors-writer.js';
+export { SafetensorsWriter, serializeSafetensors } from './checkpoint/safetensors-writer.js';
 export type {
   SafetensorsHeader,
   TensorEntry,
@@ -34,30 +31,14 @@ export type {
 } from './checkpoint/safetensors-header.js';
 export { DEFAULT_MAX_SHARD_SIZE, parseShardSize, planShards } from './checkpoint/shard-plan.js';
 export type { ShardPlan } from './checkpoint/shard-plan.js';
-export {
-  commitDir,
-  recoverInterruptedSave,
-  removeStaleSaves,
-  tempDirBeside,
-  tempPathBeside,
-  writeDirAtomic,
-} from './checkpoint/atomic-dir.js';
 export type { HostTensor } from './checkpoint/host-tensor.js';
-export {
-  floatToBf16Bits,
-  floatToHalfBits,
-  halfToFloat,
-  safetensorsDtypeOf,
-  TORCH_DTYPES,
-} from './checkpoint/float-formats.js';
+export { TORCH_DTYPES } from './checkpoint/float-formats.js';
 export type { SafetensorsDtype, TorchDtype } from './checkpoint/float-formats.js';
-export type { LoadedModel, LoadModelOptions } from './checkpoint/load-checkpoint.js';
-export { checkpointDtype, saveCheckpoint } from './checkpoint/save-checkpoint.js';
-export type { SaveCheckpointOptions } from './checkpoint/save-checkpoint.js';
-export { parseModelConfig, SUPPORTED_ARCHITECTURES } from './config/model-config.js';
-export type { ModelConfig, ModelFamily, ModelHead, RopeScaling } from './config/model-config.js';
-export { parseGenerationConfig } from './config/generation-config.js';
-export type { GenerationConfig } from './config/generation-config.js';
+
+// Atomic saves: a folder, file or link is written beside its target and renamed into place, so
+// no reader sees half of it; removeStaleSaves cleans a run folder of what killed saves left.
+export { removeStaleSaves, writeDirAtomic } from './atomic/atomic-dir.js';
+export { updateLink, writeFileAtomic } from './atomic/atomic-write.js';
 
 // New random models (Hugging Face init), e.g. for `rl2 init-model` and tests.
 export {
@@ -79,7 +60,7 @@ export type {
 } from './model/decoder-model.js';
 export type { Linear, LinearFactory, ParamLookup } from './layers/linear.js';
 export type { AttentionKernel } from './layers/attention.js';
-export { createParamMap, disposeParams, paramsToHost } from './model/param-map.js';
+export { createParamMap, disposeParams } from './model/param-map.js';
 export type { ParamMap } from './model/param-map.js';
 export { paramShapes } from './model/param-shapes.js';
 
@@ -103,15 +84,13 @@ export type {
 export type { SamplingParams } from './generation/sample-token.js';
 export type { BatchStepper, SamplingRow } from './generation/batch-stepper.js';
 
-// Tensor-parallel generation: the lead's stepper, the followers' loop, vocab-parallel sampling.
+// Tensor-parallel generation: the lead's stepper, the followers' loop, a rank's shards.
 export {
   followTensorParallel,
   tensorParallelStepper,
 } from './generation/tensor-parallel-generation.js';
 export type { TensorParallelStepper } from './generation/tensor-parallel-generation.js';
 export { loadTensorParallelModel } from './checkpoint/load-tensor-parallel-model.js';
-export { sampleVocabParallel, vocabParallelRow } from './generation/vocab-parallel-sampling.js';
-export type { VocabParallelRow } from './generation/vocab-parallel-sampling.js';
 
 // Streaming and top logprobs of the generator (rl2 serve's OpenAI API).
 export type { GeneratedToken } from './generation/generation-request.js';

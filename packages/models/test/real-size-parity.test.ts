@@ -1,7 +1,7 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '@rl2/engine';
 import { nativeForTests } from '@rl2/engine/testing';
@@ -57,7 +57,7 @@ function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
 // (1.2 GB on disk, 2.4 GB of float32 in memory), against the PyTorch reference of
 // scripts/make_fixtures.py --real-size.
 describe('Qwen3-0.6B-shaped bf16 sharded checkpoint against the PyTorch reference', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'rl2-real-size-'));
+  const dir = tempDir('rl2-real-size-');
   let model: DecoderModel;
 
   beforeAll(async () => {
@@ -66,7 +66,6 @@ describe('Qwen3-0.6B-shaped bf16 sharded checkpoint against the PyTorch referenc
   }, 300_000);
   afterAll(() => {
     if (model) disposeParams(model.params);
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('regenerates the same weights (sha256 of every shard and the index)', async () => {

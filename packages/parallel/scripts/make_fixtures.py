@@ -100,17 +100,4 @@ dump('cp_attention.json', {'cu_seqlens': cu, 'q': q, 'k': k, 'v': v, 'g': g, 'ou
                            'dv': v.grad, 'zigzag2': zigzag(cu, 2),
                            'zigzag2_np': np.concatenate([np.array(r) for r in zigzag(cu, 2)]).argsort().tolist()})
 
-# --- one data-parallel training step: MLP, MSE over the global batch, clip 1.0, AdamW ---
-params = {'w1': t([8, 6], 0.5), 'b1': t([8], 0.1), 'w2': t([3, 8], 0.5), 'b2': t([3], 0.1)}
-init = {k: v.detach().clone() for k, v in params.items()}
-xb, yb = torch.randn(8, 6), torch.randn(8, 3) * 3
-pred = torch.tanh(xb @ params['w1'].T + params['b1']) @ params['w2'].T + params['b2']
-loss = ((pred - yb) ** 2).sum() / xb.shape[0]
-loss.backward()
-norm = torch.nn.utils.clip_grad_norm_(list(params.values()), 1.0)
-opt = torch.optim.AdamW(list(params.values()), lr=1e-2, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
-opt.step()
-dump('train_step.json', {'init': init, 'x': xb, 'y': yb, 'loss': float(loss), 'grad_norm': float(norm),
-                         'updated': {k: v.detach() for k, v in params.items()},
-                         'hparams': {'lr': 1e-2, 'beta1': 0.9, 'beta2': 0.999, 'eps': 1e-8, 'weight_decay': 0.01, 'max_grad_norm': 1.0}})
 print('wrote', sorted(os.listdir(OUT)))

@@ -10,7 +10,7 @@ export type { ParallelErrorCode } from './errors.js';
 // Launching: N ranks of a command (like torchrun), and reading the rank layout any launcher gave.
 export { launch, rankEnv } from './launch/launch.js';
 export type { LaunchOptions, LaunchResult } from './launch/launch.js';
-export { DEFAULT_MASTER_PORT, readLaunchEnv } from './launch/read-launch-env.js';
+export { readLaunchEnv } from './launch/read-launch-env.js';
 export type { LaunchEnv, LaunchSource } from './launch/read-launch-env.js';
 export { firstSlurmHost } from './launch/first-slurm-host.js';
 export { freePort } from './launch/free-port.js';
@@ -49,6 +49,7 @@ export type { FlatParamLayout } from './layout/flat-params.js';
 // Tensor parallelism (Megatron): parallel linears, the f/g operators, vocab-split embedding and
 // log-probs, and the HF-name rules that shard a whole decoder.
 export {
+  checkTensorParallelSizes,
   columnParallelLinear,
   copyToTensorParallel,
   reduceFromTensorParallel,
@@ -56,7 +57,7 @@ export {
   shardLinear,
   tensorParallelHeads,
 } from './layout/tensor-parallel.js';
-export type { ParallelLinearOptions } from './layout/tensor-parallel.js';
+export type { ParallelLinearOptions, TensorParallelSizes } from './layout/tensor-parallel.js';
 export {
   vocabParallelEmbedding,
   vocabParallelLogprobs,
@@ -68,8 +69,8 @@ export {
   tensorParallelAxis,
   tensorParallelLinearFactory,
   tensorParallelRole,
-} from './layout/tensor-parallel-model.js';
-export type { TensorParallelRole } from './layout/tensor-parallel-model.js';
+} from './layout/tensor-parallel-shards.js';
+export type { TensorParallelRole } from './layout/tensor-parallel-shards.js';
 
 // Sequence parallelism: tokens split over tp outside the tensor-parallel regions.
 export {

@@ -1,7 +1,7 @@
-import { copyFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { initModelCheckpoint } from '@rl2/models';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 
 /** The 99-token BPE tokenizer of examples/addition, with a ChatML chat template (<|im_end|> = 2). */
 export const ADDITION_TOKENIZER = resolve(
@@ -14,7 +14,7 @@ export const ADDITION_TOKENIZER = resolve(
  * `rl2 serve --model` loads in the tests (99 ids, context 256, eos <|im_end|>).
  */
 export async function writeTinyCheckpoint(seed = 1): Promise<string> {
-  const dir = mkdtempSync(join(tmpdir(), 'rl2-serve-'));
+  const dir = tempDir('rl2-serve-');
   await initModelCheckpoint(
     dir,
     {

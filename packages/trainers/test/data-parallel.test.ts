@@ -1,6 +1,6 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   type Reference,
@@ -23,7 +23,7 @@ let initial: Map<string, Float32Array>;
 const runSingleCase = (kind: CaseKind) => runSingle(kind, caseDir, join(caseDir, `${kind}-single`));
 
 beforeAll(() => {
-  caseDir = mkdtempSync(join(tmpdir(), 'rl2-dp-'));
+  caseDir = tempDir('rl2-dp-');
   writeTrainCase(caseDir);
   initial = readSafetensors(join(caseDir, 'model/model.safetensors'));
 });

@@ -2,9 +2,9 @@
 // with actor.tp_size / cp_size / ddp_size on launched processes against the same run on one
 // process (two optimizer steps, clipping active): losses, global gradient norms, the saved HF
 // weights (tp shards gathered) and AdamW state within 1e-5 relative.
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   type RankResult,
@@ -54,7 +54,7 @@ function reference(arch: keyof typeof MODELS, kind: CaseKind, backend = 'cpu'): 
 
 beforeAll(() => {
   for (const [arch, model] of Object.entries(MODELS)) {
-    const dir = mkdtempSync(join(tmpdir(), `rl2-mp-${arch}-`));
+    const dir = tempDir(`rl2-mp-${arch}-`);
     writeTrainCase(dir, model);
     caseDirs.set(arch, dir);
   }

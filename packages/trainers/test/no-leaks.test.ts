@@ -1,8 +1,6 @@
-// A run frees every tensor it made: the model, the reference, AdamW's moments, validation passes.
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { describe, expect, it } from 'vitest';
 import { runDpo } from '../src/dpo/run-dpo.js';
 import { runSft } from '../src/sft/run-sft.js';
@@ -12,7 +10,7 @@ const quiet = { stdout: { write: () => true } as unknown as NodeJS.WriteStream }
 
 describe('runs leave no tensors behind', () => {
   it('SFT and DPO with validation every step and checkpoints: live tensors back to where they were', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-leaks-'));
+    const dir = tempDir('rl2-leaks-');
     writeTrainCase(dir);
     const every = [
       'data.test_ratio=0.25',

@@ -1,14 +1,10 @@
-// `rl2 dpo` selects IPO, cDPO, SimPO (and RPO's NLL term) by key: one real DPO step per option,
-// whose logged train loss equals what @rl2/algos' dpoLoss computes for that option on the same
-// pairs (per-sequence log-probs from separate, unpacked passes of the policy and the reference).
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { type DpoOptions, dpoLoss } from '@rl2/algos';
 import { initEngine } from '@rl2/engine';
 import { type DecoderModel, loadModel, tokenLogprobs } from '@rl2/models';
 import * as tf from '@tensorflow/tfjs-core';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TrainingSequence } from '../src/dataset/training-item.js';
 import { loadItems } from '../src/dataset/load-items.js';
@@ -76,7 +72,7 @@ function sequenceLogp(model: DecoderModel, s: TrainingSequence): number {
 
 beforeAll(async () => {
   await initEngine({ backend: 'cpu', threads: 1, logger: () => {} });
-  dir = mkdtempSync(join(tmpdir(), 'rl2-dpo-keys-'));
+  dir = tempDir('rl2-dpo-keys-');
   writeTrainCase(dir, { rows: PAIRS });
   // a reference that differs from the policy, so the implicit rewards (and cDPO's smoothing) are not 0
   refDir = join(dir, 'ref');

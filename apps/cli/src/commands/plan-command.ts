@@ -46,7 +46,7 @@ function positiveInt(key: string, value: string): number {
 }
 
 /** Reads `config.json` from a file or a checkpoint folder; errors name the path. */
-export function readModelConfig(path: string): DecoderConfig {
+function readDecoderConfig(path: string): DecoderConfig {
   const file = existsSync(path) && statSync(path).isDirectory() ? join(path, 'config.json') : path;
   if (!existsSync(file))
     throw new TrainersError(
@@ -118,7 +118,7 @@ export function parsePlanArgs(words: readonly string[]): {
     deviceBytes = gib * 2 ** 30;
   }
   const options: PlanMemoryOptions = {
-    config: readModelConfig(values.model),
+    config: readDecoderConfig(values.model),
     gpus: positiveInt('gpus', values.gpus),
     tp: int('tp'),
     cp: int('cp'),

@@ -1,6 +1,6 @@
-import { existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, lstatSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { FIXTURE_ROWS } from '../../test/fixture-rows.js';
 import { startFakeHub } from '../../test/hub-server.js';
@@ -14,7 +14,7 @@ const SHA_MAIN = 'b'.repeat(40);
 const enc = (s: string) => new TextEncoder().encode(s);
 
 let hub: Awaited<ReturnType<typeof startFakeHub>>;
-const cache = mkdtempSync(join(tmpdir(), 'rl2-hf-cache-'));
+const cache = tempDir('rl2-hf-cache-');
 const saved = { ...process.env };
 
 beforeAll(async () => {
@@ -99,7 +99,7 @@ describe('hub datasets through HF_ENDPOINT', () => {
     expect(missing.code).toBe('HUB_NOT_FOUND');
     expect(missing.message).toContain('"rl2/nope" was not found');
     const refused = (await loadDataset('rl2/tiny', {
-      hub: { token: 'hf_wrong', cacheDir: mkdtempSync(join(tmpdir(), 'rl2-hf-')) },
+      hub: { token: 'hf_wrong', cacheDir: tempDir('rl2-hf-') },
     }).catch((e) => e)) as DataError;
     expect(refused.code).toBe('HUB_NOT_FOUND');
     expect(refused.message).toContain('HTTP 401');

@@ -1,6 +1,6 @@
-import { existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, lstatSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startFakeHub } from '../../test/hub-server.js';
 import type { DataError } from '../errors.js';
@@ -32,7 +32,7 @@ const FILES = {
 
 let hub: Awaited<ReturnType<typeof startFakeHub>>;
 const down = 'http://127.0.0.1:9'; // discard port: connection refused
-const fresh = () => mkdtempSync(join(tmpdir(), 'rl2-hf-model-'));
+const fresh = () => tempDir('rl2-hf-model-');
 
 beforeAll(async () => {
   vi.spyOn(console, 'debug').mockImplementation(() => {}); // @huggingface/hub logs each download

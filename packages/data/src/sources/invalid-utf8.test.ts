@@ -1,5 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   Binary,
@@ -13,11 +12,12 @@ import {
   vectorFromArray,
 } from 'apache-arrow';
 import * as pw from 'parquet-wasm/node';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { describe, expect, it } from 'vitest';
 import type { DataError } from '../errors.js';
 import { loadDataset } from './load-dataset.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'rl2-utf8-'));
+const dir = tempDir('rl2-utf8-');
 const MARK = Buffer.from('@@MARK@@');
 /** `bytes` with every occurrence of MARK's first byte turned into 0xff: no longer UTF-8 there. */
 function corrupt(bytes: Uint8Array): Buffer {

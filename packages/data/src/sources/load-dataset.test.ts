@@ -1,6 +1,6 @@
-import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { describe, expect, it } from 'vitest';
 import type { DataError } from '../errors.js';
 import { loadDataset } from './load-dataset.js';
@@ -10,7 +10,7 @@ import { selectSplitFiles } from './select-split-files.js';
 import { splitTrainTest } from './split-train-test.js';
 
 function shards(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'rl2-shards-'));
+  const dir = tempDir('rl2-shards-');
   mkdirSync(join(dir, 'data'));
   writeFileSync(join(dir, 'data', 'train-00000-of-00002.jsonl'), '{"i":0}\n{"i":1}\n');
   writeFileSync(join(dir, 'data', 'train-00001-of-00002.jsonl'), '{"i":2}\n');
@@ -63,7 +63,7 @@ describe('loadDataset', () => {
     expect(ds.files.length).toBe(2);
   });
   it('reports skipped rows in stats and fails on an all-skipped file', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-bad-'));
+    const dir = tempDir('rl2-bad-');
     writeFileSync(join(dir, 'x.jsonl'), '{"a":1}\nnot json\n[1]\n');
     const ds = await loadDataset(join(dir, 'x.jsonl'), { onBadRow: 'skip' });
     expect(ds.rows).toEqual([{ a: 1 }]);
@@ -75,7 +75,7 @@ describe('loadDataset', () => {
     );
   });
   it('gives distinct errors for empty, unsupported, missing and unreadable inputs', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-err-'));
+    const dir = tempDir('rl2-err-');
     writeFileSync(join(dir, 'empty.jsonl'), '\n');
     writeFileSync(join(dir, 'x.txt'), 'hi');
     const code = async (spec: string) =>

@@ -1,6 +1,6 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { describe, expect, it } from 'vitest';
 import { DataError } from '../errors.js';
 import { readCsv } from './read-csv.js';
@@ -39,7 +39,7 @@ describe('readJsonl', () => {
     expect(stats.skipped[0]?.row).toBe(2);
   });
   it('splits CRLF lines across 1 MiB chunk boundaries', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-jsonl-'));
+    const dir = tempDir('rl2-jsonl-');
     const lines = Array.from({ length: 3000 }, (_, i) =>
       JSON.stringify({ i, t: 'y'.repeat(500 + (i % 5)) }),
     );
@@ -70,7 +70,7 @@ describe('readJson', () => {
     ]);
   });
   it('splits elements across chunk boundaries (1 MiB chunks)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-json-'));
+    const dir = tempDir('rl2-json-');
     const big = Array.from({ length: 3000 }, (_, i) => ({
       i,
       text: 'x'.repeat(500 + (i % 7)),
@@ -82,14 +82,14 @@ describe('readJson', () => {
     expect(rows.map((r) => r.row)).toEqual(big);
   });
   it('reads JSON Lines saved as .json', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-json-'));
+    const dir = tempDir('rl2-json-');
     writeFileSync(join(dir, 'l.json'), '{"a":1}\n{"a":2}\n');
     expect((await all(readJson(join(dir, 'l.json'), emptyStats()))).map((r) => r.row.a)).toEqual([
       1, 2,
     ]);
   });
   it('rejects a truncated array and a non-object element', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-json-'));
+    const dir = tempDir('rl2-json-');
     writeFileSync(join(dir, 't.json'), '[{"a":1},');
     writeFileSync(join(dir, 'n.json'), '[{"a":1}, 3]');
     expect(
@@ -110,14 +110,14 @@ describe('readCsv', () => {
     expect(rows.map((r) => r.origin.row)).toEqual([2, 4]);
   });
   it('names the line of a record with the wrong field count', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-csv-'));
+    const dir = tempDir('rl2-csv-');
     writeFileSync(join(dir, 'b.csv'), 'a,b\n1,2\n3\n');
     const e = (await all(readCsv(join(dir, 'b.csv'), emptyStats())).catch((x) => x)) as DataError;
     expect(e.code).toBe('MALFORMED_ROW');
     expect(e.message).toContain('b.csv line 3');
   });
   it('treats a last record without a newline like any other (row kept, or a bad one named / skipped)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-csv-'));
+    const dir = tempDir('rl2-csv-');
     writeFileSync(join(dir, 'ok.csv'), 'a,b\n1,2\n3,4');
     expect((await all(readCsv(join(dir, 'ok.csv'), emptyStats()))).map((r) => r.row)).toEqual([
       { a: '1', b: '2' },
@@ -134,7 +134,7 @@ describe('readCsv', () => {
     expect(stats.skipped[0]).toMatchObject({ row: 3 });
   });
   it('reports an empty file as EMPTY_DATASET', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-csv-'));
+    const dir = tempDir('rl2-csv-');
     writeFileSync(join(dir, 'e.csv'), '');
     expect(
       ((await all(readCsv(join(dir, 'e.csv'), emptyStats())).catch((x) => x)) as DataError).code,

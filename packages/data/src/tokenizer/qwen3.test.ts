@@ -1,6 +1,6 @@
-import { copyFileSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DataError } from '../errors.js';
 import { toPpoExample } from '../formats/ppo-example.js';
@@ -157,7 +157,7 @@ describe('Qwen3 tokenizer', () => {
 
 describe('loadTokenizer with chat_template.jinja', () => {
   it('prefers chat_template.jinja over tokenizer_config.chat_template', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-tok-'));
+    const dir = tempDir('rl2-tok-');
     symlinkSync(join(QWEN3, 'tokenizer.json'), join(dir, 'tokenizer.json'));
     copyFileSync(join(QWEN3, 'tokenizer_config.json'), join(dir, 'tokenizer_config.json'));
     writeFileSync(

@@ -2,6 +2,7 @@
 // working on plain Float32Arrays (the parameters' own storage on the `native` backend) and on a
 // KV cache laid out for appends. Dispatches are counted (see dispatch-counter.ts).
 import { countDispatches } from '../dispatch-counter.js';
+import type { NativeAddon } from '../native-addon.js';
 import { activeNativeAddon } from '../native-backend.js';
 
 /** One layer's weights, HF layout (W [out, in]); optional ones absent where the model has none. */
@@ -85,15 +86,8 @@ export interface DecodeKernels {
       padLeft: Int32Array;
     },
   ): void;
-  /** y [rows, h] = rmsNorm(x) w. */
-  rmsNorm(
-    x: Float32Array,
-    w: Float32Array,
-    rows: number,
-    h: number,
-    eps: number,
-    y: Float32Array,
-  ): void;
+  /** y [rows, h] = rmsNorm(x) w: the addon's `rmsNorm`. */
+  rmsNorm: NativeAddon['rmsNorm'];
   /** out [m, n] = a [m, k] b^T with b [n, k]. */
   matMulTransposed(
     a: Float32Array,
@@ -103,21 +97,8 @@ export interface DecodeKernels {
     k: number,
     out: Float32Array,
   ): void;
-  /**
-   * Samples one token per row of `logits` [rows, vocab] in one call: row b by the inverse CDF
-   * of softmax(logits / temperature[b]) at u[b] in [0, 1), greedy (first argmax) at temperature
-   * 0, skipped at NaN. Writes tokens[b] and logprobs[b] (log-probability of the token under the
-   * temperature-scaled distribution; temperature 1 for greedy).
-   */
-  sampleRows(
-    logits: Float32Array,
-    rows: number,
-    vocab: number,
-    temperature: Float64Array,
-    u: Float64Array,
-    tokens: Int32Array,
-    logprobs: Float64Array,
-  ): void;
+  /** One token per row of logits [rows, vocab]: the addon's `sampleRows`. */
+  sampleRows: NativeAddon['sampleRows'];
 }
 
 /** The decode kernels when the active backend is `native` with the addon loaded, else undefined. */
@@ -141,17 +122,17 @@ export function decodeKernels(): DecodeKernels | undefined {
       countDispatches();
       addon.decodeLayer(x, slots, d, eps, cos, sin, cache.k, cache.v, cache.padLeft);
     },
-    rmsNorm(x, w, rows, h, eps, y) {
+    rmsNorm(...args) {
       countDispatches();
-      addon.rmsNorm(x, w, rows, h, eps, y);
+      addon.rmsNorm(...args);
     },
     matMulTransposed(a, b, m, n, k, out) {
       countDispatches();
       addon.gemm(false, true, 1, m, n, k, a, 0, b, 0, out);
     },
-    sampleRows(logits, rows, vocab, temperature, u, tokens, logprobs) {
+    sampleRows(...args) {
       countDispatches();
-      addon.sampleRows(logits, rows, vocab, temperature, u, tokens, logprobs);
+      addon.sampleRows(...args);
     },
   };
 }

@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { checkpointError } from './safetensors-header.js';
 
 /** Largest span one read/write call moves (node's limit is 2 GiB - 1). */
@@ -70,15 +70,5 @@ export function writeAt(fd: number, data: Uint8Array, position: number): void {
       Math.min(data.byteLength - done, MAX_IO_BYTES),
       position + done,
     );
-  }
-}
-
-/** Flushes a file or folder to the disk (what makes a later rename durable). */
-export function syncPath(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
   }
 }

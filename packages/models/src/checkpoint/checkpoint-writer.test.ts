@@ -2,20 +2,18 @@ import { spawn } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   renameSync,
-  rmSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '@rl2/engine';
 import type { DecoderModel } from '../model/decoder-model.js';
 import { disposeParams } from '../model/param-map.js';
-import { recoverInterruptedSave } from './atomic-dir.js';
+import { recoverInterruptedSave } from '../atomic/atomic-dir.js';
 import { CheckpointReader, readCheckpointWeights } from './checkpoint-reader.js';
 import { CheckpointWriter } from './checkpoint-writer.js';
 import {
@@ -26,20 +24,17 @@ import {
   type TorchDtype,
 } from './float-formats.js';
 import { loadModel } from './load-checkpoint.js';
-import { saveCheckpoint } from './save-checkpoint.js';
+import { saveModel } from './save-model.js';
 
 const FIX = join(import.meta.dirname, '..', '..', 'fixtures');
-const tmp = mkdtempSync(join(tmpdir(), 'rl2-ckpt-writer-'));
+const tmp = tempDir('rl2-ckpt-writer-');
 let model: DecoderModel;
 
 beforeAll(async () => {
   await initEngine({ backend: 'cpu', logger: () => {} });
   model = (await loadModel(join(FIX, 'qwen3'))).model;
 });
-afterAll(() => {
-  disposeParams(model.params);
-  rmSync(tmp, { recursive: true, force: true });
-});
+afterAll(() => disposeParams(model.params));
 
 /** What a value becomes once stored as `dtype` (the conversions are checked against torch in python-interop). */
 function rounded(data: Float32Array, dtype: SafetensorsDtype): Float32Array {
@@ -55,7 +50,7 @@ const shardFiles = (dir: string) =>
     .filter((f) => f.endsWith('.safetensors'))
     .sort();
 
-describe('saveCheckpoint', () => {
+describe('saveModel', () => {
   it.each(
     (['float32', 'bfloat16', 'float16'] as TorchDtype[]).flatMap(
       (d) =>
@@ -66,7 +61,7 @@ describe('saveCheckpoint', () => {
     ),
   )('%s, %s: reloads to the stored rounding of every weight', async (dtype, layout) => {
     const dir = join(tmp, `${dtype}-${layout}`);
-    const files = await saveCheckpoint(dir, model, {
+    const files = await saveModel(dir, model, {
       dtype,
       maxShardSize: layout === 'sharded' ? '4KB' : '5GB',
     });
@@ -100,7 +95,7 @@ describe('saveCheckpoint', () => {
   it("defaults to the loaded checkpoint's torch_dtype, and bf16 weights resave bit-identically", async () => {
     const { model: bf } = await loadModel(join(FIX, 'llama-bf16-sharded'));
     const dir = join(tmp, 'resaved-bf16');
-    await saveCheckpoint(dir, bf);
+    await saveModel(dir, bf);
     expect(JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')).torch_dtype).toBe('bfloat16');
     const before = await readCheckpointWeights(join(FIX, 'llama-bf16-sharded'));
     const after = await readCheckpointWeights(dir);
@@ -110,9 +105,9 @@ describe('saveCheckpoint', () => {
 
   it('keeps the other files of the folder it replaces and drops stale shards', async () => {
     const dir = join(tmp, 'replace');
-    await saveCheckpoint(dir, model, { maxShardSize: '4KB' });
+    await saveModel(dir, model, { maxShardSize: '4KB' });
     writeFileSync(join(dir, 'README.md'), '# my model\n');
-    await saveCheckpoint(dir, model);
+    await saveModel(dir, model);
     expect(shardFiles(dir)).toEqual(['model.safetensors']);
     expect(existsSync(join(dir, 'model.safetensors.index.json'))).toBe(false);
     expect(readFileSync(join(dir, 'README.md'), 'utf8')).toBe('# my model\n');
@@ -120,9 +115,9 @@ describe('saveCheckpoint', () => {
 
   it('an error mid-save leaves the previous checkpoint as it was and no work folder', async () => {
     const dir = join(tmp, 'failing');
-    await saveCheckpoint(dir, model);
+    await saveModel(dir, model);
     const before = readFileSync(join(dir, 'model.safetensors'));
-    const failing = saveCheckpoint(dir, model, {
+    const failing = saveModel(dir, model, {
       dtype: 'bfloat16',
       addFiles: () => {
         throw new Error('disk full');
@@ -165,7 +160,7 @@ describe('a save killed mid-way (SIGKILL)', () => {
       const parent = join(tmp, `killed-${phase}`);
       const dir = join(parent, 'model');
       mkdirSync(parent);
-      await saveCheckpoint(dir, model);
+      await saveModel(dir, model);
       const files = readdirSync(dir).sort();
       await killedSave(dir, phase);
       expect(readdirSync(dir).sort()).toEqual(files);
@@ -173,7 +168,7 @@ describe('a save killed mid-way (SIGKILL)', () => {
       const left = readdirSync(parent).filter((n) => n !== 'model');
       expect(left).toHaveLength(1);
       expect(left[0]).toMatch(/^\.tmp-\d+-\d+-model$/);
-      await saveCheckpoint(dir, model, { dtype: 'bfloat16' });
+      await saveModel(dir, model, { dtype: 'bfloat16' });
       expect(readdirSync(parent)).toEqual(['model']);
     },
     30_000,
@@ -183,7 +178,7 @@ describe('a save killed mid-way (SIGKILL)', () => {
     const parent = join(tmp, 'killed-rename');
     const dir = join(parent, 'model');
     mkdirSync(parent);
-    await saveCheckpoint(dir, model);
+    await saveModel(dir, model);
     renameSync(dir, join(parent, '.old-999999999-1-model')); // as left by a process that no longer exists
     expect(recoverInterruptedSave(dir)).toBe(true);
     expect(readdirSync(parent)).toEqual(['model']);

@@ -1,7 +1,7 @@
 import { cpSync, existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ModelsError } from '../errors.js';
-import { commitDir, tempDirBeside } from './atomic-dir.js';
+import { commitDir, tempDirBeside } from '../atomic/atomic-dir.js';
 import { DTYPE_BYTES, safetensorsDtypeOf, type TorchDtype } from './float-formats.js';
 import type { TensorSpec } from './safetensors-header.js';
 import { SafetensorsWriter } from './safetensors-writer.js';

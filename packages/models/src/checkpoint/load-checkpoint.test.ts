@@ -1,29 +1,20 @@
-import {
-  cpSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  truncateSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '@rl2/engine';
 import { disposeParams, updateParams } from '../model/param-map.js';
 import { readCheckpointWeights } from './checkpoint-reader.js';
 import { loadModel } from './load-checkpoint.js';
 import { parseSafetensors } from './safetensors-reader.js';
-import { saveCheckpoint } from './save-checkpoint.js';
+import { saveModel } from './save-model.js';
 
 const FIX = join(import.meta.dirname, '..', '..', 'fixtures');
-const tmp = mkdtempSync(join(tmpdir(), 'rl2-models-ckpt-'));
+const tmp = tempDir('rl2-models-ckpt-');
 
 beforeAll(async () => {
   await initEngine({ backend: 'cpu', logger: () => {} });
 });
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe('checkpoints', () => {
   it.each(['llama-bf16-sharded', 'llama-fp16'])(
@@ -40,13 +31,13 @@ describe('checkpoints', () => {
 
   it('a checkpoint written here reloads identically (fp32 sharded, bf16 single)', async () => {
     const { model } = await loadModel(join(FIX, 'qwen3'));
-    const files = await saveCheckpoint(join(tmp, 'sharded'), model, { maxShardSize: 20_000 });
+    const files = await saveModel(join(tmp, 'sharded'), model, { maxShardSize: 20_000 });
     expect(files.some((f) => f.endsWith('model.safetensors.index.json'))).toBe(true);
     const back = await loadModel(join(tmp, 'sharded'));
     for (const [name, v] of model.params)
       expect(back.model.params.get(name)!.dataSync(), name).toEqual(v.dataSync());
     expect(back.model.config.raw).toEqual({ ...model.config.raw, torch_dtype: 'float32' });
-    await saveCheckpoint(join(tmp, 'bf16'), model, { dtype: 'bfloat16' });
+    await saveModel(join(tmp, 'bf16'), model, { dtype: 'bfloat16' });
     const bf = await readCheckpointWeights(join(tmp, 'bf16'));
     const w = model.params.get('model.layers.0.mlp.up_proj.weight')!.dataSync();
     const b = bf.get('model.layers.0.mlp.up_proj.weight')!.data;
@@ -72,7 +63,7 @@ describe('checkpoints', () => {
   it('names missing tensors and the folder', async () => {
     const { model } = await loadModel(join(FIX, 'qwen2'));
     model.params.delete('model.norm.weight');
-    await saveCheckpoint(join(tmp, 'broken'), model);
+    await saveModel(join(tmp, 'broken'), model);
     await expect(loadModel(join(tmp, 'broken'))).rejects.toThrow(
       /broken: missing 1 tensor\(s\) for Qwen2ForCausalLM: model\.norm\.weight/,
     );

@@ -1,7 +1,7 @@
 import {
+  checkTensorParallelSizes,
   type ProcessGroup,
   shardForTensorParallel,
-  tensorParallelHeads,
   tensorParallelLinearFactory,
   vocabParallelEmbedding,
 } from '@rl2/parallel';
@@ -13,25 +13,6 @@ import type { ParamMap } from '../model/param-map.js';
 import { paramShapes } from '../model/param-shapes.js';
 import { CheckpointReader } from './checkpoint-reader.js';
 import { type LoadedModel, readGenerationConfig, readModelConfig } from './load-checkpoint.js';
-
-/** Sizes tensor parallelism splits must divide by tp; the error names the config key. */
-function checkSplits(config: ModelConfig, tp: number, source: string): void {
-  try {
-    tensorParallelHeads(config.numHeads, config.numKvHeads, tp);
-  } catch (err) {
-    throw new ModelsError('SHAPE_MISMATCH', `${source} at tp=${tp}: ${(err as Error).message}`);
-  }
-  for (const [key, size] of [
-    ['intermediate_size', config.intermediateSize],
-    ['vocab_size', config.vocabSize],
-  ] as const) {
-    if (size % tp !== 0)
-      throw new ModelsError(
-        'SHAPE_MISMATCH',
-        `${source} at tp=${tp}: ${key}=${size} is not divisible by ${tp}; choose a tp that divides it`,
-      );
-  }
-}
 
 /** This rank's shard of every parameter, read one full tensor at a time. */
 function readShards(dir: string, config: ModelConfig, tp: ProcessGroup): ParamMap {
@@ -76,7 +57,11 @@ export async function loadTensorParallelModel(dir: string, tp: ProcessGroup): Pr
       'CHECKPOINT_ERROR',
       `${dir}: ${config.architecture} is not a causal LM; tensor-parallel generation needs one`,
     );
-  checkSplits(config, tp.size, dir);
+  try {
+    checkTensorParallelSizes(config, tp.size);
+  } catch (err) {
+    throw new ModelsError('SHAPE_MISMATCH', `${dir} at tp=${tp.size}: ${(err as Error).message}`);
+  }
   const vocab = config.vocabSize;
   const model: DecoderModel = createDecoderModel(config, readShards(dir, config, tp), {
     linear: tensorParallelLinearFactory(tp),

@@ -1,12 +1,11 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
+import { describe, expect, it } from 'vitest';
 import { TS_WRITTEN, writeTsCheckpoints } from '../../scripts/write-ts-checkpoints.js';
 
 const FIX = join(import.meta.dirname, '..', '..', 'fixtures');
-const tmp = mkdtempSync(join(tmpdir(), 'rl2-models-interop-'));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDir('rl2-models-interop-');
 
 interface Verified {
   tensors: number;

@@ -1,6 +1,6 @@
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 // the local fake hub @rl2/data's hub tests use (one hub module, one fake)
 import { startFakeHub } from '../../../data/test/hub-server.js';
@@ -11,7 +11,7 @@ import { loadModel } from './load-checkpoint.js';
 const FIX = join(import.meta.dirname, '..', '..', 'fixtures');
 const FOLDER = join(FIX, 'ts-written', 'llama@bf16-sharded');
 let hub: Awaited<ReturnType<typeof startFakeHub>>;
-const cacheDir = mkdtempSync(join(tmpdir(), 'rl2-hf-models-'));
+const cacheDir = tempDir('rl2-hf-models-');
 
 beforeAll(async () => {
   vi.spyOn(console, 'debug').mockImplementation(() => {});

@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { type HubModelOptions, resolveHubModel } from '@rl2/data';
 import { ModelsError } from '../errors.js';
-import { recoverInterruptedSave } from './atomic-dir.js';
+import { recoverInterruptedSave } from '../atomic/atomic-dir.js';
 
 /** A hub model id (`owner/name` or `name`), as opposed to a path. */
 const HUB_ID = /^[A-Za-z0-9][\w.-]*(\/[\w.-]+)?$/;

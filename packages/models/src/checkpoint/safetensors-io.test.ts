@@ -1,24 +1,21 @@
 import {
   closeSync,
   mkdirSync,
-  mkdtempSync,
   openSync,
-  rmSync,
   statSync,
   truncateSync,
   writeFileSync,
   writeSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
+import { describe, expect, it } from 'vitest';
 import { CheckpointReader } from './checkpoint-reader.js';
 import type { SafetensorsDtype } from './float-formats.js';
 import { SafetensorsReader } from './safetensors-reader.js';
 import { SafetensorsWriter, serializeSafetensors } from './safetensors-writer.js';
 
-const tmp = mkdtempSync(join(tmpdir(), 'rl2-safetensors-'));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDir('rl2-safetensors-');
 
 const GiB = 2 ** 30;
 

@@ -117,7 +117,7 @@ export class SafetensorsWriter {
 
 /**
  * Serialises small tensors to safetensors bytes in memory (names sorted, header padded to 8
- * bytes). Checkpoints go through `SafetensorsWriter`/`saveCheckpoint`, which never hold a file.
+ * bytes). Checkpoints go through `SafetensorsWriter`/`saveModel`, which never hold a file.
  */
 export function serializeSafetensors(
   tensors: ReadonlyMap<string, HostTensor>,

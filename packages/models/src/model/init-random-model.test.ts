@@ -1,19 +1,17 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '@rl2/engine';
 import { loadModel } from '../checkpoint/load-checkpoint.js';
 import { tokenLogprobs } from '../heads/token-logprobs.js';
 import { initModelCheckpoint, initRandomModel } from './init-random-model.js';
 import { disposeParams } from './param-map.js';
 
-const tmp = mkdtempSync(join(tmpdir(), 'rl2-models-init-'));
+const tmp = tempDir('rl2-models-init-');
 beforeAll(async () => {
   await initEngine({ backend: 'cpu', logger: () => {} });
 });
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 const spec = {
   family: 'qwen3',

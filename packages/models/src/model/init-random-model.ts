@@ -1,5 +1,5 @@
 import { SeededRng } from '@rl2/data';
-import { saveCheckpoint } from '../checkpoint/save-checkpoint.js';
+import { saveModel } from '../checkpoint/save-model.js';
 import type { HostTensor } from '../checkpoint/host-tensor.js';
 import { parseGenerationConfig } from '../config/generation-config.js';
 import {
@@ -112,7 +112,7 @@ export async function initModelCheckpoint(
     bos_token_id: spec.bosTokenId ?? 1,
     eos_token_id: spec.eosTokenId ?? 2,
   });
-  const files = await saveCheckpoint(dir, model, {
+  const files = await saveModel(dir, model, {
     dtype: options.dtype,
     maxShardSize: options.maxShardSize,
     generationConfig,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { tensorParallelHeads } from './tensor-parallel.js';
+import { checkTensorParallelSizes, tensorParallelHeads } from './tensor-parallel.js';
 import { vocabRange } from './vocab-parallel.js';
 
 describe('tensor-parallel shapes', () => {
@@ -12,6 +12,17 @@ describe('tensor-parallel shapes', () => {
     );
     expect(() => tensorParallelHeads(32, 2, 4)).toThrow(
       /num_key_value_heads=2 is not divisible by tp=4 .*use tp in \{1, 2\}/,
+    );
+  });
+  it('checks every size a decoder splits: heads, MLP width, vocabulary', () => {
+    const sizes = { numHeads: 8, numKvHeads: 4, intermediateSize: 24, vocabSize: 40 };
+    expect(() => checkTensorParallelSizes(sizes, 4)).not.toThrow();
+    expect(() => checkTensorParallelSizes(sizes, 8)).toThrow(/num_key_value_heads=4/);
+    expect(() => checkTensorParallelSizes({ ...sizes, intermediateSize: 22 }, 4)).toThrow(
+      "the model's intermediate_size=22 is not divisible by tp=4; choose a tp that divides it.",
+    );
+    expect(() => checkTensorParallelSizes({ ...sizes, vocabSize: 42 }, 4)).toThrow(
+      'vocab_size=42 is not divisible by tp=4 (pad the embedding to a multiple of tp)',
     );
   });
   it('gives each tp rank a contiguous vocabulary slice and asks to pad otherwise', () => {

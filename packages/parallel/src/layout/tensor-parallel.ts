@@ -137,6 +137,35 @@ export function tensorParallelHeads(
   return { heads: numHeads / tp, kvHeads: numKvHeads / tp };
 }
 
+/** The sizes of a decoder that tensor parallelism splits (HF config.json's, as read). */
+export interface TensorParallelSizes {
+  numHeads: number;
+  numKvHeads: number;
+  intermediateSize: number;
+  vocabSize: number;
+}
+
+/**
+ * Checks that tp splits a decoder: q and kv heads (see `tensorParallelHeads`), the MLP width
+ * (gate/up column-parallel, down row-parallel) and the vocabulary (embedding and LM head split
+ * by rows). Throws a `LAYOUT` error naming the config.json key and what to choose.
+ */
+export function checkTensorParallelSizes(sizes: TensorParallelSizes, tp: number): void {
+  tensorParallelHeads(sizes.numHeads, sizes.numKvHeads, tp);
+  for (const [key, size] of [
+    ['intermediate_size', sizes.intermediateSize],
+    ['vocab_size', sizes.vocabSize],
+  ] as const) {
+    if (size % tp !== 0)
+      throw new ParallelError(
+        'LAYOUT',
+        `the model's ${key}=${size} is not divisible by tp=${tp}` +
+          `${key === 'vocab_size' ? ' (pad the embedding to a multiple of tp)' : ''}; ` +
+          `choose a tp that divides it.`,
+      );
+  }
+}
+
 function divisors(n: number): number[] {
   return Array.from({ length: n }, (_, i) => i + 1).filter((d) => n % d === 0);
 }

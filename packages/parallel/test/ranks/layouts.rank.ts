@@ -24,9 +24,6 @@ import {
   vocabRange,
   zigzagSplit,
 } from '../../src/index.js';
-// the first FSDP path (flat Float32Array shards, hand-written AdamW), kept for these tests; trainers use Zero3Params
-import { FullyShardedParams } from '../../src/layout/fsdp.js';
-import { fsdpTrainStep } from '../../src/layout/fsdp-train-step.js';
 import { fixture, relErr, tensor } from '../fixture.js';
 
 await tf.setBackend('cpu');
@@ -283,55 +280,6 @@ function attention(cp: ProcessGroup, tp: ProcessGroup, caseName: string) {
   );
 }
 
-/** One training step (MSE over the global batch, clip by global norm 1.0, AdamW) under FSDP. */
-function trainStep(groups: { fsdp: ProcessGroup; ddp?: ProcessGroup }, dp: ProcessGroup) {
-  const f = fixture('train_step.json');
-  const init = Object.fromEntries(Object.entries(f.init).map(([k, s]) => [k, tensor(s as never)]));
-  const x = tensor(f.x) as tf.Tensor2D;
-  const y = tensor(f.y) as tf.Tensor2D;
-  const B = x.shape[0];
-  const per = B / dp.size;
-  const mineX = tf.slice(x, [dp.rank * per, 0], [per, -1]);
-  const mineY = tf.slice(y, [dp.rank * per, 0], [per, -1]);
-  const fsdp = FullyShardedParams.fromFull(init, groups, (n) =>
-    n.endsWith('1') ? 'layer1' : 'layer2',
-  );
-  const lossOf = (p: ReadonlyMap<string, tf.Tensor>) => {
-    const h = tf.tanh(tf.add(tf.matMul(mineX, p.get('w1')!, false, true), p.get('b1')!));
-    const pred = tf.add(tf.matMul(h, p.get('w2')!, false, true), p.get('b2')!);
-    return tf.div(tf.sum(tf.square(tf.sub(pred, mineY))), B) as tf.Scalar; // this rank's share of the global mean
-  };
-  const hp = f.hparams;
-  const optimizer = {
-    lr: hp.lr,
-    beta1: hp.beta1,
-    beta2: hp.beta2,
-    eps: hp.eps,
-    weightDecay: hp.weight_decay,
-  };
-  const { loss, gradNorm: norm } = fsdpTrainStep(fsdp, lossOf, {
-    optimizer,
-    states: [],
-    maxGradNorm: hp.max_grad_norm,
-    dp,
-  });
-  return { loss, norm, updated: fsdp.gatherAll() };
-}
-
-function trainCase(
-  caseName: string,
-  groups: { fsdp: ProcessGroup; ddp?: ProcessGroup },
-  dp: ProcessGroup,
-) {
-  const f = fixture('train_step.json');
-  const sh = trainStep(groups, dp);
-  const si = trainStep({ fsdp: local }, local);
-  record(caseName, 'loss', [sh.loss], [f.loss], [si.loss]);
-  record(caseName, 'global grad norm', [sh.norm], [f.grad_norm], [si.norm]);
-  for (const n of Object.keys(f.updated))
-    record(caseName, `updated ${n}`, sh.updated[n]!, tensor(f.updated[n]), si.updated[n]!);
-}
-
 const cases = (process.env.LAYOUT_CASES ?? '').split(',');
 const W = world.size;
 if (cases.includes('tp')) {
@@ -341,12 +289,6 @@ if (cases.includes('tp')) {
   vocab(world, `TP(${W}) vocab`);
 }
 if (cases.includes('cp')) attention(world, local, `CP(${W})`);
-if (cases.includes('fsdp')) trainCase(`FSDP(${W})`, { fsdp: world }, world);
-if (cases.includes('ddpxfsdp')) {
-  const mesh = planDeviceMesh(W, world.rank, { ddp: 2 });
-  const g = createMeshGroups(world, mesh);
-  trainCase(`ddp x fsdp (2x${mesh.sizes.fsdp})`, { fsdp: g.fsdp, ddp: g.ddp }, g.dp);
-}
 if (cases.includes('tpxcp')) {
   const mesh = planDeviceMesh(W, world.rank, { tp: 2, cp: 2 });
   const g = createMeshGroups(world, mesh);

@@ -1,11 +1,10 @@
 // `rl2 serve --model PATH` end to end: a checkpoint folder served over the SGLang API, then
 // swapped with /update_weights_from_disk.
 import '@tensorflow/tfjs-backend-cpu';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ModelSpec, initModelCheckpoint } from '@rl2/models';
 import { setBackend } from '@tensorflow/tfjs-core';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { startSGLangServer } from '../server/sglang-server.js';
 import { loadCheckpointEngine } from './checkpoint-engine.js';
@@ -20,7 +19,7 @@ const spec: ModelSpec = {
   numHeads: 2,
   initializerRange: 0.5,
 };
-const dir = mkdtempSync(join(tmpdir(), 'rl2-serve-'));
+const dir = tempDir('rl2-serve-');
 const first = join(dir, 'step-0');
 const second = join(dir, 'step-1');
 

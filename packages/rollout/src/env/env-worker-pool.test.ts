@@ -1,11 +1,11 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Environment } from './environment.js';
 import { loadEnvironment } from './load-environment.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'rl2-env-workers-'));
+const dir = tempDir('rl2-env-workers-');
 /**
  * One env whose behaviour the action picks: `spin` blocks its thread for ever, `slow` awaits
  * 1.5 s, `count` returns how many calls this module instance has seen, `crash` throws from a

@@ -1,6 +1,6 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { describe, expect, it } from 'vitest';
 import { loadEnvironment } from './load-environment.js';
 
@@ -40,7 +40,7 @@ describe('loadEnvironment', () => {
     await expect(loadEnvironment(join(envs, '..', 'scripted-engine.txt'))).rejects.toThrow(
       /must end in .ts/,
     );
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-env-'));
+    const dir = tempDir('rl2-env-');
     const broken = join(dir, 'broken.ts');
     writeFileSync(broken, 'export const step = (: number) => ;\n');
     await expect(loadEnvironment(broken)).rejects.toMatchObject({

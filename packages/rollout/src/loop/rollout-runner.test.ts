@@ -1,6 +1,6 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { describe, expect, it } from 'vitest';
 import { charTokenizer, scriptedEngine } from '../../test/scripted-engine.js';
 import { createEmbeddedEngine } from '../engine/embedded-engine.js';
@@ -178,7 +178,7 @@ describe('createRolloutRunner', () => {
   });
 
   it('saves every finished trajectory as JSONL per step, with the filtered flag', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-rollouts-'));
+    const dir = tempDir('rl2-rollouts-');
     const { r } = runner(['M1', 'U1', 'M2', 'E1'], { dynamicFiltering: true, saveDir: dir });
     await r.step(7);
     const lines = readFileSync(join(dir, 'step-7.jsonl'), 'utf8')

@@ -1,7 +1,7 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SeededRng } from '@rl2/data';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { describe, expect, it } from 'vitest';
 import { listCheckpoints, resolveCheckpoint } from './resolve-checkpoint.js';
 import { type TrainerState, loadCheckpoint, saveCheckpoint } from './trainer-state.js';
@@ -25,7 +25,7 @@ const optimizer = {
 
 describe('checkpoints', () => {
   it('round-trips state and optimizer moments; latest picks the newest complete step', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-ckpt-'));
+    const dir = tempDir('rl2-ckpt-');
     await saveCheckpoint(join(dir, 'step-3'), {
       state,
       optimizer,
@@ -50,7 +50,7 @@ describe('checkpoints', () => {
   });
 
   it('the saved rng state continues its stream; a damaged one fails naming the file', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-ckpt-'));
+    const dir = tempDir('rl2-ckpt-');
     // [1, 2, 3, 4] is a xoshiro128** state as every rl2 release has written it; its stream is
     // the reference C code's (11520, 0, 5927040), so an older checkpoint resumes exactly.
     await saveCheckpoint(join(dir, 'step-3'), { state, optimizer });
@@ -63,7 +63,7 @@ describe('checkpoints', () => {
   });
 
   it('a failing save leaves no partial directory', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-ckpt-'));
+    const dir = tempDir('rl2-ckpt-');
     await expect(
       saveCheckpoint(join(dir, 'step-1'), {
         state,

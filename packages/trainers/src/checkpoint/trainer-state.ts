@@ -1,10 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SeededRng } from '@rl2/data';
-import { writeDirAtomic } from '@rl2/models';
+import { writeDirAtomic, writeFileAtomic } from '@rl2/models';
 import { TrainersError } from '../errors.js';
 import type { AdamWState } from '../optim/adamw.js';
-import { writeFileAtomic } from './atomic-write.js';
 import { readTensorFile, writeTensorFile } from './tensor-file.js';
 
 /** Everything besides the weights that a resumed run needs to continue exactly. */

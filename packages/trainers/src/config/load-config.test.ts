@@ -1,6 +1,6 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { describe, expect, it } from 'vitest';
 import { TrainersError } from '../errors.js';
 import { closestKey, editDistance } from './closest-key.js';
@@ -13,7 +13,7 @@ import { sftConfigSchema } from './sft-config.js';
 const base = ['actor.model_name=/models/tiny', 'data.train.path=train.jsonl'];
 
 function yamlFile(text: string): string {
-  const dir = mkdtempSync(join(tmpdir(), 'rl2-config-'));
+  const dir = tempDir('rl2-config-');
   const file = join(dir, 'sft.yaml');
   writeFileSync(file, text);
   return file;

@@ -1,7 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type Tokenizer, loadTokenizer } from '@rl2/data';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadItems, toItems } from './load-items.js';
 
@@ -101,7 +101,7 @@ describe('toItems', () => {
 
 describe('loadItems', () => {
   it('splits test_ratio off train with the seed when there is no test path', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-items-'));
+    const dir = tempDir('rl2-items-');
     const file = join(dir, 'train.jsonl');
     writeFileSync(
       file,
@@ -152,7 +152,7 @@ describe('sequence lengths, checked when the data is tokenized', () => {
   });
 
   it('a row over the micro-batch budget is an error naming file, row, length and the keys, before any step', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-long-'));
+    const dir = tempDir('rl2-long-');
     const file = join(dir, 'train.jsonl');
     writeFileSync(
       file,
@@ -208,7 +208,7 @@ describe('sequence lengths, checked when the data is tokenized', () => {
   });
 
   it('a malformed row names data.on_bad_row; with it set to skip the row is counted', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-bad-'));
+    const dir = tempDir('rl2-bad-');
     const file = join(dir, 'train.jsonl');
     writeFileSync(
       file,

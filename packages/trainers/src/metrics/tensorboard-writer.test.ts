@@ -1,6 +1,5 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { describe, expect, it } from 'vitest';
 import { crc32c, maskedCrc32c } from './crc32c.js';
 import { TensorBoardWriter } from './tensorboard-writer.js';
@@ -65,7 +64,7 @@ describe('crc32c', () => {
 
 describe('TensorBoardWriter', () => {
   it('writes a file_version header and scalar events that parse back', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-tb-'));
+    const dir = tempDir('rl2-tb-');
     let t = 1_700_000_000_000;
     const w = new TensorBoardWriter(dir, () => t);
     t += 1500;

@@ -1,8 +1,9 @@
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { initEngine } from '@rl2/engine';
 import { loadModel, paramShapes, tokenLogprobs } from '@rl2/models';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MODEL_ARCHS, writeRandomCheckpoint } from './random-checkpoint.js';
 import { readTokenizerFacts } from './tokenizer-files.js';
@@ -27,7 +28,7 @@ describe('writeRandomCheckpoint', () => {
   it.each(MODEL_ARCHS)(
     '%s: @rl2/models loads it (every expected tensor, no extra one) and it runs',
     async (arch) => {
-      const out = join(mkdtempSync(join(tmpdir(), 'rl2-init-')), arch);
+      const out = join(tempDir('rl2-init-'), arch);
       const config = writeRandomCheckpoint({
         arch,
         tokenizerDir,

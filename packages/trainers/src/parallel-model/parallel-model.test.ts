@@ -12,7 +12,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { SINGLE_PROCESS } from './data-parallel.js';
 import { contextParallelSplit } from './context-split.js';
 import { microBatchBudget, planRankLayout } from './rank-layout.js';
-import { checkTensorParallel } from './tensor-parallel-model.js';
+import { checkTensorParallel } from './tensor-parallel-decoder.js';
 
 beforeAll(async () => {
   await tf.setBackend('cpu');
@@ -59,10 +59,10 @@ describe('rank layout errors name the config keys', () => {
       'actor.tp_size=3: num_attention_heads=4 is not divisible by tp=3',
     );
     expect(() => checkTensorParallel({ ...config, intermediateSize: 25 }, 2, 'actor')).toThrow(
-      "actor.tp_size=2: the model's intermediate_size=25 is not divisible by 2",
+      "actor.tp_size=2: the model's intermediate_size=25 is not divisible by tp=2",
     );
     expect(() => checkTensorParallel({ ...config, vocabSize: 31 }, 2, 'actor')).toThrow(
-      "the model's vocab_size=31 is not divisible by 2 (pad the embedding to a multiple of tp)",
+      "the model's vocab_size=31 is not divisible by tp=2 (pad the embedding to a multiple of tp)",
     );
     expect(() => checkTensorParallel(config, 2, 'actor')).not.toThrow();
   });

@@ -11,7 +11,7 @@ import {
   localOptimizerState,
   parallelDecoder,
   tensorParallelNorm,
-} from './tensor-parallel-model.js';
+} from './tensor-parallel-decoder.js';
 
 /**
  * A model as one rank trains it under a {@link RankLayout}: what the objectives compute with,

@@ -1,6 +1,6 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { describe, expect, it } from 'vitest';
 import type { MetricRecord } from '../metrics/metrics-log.js';
 import { chartSeries, renderHtmlReport } from './html-report.js';
@@ -42,7 +42,7 @@ describe('HTML report', () => {
   });
 
   it('writeReport reads RUN_DIR/metrics.jsonl and names a missing file', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-report-'));
+    const dir = tempDir('rl2-report-');
     expect(() => writeReport(dir)).toThrow(/metrics\.jsonl/);
     writeFileSync(
       join(dir, 'metrics.jsonl'),

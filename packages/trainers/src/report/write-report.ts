@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { writeFileAtomic } from '../checkpoint/atomic-write.js';
+import { writeFileAtomic } from '@rl2/models';
 import { TrainersError } from '../errors.js';
 import { readMetrics } from '../metrics/metrics-log.js';
 import { renderHtmlReport } from './html-report.js';

@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { updateLink } from '@rl2/models';
 import { stringify } from 'yaml';
-import { updateLink } from '../checkpoint/atomic-write.js';
 import { checkpointDirName } from '../checkpoint/resolve-checkpoint.js';
 import type { TrainerSection } from '../config/sections.js';
 import { type MetricRecord, MetricsLog } from '../metrics/metrics-log.js';

@@ -11,7 +11,7 @@ import {
   loadModel,
   removeStaleSaves,
   resolveModelDir,
-  saveCheckpoint as saveHfModel,
+  saveModel as saveHfModel,
 } from '@rl2/models';
 import { readLaunchEnv } from '@rl2/parallel';
 import {

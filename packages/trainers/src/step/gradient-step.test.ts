@@ -1,9 +1,8 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { initEngine } from '@rl2/engine';
 import { type DecoderModel, loadModel, tokenLogits } from '@rl2/models';
 import * as tf from '@tensorflow/tfjs-core';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TrainingItem } from '../dataset/training-item.js';
 import { dpoObjective } from '../dpo/dpo-objective.js';
@@ -20,7 +19,7 @@ let critic: DecoderModel;
 
 beforeAll(async () => {
   await initEngine({ backend: 'cpu', threads: 1, logger: () => {} });
-  const dir = join(mkdtempSync(join(tmpdir(), 'rl2-grad-')), 'model');
+  const dir = join(tempDir('rl2-grad-'), 'model');
   writeRandomCheckpoint({
     arch: 'qwen3',
     tokenizerDir: resolve(import.meta.dirname, '../../test/fixtures/char-tokenizer'),

@@ -1,9 +1,8 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { initEngine } from '@rl2/engine';
 import { type DecoderModel, loadModel } from '@rl2/models';
 import * as tf from '@tensorflow/tfjs-core';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type PackedBin, packBins, type StepTotals, stepTotals } from '../bins/pack-bins.js';
 import type { TrainingItem } from '../dataset/training-item.js';
@@ -19,7 +18,7 @@ async function model(
   name: string,
   o: { vocabSize?: number; tie: boolean; hidden: number; inter: number; layers: number },
 ) {
-  const dir = join(mkdtempSync(join(tmpdir(), 'rl2-grads-into-')), name);
+  const dir = join(tempDir('rl2-grads-into-'), name);
   writeRandomCheckpoint({
     arch: 'qwen3',
     tokenizerDir: resolve(import.meta.dirname, '../../test/fixtures/char-tokenizer'),

@@ -3,7 +3,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { AdamW } from '../optim/adamw.js';
 import { clipCoefficient } from '../optim/clip-grad-norm.js';
 import type { RankLayout } from '../parallel-model/rank-layout.js';
-import { reduceTensorParallelPartials } from '../parallel-model/tensor-parallel-model.js';
+import { reduceTensorParallelPartials } from '../parallel-model/tensor-parallel-decoder.js';
 import type { TrainedModel } from '../parallel-model/trained-model.js';
 import { accumulateGradients } from './gradient-step.js';
 import type { Objective } from './objective.js';

@@ -40,9 +40,8 @@ import {
   vocabParallelEmbedding,
   vocabParallelLogprobs,
 } from '@rl2/parallel';
-// torch-order AdamW on a flat buffer: @rl2/parallel's first FSDP path, not public; the reference optimizer here
-import { adamwShardStep, createAdamWShardState } from '../../../parallel/src/layout/adamw-shard.js';
 import * as tf from '@tensorflow/tfjs-core';
+import { AdamW } from '../../src/optim/adamw.js';
 import { relTensor } from '../rank-runs.js';
 
 // BACKEND=native: context parallelism's attention runs tiled (flashAttention with query positions)
@@ -73,7 +72,8 @@ const row = packSequences(seqs);
 const targets = seqs.flatMap((s) => s.map((_, i) => s[i + 1] ?? 0));
 const mask: number[] = seqs.flatMap((s) => s.map((_, i) => (i + 1 < s.length ? 1 : 0)));
 const maskSum = mask.reduce((a, b) => a + b, 0);
-const adam = { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.01 };
+const adam = { betas: [0.9, 0.999] as const, eps: 1e-8, weightDecay: 0.01 };
+const LR = 1e-2;
 
 /** Loss = -sum(mask * logp) / sum(mask) over the whole row; `logp` [T] in row order. */
 const sftLoss = (logp: tf.Tensor1D) =>
@@ -94,10 +94,10 @@ function step(model: DecoderModel, loss: () => tf.Scalar, reduce: (g: Float32Arr
     const v = model.params.get(n)!;
     const g = Float32Array.from(grads[v.name]!.dataSync());
     reduce(g);
-    const p = Float32Array.from(v.dataSync());
-    adamwShardStep(p, g, createAdamWShardState(p.length), adam);
+    const p = tf.variable(tf.tensor(v.dataSync(), v.shape)); // the step updates a copy
+    new AdamW({ [n]: p }, adam).step({ [n]: tf.tensor(g, v.shape) }, LR);
     out.grads[n] = g;
-    out.weights[n] = p;
+    out.weights[n] = Float32Array.from(p.dataSync());
   }
   return out;
 }

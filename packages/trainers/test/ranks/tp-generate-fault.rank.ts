@@ -13,7 +13,7 @@ import {
 } from '@rl2/models';
 import { initProcessGroup } from '@rl2/parallel';
 import type { RankLayout } from '../../src/parallel-model/rank-layout.js';
-import { parallelDecoder } from '../../src/parallel-model/tensor-parallel-model.js';
+import { parallelDecoder } from '../../src/parallel-model/tensor-parallel-decoder.js';
 
 await initEngine({ backend: 'cpu', threads: 1, logger: () => {} });
 const world = await initProcessGroup();

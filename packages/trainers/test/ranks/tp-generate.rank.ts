@@ -14,7 +14,7 @@ import {
   tensorParallelStepper,
 } from '@rl2/models';
 import { initProcessGroup } from '@rl2/parallel';
-import { parallelDecoder } from '../../src/parallel-model/tensor-parallel-model.js';
+import { parallelDecoder } from '../../src/parallel-model/tensor-parallel-decoder.js';
 import type { RankLayout } from '../../src/parallel-model/rank-layout.js';
 
 await initEngine({ backend: 'cpu', threads: 1, logger: () => {} });

@@ -1,6 +1,7 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeCharTokenizer } from '@rl2/data';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { writeRandomCheckpoint } from '../../model-init/random-checkpoint.js';
 
 /** Overrides that keep a test run quiet and small: no progress bar, one thread, no TensorBoard or report. */
@@ -25,70 +26,9 @@ export function tinyRun(
     vocabSize?: number;
   } = {},
 ) {
-  const dir = mkdtempSync(join(tmpdir(), `rl2-ppo-${name}-`));
-  const specials = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'];
-  const chars = [...'0123456789abcdefghijklmn+=< >/'];
-  const vocab = Object.fromEntries(chars.map((c, i) => [c, specials.length + i]));
+  const dir = tempDir(`rl2-ppo-${name}-`);
   const tokDir = join(dir, 'tokenizer');
-  mkdirSync(tokDir);
-  writeFileSync(
-    join(tokDir, 'tokenizer.json'),
-    JSON.stringify({
-      version: '1.0',
-      truncation: null,
-      padding: null,
-      added_tokens: specials.map((content, id) => ({
-        id,
-        content,
-        single_word: false,
-        lstrip: false,
-        rstrip: false,
-        normalized: false,
-        special: true,
-      })),
-      normalizer: null,
-      pre_tokenizer: {
-        type: 'Split',
-        pattern: { Regex: '[\\s\\S]' },
-        behavior: 'Isolated',
-        invert: false,
-      },
-      post_processor: null,
-      decoder: { type: 'Fuse' },
-      model: {
-        type: 'BPE',
-        dropout: null,
-        unk_token: null,
-        continuing_subword_prefix: null,
-        end_of_word_suffix: null,
-        fuse_unk: false,
-        byte_fallback: false,
-        vocab,
-        merges: [],
-      },
-    }),
-  );
-  writeFileSync(
-    join(tokDir, 'tokenizer_config.json'),
-    JSON.stringify({
-      added_tokens_decoder: Object.fromEntries(
-        specials.map((content, id) => [
-          id,
-          {
-            content,
-            lstrip: false,
-            normalized: false,
-            rstrip: false,
-            single_word: false,
-            special: true,
-          },
-        ]),
-      ),
-      eos_token: '<|im_end|>',
-      pad_token: '<|endoftext|>',
-      tokenizer_class: 'PreTrainedTokenizerFast',
-    }),
-  );
+  writeCharTokenizer(tokDir, [...'0123456789abcdefghijklmn+=< >/']);
   const model = join(dir, 'model');
   writeRandomCheckpoint({
     arch: 'qwen3',

@@ -1,6 +1,15 @@
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { syncPath } from './byte-file.js';
 
 /** `.tmp-<pid>-<time>-<name>` / `.old-<pid>-<time>-<name>`: what a save works in, beside its target. */
 const WORK_DIR = /^\.(tmp|old)-(\d+)-\d+-(.+)$/;
@@ -66,6 +75,16 @@ export async function writeDirAtomic(
   } catch (err) {
     rmSync(tmp, { recursive: true, force: true });
     throw err;
+  }
+}
+
+/** Flushes a file or folder to the disk (what makes a later rename durable). */
+function syncPath(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
   }
 }
 

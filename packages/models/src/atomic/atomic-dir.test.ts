@@ -1,7 +1,6 @@
 import {
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   symlinkSync,
@@ -9,6 +8,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { describe, expect, it } from 'vitest';
 import { removeStaleSaves, tempPathBeside } from './atomic-dir.js';
 
@@ -16,7 +16,7 @@ const GONE = 999_999_999; // a pid no process has
 
 describe('removeStaleSaves', () => {
   it('removes what killed saves left in a run folder, recovers a folder killed between renames, keeps the rest', () => {
-    const run = mkdtempSync(join(tmpdir(), 'rl2-stale-'));
+    const run = tempDir('rl2-stale-');
     mkdirSync(join(run, 'step-2'));
     mkdirSync(join(run, `.tmp-${GONE}-1700000000000-step-3`)); // a step save killed while it wrote
     writeFileSync(join(run, `.tmp-${GONE}-1700000000000-step-3`, 'optimizer.safetensors'), 'half');

@@ -5,8 +5,8 @@ import type { DecoderModel } from '../model/decoder-model.js';
 import { type CheckpointFormat, CheckpointWriter } from './checkpoint-writer.js';
 import { TORCH_DTYPES, type TorchDtype } from './float-formats.js';
 
-/** Options of `saveCheckpoint`. */
-export interface SaveCheckpointOptions extends CheckpointFormat {
+/** Options of `saveModel`. */
+export interface SaveModelOptions extends CheckpointFormat {
   generationConfig?: GenerationConfig;
   /** Adds files to the checkpoint (e.g. the tokenizer) in its work folder, before it is swapped in. */
   addFiles?: (workDir: string) => void;
@@ -27,16 +27,16 @@ export function checkpointDtype(raw: Record<string, unknown>): TorchDtype {
  * config's torch_dtype, `maxShardSize` to 5GB. Streams tensor by tensor and replaces `dir`
  * atomically (see `CheckpointWriter`). Returns the files written.
  */
-export async function saveCheckpoint(
+export async function saveModel(
   dir: string,
   model: DecoderModel,
-  options: SaveCheckpointOptions = {},
+  options: SaveModelOptions = {},
 ): Promise<string[]> {
   const dtype = options.dtype ?? checkpointDtype(model.config.raw);
   if (!(dtype in TORCH_DTYPES)) {
     throw new ModelsError(
       'INVALID_ARGUMENT',
-      `saveCheckpoint: dtype "${dtype}" (use ${Object.keys(TORCH_DTYPES).join(', ')})`,
+      `saveModel: dtype "${dtype}" (use ${Object.keys(TORCH_DTYPES).join(', ')})`,
     );
   }
   const specs = [...model.params].map(([name, p]) => ({ name, shape: p.shape }));

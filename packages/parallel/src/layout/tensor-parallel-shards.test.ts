@@ -6,7 +6,7 @@ import {
   gatherTensorParallel,
   shardForTensorParallel,
   tensorParallelRole,
-} from './tensor-parallel-model.js';
+} from './tensor-parallel-shards.js';
 
 describe('tensor-parallel roles of HF parameters', () => {
   it.each([

@@ -6,13 +6,13 @@ import {
   type ParamMap,
 } from '@rl2/models';
 import {
+  checkTensorParallelSizes,
   copyToTensorParallel,
   type FsdpNormOptions,
   gatherTensorParallel,
   type ProcessGroup,
   shardForTensorParallel,
   tensorParallelAxis,
-  tensorParallelHeads,
   tensorParallelLinearFactory,
   vocabParallelEmbedding,
   vocabParallelLogprobs,
@@ -24,24 +24,12 @@ import type { NamedGrads } from '../optim/clip-grad-norm.js';
 import { contextParallelSplit } from './context-split.js';
 import type { RankLayout } from './rank-layout.js';
 
-/** Sizes tensor parallelism splits, each checked against tp with the HF config key to fix. */
+/** The sizes tensor parallelism splits, checked against tp; the error names the config key to change. */
 export function checkTensorParallel(config: ModelConfig, tp: number, key: string): void {
   try {
-    tensorParallelHeads(config.numHeads, config.numKvHeads, tp); // kv_heads % tp
+    checkTensorParallelSizes(config, tp);
   } catch (err) {
     throw new TrainersError('INVALID_ARGUMENT', `${key}.tp_size=${tp}: ${(err as Error).message}`);
-  }
-  for (const [name, size] of [
-    ['intermediate_size', config.intermediateSize],
-    ['vocab_size', config.vocabSize],
-  ] as const) {
-    if (size % tp !== 0)
-      throw new TrainersError(
-        'INVALID_ARGUMENT',
-        `${key}.tp_size=${tp}: the model's ${name}=${size} is not divisible ` +
-          `by ${tp}${name === 'vocab_size' ? ' (pad the embedding to a multiple of tp)' : ''}; ` +
-          `choose a tp_size that divides it`,
-      );
   }
 }
 

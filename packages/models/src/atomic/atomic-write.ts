@@ -1,6 +1,6 @@
 import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { tempPathBeside } from '@rl2/models';
+import { tempPathBeside } from './atomic-dir.js';
 
 /** Writes a file through a `.tmp-*` file beside it + rename, so readers never see half a file. */
 export function writeFileAtomic(path: string, data: string | Uint8Array): void {

@@ -1,5 +1,5 @@
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { main } from '@rl2/cli';
@@ -8,7 +8,7 @@ export const recipes = resolve(import.meta.dirname, '..');
 export const root = resolve(recipes, '../..');
 export const addTokenizer = join(root, 'examples/addition/tokenizer');
 
-export const tmp = (name: string) => mkdtempSync(join(tmpdir(), `rl2-recipes-${name}-`));
+export const tmp = (name: string) => tempDir(`rl2-recipes-${name}-`);
 
 function sink() {
   const chunks: string[] = [];

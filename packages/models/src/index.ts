@@ -37,7 +37,7 @@ export type { SafetensorsDtype, TorchDtype } from './checkpoint/float-formats.js
 
 // Atomic saves: a folder, file or link is written beside its target and renamed into place, so
 // no reader sees half of it; removeStaleSaves cleans a run folder of what killed saves left.
-export { removeStaleSaves, writeDirAtomic } from './atomic/atomic-dir.js';
+export { removeStaleSaves, tempPathBeside, writeDirAtomic } from './atomic/atomic-dir.js';
 export { updateLink, writeFileAtomic } from './atomic/atomic-write.js';
 
 // New random models (Hugging Face init), e.g. for `rl2 init-model` and tests.

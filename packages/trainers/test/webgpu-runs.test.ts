@@ -1,11 +1,11 @@
 // rl2 sft and rl2 dpo on the webgpu backend (CI: Mesa's lavapipe, a software Vulkan adapter)
 // give the native backend's losses, validation and saved weights, and really run on webgpu.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { webgpuForTests } from '@rl2/engine/testing';
+import { tempDir } from '@rl2/vitest-config/temp-dir';
 import * as tf from '@tensorflow/tfjs-core';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runDpo } from '../src/dpo/run-dpo.js';
 import { loadConfig } from '../src/config/load-config.js';
 import { ppoConfigSchema } from '../src/ppo/ppo-config.js';
@@ -15,8 +15,7 @@ import { runSft } from '../src/sft/run-sft.js';
 import { type CaseKind, caseConfig, writeTrainCase } from './train-case.js';
 
 const gpu = webgpuForTests();
-const dir = mkdtempSync(join(tmpdir(), 'rl2-webgpu-runs-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('rl2-webgpu-runs-');
 
 /** One run on `backend`: its per-step train losses, its engine line, its last validation. */
 async function run(kind: CaseKind, backend: string) {

@@ -177,7 +177,7 @@ describe('a chat template that renders to nothing', () => {
     ['chat_template.jinja', 'an empty string'],
     ['tokenizer_config.json chat_template', 'only whitespace'],
   ])('names the template (%s) and says it rendered %s', async (file, what) => {
-    const dir = mkdtempSync(join(tmpdir(), 'rl2-tok-'));
+    const dir = tempDir('rl2-tok-');
     symlinkSync(join(QWEN3, 'tokenizer.json'), join(dir, 'tokenizer.json'));
     const config = JSON.parse(readFileSync(join(QWEN3, 'tokenizer_config.json'), 'utf8'));
     // knows one role only; whitespace around it survives in the whitespace case

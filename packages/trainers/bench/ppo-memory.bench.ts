@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { launch } from '@rl2/parallel';
-import { tinyRun } from '../src/ppo/testing/tiny-run.js';
+import { tinyRun } from '../test/ppo-fixtures/tiny-run.js';
 
 const t = tinyRun('bench-memory', { hiddenSize: 128, heads: 4, kvHeads: 2, vocabSize: 34 });
 const base = [

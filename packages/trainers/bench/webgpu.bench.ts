@@ -102,16 +102,12 @@ console.log(`native: ${native.engine}`);
 console.log(`webgpu: ${webgpu.engine}\n`);
 console.log('| measure | native | webgpu | webgpu / native |');
 console.log('| --- | ---: | ---: | ---: |');
-console.log(
-  `| matmul 512^3, GFLOP/s | ${f(native.matmulGflops)} | ${f(webgpu.matmulGflops)} | ${ratio(webgpu.matmulGflops, native.matmulGflops)} |`,
-);
-console.log(
-  `| SFT tokens/s (median of steps 2-${STEPS}) | ${f(native.sftTokensPerS)} | ${f(webgpu.sftTokensPerS)} | ${ratio(webgpu.sftTokensPerS, native.sftTokensPerS)} |`,
-);
+const row = (name: string, a: number, b: number) =>
+  console.log(`| ${name} | ${f(a)} | ${f(b)} | ${ratio(b, a)} |`);
+row('matmul 512^3, GFLOP/s', native.matmulGflops, webgpu.matmulGflops);
+row(`SFT tokens/s (median of steps 2-${STEPS})`, native.sftTokensPerS, webgpu.sftTokensPerS);
 for (const b of [1, 8])
-  console.log(
-    `| greedy decode tokens/s, batch ${b} | ${f(native.decode[b]!)} | ${f(webgpu.decode[b]!)} | ${ratio(webgpu.decode[b]!, native.decode[b]!)} |`,
-  );
+  row(`greedy decode tokens/s, batch ${b}`, native.decode[b]!, webgpu.decode[b]!);
 const worst = native.losses.reduce(
   (w, l, i) => Math.max(w, Math.abs((webgpu.losses[i] ?? Number.NaN) - l) / Math.abs(l)),
   0,

@@ -5,7 +5,7 @@ import { loadConfig } from '../src/config/load-config.js';
 import type { MetricRecord } from '../src/metrics/metrics-log.js';
 import { ppoConfigSchema } from '../src/ppo/ppo-config.js';
 import { runPpo } from '../src/ppo/run-ppo.js';
-import { tinyRun } from '../src/ppo/testing/tiny-run.js';
+import { tinyRun } from './ppo-fixtures/tiny-run.js';
 import { ppoOnRanks, readSafetensors, relTensor } from './rank-runs.js';
 
 const TOL = 1e-5;

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createSGLangEngine, serveModel } from '@rl2/rollout';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tinyRun } from '../src/ppo/testing/tiny-run.js';
+import { tinyRun } from './ppo-fixtures/tiny-run.js';
 import { ppoOnRanks, readSafetensors, relTensor } from './rank-runs.js';
 
 /** What a recording router saw: per backend, the paths it forwarded there (and update_weights_from_disk's model_path). */

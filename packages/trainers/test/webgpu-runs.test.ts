@@ -10,7 +10,7 @@ import { runDpo } from '../src/dpo/run-dpo.js';
 import { loadConfig } from '../src/config/load-config.js';
 import { ppoConfigSchema } from '../src/ppo/ppo-config.js';
 import { runPpo } from '../src/ppo/run-ppo.js';
-import { QUIET_TRAINER, tinyRun } from '../src/ppo/testing/tiny-run.js';
+import { QUIET_TRAINER, tinyRun } from './ppo-fixtures/tiny-run.js';
 import { runSft } from '../src/sft/run-sft.js';
 import { type CaseKind, caseConfig, writeTrainCase } from './train-case.js';
 

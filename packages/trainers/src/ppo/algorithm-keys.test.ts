@@ -17,8 +17,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/load-config.js';
 import { ppoConfigSchema } from './ppo-config.js';
 import { runPpo } from './run-ppo.js';
-import { GROUP, algorithmFixture } from './testing/algorithm-fixture.js';
-import { QUIET_TRAINER, tinyRun } from './testing/tiny-run.js';
+import { GROUP, algorithmFixture } from '../../test/ppo-fixtures/algorithm-fixture.js';
+import { QUIET_TRAINER, tinyRun } from '../../test/ppo-fixtures/tiny-run.js';
 
 /**
  * Every algorithm key of `rl2 ppo` reaches the loss: one real PPO step (`ppoPasses` + `ppoUpdate`, the

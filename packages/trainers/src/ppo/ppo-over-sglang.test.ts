@@ -6,12 +6,12 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/load-config.js';
 import { ppoConfigSchema } from './ppo-config.js';
 import { runPpo } from './run-ppo.js';
-import { QUIET_TRAINER, tinyRun } from './testing/tiny-run.js';
+import { QUIET_TRAINER, tinyRun } from '../../test/ppo-fixtures/tiny-run.js';
 
 const quiet = () => new Writable({ write: (_c, _e, cb) => cb() }) as unknown as NodeJS.WriteStream;
 
 describe('runPpo over SGLang against serveModel', () => {
-  it('PPO rolls out through the SGLang client against the served model (API key from RL2_API_KEY) and pushes its weights after each update', async () => {
+  it('PPO rolls out through the SGLang client (API key from RL2_API_KEY), pushing weights after each update', async () => {
     const t = tinyRun('sglang');
     const server = await serveModel({
       model: t.model,

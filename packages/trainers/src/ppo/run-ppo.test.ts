@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/load-config.js';
 import { ppoConfigSchema } from './ppo-config.js';
 import { runPpo } from './run-ppo.js';
-import { QUIET_TRAINER, tinyRun } from './testing/tiny-run.js';
+import { QUIET_TRAINER, tinyRun } from '../../test/ppo-fixtures/tiny-run.js';
 import { Writable } from 'node:stream';
 import * as tf from '@tensorflow/tfjs-core';
 

@@ -3,17 +3,17 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { RolloutMetrics, TrainingBatch, TrainingSequence } from '@rl2/rollout';
 import * as tf from '@tensorflow/tfjs-core';
-import { loadConfig } from '../../config/load-config.js';
-import { writeRandomCheckpoint } from '../../model-init/random-checkpoint.js';
-import { SINGLE_PROCESS } from '../../parallel-model/data-parallel.js';
-import { startEngine } from '../../run/run-setup.js';
-import type { PerSequence } from '../forward-passes.js';
-import { type PpoConfig, ppoConfigSchema } from '../ppo-config.js';
-import { computePpoAdvantages } from '../ppo-advantages.js';
-import { openPpoModels, ppoModelSections } from '../ppo-models.js';
-import { type PpoPasses, ppoPasses } from '../ppo-passes.js';
-import { ppoUpdate } from '../ppo-update.js';
-import { PpoStepMetrics } from '../step-metrics.js';
+import { loadConfig } from '../../src/config/load-config.js';
+import { writeRandomCheckpoint } from '../../src/model-init/random-checkpoint.js';
+import { SINGLE_PROCESS } from '../../src/parallel-model/data-parallel.js';
+import { startEngine } from '../../src/run/run-setup.js';
+import type { PerSequence } from '../../src/ppo/forward-passes.js';
+import { type PpoConfig, ppoConfigSchema } from '../../src/ppo/ppo-config.js';
+import { computePpoAdvantages } from '../../src/ppo/ppo-advantages.js';
+import { openPpoModels, ppoModelSections } from '../../src/ppo/ppo-models.js';
+import { type PpoPasses, ppoPasses } from '../../src/ppo/ppo-passes.js';
+import { ppoUpdate } from '../../src/ppo/ppo-update.js';
+import { PpoStepMetrics } from '../../src/ppo/step-metrics.js';
 import { QUIET_TRAINER, tinyRun } from './tiny-run.js';
 
 /** Responses per prompt of the fixture batch. */

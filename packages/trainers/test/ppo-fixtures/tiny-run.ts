@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeCharTokenizer } from '@rl2/data';
 import { tempDir } from '@rl2/vitest-config/temp-dir';
-import { writeRandomCheckpoint } from '../../model-init/random-checkpoint.js';
+import { writeRandomCheckpoint } from '../../src/model-init/random-checkpoint.js';
 
 /** Overrides that keep a test run quiet and small: no progress bar, one thread, no TensorBoard or report. */
 export const QUIET_TRAINER = [

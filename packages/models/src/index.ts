@@ -8,6 +8,7 @@ export type { ModelsErrorCode } from './errors.js';
 // Checkpoints: Hugging Face folders (or hub ids) in and out (config.json, generation_config.json,
 // safetensors read tensor by tensor, written in shards of at most max_shard_size, atomically).
 export { resolveModelDir } from './checkpoint/resolve-model-dir.js';
+export { checkTokenizerFits } from './checkpoint/check-tokenizer-fits.js';
 export {
   loadModel,
   readGenerationConfig,

@@ -3,6 +3,7 @@ import { ParallelError } from '../errors.js';
 import type { LaunchEnv } from '../launch/read-launch-env.js';
 import type { GroupSpec, PendingOp, ProcessGroup, ReduceOp } from './collective.js';
 import type { World } from './init-process-group.js';
+import { resolveGlooHost } from './gloo-host.js';
 import {
   GLOO_FAILURE,
   GLOO_OP,
@@ -262,6 +263,7 @@ export async function joinGlooWorld(
   rendezvousTimeoutMs: number,
 ): Promise<World> {
   const at = `MASTER_ADDR=${env.masterAddr} MASTER_PORT=${env.masterPort}`;
+  const glooHost = await resolveGlooHost(process.env.RL2_GLOO_HOST);
   if (env.rank === 0) {
     try {
       addon.host(env.masterPort, env.worldSize);
@@ -279,7 +281,7 @@ export async function joinGlooWorld(
       env.rank,
       timeoutMs,
       rendezvousTimeoutMs,
-      process.env.RL2_GLOO_HOST ?? '',
+      glooHost,
     );
   } catch (e) {
     throw new ParallelError(

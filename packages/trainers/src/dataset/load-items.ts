@@ -17,6 +17,7 @@ import { TrainersError } from '../errors.js';
 import { type SplitCounts, noCounts } from './data-counts.js';
 import { type LengthBudget, type OverMaxLength, checkBudget, fitMaxLength } from './fit-lengths.js';
 import { type LoadedRows, loadRows, pickRows } from './load-rows.js';
+import { surelyOverTokens } from './raw-length.js';
 import type { TrainingItem, TrainingSequence } from './training-item.js';
 
 /** Which trainer reads the rows: decides the row format and the sequence layout. */
@@ -97,10 +98,17 @@ function rowSequences(
   row: Loaded['rows'][number],
   ctx: { origin?: RowOrigin; index: number },
   cfg: SplitConfig,
-) {
+  limit?: RawLimit,
+): { sequences: TrainingSequence[]; dropped: number; overLimit?: true } {
   const keys = keysOf(cfg);
+  const over = (example: SftExample | PairExample) => {
+    const over = limit && surelyOverTokens(example, tokenizer, limit.tokens);
+    if (over && limit.error) throw limit.error(over);
+    return over !== undefined;
+  };
   if (kind === 'sft') {
     const example = templatedText(tokenizer, toSftExample(row, keys, ctx), cfg.apply_chat_template);
+    if (over(example)) return { sequences: [], dropped: 0, overLimit: true };
     const { sequences, dropped } = tokenizeSft(tokenizer, example);
     return { sequences: sequences.map(shifted), dropped };
   }
@@ -109,6 +117,7 @@ function rowSequences(
     toPairExample(row, keys, { ...ctx, trainer: kind.toUpperCase() }),
     cfg.apply_chat_template,
   );
+  if (over(example)) return { sequences: [], dropped: 0, overLimit: true };
   if (kind === 'dpo') {
     const { chosen, rejected } = tokenizeDpoPair(tokenizer, example);
     return { sequences: [shifted(chosen), shifted(rejected)], dropped: 0 };
@@ -123,6 +132,39 @@ function rowSequences(
   return { sequences, dropped: 0 };
 }
 
+/** A token limit a row's raw text is checked against before it is tokenized (see `surelyOverTokens`). */
+interface RawLimit {
+  tokens: number;
+  /** The error to throw; without one the row is dropped (over_max_length=drop). */
+  error?: (over: { chars: number; tokens: number }) => TrainersError;
+}
+
+/**
+ * `max_length` with over_max_length=drop drops a surely-too-long row untokenized; without
+ * max_length, the micro-batch budget refuses it untokenized (tokenizing a 50 MB row took
+ * gigabytes: issue 26). Truncation needs the tokens, so it has no raw limit.
+ */
+function rawLimit(
+  cfg: SplitConfig,
+  at: string,
+  budget: (LengthBudget & { split: string }) | undefined,
+): RawLimit | undefined {
+  if (cfg.max_length !== null && cfg.over_max_length === 'drop') return { tokens: cfg.max_length };
+  if (cfg.max_length !== null || !budget) return undefined;
+  const { split, budgetKey } = budget;
+  return {
+    tokens: budget.budget,
+    error: ({ chars, tokens }) =>
+      new TrainersError(
+        'BAD_DATA',
+        `${at} (${split}.path): a text of ${chars} characters is at least ${tokens} tokens, ` +
+          `more than ${budgetKey}=${budget.budget} holds (found before tokenizing). Raise ` +
+          `${budgetKey}, or set ${split}.max_length=${budget.budget} with ` +
+          `${split}.over_max_length=drop to drop such rows.`,
+      ),
+  };
+}
+
 /**
  * Tokenizes rows into training items in the layout of `kind`; errors name the file and row.
  * `max_length` cuts each sequence (RL2), or drops the row with `over_max_length: drop`; both
@@ -133,12 +175,25 @@ export function toItems(
   tokenizer: Tokenizer,
   data: Loaded,
   cfg: SplitConfig,
+  budget?: LengthBudget & { split: string },
 ): SplitItems {
   const out: SplitItems = { items: [], dropped: 0, truncated: 0, droppedLong: 0 };
   data.rows.forEach((row, i) => {
     const origin = data.origins[i];
     const at = where(origin, i);
-    const { sequences, dropped } = rowSequences(kind, tokenizer, row, { origin, index: i }, cfg);
+    const limit = rawLimit(cfg, at, budget);
+    const { sequences, dropped, overLimit } = rowSequences(
+      kind,
+      tokenizer,
+      row,
+      { origin, index: i },
+      cfg,
+      limit,
+    );
+    if (overLimit) {
+      out.droppedLong += 1;
+      return;
+    }
     out.dropped += dropped;
     if (sequences.length === 0) return;
     const fit = fitMaxLength(
@@ -199,7 +254,7 @@ export async function loadItems(
   const tokenize = (rows: LoadedRows, cfg: SplitConfig, key: string) => {
     let split: SplitItems;
     try {
-      split = toItems(kind, tokenizer, rows, cfg);
+      split = toItems(kind, tokenizer, rows, cfg, fit && { ...fit, split: key });
     } catch (err) {
       if (err instanceof TrainersError) throw err;
       throw new TrainersError('BAD_DATA', (err as Error).message);

@@ -8,6 +8,8 @@ export interface FakeRepo {
   revisions: Record<string, { sha: string; files: Record<string, Uint8Array> }>;
   /** When set, requests without `Authorization: Bearer <token>` get 401. */
   token?: string;
+  /** The first whole-file GET of a larger file sends this many bytes, then the connection breaks. */
+  cutFirstDownloadAfter?: number;
 }
 
 /** What the server saw, for assertions. */
@@ -51,8 +53,13 @@ export async function startFakeHub(
       string | undefined,
     ];
     const repo = repos[id];
+    // as huggingface.co: 401 to anonymous requests (existence is not disclosed), 404 with a token
     if (!repo)
-      return json(404, { error: `Repository ${id} not found` }, { 'x-error-code': 'RepoNotFound' });
+      return json(
+        req.headers.authorization ? 404 : 401,
+        { error: 'Repository not found' },
+        { 'x-error-code': 'RepoNotFound' },
+      );
     if (repo.token && req.headers.authorization !== `Bearer ${repo.token}`)
       return json(401, { error: 'Invalid credentials' });
     const rev = decodeURIComponent(revRaw);
@@ -117,6 +124,12 @@ export async function startFakeHub(
       return res.end(Buffer.from(bytes.subarray(start, end + 1)));
     }
     res.writeHead(200, { ...headers, 'content-length': String(bytes.length) });
+    const cut = repo.cutFirstDownloadAfter;
+    if (cut !== undefined && bytes.length > cut) {
+      repo.cutFirstDownloadAfter = undefined;
+      res.write(Buffer.from(bytes.subarray(0, cut)), () => res.socket?.end());
+      return;
+    }
     res.end(Buffer.from(bytes));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

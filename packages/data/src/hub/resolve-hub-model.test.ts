@@ -1,4 +1,12 @@
-import { existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -38,6 +46,10 @@ beforeAll(async () => {
   vi.spyOn(console, 'debug').mockImplementation(() => {}); // @huggingface/hub logs each download
   hub = await startFakeHub({
     'rl2/tiny-model': { token: 'hf_model_token', revisions: { main: { sha: SHA, files: FILES } } },
+    'rl2/flaky': {
+      revisions: { main: { sha: SHA, files: FILES } },
+      cutFirstDownloadAfter: 100_000,
+    },
     'rl2/bin-only': {
       revisions: {
         main: {
@@ -157,5 +169,51 @@ describe('resolveHubModel', () => {
       (e) => e,
     )) as DataError;
     expect(missing.message).toContain('Model "rl2/nope" was not found');
+  });
+
+  it('a misspelt id (401 RepoNotFound, as the hub answers anonymous requests) is "not found", not a token problem; a real 401 still names HF_TOKEN', async () => {
+    const cacheDir = fresh();
+    const typo = (await resolveHubModel('rl2/tiny-modle', { endpoint: hub.url, cacheDir }).catch(
+      (e) => e,
+    )) as DataError;
+    expect(typo.code).toBe('HUB_NOT_FOUND');
+    expect(typo.message).toContain(`Model "rl2/tiny-modle" was not found on ${hub.url} (HTTP 401)`);
+    expect(typo.message).toContain('Check the id (owner/name)');
+    expect(typo.message).not.toContain('refused access');
+    const gated = (await resolveHubModel('rl2/tiny-model', { endpoint: hub.url, cacheDir }).catch(
+      (e) => e,
+    )) as DataError;
+    expect(gated.message).toContain('refused access to model "rl2/tiny-model" (HTTP 401)');
+    expect(gated.message).toContain('Set HF_TOKEN');
+  });
+
+  it('an interrupted download says so and resumes from the bytes it has (Range), leaving no partial file', async () => {
+    const cacheDir = fresh();
+    const first = (await resolveHubModel('rl2/flaky', { endpoint: hub.url, cacheDir }).catch(
+      (e) => e,
+    )) as DataError;
+    expect(first.code).toBe('HUB_UNREACHABLE');
+    expect(first.message).toContain(
+      'Downloading model-00001-of-00002.safetensors of model "rl2/flaky"',
+    );
+    expect(first.message).toContain('Run again to resume');
+    expect(first.message).not.toContain('Check HF_TOKEN');
+    const blobs = join(cacheDir, 'models--rl2--flaky', 'blobs');
+    const partial = readdirSync(blobs).filter((f) => f.endsWith('.incomplete'));
+    expect(partial).toHaveLength(1);
+    const kept = statSync(join(blobs, partial[0] as string)).size;
+    expect(kept).toBeGreaterThan(0);
+    expect(kept).toBeLessThan(shard1.length);
+
+    const seen = hub.log.requests.length;
+    const dir = await resolveHubModel('rl2/flaky', { endpoint: hub.url, cacheDir });
+    const shard = hub.log.requests
+      .slice(seen)
+      .filter((r) => r.url.endsWith('/model-00001-of-00002.safetensors'));
+    expect(shard.map((r) => r.range)).toEqual([`bytes=${kept}-`]);
+    expect(new Uint8Array(readFileSync(join(dir, 'model-00001-of-00002.safetensors')))).toEqual(
+      shard1,
+    );
+    expect(readdirSync(blobs).filter((f) => f.endsWith('.incomplete'))).toEqual([]);
   });
 });

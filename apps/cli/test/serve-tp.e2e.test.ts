@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { cpSync, writeFileSync } from 'node:fs';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import OpenAI from 'openai';
@@ -223,6 +224,15 @@ describe('rl2 serve --tp 2', () => {
     // a load that fails keeps the old weights on every rank
     const bad = await post(urlTwo, '/update_weights_from_disk', { model_path: join(m1, 'nope') });
     expect(bad.status).toBe(400);
+    expectSame(await generateAll(urlTwo), after);
+    // another architecture is refused before any rank loads it (issue 26 item 4)
+    const deeper = tmp('serve-tp-deeper');
+    cpSync(m1, deeper, { recursive: true });
+    const config = JSON.parse(readFileSync(join(deeper, 'config.json'), 'utf8'));
+    writeFileSync(join(deeper, 'config.json'), JSON.stringify({ ...config, num_hidden_layers: 2 }));
+    const other = await post(urlTwo, '/update_weights_from_disk', { model_path: deeper });
+    expect(other.status).toBe(400);
+    expect(JSON.stringify(other.body)).toContain('num_hidden_layers 2 (served: 1)');
     expectSame(await generateAll(urlTwo), after);
 
     two.child.kill('SIGTERM');

@@ -8,6 +8,10 @@ export interface FakeRepo {
   revisions: Record<string, { sha: string; files: Record<string, Uint8Array> }>;
   /** When set, requests without `Authorization: Bearer <token>` get 401. */
   token?: string;
+  /** Files are served as the hub serves LFS files: a 302 from /resolve/ to a CDN URL (here /cdn-lfs/...). */
+  cdn?: boolean;
+  /** The first whole-file GET of a larger file sends this many bytes, then the connection breaks. */
+  cutFirstDownloadAfter?: number;
 }
 
 /** What the server saw, for assertions. */
@@ -38,10 +42,14 @@ export async function startFakeHub(
       res.writeHead(status, { 'content-type': 'application/json', ...headers });
       res.end(JSON.stringify(body));
     };
+    // the "CDN" a /resolve/ of a cdn repo redirects to: /cdn-lfs/{id}/{rev}/{path}
+    const cdn = /^\/cdn-lfs\/([^/]+\/[^/]+)\/([^/]+)\/(.+)$/.exec(url.pathname);
     const m =
-      /^\/(?:api\/)?(?:datasets\/|models\/)?([^/]+\/[^/]+)\/(revision|tree|paths-info|resolve)\/([^/]+)(?:\/(.*))?$/.exec(
-        url.pathname,
-      );
+      cdn && repos[cdn[1] as string]
+        ? ([url.pathname, cdn[1], 'cdn', cdn[2], cdn[3]] as unknown as RegExpExecArray)
+        : /^\/(?:api\/)?(?:datasets\/|models\/)?([^/]+\/[^/]+)\/(revision|tree|paths-info|resolve)\/([^/]+)(?:\/(.*))?$/.exec(
+            url.pathname,
+          );
     if (!m) return json(404, { error: 'Not found' });
     const [, id, kind, revRaw, rest] = m as unknown as [
       string,
@@ -51,8 +59,13 @@ export async function startFakeHub(
       string | undefined,
     ];
     const repo = repos[id];
+    // as huggingface.co: 401 to anonymous requests (existence is not disclosed), 404 with a token
     if (!repo)
-      return json(404, { error: `Repository ${id} not found` }, { 'x-error-code': 'RepoNotFound' });
+      return json(
+        req.headers.authorization ? 404 : 401,
+        { error: 'Repository not found' },
+        { 'x-error-code': 'RepoNotFound' },
+      );
     if (repo.token && req.headers.authorization !== `Bearer ${repo.token}`)
       return json(401, { error: 'Invalid credentials' });
     const rev = decodeURIComponent(revRaw);
@@ -98,6 +111,10 @@ export async function startFakeHub(
       );
     }
     const path = rest ?? '';
+    if (kind === 'resolve' && repo.cdn) {
+      res.writeHead(302, { location: `/cdn-lfs/${id}/${revRaw}/${path}` });
+      return res.end();
+    }
     const bytes = found.files[path];
     if (!bytes) return json(404, { error: 'Entry not found' }, { 'x-error-code': 'EntryNotFound' });
     const range = /bytes=(\d+)-(\d+)?/.exec(req.headers.range ?? '');
@@ -117,6 +134,12 @@ export async function startFakeHub(
       return res.end(Buffer.from(bytes.subarray(start, end + 1)));
     }
     res.writeHead(200, { ...headers, 'content-length': String(bytes.length) });
+    const cut = repo.cutFirstDownloadAfter;
+    if (cut !== undefined && bytes.length > cut) {
+      repo.cutFirstDownloadAfter = undefined;
+      res.write(Buffer.from(bytes.subarray(0, cut)), () => res.socket?.end());
+      return;
+    }
     res.end(Buffer.from(bytes));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -9,6 +9,7 @@ export type { ModelsErrorCode } from './errors.js';
 // safetensors, read tensor by tensor, saved as save_pretrained does (shards, atomically).
 export { resolveModelDir } from './checkpoint/resolve-model-dir.js';
 export { loadModel } from './checkpoint/load-checkpoint.js';
+export { checkTokenizerFits } from './checkpoint/check-tokenizer-fits.js';
 export type { LoadedModel, LoadModelOptions } from './checkpoint/load-checkpoint.js';
 export { saveModel } from './checkpoint/save-model.js';
 export type { SaveModelOptions } from './checkpoint/save-model.js';

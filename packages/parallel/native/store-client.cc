@@ -35,6 +35,8 @@ Message TcpStore::request(uint8_t type, const std::vector<char>& payload, char r
   std::lock_guard<std::mutex> lock(mu_);
   sendMessage(fd_, type, payload);
   Message m = recvMessage(fd_, Clock::now() + limit);
+  // 'X': the store refused this rank (rank 0 runs the socket collectives) and says why
+  if (m.type == 'X') throw WireError(std::string(m.payload.begin(), m.payload.end()));
   if (m.type != static_cast<uint8_t>(replyType)) throw WireError("unexpected store reply");
   return m;
 }

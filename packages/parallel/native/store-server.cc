@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
 
@@ -19,6 +20,8 @@ namespace rl2 {
 
 namespace {
 constexpr auto kQueryMs = std::chrono::milliseconds(2000);
+/** Where the card of a rank running the socket collectives is left (read by gloo-process-group.ts). */
+constexpr const char* kRefusedKey = "rl2/refused";
 
 struct Conn {
   int fd;
@@ -200,6 +203,18 @@ void StoreServer::loop() {
         continue;
       }
       c.in.insert(c.in.end(), buf, buf + n);
+      if (c.in[0] == '{') {
+        // a JSON card: a rank running the socket collectives (peer-mesh.ts). Tell it, and leave
+        // its card under kRefusedKey so the Gloo ranks fail at once too, naming it.
+        auto eol = std::find(c.in.begin(), c.in.end(), '\n');
+        if (eol == c.in.end()) continue;
+        kv[kRefusedKey] = std::vector<char>(c.in.begin(), eol);
+        const std::string reply = "{\"collectives\":\"gloo\"}\n";
+        if (::send(c.fd, reply.data(), reply.size(), MSG_NOSIGNAL) < 0) {
+        }
+        dropConn(i);
+        continue;
+      }
       bool ok = true;
       while (ok && c.in.size() >= 5) {
         uint32_t len;

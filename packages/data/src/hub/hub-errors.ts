@@ -11,7 +11,8 @@ export function isNetworkError(e: unknown): boolean {
   if (e instanceof DataError) return false;
   const status = statusOf(e);
   if (status !== undefined) return status >= 500;
-  return /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|ENETUNREACH|fetch failed/.test(
+  // `terminated` / UND_ERR_SOCKET: the connection broke while a body streamed (an interrupted download)
+  return /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|ENETUNREACH|fetch failed|terminated|UND_ERR_SOCKET/.test(
     describeError(e),
   );
 }
@@ -36,6 +37,16 @@ export function whyNotOnline(opts: ResolvedHubOptions, networkError: unknown): s
 export function hubError(e: unknown, what: string, opts: ResolvedHubOptions): DataError {
   if (e instanceof DataError) return e;
   const status = statusOf(e);
+  // the hub answers a repo that does not exist (or that this token cannot see) with 401 and
+  // X-Error-Code RepoNotFound, not 404: a misspelt id is not a token problem
+  if (status === 404 || (status === 401 && isRepoNotFound(e))) {
+    return new DataError(
+      'HUB_NOT_FOUND',
+      `${capitalized(what)} was not found on ${opts.endpoint} (HTTP ${status}). Check the id ` +
+        `(owner/name)${opts.token ? ', or that the token in HF_TOKEN can see it if it is private' : ', or set HF_TOKEN if it is a private repo'}.`,
+      { cause: e },
+    );
+  }
   if (status === 401 || status === 403) {
     const fix = opts.token
       ? 'The token in HF_TOKEN lacks access: accept the terms on the hub or use another token.'
@@ -43,14 +54,6 @@ export function hubError(e: unknown, what: string, opts: ResolvedHubOptions): Da
     return new DataError(
       'HUB_NOT_FOUND',
       `The hub at ${opts.endpoint} refused access to ${what} (HTTP ${status}). ${fix}`,
-      { cause: e },
-    );
-  }
-  if (status === 404) {
-    return new DataError(
-      'HUB_NOT_FOUND',
-      `${capitalized(what)} was not found on ${opts.endpoint} (HTTP 404). Check the id ` +
-        `(owner/name), or that HF_TOKEN can see it if it is private.`,
       { cause: e },
     );
   }
@@ -66,6 +69,13 @@ export function hubError(e: unknown, what: string, opts: ResolvedHubOptions): Da
     `Loading ${what} from ${opts.endpoint} failed: ${describeError(e)}.`,
     { cause: e },
   );
+}
+
+/** The hub's "Repository not found" (its body; @huggingface/hub keeps no headers). */
+function isRepoNotFound(e: unknown): boolean {
+  const data = (e as { data?: { error?: unknown } }).data;
+  const text = `${typeof data?.error === 'string' ? data.error : ''} ${(e as Error).message ?? ''}`;
+  return /repository not found|RepoNotFound/i.test(text);
 }
 
 const capitalized = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);

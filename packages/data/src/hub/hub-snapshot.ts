@@ -1,11 +1,12 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
-import { datasetInfo, downloadFileToCacheDir, listFiles, modelInfo } from '@huggingface/hub';
+import { datasetInfo, listFiles, modelInfo } from '@huggingface/hub';
 import { DataError } from '../errors.js';
 import { fetchWithProgress } from './download-progress.js';
 import { hubError, isNetworkError, statusOf, whyNotOnline } from './hub-errors.js';
 import type { ResolvedHubOptions } from './hub-options.js';
+import { downloadResumable } from './resumable-download.js';
 
 /** Kinds of hub repos read here. */
 export type HubRepoType = 'model' | 'dataset';
@@ -147,12 +148,16 @@ export class HubSnapshot {
       );
     }
     try {
-      return await downloadFileToCacheDir({
-        repo: { type: this.type, name: this.name },
+      const creds = credentials(this.opts, this.name);
+      return await downloadResumable({
+        type: this.type,
+        name: this.name,
+        sha: this.sha,
         path,
-        revision: this.sha,
-        cacheDir: this.opts.cacheDir,
-        ...credentials(this.opts, this.name),
+        storage: repoCacheDir(this.opts.cacheDir, this.type, this.name),
+        endpoint: this.opts.endpoint,
+        ...(this.opts.token ? { token: this.opts.token } : {}),
+        fetch: creds.fetch ?? fetch,
       });
     } catch (e) {
       throw isNetworkError(e)

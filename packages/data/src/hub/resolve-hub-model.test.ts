@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { existsSync, lstatSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '@rl2/vitest-config/temp-dir';
@@ -38,6 +40,11 @@ beforeAll(async () => {
   vi.spyOn(console, 'debug').mockImplementation(() => {}); // @huggingface/hub logs each download
   hub = await startFakeHub({
     'rl2/tiny-model': { token: 'hf_model_token', revisions: { main: { sha: SHA, files: FILES } } },
+    'rl2/flaky': {
+      revisions: { main: { sha: SHA, files: FILES } },
+      cutFirstDownloadAfter: 100_000,
+    },
+    'rl2/on-cdn': { revisions: { main: { sha: SHA, files: FILES } }, cdn: true },
     'rl2/bin-only': {
       revisions: {
         main: {
@@ -157,5 +164,74 @@ describe('resolveHubModel', () => {
       (e) => e,
     )) as DataError;
     expect(missing.message).toContain('Model "rl2/nope" was not found');
+  });
+
+  it('a misspelt id (401 RepoNotFound, as the hub answers anonymous requests) is "not found", not a token problem; a real 401 still names HF_TOKEN', async () => {
+    const cacheDir = fresh();
+    const typo = (await resolveHubModel('rl2/tiny-modle', { endpoint: hub.url, cacheDir }).catch(
+      (e) => e,
+    )) as DataError;
+    expect(typo.code).toBe('HUB_NOT_FOUND');
+    expect(typo.message).toContain(`Model "rl2/tiny-modle" was not found on ${hub.url} (HTTP 401)`);
+    expect(typo.message).toContain('Check the id (owner/name)');
+    expect(typo.message).not.toContain('refused access');
+    const gated = (await resolveHubModel('rl2/tiny-model', { endpoint: hub.url, cacheDir }).catch(
+      (e) => e,
+    )) as DataError;
+    expect(gated.message).toContain('refused access to model "rl2/tiny-model" (HTTP 401)');
+    expect(gated.message).toContain('Set HF_TOKEN');
+  });
+
+  it('files served through a CDN redirect (as LFS files are) show their progress, and the hub library prints nothing', async () => {
+    const debug = vi.mocked(console.debug).mock.calls.length;
+    const events: DownloadProgress[] = [];
+    const dir = await resolveHubModel('rl2/on-cdn', {
+      endpoint: hub.url,
+      cacheDir: fresh(),
+      onProgress: (p) => events.push(p),
+    });
+    expect(hub.log.requests.some((r) => r.url.startsWith('/cdn-lfs/rl2/on-cdn/'))).toBe(true);
+    expect(
+      readFileSync(join(dir, 'model-00001-of-00002.safetensors')).equals(Buffer.from(shard1)),
+    ).toBe(true);
+    expect(events.filter((e) => e.file === 'model-00001-of-00002.safetensors').at(-1)).toEqual({
+      repo: 'rl2/on-cdn',
+      file: 'model-00001-of-00002.safetensors',
+      loaded: 300_000,
+      total: 300_000,
+      done: true,
+    });
+    expect(vi.mocked(console.debug).mock.calls.length).toBe(debug);
+  });
+
+  it('an interrupted download says so and resumes from the bytes it has (Range), leaving no partial file', async () => {
+    const cacheDir = fresh();
+    const first = (await resolveHubModel('rl2/flaky', { endpoint: hub.url, cacheDir }).catch(
+      (e) => e,
+    )) as DataError;
+    expect(first.code).toBe('HUB_UNREACHABLE');
+    expect(first.message).toContain(
+      'Downloading model-00001-of-00002.safetensors of model "rl2/flaky"',
+    );
+    expect(first.message).toContain('Run again to resume');
+    expect(first.message).not.toContain('Check HF_TOKEN');
+    // what the broken connection left (its size depends on what reached the disk first): set
+    // it to a known prefix, as a killed earlier run leaves it
+    const blobs = join(cacheDir, 'models--rl2--flaky', 'blobs');
+    const etag = createHash('sha1').update(shard1).digest('hex');
+    expect(readdirSync(blobs)).toContain(`${etag}.incomplete`);
+    const kept = 123_456;
+    writeFileSync(join(blobs, `${etag}.incomplete`), shard1.subarray(0, kept));
+
+    const seen = hub.log.requests.length;
+    const dir = await resolveHubModel('rl2/flaky', { endpoint: hub.url, cacheDir });
+    const shard = hub.log.requests
+      .slice(seen)
+      .filter((r) => r.url.endsWith('/model-00001-of-00002.safetensors'));
+    expect(shard.map((r) => r.range)).toEqual([`bytes=${kept}-`]);
+    expect(new Uint8Array(readFileSync(join(dir, 'model-00001-of-00002.safetensors')))).toEqual(
+      shard1,
+    );
+    expect(readdirSync(blobs).filter((f) => f.endsWith('.incomplete'))).toEqual([]);
   });
 });

@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '@rl2/vitest-config/temp-dir';
@@ -53,6 +54,21 @@ describe('loadDataset', () => {
     await expect(loadDataset(`dev@${dir}`)).rejects.toThrowError(
       /No files for split "dev".*splits found: train, test/,
     );
+  });
+  it('reads a single file as the train split and refuses any other split of it (as datasets does)', async () => {
+    const dir = tempDir('rl2-one-file-');
+    try {
+      const file = join(dir, 'rows.jsonl');
+      writeFileSync(file, '{"i":0}\n{"i":1}\n');
+      expect((await loadDataset(file)).rows).toHaveLength(2);
+      expect((await loadDataset(`train@${file}`)).rows).toHaveLength(2);
+      const err = (await loadDataset(`test@${file}`).catch((e) => e)) as DataError;
+      expect(err.code).toBe('INVALID_ARGUMENT');
+      expect(err.message).toContain(`Split "test" does not apply to the file ${file}`);
+      expect(err.message).toContain('without "test@"');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
   it('streams without collecting, filling stats as it goes', async () => {
     const ds = await openDataset(shards());

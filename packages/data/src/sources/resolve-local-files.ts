@@ -6,7 +6,8 @@ import { selectSplitFiles, visibleSplits } from './select-split-files.js';
 
 /**
  * The data files of `split` under a local path:
- * - a file: itself (any split name is accepted, as `datasets` puts a lone file in every split asked);
+ * - a file: itself, as the train split; another split throws (as `datasets` does with
+ *   `load_dataset('json', data_files=FILE, split='test')`: "Unknown split");
  * - a `save_to_disk` DatasetDict folder (dataset_dict.json): the split's subfolder;
  * - a `save_to_disk` Dataset folder (state.json): its `_data_files` in order;
  * - any other folder: its data files (recursively) whose path names the split, or all for train.
@@ -18,7 +19,10 @@ export async function resolveLocalFiles(path: string, split: string): Promise<st
   } catch (e) {
     throw fileError(path, e);
   }
-  if (info.isFile()) return [path];
+  if (info.isFile()) {
+    if (split !== 'train') throw splitOfFile(path, split);
+    return [path];
+  }
   const dict = await readJsonIfExists(join(path, 'dataset_dict.json'));
   if (dict) {
     const splits = Array.isArray((dict as { splits?: unknown }).splits)
@@ -50,6 +54,17 @@ export async function resolveLocalFiles(path: string, split: string): Promise<st
     );
   }
   return chosen.map((f) => join(path, f));
+}
+
+/** A lone file holds only the train split: say where other splits come from. */
+function splitOfFile(path: string, split: string): DataError {
+  return new DataError(
+    'INVALID_ARGUMENT',
+    `Split "${split}" does not apply to the file ${path}: a single file holds only the train ` +
+      `split (as in Hugging Face datasets). Give the file without "${split}@" to read all of ` +
+      `it, or pick a split of a folder (files named ${split}-*.jsonl or under ${split}/) or of ` +
+      'a hub dataset.',
+  );
 }
 
 async function listFiles(dir: string): Promise<string[]> {

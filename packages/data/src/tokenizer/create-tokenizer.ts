@@ -51,6 +51,7 @@ export function createTokenizer(files: TokenizerFiles): Tokenizer {
     unk_token: specialTokenText(config.unk_token) ?? '',
   };
   let vocabSize: number | undefined;
+  let longestToken: number | undefined;
   return {
     encode: (text, options) =>
       fast && !options?.addSpecialTokens
@@ -65,6 +66,14 @@ export function createTokenizer(files: TokenizerFiles): Tokenizer {
     get vocabSize() {
       vocabSize ??= hf.get_vocab(true).size;
       return vocabSize;
+    },
+    get longestToken() {
+      if (longestToken === undefined) {
+        longestToken = 1;
+        for (const token of hf.get_vocab(true).keys())
+          longestToken = Math.max(longestToken, token.length);
+      }
+      return longestToken;
     },
     hasChatTemplate: templateText !== undefined,
     tokenToId: (token) => hf.token_to_id(token),

@@ -28,6 +28,12 @@ export interface Tokenizer {
   readonly bosTokenId: number | undefined;
   /** Number of ids, added tokens included. */
   readonly vocabSize: number;
+  /**
+   * Length (UTF-16 units) of the longest vocabulary entry, added tokens included: no token
+   * covers more text than this, so a text of `n` units has at least `n / longestToken` tokens
+   * (a row far too long is known before it is tokenized).
+   */
+  readonly longestToken: number;
   /** True when a chat template was found (tokenizer_config.json or chat_template.jinja). */
   readonly hasChatTemplate: boolean;
   /** Renders `messages` with the chat template (the text, not ids: tokenize with `encode`). */

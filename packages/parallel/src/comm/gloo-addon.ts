@@ -62,6 +62,21 @@ export type GlooLoad = { ok: true; addon: GlooAddon; path: string } | { ok: fals
 let cached: GlooLoad | undefined;
 
 /**
+ * How to build the addon where this package is: its build script ships in the npm package
+ * (an npm user has no pnpm workspace to run); in the repository `pnpm build` runs it too.
+ */
+export function howToBuild(): string {
+  const script = ['../scripts/parallel-build-native.mjs', '../../scripts/parallel-build-native.mjs']
+    .map((p) => fileURLToPath(new URL(p, import.meta.url)))
+    .find((p) => existsSync(p));
+  return (
+    'install libgloo-dev and g++ (Debian/Ubuntu), then build it with ' +
+    `\`node ${script ?? 'node_modules/@rl2/parallel/scripts/parallel-build-native.mjs'}\`` +
+    ' (in the rl2 repository `pnpm build` does it)'
+  );
+}
+
+/**
  * Finds and loads rl2_gloo.node: `RL2_GLOO_ADDON` if set, else build/ of this package (from src/
  * in tests and from dist/ when bundled). Loaded once per process.
  */
@@ -75,18 +90,13 @@ export function loadGlooAddon(env: NodeJS.ProcessEnv = process.env): GlooLoad {
       );
   const path = candidates[0]!;
   const found = candidates.find((p) => existsSync(p));
-  if (!found) {
-    return {
-      ok: false,
-      reason: `${path} not found (build it with \`pnpm --filter @rl2/parallel build\`; needs libgloo-dev and g++)`,
-    };
-  }
+  if (!found) return { ok: false, reason: `${path} not found (${howToBuild()})` };
   try {
     const addon = createRequire(import.meta.url)(found) as GlooAddon;
     if (addon.abi !== GLOO_ABI) {
       return {
         ok: false,
-        reason: `${found} is a stale build (abi ${addon.abi}, expected ${GLOO_ABI}); rebuild with \`pnpm --filter @rl2/parallel build\``,
+        reason: `${found} is a stale build (abi ${addon.abi}, expected ${GLOO_ABI}); ${howToBuild()}`,
       };
     }
     cached = { ok: true, addon, path: found };

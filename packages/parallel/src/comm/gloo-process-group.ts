@@ -3,6 +3,8 @@ import { ParallelError } from '../errors.js';
 import type { LaunchEnv } from '../launch/read-launch-env.js';
 import type { GroupSpec, PendingOp, ProcessGroup, ReduceOp } from './collective.js';
 import type { World } from './init-process-group.js';
+import { resolveGlooHost } from './gloo-host.js';
+import { rendezvousNoticeMs } from './socket-rendezvous.js';
 import {
   GLOO_FAILURE,
   GLOO_OP,
@@ -251,6 +253,53 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+const RANK_KEY = 'rl2/rank/';
+/** Where rank 0's Gloo store leaves the card of a rank running the socket collectives (store-server.cc). */
+const REFUSED_KEY = 'rl2/refused';
+
+/**
+ * Waits until every rank checked in; fails at once when a rank running the socket collectives
+ * came, at the deadline naming the missing ranks, and says for whom it waits meanwhile.
+ */
+async function awaitRanks(addon: GlooAddon, env: LaunchEnv, at: string, timeoutMs: number) {
+  const keys = Array.from({ length: env.worldSize }, (_, r) => `${RANK_KEY}${r}`);
+  const start = Date.now();
+  const noticeMs = rendezvousNoticeMs(timeoutMs);
+  let noticed = start;
+  for (let pause = 1; ; pause = Math.min(pause * 2, 100)) {
+    const missing = addon.storeMissing([...keys, REFUSED_KEY]);
+    if (!missing.includes(REFUSED_KEY)) {
+      const card = JSON.parse(addon.storeGet(REFUSED_KEY)) as { rank?: number };
+      throw new ParallelError(
+        'RENDEZVOUS',
+        `rank ${env.rank} runs the Gloo collectives but rank ${card.rank ?? '?'} runs the ` +
+          `socket collectives (it reached the rendezvous at ${at}); start every rank with the ` +
+          'same RL2_COLLECTIVES (gloo or sockets; auto picks gloo only where the Gloo addon is ' +
+          'built, so set it explicitly when nodes differ).',
+      );
+    }
+    const ranks = missing.filter((k) => k !== REFUSED_KEY).map((k) => k.slice(RANK_KEY.length));
+    if (!ranks.length) return;
+    const now = Date.now();
+    if (now - start > timeoutMs) {
+      throw new ParallelError(
+        'RENDEZVOUS',
+        `rank ${env.rank}: ranks [${ranks.join(', ')}] never reached the rendezvous at ${at} ` +
+          `within ${timeoutMs} ms; check that every node was started (RL2_RENDEZVOUS_TIMEOUT_MS ` +
+          'sets the limit).',
+      );
+    }
+    if (env.rank === 0 && now - noticed >= noticeMs) {
+      noticed = now;
+      process.stderr.write(
+        `rank 0: waiting at the rendezvous at ${at} for ranks [${ranks.join(', ')}] ` +
+          `(${Math.round((timeoutMs - (now - start)) / 1000)} s left of RL2_RENDEZVOUS_TIMEOUT_MS)\n`,
+      );
+    }
+    await sleep(pause);
+  }
+}
+
 /**
  * Join the world on Gloo: rank 0 serves the rendezvous store at MASTER_ADDR:MASTER_PORT, every
  * rank checks in (same WORLD_SIZE, one process per RANK), then the world group connects.
@@ -262,6 +311,7 @@ export async function joinGlooWorld(
   rendezvousTimeoutMs: number,
 ): Promise<World> {
   const at = `MASTER_ADDR=${env.masterAddr} MASTER_PORT=${env.masterPort}`;
+  const glooHost = await resolveGlooHost(process.env.RL2_GLOO_HOST);
   if (env.rank === 0) {
     try {
       addon.host(env.masterPort, env.worldSize);
@@ -279,7 +329,7 @@ export async function joinGlooWorld(
       env.rank,
       timeoutMs,
       rendezvousTimeoutMs,
-      process.env.RL2_GLOO_HOST ?? '',
+      glooHost,
     );
   } catch (e) {
     throw new ParallelError(
@@ -289,23 +339,14 @@ export async function joinGlooWorld(
     );
   }
   const me = JSON.stringify({ worldSize: env.worldSize, host: hostname(), pid: process.pid });
-  addon.storeSet(`rl2/rank/${env.rank}`, me);
-  const keys = Array.from({ length: env.worldSize }, (_, r) => `rl2/rank/${r}`);
-  const deadline = Date.now() + rendezvousTimeoutMs;
-  for (let pause = 1; ; pause = Math.min(pause * 2, 100)) {
-    const missing = addon.storeMissing(keys);
-    if (!missing.length) break;
-    if (Date.now() > deadline) {
-      throw new ParallelError(
-        'RENDEZVOUS',
-        `rank ${env.rank}: ranks [${missing.map((k) => k.slice(8)).join(', ')}] never reached ` +
-          `the rendezvous at ${at} within ${rendezvousTimeoutMs} ms; check that every node was ` +
-          'started (RL2_RENDEZVOUS_TIMEOUT_MS sets the limit).',
-      );
-    }
-    await sleep(pause);
+  try {
+    addon.storeSet(`${RANK_KEY}${env.rank}`, me);
+  } catch (e) {
+    // a rank 0 running the socket collectives refuses this rank, saying so
+    throw new ParallelError('RENDEZVOUS', `rank ${env.rank}: ${(e as Error).message}`);
   }
-  const first = JSON.parse(addon.storeGet('rl2/rank/0')) as { worldSize: number };
+  await awaitRanks(addon, env, at, rendezvousTimeoutMs);
+  const first = JSON.parse(addon.storeGet(`${RANK_KEY}0`)) as { worldSize: number };
   if (first.worldSize !== env.worldSize) {
     throw new ParallelError(
       'RENDEZVOUS',
@@ -313,7 +354,7 @@ export async function joinGlooWorld(
         'every node with the same --nnodes and --nproc-per-node.',
     );
   }
-  if (addon.storeGet(`rl2/rank/${env.rank}`) !== me) {
+  if (addon.storeGet(`${RANK_KEY}${env.rank}`) !== me) {
     throw new ParallelError(
       'RENDEZVOUS',
       `two processes claim RANK=${env.rank}; give every node a different --node-rank.`,

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import { type Server, type Socket, connect, createServer } from 'node:net';
+import { type Server, type Socket, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ParallelError } from '../errors.js';
 import { type Frame, FrameReader, frameHeader } from './frame-reader.js';
+import { dial, listen, register, startStore } from './socket-rendezvous.js';
 
 /** `unix`: Unix-domain sockets between ranks of one node, TCP across nodes (`auto`, the default). */
 export type Transport = 'auto' | 'tcp';
@@ -20,7 +21,7 @@ export interface PeerMeshOptions {
   rendezvousTimeoutMs?: number;
 }
 
-interface Card {
+export interface Card {
   rank: number;
   worldSize: number;
   host: string;
@@ -266,142 +267,4 @@ export class PeerMesh {
     this.closing = true;
     for (const s of this.sockets.values()) s.end();
   }
-}
-
-function listen(
-  server: Server,
-  at: { port: number; host: string } | { path: string },
-): Promise<Server> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(at, () => {
-      server.removeListener('error', reject);
-      resolve(server);
-    });
-  });
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-async function dial(
-  at: { host: string; port: number } | { path: string },
-  deadline: number,
-  what: string,
-): Promise<Socket> {
-  let last = '';
-  while (Date.now() < deadline) {
-    try {
-      return await new Promise<Socket>((resolve, reject) => {
-        const s = connect(at as never, () => {
-          s.removeListener('error', reject);
-          s.on('error', () => {}); // until the mesh attaches; a reset then shows up as 'close'
-          s.setNoDelay(true);
-          resolve(s);
-        });
-        s.once('error', reject);
-      });
-    } catch (e) {
-      last = (e as Error).message;
-      await sleep(100);
-    }
-  }
-  throw new ParallelError(
-    'RENDEZVOUS',
-    `cannot reach ${what} before the rendezvous timeout (${last || 'timed out'}).`,
-  );
-}
-
-/** Rank 0's rendezvous store: collect one card per rank, then send everyone the table. */
-async function startStore(o: PeerMeshOptions, deadline: number): Promise<Server> {
-  const cards = new Map<number, { card: Card; sock: Socket }>();
-  const fail = (msg: string) => {
-    for (const { sock } of cards.values()) sock.end(`${JSON.stringify({ error: msg })}\n`);
-  };
-  const server = createServer((sock) => {
-    let text = '';
-    sock.on('error', () => {});
-    sock.on('data', (d) => {
-      text += d.toString('utf8');
-      if (!text.includes('\n')) return;
-      const card = JSON.parse(text.slice(0, text.indexOf('\n'))) as Card;
-      card.host =
-        card.rank === 0 ? o.masterAddr : (sock.remoteAddress ?? '').replace(/^::ffff:/, '');
-      if (card.worldSize !== o.worldSize) {
-        const error =
-          `rank ${card.rank} has WORLD_SIZE=${card.worldSize} but rank 0 has ${o.worldSize}; ` +
-          'start every node with the same --nnodes and --nproc-per-node.';
-        sock.end(`${JSON.stringify({ error })}\n`);
-        return;
-      }
-      if (cards.has(card.rank)) {
-        fail(`two processes claim RANK=${card.rank}; give every node a different --node-rank.`);
-        return;
-      }
-      cards.set(card.rank, { card, sock });
-      if (cards.size === o.worldSize) {
-        const table = JSON.stringify({
-          table: [...cards.values()].map((c) => c.card).sort((a, b) => a.rank - b.rank),
-        });
-        for (const { sock: s } of cards.values()) s.end(`${table}\n`);
-      }
-    });
-  });
-  try {
-    await listen(server, { port: o.masterPort, host: '0.0.0.0' });
-  } catch (e) {
-    throw new ParallelError(
-      'RENDEZVOUS',
-      `rank 0 cannot listen on MASTER_PORT=${o.masterPort} (${(e as Error).message}); pick a free port with --master-port.`,
-    );
-  }
-  const t = setTimeout(() => server.close(), Math.max(0, deadline - Date.now()));
-  t.unref();
-  return server;
-}
-
-async function register(o: PeerMeshOptions, card: Card, deadline: number): Promise<Card[]> {
-  const sock = await dial(
-    { host: o.masterAddr, port: o.masterPort },
-    deadline,
-    `the rendezvous at MASTER_ADDR=${o.masterAddr} MASTER_PORT=${o.masterPort}`,
-  );
-  sock.write(`${JSON.stringify(card)}\n`);
-  return new Promise((resolve, reject) => {
-    let text = '';
-    const t = setTimeout(
-      () => {
-        sock.destroy();
-        reject(
-          new ParallelError(
-            'RENDEZVOUS',
-            `rank ${o.rank}: not every one of the ${o.worldSize} ranks reached ` +
-              `MASTER_ADDR=${o.masterAddr}:${o.masterPort} before the rendezvous timeout; check ` +
-              'that every node was started.',
-          ),
-        );
-      },
-      Math.max(0, deadline - Date.now()),
-    );
-    t.unref();
-    sock.on('data', (d) => {
-      text += d.toString('utf8');
-    });
-    sock.on('error', () => {});
-    sock.on('close', () => {
-      clearTimeout(t);
-      const line = text.split('\n')[0] ?? '';
-      if (!line)
-        return reject(
-          new ParallelError(
-            'RENDEZVOUS',
-            `rank ${o.rank}: the rendezvous at ${o.masterAddr}:${o.masterPort} closed before every rank joined (rank 0 gone?).`,
-          ),
-        );
-      const msg = JSON.parse(line) as { table?: Card[]; error?: string };
-      if (msg.error) reject(new ParallelError('RENDEZVOUS', msg.error));
-      else resolve(msg.table!);
-    });
-  });
 }

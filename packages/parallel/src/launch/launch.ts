@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { InterruptedError, ParallelError, RankFailedError } from '../errors.js';
 import { DEFAULT_MASTER_PORT } from './read-launch-env.js';
+import { startRankWatchdog } from './rank-watchdog.js';
 
 /** Options of {@link launch}; the names follow torchrun's flags. */
 export interface LaunchOptions {
@@ -130,6 +131,7 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
     let settleTimer: NodeJS.Timeout | undefined;
     let terminated = false; // SIGTERM sent: later signal deaths are ours, not failures
     let running = o.nprocPerNode;
+    const watchdog = startRankWatchdog(grace);
 
     const terminate = () => {
       if (terminated) return;
@@ -153,6 +155,7 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
     };
     const onParentExit = () => {
       for (const c of children) kill(c, 'SIGKILL');
+      watchdog.release();
     };
     const onAbort = () =>
       stopAll(
@@ -193,6 +196,7 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
       clearTimeout(settleTimer);
       clearTimeout(killTimer);
       process.removeListener('exit', onParentExit);
+      watchdog.release();
       for (const sig of signals) process.removeListener(sig, onSignal);
       options.signal?.removeEventListener('abort', onAbort);
       if (failure && (failure as ParallelError).code === 'INTERRUPTED') return reject(failure);
@@ -220,6 +224,7 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       children.push(child);
+      if (child.pid !== undefined) watchdog.watch(rank, child.pid);
       const forward = (stream: 'stdout' | 'stderr') => {
         let partial = '';
         const sink = stream === 'stdout' ? process.stdout : process.stderr;

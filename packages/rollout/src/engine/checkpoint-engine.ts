@@ -8,6 +8,7 @@ import {
 } from '@rl2/models';
 import { createEmbeddedEngine } from './embedded-engine.js';
 import type { RolloutEngine } from './rollout-engine.js';
+import { checkServedArchitecture } from './served-architecture.js';
 
 export interface CheckpointEngineOptions {
   /** Detokenizer, for stop strings. */
@@ -61,6 +62,7 @@ export async function loadCheckpointEngine(
   const engine = createEmbeddedEngine({
     generator: { generate: (request) => current.generator.generate(request) },
     loadWeights: async (path) => {
+      await checkServedArchitecture(current.model.config, path);
       const next = await open(path);
       const old = current;
       current = next;

@@ -8,6 +8,7 @@ import type { ProcessGroup } from '@rl2/parallel';
 import { RolloutError } from '../errors.js';
 import type { CheckpointEngine, CheckpointEngineOptions } from './checkpoint-engine.js';
 import { createEmbeddedEngine } from './embedded-engine.js';
+import { checkServedArchitecture } from './served-architecture.js';
 import {
   type AgreedLoad,
   RELOAD,
@@ -195,8 +196,10 @@ export async function loadTensorParallelEngine(
         return current.generator.generate(request);
       },
     },
-    loadWeights: (path) =>
-      exclusive(async () => {
+    loadWeights: async (path) => {
+      // checked before the followers are told: a refused update leaves every rank serving
+      await checkServedArchitecture(current.model.config, path);
+      await exclusive(async () => {
         const old = current;
         try {
           sendCommand(tp, RELOAD, path);
@@ -209,7 +212,8 @@ export async function loadTensorParallelEngine(
           throw group.failure;
         }
         disposeParams(old.model.params);
-      }),
+      });
+    },
   });
   return {
     ...engine,

@@ -1,6 +1,6 @@
 import { downloadProgressLines, loadTokenizer } from '@rl2/data';
 import { type EngineBackendChoice, initEngine } from '@rl2/engine';
-import { resolveModelDir } from '@rl2/models';
+import { checkTokenizerFits, readModelConfig, resolveModelDir } from '@rl2/models';
 import type { ProcessGroup } from '@rl2/parallel';
 import { type CheckpointEngine, loadCheckpointEngine } from '../engine/checkpoint-engine.js';
 import { loadTensorParallelEngine } from '../engine/tensor-parallel-engine.js';
@@ -61,6 +61,10 @@ export function resolveServeModel(model: string, log: (line: string) => void): P
 async function startEngine(options: ServeModelOptions, log: (line: string) => void) {
   const dir = options.modelDir ?? (await resolveServeModel(options.model, log));
   const tokenizer = await loadTokenizer(dir);
+  checkTokenizerFits(tokenizer.vocabSize, await readModelConfig(dir), {
+    tokenizerDir: dir,
+    modelDir: dir,
+  });
   let onFailure: (e: Error) => void = () => {};
   const failed = new Promise<Error>((resolve) => {
     onFailure = resolve;

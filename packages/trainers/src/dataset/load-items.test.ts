@@ -207,6 +207,48 @@ describe('sequence lengths, checked when the data is tokenized', () => {
     ]).toEqual([6, 3, 3, 3]);
   });
 
+  it('a huge row is dropped (over_max_length=drop), clipped (truncate) or refused (budget) before it is tokenized', async () => {
+    // tokenizing a 50 MB row took minutes and gigabytes before its length was checked (issue 26)
+    let encoded = 0;
+    const spy: Tokenizer = Object.assign(Object.create(tok) as Tokenizer, {
+      encode: (t: string, o?: { addSpecialTokens?: boolean }) => {
+        encoded += t.length;
+        return tok.encode(t, o);
+      },
+    });
+    const huge = {
+      rows: [
+        { prompt: '1+2=', response: '3' },
+        { prompt: '1+2=', response: '3'.repeat(5_000_000) },
+      ],
+      origins: [1, 2].map((row) => ({ file: 'f.jsonl', row })),
+    };
+    const dropped = toItems('sft', spy, huge, { ...split, max_length: 8, over_max_length: 'drop' });
+    expect([dropped.items.length, dropped.droppedLong]).toEqual([1, 1]);
+    expect(encoded).toBeLessThan(1000);
+    const fit = { budget: 16, budgetKey: 'actor.max_length_per_device', split: 'data.train' };
+    expect(() => toItems('sft', spy, huge, split, fit)).toThrow(
+      /^f\.jsonl row 2 \(data\.train\.path\): a text of 5000000 characters is at least \d+ tokens, more than actor\.max_length_per_device=16 holds \(found before tokenizing\)\. Raise actor\.max_length_per_device, or set data\.train\.max_length=16 with data\.train\.over_max_length=drop/,
+    );
+    expect(encoded).toBeLessThan(1000);
+    // truncation (the default) tokenizes only a clipped copy, and keeps the same first tokens
+    const cut = toItems('sft', spy, huge, { ...split, max_length: 8 });
+    expect(encoded).toBeLessThan(1000);
+    // against the untruncated tokens of a shorter such row (no max_length: no clipping), cut at 8
+    const whole = toItems('sft', tok, one({ prompt: '1+2=', response: '3'.repeat(2000) }), split)
+      .items[0]?.sequences[0];
+    const kept = cut.items[1]?.sequences[0];
+    expect([cut.items.length, cut.truncated]).toEqual([2, 1]);
+    expect(kept?.inputIds).toEqual(whole?.inputIds.slice(0, 8));
+    expect(kept?.targets).toEqual(whole?.targets.slice(0, 8));
+    expect(kept?.lossMask).toEqual(whole?.lossMask.slice(0, 8));
+    const pairs = one({ prompt: '1+2=', chosen: '3'.repeat(1_000_000), rejected: '4' });
+    expect(
+      toItems('dpo', spy, pairs, { ...split, max_length: 8, over_max_length: 'drop' }).droppedLong,
+    ).toBe(1);
+    expect(encoded).toBeLessThan(1000);
+  });
+
   it('a malformed row names data.on_bad_row; with it set to skip the row is counted', async () => {
     const dir = tempDir('rl2-bad-');
     const file = join(dir, 'train.jsonl');

@@ -17,6 +17,7 @@ import { TrainersError } from '../errors.js';
 import { type SplitCounts, noCounts } from './data-counts.js';
 import { type LengthBudget, type OverMaxLength, checkBudget, fitMaxLength } from './fit-lengths.js';
 import { type LoadedRows, loadRows, pickRows } from './load-rows.js';
+import { clipTexts, surelyOverTokens } from './raw-length.js';
 import type { TrainingItem, TrainingSequence } from './training-item.js';
 
 /** Which trainer reads the rows: decides the row format and the sequence layout. */
@@ -97,18 +98,32 @@ function rowSequences(
   row: Loaded['rows'][number],
   ctx: { origin?: RowOrigin; index: number },
   cfg: SplitConfig,
-) {
+  limit?: RawLimit,
+): { sequences: TrainingSequence[]; dropped: number; overLimit?: true } {
   const keys = keysOf(cfg);
+  /** The example to tokenize (its huge texts clipped when truncating), or undefined to drop it. */
+  const prepare = <T extends SftExample | PairExample>(example: T): T | undefined => {
+    const over = limit && surelyOverTokens(example, tokenizer, limit.tokens);
+    if (!over) return example;
+    if (limit.error) throw limit.error(over);
+    return limit.clip ? clipTexts(example, tokenizer, limit.tokens) : undefined;
+  };
   if (kind === 'sft') {
-    const example = templatedText(tokenizer, toSftExample(row, keys, ctx), cfg.apply_chat_template);
+    const example = prepare(
+      templatedText(tokenizer, toSftExample(row, keys, ctx), cfg.apply_chat_template),
+    );
+    if (!example) return { sequences: [], dropped: 0, overLimit: true };
     const { sequences, dropped } = tokenizeSft(tokenizer, example);
     return { sequences: sequences.map(shifted), dropped };
   }
-  const example = templatedText(
-    tokenizer,
-    toPairExample(row, keys, { ...ctx, trainer: kind.toUpperCase() }),
-    cfg.apply_chat_template,
+  const example = prepare(
+    templatedText(
+      tokenizer,
+      toPairExample(row, keys, { ...ctx, trainer: kind.toUpperCase() }),
+      cfg.apply_chat_template,
+    ),
   );
+  if (!example) return { sequences: [], dropped: 0, overLimit: true };
   if (kind === 'dpo') {
     const { chosen, rejected } = tokenizeDpoPair(tokenizer, example);
     return { sequences: [shifted(chosen), shifted(rejected)], dropped: 0 };
@@ -123,6 +138,41 @@ function rowSequences(
   return { sequences, dropped: 0 };
 }
 
+/** A token limit a row's raw text is checked against before it is tokenized (see `surelyOverTokens`). */
+interface RawLimit {
+  tokens: number;
+  /** The error to throw; without one the row is clipped (`clip`, for truncation) or dropped. */
+  error?: (over: { chars: number; tokens: number }) => TrainersError;
+  clip?: boolean;
+}
+
+/**
+ * `max_length` with over_max_length=drop drops a surely-too-long row untokenized, and with
+ * truncate clips its huge texts before tokenizing (see `clipTexts`); without max_length, the
+ * micro-batch budget refuses it untokenized (tokenizing a 50 MB row took gigabytes: issue 26).
+ */
+function rawLimit(
+  cfg: SplitConfig,
+  at: string,
+  budget: (LengthBudget & { split: string }) | undefined,
+): RawLimit | undefined {
+  if (cfg.max_length !== null)
+    return { tokens: cfg.max_length, clip: cfg.over_max_length !== 'drop' };
+  if (cfg.max_length !== null || !budget) return undefined;
+  const { split, budgetKey } = budget;
+  return {
+    tokens: budget.budget,
+    error: ({ chars, tokens }) =>
+      new TrainersError(
+        'BAD_DATA',
+        `${at} (${split}.path): a text of ${chars} characters is at least ${tokens} tokens, ` +
+          `more than ${budgetKey}=${budget.budget} holds (found before tokenizing). Raise ` +
+          `${budgetKey}, or set ${split}.max_length=${budget.budget} with ` +
+          `${split}.over_max_length=drop to drop such rows.`,
+      ),
+  };
+}
+
 /**
  * Tokenizes rows into training items in the layout of `kind`; errors name the file and row.
  * `max_length` cuts each sequence (RL2), or drops the row with `over_max_length: drop`; both
@@ -133,12 +183,25 @@ export function toItems(
   tokenizer: Tokenizer,
   data: Loaded,
   cfg: SplitConfig,
+  budget?: LengthBudget & { split: string },
 ): SplitItems {
   const out: SplitItems = { items: [], dropped: 0, truncated: 0, droppedLong: 0 };
   data.rows.forEach((row, i) => {
     const origin = data.origins[i];
     const at = where(origin, i);
-    const { sequences, dropped } = rowSequences(kind, tokenizer, row, { origin, index: i }, cfg);
+    const limit = rawLimit(cfg, at, budget);
+    const { sequences, dropped, overLimit } = rowSequences(
+      kind,
+      tokenizer,
+      row,
+      { origin, index: i },
+      cfg,
+      limit,
+    );
+    if (overLimit) {
+      out.droppedLong += 1;
+      return;
+    }
     out.dropped += dropped;
     if (sequences.length === 0) return;
     const fit = fitMaxLength(
@@ -199,7 +262,7 @@ export async function loadItems(
   const tokenize = (rows: LoadedRows, cfg: SplitConfig, key: string) => {
     let split: SplitItems;
     try {
-      split = toItems(kind, tokenizer, rows, cfg);
+      split = toItems(kind, tokenizer, rows, cfg, fit && { ...fit, split: key });
     } catch (err) {
       if (err instanceof TrainersError) throw err;
       throw new TrainersError('BAD_DATA', (err as Error).message);

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { DecoderModel, LoadModelOptions } from '@rl2/models';
 import { readLaunchEnv } from '@rl2/parallel';
 import type { ModelSection, TrainerSection } from '../config/sections.js';
@@ -8,6 +9,7 @@ import { microBatchBudget, planRankLayout } from '../parallel-model/rank-layout.
 import { trainModel } from '../parallel-model/trained-model.js';
 import { openDataParallel } from '../parallel-model/data-parallel.js';
 import {
+  checkTokenizerFitsModel,
   modelSaver,
   openModel,
   openSaveDir,
@@ -80,6 +82,17 @@ export async function openRun(
       `${key}.model_name`,
       modelOptions,
     ),
+  );
+  const modelDir = resumeFrom ? join(resumeFrom, 'model') : section.model_name;
+  await unlockOnError(
+    trainer,
+    (async () =>
+      checkTokenizerFitsModel(tokenizer, full, {
+        tokenizerKey: section.tokenizer_name ? `${key}.tokenizer_name` : `${key}.model_name`,
+        tokenizerDir,
+        modelKey: `${key}.model_name`,
+        modelDir,
+      }))(),
   );
   const world = await unlockOnError(trainer, openDataParallel());
   try {

@@ -7,6 +7,7 @@ import {
   type GenerationConfig,
   type LoadModelOptions,
   type ParamMap,
+  checkTokenizerFits,
   createDecoderModel,
   loadModel,
   removeStaleSaves,
@@ -95,6 +96,25 @@ export async function openModel(
     return await loadModel(dir, { hub: hubProgress(), ...options });
   } catch (err) {
     throw new TrainersError('CHECKPOINT', `${key}=${dir}: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * Fails at start, naming both keys, files and sizes, when the tokenizer has ids the model has
+ * no embedding row for (it used to surface as an id out of range at the first forward).
+ */
+export function checkTokenizerFitsModel(
+  tokenizer: Tokenizer,
+  model: DecoderModel,
+  at: { tokenizerKey: string; tokenizerDir: string; modelKey: string; modelDir: string },
+): void {
+  try {
+    checkTokenizerFits(tokenizer.vocabSize, model.config, at);
+  } catch (err) {
+    throw new TrainersError(
+      'CHECKPOINT',
+      `${at.tokenizerKey}=${at.tokenizerDir} does not fit ${at.modelKey}=${at.modelDir}: ${(err as Error).message}`,
+    );
   }
 }
 

@@ -14,10 +14,11 @@ def read(path, tag):
 rl2, torch = read(sys.argv[1], "RL2"), read(sys.argv[2], "TORCH")
 print(f"rl2: {rl2.get('engine', 'did not run')}")
 print(f"PyTorch {torch.get('torch', '?')} on {torch.get('device', 'did not run')}; shape {rl2.get('shape', '?')}\n")
+n, seq = (256, 64) if rl2.get("shape") == "tiny" else (4096, 512)
 rows = [
-    ("matmul 4096^3 f32, TFLOP/s", "matmulF32Tflops"),
-    ("matmul 4096^3 f16, TFLOP/s", "matmulF16Tflops"),
-    ("SFT tokens/s (batch 8 x 512, AdamW fp32)", "tokensPerS"),
+    (f"matmul {n}^3 f32, TFLOP/s", "matmulF32Tflops"),
+    (f"matmul {n}^3 f16, TFLOP/s", "matmulF16Tflops"),
+    (f"SFT tokens/s (batch 8 x {seq}, AdamW fp32)", "tokensPerS"),
     ("SFT peak GPU memory, GiB", "peakGpuBytes"),
     ("greedy decode tokens/s, batch 1", "decodeBatch1"),
     ("greedy decode tokens/s, batch 8", "decodeBatch8"),

@@ -11,7 +11,7 @@ export default defineConfig({
   sourcemap: false,
   clean: false,
   outExtension: () => ({ js: '.mjs' }),
-  noExternal: [/.*/],
+  noExternal: [/^(?!webgpu$|@rl2\/engine-linux-x64-gnu$)/],
   external: ['webgpu', '@rl2/engine-linux-x64-gnu'],
   banner: {
     js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",

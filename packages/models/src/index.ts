@@ -8,7 +8,7 @@ export type { ModelsErrorCode } from './errors.js';
 // Hugging Face folders (or hub ids) in and out: config.json, generation_config.json and the
 // safetensors, read tensor by tensor, saved as save_pretrained does (shards, atomically).
 export { resolveModelDir } from './checkpoint/resolve-model-dir.js';
-export { loadModel } from './checkpoint/load-checkpoint.js';
+export { loadModel, readModelConfig } from './checkpoint/load-checkpoint.js';
 export { checkTokenizerFits } from './checkpoint/check-tokenizer-fits.js';
 export type { LoadedModel, LoadModelOptions } from './checkpoint/load-checkpoint.js';
 export { saveModel } from './checkpoint/save-model.js';

@@ -35,7 +35,8 @@ describe.runIf(COLLECTIVES.includes('gloo'))('ranks with different collectives',
       // rank 1's own words: "rank 1 runs ..." (sockets) or "rank 1: this rank runs ..." (Gloo)
       expect(tail(b.error)).toMatch(
         new RegExp(
-          `rank 1:? (this rank )?runs the ${name(second)} collectives but rank 0 at MASTER_ADDR=\\S+ MASTER_PORT=${masterPort} runs (the )?${first === 'gloo' ? 'gloo' : 'socket'}`,
+          `rank 1:? (this rank )?runs the ${name(second)} collectives but rank 0 at ` +
+            `MASTER_ADDR=\\S+ MASTER_PORT=${masterPort} runs (the )?${first === 'gloo' ? 'gloo' : 'socket'}`,
         ),
       );
       for (const e of [a.error, b.error]) expect(tail(e)).toContain('same RL2_COLLECTIVES');

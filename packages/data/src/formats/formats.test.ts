@@ -40,6 +40,18 @@ describe('toSftExample', () => {
     expect(e?.message).toContain('SFT expects {prompt, response} or {messages}');
     expect(e?.message).toContain('its keys: prompt, answer');
   });
+  it('a null value (a Parquet null) is named as null, not as a missing key', () => {
+    const e = (() => {
+      try {
+        toSftExample({ prompt: 'p', response: null }, {}, { origin });
+      } catch (x) {
+        return x as DataError;
+      }
+    })();
+    expect(e?.code).toBe('MISSING_KEY');
+    expect(e?.message).toContain('train.jsonl row 7: key "response" is null');
+    expect(e?.message).not.toContain('has no key');
+  });
   it('rejects wrong types with WRONG_TYPE', () => {
     expect(() => toSftExample({ messages: 'hi' }, {}, { origin })).toThrowError(
       /"messages" must be a list/,

@@ -73,8 +73,17 @@ export function hasField(row: Row, key: string): boolean {
   return row[key] !== undefined && row[key] !== null;
 }
 
-/** MISSING_KEY naming the key, the row (and its keys) and the format expected. */
+/**
+ * MISSING_KEY naming the key, the row (and its keys) and the format expected; a key that is
+ * there with a null value (a Parquet or Arrow null, a JSON null) is said to be null, not missing.
+ */
 export function missingKey(row: Row, key: string, ctx: RowContext): DataError {
+  if (key in row && row[key] === null)
+    return new DataError(
+      'MISSING_KEY',
+      `${where(ctx)}: key "${key}" is null (an empty Parquet/Arrow cell or a JSON null). ` +
+        `${ctx.expected}; fill the value in or remove the row.`,
+    );
   return new DataError(
     'MISSING_KEY',
     `${where(ctx)} has no key "${key}" (its ` +

@@ -43,7 +43,11 @@ export function hubError(e: unknown, what: string, opts: ResolvedHubOptions): Da
     return new DataError(
       'HUB_NOT_FOUND',
       `${capitalized(what)} was not found on ${opts.endpoint} (HTTP ${status}). Check the id ` +
-        `(owner/name)${opts.token ? ', or that the token in HF_TOKEN can see it if it is private' : ', or set HF_TOKEN if it is a private repo'}.`,
+        `(owner/name)${
+          opts.token
+            ? ', or that the token in HF_TOKEN can see it if it is private'
+            : ', or set HF_TOKEN if it is a private repo'
+        }.`,
       { cause: e },
     );
   }

@@ -227,9 +227,13 @@ describe('sequence lengths, checked when the data is tokenized', () => {
     expect([dropped.items.length, dropped.droppedLong]).toEqual([1, 1]);
     expect(encoded).toBeLessThan(1000);
     const fit = { budget: 16, budgetKey: 'actor.max_length_per_device', split: 'data.train' };
-    expect(() => toItems('sft', spy, huge, split, fit)).toThrow(
-      /^f\.jsonl row 2 \(data\.train\.path\): a text of 5000000 characters is at least \d+ tokens, more than actor\.max_length_per_device=16 holds \(found before tokenizing\)\. Raise actor\.max_length_per_device, or set data\.train\.max_length=16 with data\.train\.over_max_length=drop/,
+    const message = new RegExp(
+      String.raw`^f\.jsonl row 2 \(data\.train\.path\): a text of 5000000 characters is at least \d+ ` +
+        String.raw`tokens, more than actor\.max_length_per_device=16 holds \(found before tokenizing\)\. ` +
+        String.raw`Raise actor\.max_length_per_device, or set data\.train\.max_length=16 with ` +
+        String.raw`data\.train\.over_max_length=drop`,
     );
+    expect(() => toItems('sft', spy, huge, split, fit)).toThrow(message);
     expect(encoded).toBeLessThan(1000);
     // truncation (the default) tokenizes only a clipped copy, and keeps the same first tokens
     const cut = toItems('sft', spy, huge, { ...split, max_length: 8 });

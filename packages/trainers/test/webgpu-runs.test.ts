@@ -12,6 +12,7 @@ import { ppoConfigSchema } from '../src/ppo/ppo-config.js';
 import { runPpo } from '../src/ppo/run-ppo.js';
 import { QUIET_TRAINER, tinyRun } from './ppo-fixtures/tiny-run.js';
 import { runSft } from '../src/sft/run-sft.js';
+import { runOnRanks, runSingle } from './rank-runs.js';
 import { type CaseKind, caseConfig, writeTrainCase } from './train-case.js';
 
 const gpu = webgpuForTests();
@@ -162,3 +163,29 @@ describe.skipIf(!gpu.ok)('a PPO step on webgpu equals native', () => {
     }
   }, 240_000);
 });
+
+describe.skipIf(!gpu.ok)(
+  'data parallel on webgpu (one adapter per rank, collectives on the host)',
+  () => {
+    it("rl2 sft on 2 webgpu ranks: both ranks see the single native process's losses and grad norms (1e-4)", async () => {
+      const single = await runSingle('sft', dir, join(dir, 'dp-single'), [
+        'trainer.backend=native',
+      ]);
+      const ranks = await runOnRanks('sft', 2, dir, join(dir, 'dp-webgpu'), [
+        'trainer.backend=webgpu',
+      ]);
+      expect(ranks.map((r) => r.rank)).toEqual([0, 1]);
+      for (const r of ranks) {
+        expect(r.steps).toHaveLength(2);
+        for (const [i, step] of r.steps.entries()) {
+          expectRelClose(step.loss, single.losses[i]!, `rank ${r.rank} step ${i + 1} loss`);
+          expectRelClose(
+            step.gradNorm,
+            single.gradNorms[i]!,
+            `rank ${r.rank} step ${i + 1} grad norm`,
+          );
+        }
+      }
+    }, 240_000);
+  },
+);

@@ -274,7 +274,7 @@ async function validation<P>(
   when: string,
 ) {
   if (spec.test.length === 0) return undefined;
-  const res = sumStepOverRanks(
+  const res = await sumStepOverRanks(
     layout.data,
     await evaluateBins(testSet.bins, testSet.totals, spec.objective),
   );

@@ -52,16 +52,16 @@ export async function layoutStep<P>(o: {
   // the reductions below span part of the world under tp or cp: the flags go round all of it
   if (flags.length > 0 && layout.world.size > Math.min(layout.replicas.size, layout.data.size))
     flags = Array.from(layout.world.allReduceSum(Float32Array.from(flags)));
-  let res: ReturnType<typeof sumStepOverRanks>;
+  let res: Awaited<ReturnType<typeof sumStepOverRanks>>;
   if (trained.sharded) {
     res = {
-      ...sumStepOverRanks(layout.data, { loss: local.loss, metrics: local.metrics }, flags),
+      ...(await sumStepOverRanks(layout.data, { loss: local.loss, metrics: local.metrics }, flags)),
       grads: local.grads,
     };
   } else {
     reduceTensorParallelPartials(local.grads, layout.tp);
     const share = layout.countsLoss ? local : { ...local, loss: 0, metrics: zeroed(local.metrics) };
-    res = sumStepOverRanks(
+    res = await sumStepOverRanks(
       layout.replicas,
       share,
       flags,

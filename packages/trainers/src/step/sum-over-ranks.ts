@@ -1,3 +1,4 @@
+import { readsSynchronously } from '@rl2/engine';
 import * as tf from '@tensorflow/tfjs-core';
 import { TrainersError } from '../errors.js';
 import type { NamedGrads } from '../optim/clip-grad-norm.js';
@@ -33,12 +34,12 @@ export function sumTotalsOverRanks(dp: DataParallel, local: StepTotals): StepTot
  * zeros (rank 0 always holds the heaviest bin, so it knows them). Input gradients are disposed
  * and replaced when dp.size > 1.
  */
-export function sumStepOverRanks(
+export async function sumStepOverRanks(
   dp: DataParallel,
   outcome: StepOutcome & { grads?: NamedGrads },
   flags: readonly number[] = [],
   params?: Readonly<Record<string, tf.Variable>>,
-): StepOutcome & { grads?: NamedGrads; flags: number[] } {
+): Promise<StepOutcome & { grads?: NamedGrads; flags: number[] }> {
   if (dp.size === 1) return { ...outcome, flags: [...flags] };
   const keys = Object.keys(outcome.metrics).sort();
   if (keys.length > MAX_REDUCED_METRICS) {
@@ -53,14 +54,15 @@ export function sumStepOverRanks(
   // [gradients | one presence count per parameter | loss | flags | metric slots]
   const buf = new Float32Array(gradLength + names.length + 1 + flags.length + MAX_REDUCED_METRICS);
   let at = 0;
-  names.forEach((n, i) => {
+  // each gradient copied into the host buffer the collective sends (asynchronously off the CPU)
+  for (const [i, n] of names.entries()) {
     const g = outcome.grads?.[n];
     if (g) {
-      buf.set(g.dataSync() as Float32Array, at);
+      buf.set((readsSynchronously() ? g.dataSync() : await g.data()) as Float32Array, at);
       buf[gradLength + i] = 1;
     }
     at += sizes[i];
-  });
+  }
   const offset = gradLength + names.length;
   buf[offset] = outcome.loss;
   buf.set(flags, offset + 1);

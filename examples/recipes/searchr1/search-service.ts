@@ -2,17 +2,29 @@ import { readFileSync } from 'node:fs';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import MiniSearch from 'minisearch';
+import { type DenseOptions, denseRetriever } from './dense-retriever.js';
 
 /** One passage of the corpus: Search-R1's wiki JSONL rows {id, contents: "Title\ntext"}. */
 export interface Passage {
   id: string;
   title: string;
   text: string;
+  /** The row's contents as given (what a dense retriever embeds, as Search-R1's index does). */
+  contents?: string;
 }
+
+/** A passage found for a query, with its score (BM25, or the inner product of e5 embeddings). */
+export type Hit = Passage & { score: number };
+
+/** Top-k passages for a query, best first. */
+export type Retriever = (query: string, k: number) => Promise<Hit[]>;
 
 export interface SearchServiceOptions {
   /** JSONL corpus, one {id, contents} row a line (contents: title, newline, text). */
   corpusPath: string;
+  /** 'bm25' (default: no model needed) or 'dense' (e5 embeddings; needs `dense.modelPath`). */
+  retriever?: 'bm25' | 'dense';
+  dense?: DenseOptions;
   /** Passages per query (RL2's --top_k). Default 3. */
   topK?: number;
   /** Default 127.0.0.1 (loopback only). */
@@ -41,7 +53,12 @@ export function readCorpus(path: string): Passage[] {
     if (typeof row.contents !== 'string')
       throw new Error(`${path}:${i + 1}: a passage needs "contents" (title, newline, text)`);
     const [title = '', ...rest] = row.contents.split('\n');
-    return [{ id: String(row.id ?? i), title: title.replace(/^"|"$/g, ''), text: rest.join('\n') }];
+    const passage = {
+      id: String(row.id ?? i),
+      title: title.replace(/^"|"$/g, ''),
+      text: rest.join('\n'),
+    };
+    return [{ ...passage, contents: row.contents }];
   });
 }
 
@@ -55,22 +72,48 @@ export function indexCorpus(passages: Passage[]): MiniSearch<Passage> {
   return index;
 }
 
+/** BM25 (fuzzy 0.1, any term) over title and text. */
+export function bm25Retriever(passages: Passage[]): Retriever {
+  const index = indexCorpus(passages);
+  return async (query, k) =>
+    index
+      .search(query, { fuzzy: 0.1, combineWith: 'OR' })
+      .slice(0, k)
+      .map((h) => ({
+        id: String(h.id),
+        title: String(h.title),
+        text: String(h.text),
+        score: h.score,
+      }));
+}
+
+/** The retriever the options name; 'dense' without a model path is an error naming the flag. */
+export async function openRetriever(options: SearchServiceOptions): Promise<Retriever> {
+  const passages = readCorpus(options.corpusPath);
+  const kind = options.retriever ?? 'bm25';
+  if (kind === 'bm25') return bm25Retriever(passages);
+  if (kind !== 'dense') throw new Error(`--retriever ${kind}: use bm25 or dense`);
+  if (!options.dense?.modelPath)
+    throw new Error('--retriever dense needs --model_path DIR (an ONNX export of an e5 model)');
+  return denseRetriever(passages, options.dense);
+}
+
 /** RL2's passage text: `Doc 1(Title: T) text` per hit, one a line. */
 export function formatPassages(hits: { title: string; text: string }[]): string {
   return hits.map((h, i) => `Doc ${i + 1}(Title: ${h.title}) ${h.text}`).join('\n');
 }
 
 /**
- * RL2's envs/local_search_service.py over a local corpus with BM25 instead of e5 + faiss:
+ * RL2's envs/local_search_service.py over a local corpus, with BM25 (default) or e5 embeddings:
  * GET /health -> {status: "ok"}; POST /search {query, top_k?} -> {passage, passages} where
  * passage is RL2's text (`Doc 1(Title: ...) ...`, what the env shows the model) and passages
  * the hits with their scores. A body without a string query is HTTP 400.
  */
 export async function startSearchService(options: SearchServiceOptions): Promise<SearchService> {
-  const index = indexCorpus(readCorpus(options.corpusPath));
+  const retrieve = await openRetriever(options);
   const topK = options.topK ?? 3;
   const server = createServer((req, res) => {
-    handle(req, res, index, topK).catch((e: Error) => send(res, 500, { error: e.message }));
+    handle(req, res, retrieve, topK).catch((e: Error) => send(res, 500, { error: e.message }));
   });
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);
@@ -90,7 +133,7 @@ export async function startSearchService(options: SearchServiceOptions): Promise
 async function handle(
   req: IncomingMessage,
   res: ServerResponse,
-  index: MiniSearch<Passage>,
+  retrieve: Retriever,
   topK: number,
 ): Promise<void> {
   if (req.method === 'GET' && req.url === '/health') return send(res, 200, { status: 'ok' });
@@ -105,13 +148,7 @@ async function handle(
   if (typeof body.query !== 'string')
     return send(res, 400, { error: 'POST /search needs {"query": "..."}' });
   const k = typeof body.top_k === 'number' && body.top_k > 0 ? Math.floor(body.top_k) : topK;
-  const hits = index.search(body.query, { fuzzy: 0.1, combineWith: 'OR' }).slice(0, k);
-  const passages = hits.map((h) => ({
-    id: String(h.id),
-    title: String(h.title),
-    text: String(h.text),
-    score: h.score,
-  }));
+  const passages = await retrieve(body.query, k);
   send(res, 200, { passage: formatPassages(passages), passages });
 }
 

@@ -1,7 +1,7 @@
 import { LOSS_AGGREGATIONS } from '@rl2/algos';
 import { z } from 'zod';
 import { onBadRow } from '../config/data-config.js';
-import { modelSection } from '../config/model-config.js';
+import { modelSection } from '../config/model-section.js';
 import { option } from '../config/option.js';
 import { parallelOptions } from '../config/parallel-config.js';
 import { trainerSection } from '../config/trainer-config.js';

@@ -12,7 +12,7 @@ export type {
 } from './inference/rollout-engine.js';
 export { createRolloutEngine } from './inference/create-rollout-engine.js';
 export type { RolloutEngineConfig } from './inference/create-rollout-engine.js';
-export { createSGLangEngine, parseGenerateResponse } from './inference/sglang-engine.js';
+export { createSGLangEngine } from './inference/sglang-engine.js';
 export type { SGLangEngineOptions } from './inference/sglang-engine.js';
 export { createEmbeddedEngine } from './inference/embedded-engine.js';
 export type {
@@ -25,7 +25,6 @@ export { loadCheckpointEngine } from './inference/checkpoint-engine.js';
 export type { CheckpointEngine, CheckpointEngineOptions } from './inference/checkpoint-engine.js';
 export { createToyGenerator } from './inference/toy-generator.js';
 export type { ToyGeneratorOptions } from './inference/toy-generator.js';
-export { backoffDelays } from './inference/backoff.js';
 export type { BackoffOptions } from './inference/backoff.js';
 export type { BalanceStrategy } from './inference/url-balancer.js';
 

@@ -39,7 +39,7 @@ export interface PpoModels {
    * The checkpoint `dir` (see `savePpoCheckpoint`): every rank joins the gathers of sharded
    * optimizer state and critic weights, rank 0 (`isMain`) writes.
    */
-  saveCheckpoint(
+  writeCheckpoint(
     dir: string,
     isMain: boolean,
     state: Pick<
@@ -159,7 +159,7 @@ export async function openPpoModels(
       gathered.dispose();
     },
     writeActor,
-    saveCheckpoint: async (dir, isMain, state) => {
+    writeCheckpoint: async (dir, isMain, state) => {
       const actorState = await actor.checkpointState(isMain);
       const criticState = await critic?.checkpointState(isMain);
       const actorFull = fullActorParams();

@@ -57,7 +57,7 @@ async function trainPpo(config: PpoConfig, io: RunIo, dp: DataParallel): Promise
   const evaluate = () => session.test(() => rollout.evaluate(session.step));
   const save = () =>
     session.save((dir) =>
-      models.saveCheckpoint(dir, session.isMain, {
+      models.writeCheckpoint(dir, session.isMain, {
         step: session.step,
         totalSteps: session.totalSteps,
         lr,

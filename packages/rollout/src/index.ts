@@ -9,25 +9,24 @@ export type {
   GenerateResult,
   RolloutEngine,
   SamplingParams,
-} from './engine/rollout-engine.js';
-export { createRolloutEngine } from './engine/create-rollout-engine.js';
-export type { RolloutEngineConfig } from './engine/create-rollout-engine.js';
-export { createSGLangEngine, parseGenerateResponse } from './engine/sglang-engine.js';
-export type { SGLangEngineOptions } from './engine/sglang-engine.js';
-export { createEmbeddedEngine } from './engine/embedded-engine.js';
+} from './inference/rollout-engine.js';
+export { createRolloutEngine } from './inference/create-rollout-engine.js';
+export type { RolloutEngineConfig } from './inference/create-rollout-engine.js';
+export { createSGLangEngine } from './inference/sglang-engine.js';
+export type { SGLangEngineOptions } from './inference/sglang-engine.js';
+export { createEmbeddedEngine } from './inference/embedded-engine.js';
 export type {
   EmbeddedEngineOptions,
   TokenGenerator,
   TokenGeneratorRequest,
   TokenGeneratorResult,
-} from './engine/embedded-engine.js';
-export { loadCheckpointEngine } from './engine/checkpoint-engine.js';
-export type { CheckpointEngine, CheckpointEngineOptions } from './engine/checkpoint-engine.js';
-export { createToyGenerator } from './engine/toy-generator.js';
-export type { ToyGeneratorOptions } from './engine/toy-generator.js';
-export { backoffDelays } from './engine/backoff.js';
-export type { BackoffOptions } from './engine/backoff.js';
-export type { BalanceStrategy } from './engine/url-balancer.js';
+} from './inference/embedded-engine.js';
+export { loadCheckpointEngine } from './inference/checkpoint-engine.js';
+export type { CheckpointEngine, CheckpointEngineOptions } from './inference/checkpoint-engine.js';
+export { createToyGenerator } from './inference/toy-generator.js';
+export type { ToyGeneratorOptions } from './inference/toy-generator.js';
+export type { BackoffOptions } from './inference/backoff.js';
+export type { BalanceStrategy } from './inference/url-balancer.js';
 
 // An SGLang-compatible HTTP server over any engine (`rl2 serve`).
 export { startSGLangServer } from './server/sglang-server.js';
@@ -81,4 +80,4 @@ export { evaluateExpression } from './envs/evaluate-expression.js';
 export { followServeModel, resolveServeModel, serveModel } from './server/serve-model.js';
 export type { ServedModel, ServeModelOptions } from './server/serve-model.js';
 export type { ServedTokenizer } from './server/server-context.js';
-export type { GeneratedToken, TokenLogprob } from './engine/rollout-engine.js';
+export type { GeneratedToken, TokenLogprob } from './inference/rollout-engine.js';

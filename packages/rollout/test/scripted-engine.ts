@@ -2,7 +2,7 @@ import type {
   GenerateRequest,
   GenerateResult,
   RolloutEngine,
-} from '../src/engine/rollout-engine.js';
+} from '../src/inference/rollout-engine.js';
 import type { RolloutTokenizer } from '../src/trajectory/rollout-tokenizer.js';
 
 /** One token per UTF-16 unit: token id = char code. */

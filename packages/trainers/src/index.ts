@@ -34,7 +34,7 @@ export type { RunIo, SessionResult } from './run/run-session.js';
 
 // A run's folder: step-N checkpoints and the `latest` link, metrics.jsonl, report.html.
 export { listCheckpoints, resolveCheckpoint } from './checkpoint/resolve-checkpoint.js';
-export { readMetrics } from './metrics/metrics-log.js';
+export { readMetricsLog } from './metrics/metrics-log.js';
 export type { MetricRecord } from './metrics/metrics-log.js';
 export { writeReport } from './report/write-report.js';
 

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { ParallelError } from '../errors.js';
 import type { LaunchEnv } from '../launch/read-launch-env.js';
 import type { GroupSpec, PendingOp, ProcessGroup, ReduceOp } from './collective.js';
+import { groupRank } from './group-rank.js';
 import type { World } from './init-process-group.js';
 import { resolveGlooHost } from './gloo-host.js';
 import { rendezvousNoticeMs } from './socket-rendezvous.js';
@@ -96,13 +97,8 @@ export class GlooProcessGroup implements ProcessGroup {
     protected readonly worldSize: number,
     protected readonly timeoutMs: number,
   ) {
-    this.rank = spec.ranks.indexOf(globalRank);
+    this.rank = groupRank(spec, globalRank);
     this.size = spec.ranks.length;
-    if (this.rank < 0)
-      throw new ParallelError(
-        'INVALID_ARGUMENT',
-        `rank ${globalRank} is not in group '${spec.name}' (ranks [${spec.ranks.join(', ')}]); only members create a group.`,
-      );
     this.key = `${spec.name}[${spec.ranks.join(',')}]`;
     this.handle = addon.group(this.key, this.rank, this.size);
   }

@@ -7,6 +7,7 @@ import {
 import { ParallelError, type ParallelErrorCode } from '../errors.js';
 import { type LaunchEnv, readLaunchEnv } from '../launch/read-launch-env.js';
 import type { GroupSpec, PendingOp, ProcessGroup, ReduceOp } from './collective.js';
+import { groupRank } from './group-rank.js';
 import type { CommReply, CommRequest } from './comm-worker.js';
 import { loadGlooAddon } from './gloo-addon.js';
 import { joinGlooWorld } from './gloo-process-group.js';
@@ -104,13 +105,8 @@ class WorkerProcessGroup implements ProcessGroup {
     readonly spec: GroupSpec,
     globalRank: number,
   ) {
-    this.rank = spec.ranks.indexOf(globalRank);
+    this.rank = groupRank(spec, globalRank);
     this.size = spec.ranks.length;
-    if (this.rank < 0)
-      throw new ParallelError(
-        'INVALID_ARGUMENT',
-        `rank ${globalRank} is not in group '${spec.name}' (ranks [${spec.ranks.join(', ')}]); only members create a group.`,
-      );
   }
 
   private call(op: CommRequest['op'], buf: Float32Array, arg?: ReduceOp | number): Float32Array {

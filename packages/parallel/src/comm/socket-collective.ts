@@ -1,5 +1,6 @@
 import { ParallelError } from '../errors.js';
 import type { Collective, GroupSpec, ReduceOp } from './collective.js';
+import { groupRank } from './group-rank.js';
 import { FRAME_ARRIVE, type PeerMesh } from './peer-mesh.js';
 
 /** Default collective timeout; override with RL2_COLLECTIVE_TIMEOUT_MS or the option. */
@@ -41,13 +42,8 @@ export class SocketCollective implements Collective {
     private readonly arrivals: ArrivalBook,
     private readonly timeoutMs = DEFAULT_COLLECTIVE_TIMEOUT_MS,
   ) {
-    this.rank = spec.ranks.indexOf(mesh.rank);
+    this.rank = groupRank(spec, mesh.rank);
     this.size = spec.ranks.length;
-    if (this.rank < 0)
-      throw new ParallelError(
-        'INVALID_ARGUMENT',
-        `rank ${mesh.rank} is not a member of group '${spec.name}' (ranks [${spec.ranks.join(', ')}]).`,
-      );
     if (!arrivals.has(spec.name)) arrivals.set(spec.name, new Map());
   }
 

@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import { type Tokenizer, loadTokenizer } from '@rl2/data';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { RolloutEngine } from '../engine/rollout-engine.js';
+import type { RolloutEngine } from '../inference/rollout-engine.js';
 import { loadEnvironment } from '../env/load-environment.js';
 import { runTrajectory } from '../trajectory/run-trajectory.js';
 

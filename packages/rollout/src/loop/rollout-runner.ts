@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { join } from 'node:path';
-import type { RolloutEngine, SamplingParams } from '../engine/rollout-engine.js';
+import type { RolloutEngine, SamplingParams } from '../inference/rollout-engine.js';
 import type { Environment, RolloutPrompt } from '../env/environment.js';
 import { RolloutError } from '../errors.js';
 import type { RolloutTokenizer } from '../trajectory/rollout-tokenizer.js';

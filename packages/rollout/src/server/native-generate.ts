@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { GeneratedToken } from '../engine/rollout-engine.js';
+import type { GeneratedToken } from '../inference/rollout-engine.js';
 import { badRequest, sendEvent, startEvents } from './http-io.js';
 import {
   type GenerationItem,

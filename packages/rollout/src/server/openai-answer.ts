@@ -1,4 +1,4 @@
-import type { TokenLogprob } from '../engine/rollout-engine.js';
+import type { TokenLogprob } from '../inference/rollout-engine.js';
 import type { OpenAiPlan } from './openai-request.js';
 import { type GenerationOutcome, outcomeText } from './run-generation.js';
 import type { ServerContext } from './server-context.js';

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { GeneratedToken } from '../engine/rollout-engine.js';
+import type { GeneratedToken } from '../inference/rollout-engine.js';
 import { sendEvent, startEvents } from './http-io.js';
 import { chatLogprobs, completionLogprobs, usage } from './openai-answer.js';
 import type { OpenAiPlan } from './openai-request.js';

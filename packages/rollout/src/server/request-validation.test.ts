@@ -3,8 +3,8 @@
 // /abort_request; the access rules of --api-key.
 import type { IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEmbeddedEngine, type TokenGeneratorRequest } from '../engine/embedded-engine.js';
-import { createToyGenerator } from '../engine/toy-generator.js';
+import { createEmbeddedEngine, type TokenGeneratorRequest } from '../inference/embedded-engine.js';
+import { createToyGenerator } from '../inference/toy-generator.js';
 import { checkAccess } from './auth.js';
 import type { HttpError } from './http-io.js';
 import { type SGLangServer, startSGLangServer } from './sglang-server.js';

@@ -3,7 +3,7 @@ import type {
   GeneratedToken,
   SamplingParams,
   TokenLogprob,
-} from '../engine/rollout-engine.js';
+} from '../inference/rollout-engine.js';
 import { RolloutError } from '../errors.js';
 import type { ServerContext } from './server-context.js';
 

@@ -1,4 +1,4 @@
-import type { SamplingParams } from '../engine/rollout-engine.js';
+import type { SamplingParams } from '../inference/rollout-engine.js';
 import { badRequest } from './http-io.js';
 
 /** `sampling_params` of one request, checked as SGLang's SamplingParams.verify() checks them. */

@@ -2,9 +2,9 @@ import { downloadProgressLines, loadTokenizer } from '@rl2/data';
 import { type EngineBackendChoice, initEngine } from '@rl2/engine';
 import { checkTokenizerFits, readModelConfig, resolveModelDir } from '@rl2/models';
 import type { ProcessGroup } from '@rl2/parallel';
-import { type CheckpointEngine, loadCheckpointEngine } from '../engine/checkpoint-engine.js';
-import { loadTensorParallelEngine } from '../engine/tensor-parallel-engine.js';
-import { followTensorParallelEngine } from '../engine/tensor-parallel-follower.js';
+import { type CheckpointEngine, loadCheckpointEngine } from '../inference/checkpoint-engine.js';
+import { loadTensorParallelEngine } from '../inference/tensor-parallel-engine.js';
+import { followTensorParallelEngine } from '../inference/tensor-parallel-follower.js';
 import { RolloutError } from '../errors.js';
 import { type SGLangServer, startSGLangServer } from './sglang-server.js';
 

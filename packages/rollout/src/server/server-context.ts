@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Tokenizer } from '@rl2/data';
-import type { RolloutEngine } from '../engine/rollout-engine.js';
+import type { RolloutEngine } from '../inference/rollout-engine.js';
 import { badRequest } from './http-io.js';
 
 /** What the server needs of a tokenizer: the @rl2/data Tokenizer fits. */

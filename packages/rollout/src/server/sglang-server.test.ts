@@ -1,9 +1,9 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEmbeddedEngine } from '../engine/embedded-engine.js';
-import { createSGLangEngine } from '../engine/sglang-engine.js';
-import { createToyGenerator } from '../engine/toy-generator.js';
+import { createEmbeddedEngine } from '../inference/embedded-engine.js';
+import { createSGLangEngine } from '../inference/sglang-engine.js';
+import { createToyGenerator } from '../inference/toy-generator.js';
 import { RolloutError } from '../errors.js';
 import { type SGLangServer, startSGLangServer } from './sglang-server.js';
 

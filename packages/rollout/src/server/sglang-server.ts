@@ -1,6 +1,6 @@
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { RolloutEngine } from '../engine/rollout-engine.js';
+import type { RolloutEngine } from '../inference/rollout-engine.js';
 import { RolloutError } from '../errors.js';
 import { checkAccess } from './auth.js';
 import { HttpError, badRequest, readJson, sendJson } from './http-io.js';

@@ -1,6 +1,6 @@
-import type { GenerateResult, RolloutEngine, SamplingParams } from '../engine/rollout-engine.js';
+import type { GenerateResult, RolloutEngine, SamplingParams } from '../inference/rollout-engine.js';
 import type { Environment, RolloutPrompt } from '../env/environment.js';
-import { sleep } from '../engine/backoff.js';
+import { sleep } from '../inference/backoff.js';
 import { RolloutError } from '../errors.js';
 import type { RolloutTokenizer } from './rollout-tokenizer.js';
 import type { Trajectory, TurnRecord } from './trajectory.js';

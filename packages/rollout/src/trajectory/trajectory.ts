@@ -1,4 +1,4 @@
-import type { FinishReason } from '../engine/rollout-engine.js';
+import type { FinishReason } from '../inference/rollout-engine.js';
 
 /**
  * One token sequence of a trajectory, all arrays [T] and aligned with `tokenIds` (no shift):

@@ -10,14 +10,44 @@ export const onBadRow = () =>
   );
 
 /** `data.test.*` keys default to their `data.train.*` value by interpolation. */
-type Inherit = (key: string, value: unknown) => unknown;
+export type Inherit = (key: string, value: unknown) => unknown;
+
+/** The default of a `data.train.*` key, or `${data.train.KEY}` for the same `data.test.*` key. */
+export const inheritFromTrain =
+  (test: boolean): Inherit =>
+  (key, value) =>
+    test ? `\${data.train.${key}}` : value;
+
+/** `data.*.prompt_key`: the column of the prompt text (every trainer). */
+export const promptKey = (inherit: Inherit) =>
+  option(z.string().min(1), inherit('prompt_key', 'prompt'), 'column holding the prompt text');
+
+/** `data.*.messages_key` of prompt-only rows (`rl2 rm`, `rl2 dpo`, `rl2 ppo`). */
+export const promptMessagesKey = (inherit: Inherit) =>
+  option(
+    z.string().min(1),
+    inherit('messages_key', 'messages'),
+    'column holding the prompt as chat messages',
+  );
+
+/** `data.*.apply_chat_template` (every trainer). */
+export const applyChatTemplate = (inherit: Inherit) =>
+  option(
+    z.boolean(),
+    inherit('apply_chat_template', true),
+    'render raw-text prompts with the tokenizer chat template',
+  );
+
+/** `data.test_ratio` (every trainer). */
+export const testRatio = () =>
+  option(
+    z.number().min(0).lt(1),
+    0.03,
+    'fraction of train held out when data.test.path is null (fixed seed)',
+  );
 
 const sftKeys = (inherit: Inherit) => ({
-  prompt_key: option(
-    z.string().min(1),
-    inherit('prompt_key', 'prompt'),
-    'column holding the prompt text',
-  ),
+  prompt_key: promptKey(inherit),
   response_key: option(
     z.string().min(1),
     inherit('response_key', 'response'),
@@ -31,16 +61,8 @@ const sftKeys = (inherit: Inherit) => ({
 });
 
 const pairKeys = (inherit: Inherit) => ({
-  prompt_key: option(
-    z.string().min(1),
-    inherit('prompt_key', 'prompt'),
-    'column holding the prompt text',
-  ),
-  messages_key: option(
-    z.string().min(1),
-    inherit('messages_key', 'messages'),
-    'column holding the prompt as chat messages',
-  ),
+  prompt_key: promptKey(inherit),
+  messages_key: promptMessagesKey(inherit),
   chosen_key: option(
     z.string().min(1),
     inherit('chosen_key', 'chosen'),
@@ -55,7 +77,7 @@ const pairKeys = (inherit: Inherit) => ({
 
 function dataSectionOf<K extends z.ZodRawShape>(keys: (inherit: Inherit) => K, unit: string) {
   const split = <S extends z.ZodType>(pathSchema: S, test: boolean) => {
-    const inherit: Inherit = (key, value) => (test ? `\${data.train.${key}}` : value);
+    const inherit = inheritFromTrain(test);
     return z.strictObject({
       path: option(
         pathSchema,
@@ -65,11 +87,7 @@ function dataSectionOf<K extends z.ZodRawShape>(keys: (inherit: Inherit) => K, u
           : 'required: training file (.json/.jsonl/.csv/.parquet/.arrow) or hub dataset; `split@path` picks a split',
       ),
       ...keys(inherit),
-      apply_chat_template: option(
-        z.boolean(),
-        inherit('apply_chat_template', true),
-        'render raw-text prompts with the tokenizer chat template',
-      ),
+      apply_chat_template: applyChatTemplate(inherit),
       max_length: option(
         z.number().int().positive().nullable(),
         inherit('max_length', null),
@@ -90,11 +108,7 @@ function dataSectionOf<K extends z.ZodRawShape>(keys: (inherit: Inherit) => K, u
   return z.strictObject({
     train: split(z.string().min(1), false),
     test: split(z.string().min(1).nullable(), true),
-    test_ratio: option(
-      z.number().min(0).lt(1),
-      0.03,
-      'fraction of train held out when data.test.path is null (fixed seed)',
-    ),
+    test_ratio: testRatio(),
     shuffle: option(
       z.boolean(),
       true,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { pairDataSection } from './data-config.js';
-import { modelSection } from './model-config.js';
+import { modelSection } from './model-section.js';
 import { parallelOptions } from './parallel-config.js';
 import { trainerSection } from './trainer-config.js';
 

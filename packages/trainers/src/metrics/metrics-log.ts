@@ -9,7 +9,7 @@ export interface MetricRecord {
 }
 
 /** Reads metrics.jsonl, skipping blank lines; a malformed line is reported with its number. */
-export function readMetrics(file: string): MetricRecord[] {
+export function readMetricsLog(file: string): MetricRecord[] {
   if (!existsSync(file)) return [];
   return readFileSync(file, 'utf8')
     .split('\n')
@@ -31,7 +31,7 @@ export class MetricsLog {
 
   /** Keeps records with step <= `step` (a resumed run rewrites what came after its checkpoint). */
   truncateAfter(step: number): void {
-    const kept = readMetrics(this.file).filter((r) => r.step <= step);
+    const kept = readMetricsLog(this.file).filter((r) => r.step <= step);
     writeFileSync(this.file, kept.map((r) => `${JSON.stringify(r)}\n`).join(''));
   }
 

@@ -18,7 +18,10 @@ export interface CriticTargets {
 export function criticObjective(
   critic: DecoderModel,
   targets: CriticTargets,
-  cfg: Pick<PpoConfig, 'critic'>,
+  section: Pick<
+    PpoConfig['critic'],
+    'gradient_checkpointing' | 'clip' | 'avg_level' | 'norm_length'
+  >,
 ): Objective {
   return {
     groupSize: 1,
@@ -27,7 +30,7 @@ export function criticObjective(
       const bin = packed as RolloutBin;
       const t = bin.inputIds.length;
       const values = tokenValues(critic, binBatch(bin), {
-        recompute: cfg.critic.gradient_checkpointing,
+        recompute: section.gradient_checkpointing,
       });
       return criticValueLoss(
         {
@@ -36,7 +39,7 @@ export function criticObjective(
           oldValues: binRow(bin, targets.oldValues),
           returns: binRow(bin, targets.returns),
         },
-        { clip: cfg.critic.clip, aggregation: sectionAggregation(cfg.critic, totals) },
+        { clip: section.clip, aggregation: sectionAggregation(section, totals) },
       );
     },
   };

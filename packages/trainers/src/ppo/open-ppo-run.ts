@@ -77,7 +77,7 @@ export async function openPpoRun(config: PpoConfig, io: RunIo, dp: DataParallel)
     resumeFrom,
     step: saved?.state.step ?? 0,
   });
-  sayOpening(session, config, { prompts, length, models, resumeFrom });
+  sayOpening(session, { rollout: r, adv: config.adv }, { prompts, length, models, resumeFrom });
   return {
     session,
     models,

@@ -1,17 +1,23 @@
 import { LOSS_AGGREGATIONS } from '@rl2/algos';
 import { z } from 'zod';
-import { onBadRow } from '../config/data-config.js';
-import { modelSection } from '../config/model-config.js';
+import {
+  type Inherit,
+  applyChatTemplate,
+  inheritFromTrain,
+  onBadRow,
+  promptKey,
+  promptMessagesKey,
+  testRatio,
+} from '../config/data-config.js';
+import { modelSection } from '../config/model-section.js';
 import { option } from '../config/option.js';
 import { parallelOptions } from '../config/parallel-config.js';
 import { trainerSection } from '../config/trainer-config.js';
 import { TrainersError } from '../errors.js';
 
-type Inherit = (key: string, value: unknown) => unknown;
-
 /** `data.train` / `data.test` of `rl2 ppo`: {prompt, answer} or {messages, answer} rows. */
 function ppoSplit(test: boolean) {
-  const inherit: Inherit = (key, value) => (test ? `\${data.train.${key}}` : value);
+  const inherit = inheritFromTrain(test);
   return z.strictObject({
     path: option(
       test ? z.string().min(1).nullable() : z.string().min(1),
@@ -20,26 +26,14 @@ function ppoSplit(test: boolean) {
         ? 'test prompts (.json/.jsonl/.csv/.parquet/.arrow); null: split test_ratio off train'
         : 'training prompts (.json/.jsonl/.csv/.parquet/.arrow) or hub dataset; `split@path` picks a split',
     ),
-    prompt_key: option(
-      z.string().min(1),
-      inherit('prompt_key', 'prompt'),
-      'column holding the prompt text',
-    ),
-    messages_key: option(
-      z.string().min(1),
-      inherit('messages_key', 'messages'),
-      'column holding the prompt as chat messages',
-    ),
+    prompt_key: promptKey(inherit),
+    messages_key: promptMessagesKey(inherit),
     answer_key: option(
       z.string().min(1),
       inherit('answer_key', 'answer'),
       'column passed to the env as `answer`',
     ),
-    apply_chat_template: option(
-      z.boolean(),
-      inherit('apply_chat_template', true),
-      'render raw-text prompts with the tokenizer chat template',
-    ),
+    apply_chat_template: applyChatTemplate(inherit),
   });
 }
 
@@ -109,11 +103,7 @@ export const ppoConfigSchema = z.strictObject({
   data: z.strictObject({
     train: ppoSplit(false),
     test: ppoSplit(true),
-    test_ratio: option(
-      z.number().min(0).lt(1),
-      0.03,
-      'fraction of train held out when data.test.path is null (fixed seed)',
-    ),
+    test_ratio: testRatio(),
     shuffle: option(z.boolean(), true, 'shuffle the prompt order every epoch (seeded, resumable)'),
     on_bad_row: onBadRow(),
   }),

@@ -7,7 +7,7 @@ import { trainModel } from '../parallel-model/trained-model.js';
 import { modelSaver, openModel, startingWeights } from '../run/run-setup.js';
 import { type loadPpoCheckpoint, savePpoCheckpoint } from './ppo-checkpoint.js';
 import type { PpoConfig } from './ppo-config.js';
-import { PpoWorker } from './ppo-worker.js';
+import { PpoWorker, ppoWorkerOptions } from './ppo-worker.js';
 
 /** The models of a PPO run as this rank holds them (RL2's actor, ref_actor and critic workers). */
 export interface PpoModels {
@@ -39,7 +39,7 @@ export interface PpoModels {
    * The checkpoint `dir` (see `savePpoCheckpoint`): every rank joins the gathers of sharded
    * optimizer state and critic weights, rank 0 (`isMain`) writes.
    */
-  saveCheckpoint(
+  writeCheckpoint(
     dir: string,
     isMain: boolean,
     state: Pick<
@@ -100,17 +100,17 @@ export async function openPpoModels(
     sections.engine === 'embedded' && actorLayout.tp !== undefined && !actorLayout.fsdp;
   const keepFull = sections.engine === 'embedded' && !tpGeneration;
   const trainedActor = trainModel(full.model, actorLayout, 'actor', { keepFull });
+  const actorUpdates = (totalSteps - a.freeze_steps) * a.update_per_rollout;
   const actor = new PpoWorker(
     trainedActor,
     actorLayout,
-    a,
-    'actor',
-    (totalSteps - a.freeze_steps) * a.update_per_rollout,
+    ppoWorkerOptions(a, 'actor', trainedActor, actorUpdates),
   );
   let ref: PpoWorker | undefined;
   if (sections.ref) {
     const loaded = await openModel(sections.ref.model_name, 'ref_actor.model_name');
-    ref = new PpoWorker(trainModel(loaded.model, actorLayout, 'actor'), actorLayout, a, 'actor');
+    const trainedRef = trainModel(loaded.model, actorLayout, 'actor');
+    ref = new PpoWorker(trainedRef, actorLayout, ppoWorkerOptions(a, 'actor', trainedRef));
   }
   let critic: PpoWorker | undefined;
   if (c) {
@@ -119,12 +119,11 @@ export async function openPpoModels(
       'critic.model_name',
       { head: 'value' },
     );
+    const trainedCritic = trainModel(loaded.model, criticLayout, 'critic');
     critic = new PpoWorker(
-      trainModel(loaded.model, criticLayout, 'critic'),
+      trainedCritic,
       criticLayout,
-      c,
-      'critic',
-      totalSteps * c.update_per_rollout,
+      ppoWorkerOptions(c, 'critic', trainedCritic, totalSteps * c.update_per_rollout),
     );
   }
   if (saved) {
@@ -160,7 +159,7 @@ export async function openPpoModels(
       gathered.dispose();
     },
     writeActor,
-    saveCheckpoint: async (dir, isMain, state) => {
+    writeCheckpoint: async (dir, isMain, state) => {
       const actorState = await actor.checkpointState(isMain);
       const criticState = await critic?.checkpointState(isMain);
       const actorFull = fullActorParams();

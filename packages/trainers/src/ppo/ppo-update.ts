@@ -45,7 +45,7 @@ export async function ppoUpdate(
         oldLogps: passes.oldLogps,
         refLogps: passes.refLogps,
       },
-      cfg,
+      { actor: a, kl, entropy: cfg.entropy },
       state.klCoef,
     );
     const res = await actor.update(
@@ -60,7 +60,7 @@ export async function ppoUpdate(
     const objective = criticObjective(
       critic.trained.model,
       { oldValues: passes.values, returns: adv.returns },
-      cfg,
+      cfg.critic,
     );
     metrics.update(
       'critic',

@@ -38,6 +38,39 @@ export function contiguousChunks(n: number, k: number): number[][] {
   });
 }
 
+/** What a worker takes from its model section (`actor.*`, `critic.*`): see `ppoWorkerOptions`. */
+export interface PpoWorkerOptions {
+  /** Tokens per micro-batch (`cp_size * tp_size * max_length_per_device`) and the key that sets them. */
+  readonly budget: { readonly budget: number; readonly budgetKey: string };
+  /** update_per_rollout: optimizer steps per rollout. */
+  readonly updatesPerRollout: number;
+  /** max_grad_norm: the clip of the global gradient norm (null: no clipping). */
+  readonly maxGradNorm: number | null;
+  /** The optimizer and its learning rate per step; none for the frozen reference. */
+  readonly optim?: SectionOptimizer;
+}
+
+/**
+ * A worker's options from its section: the micro-batch budget, update_per_rollout, max_grad_norm
+ * and, with `totalUpdates` (the optimizer steps of the whole run, its schedule's length), the
+ * optimizer over `trained`'s params; a frozen model (the reference) gets none.
+ */
+export function ppoWorkerOptions(
+  section: PpoConfig['actor'] | PpoConfig['critic'],
+  key: 'actor' | 'critic',
+  trained: TrainedModel,
+  totalUpdates?: number,
+): PpoWorkerOptions {
+  return {
+    budget: microBatchBudget(section, key),
+    updatesPerRollout: section.update_per_rollout,
+    maxGradNorm: section.max_grad_norm,
+    ...(totalUpdates === undefined
+      ? {}
+      : { optim: sectionOptimizer(section, trained.params, totalUpdates) }),
+  };
+}
+
 /**
  * A model of a PPO run as one of RL2's workers holds it: laid out on the ranks by its section's
  * tp/cp/ddp sizes, with its optimizer and learning rate when it trains (not the reference).
@@ -46,26 +79,14 @@ export function contiguousChunks(n: number, k: number): number[][] {
  * so every rank ends a call with the same values and takes the same optimizer step.
  */
 export class PpoWorker {
-  private readonly budget: { budget: number; budgetKey: string };
-
-  /** The optimizer and its learning rate per step; none for the frozen reference. */
-  private readonly optim?: SectionOptimizer;
-
-  /** `totalUpdates`: the optimizer steps of the whole run (its schedule's length); omitted for a frozen model. */
   constructor(
     readonly trained: TrainedModel,
     readonly layout: RankLayout,
-    private readonly section: PpoConfig['actor'] | PpoConfig['critic'],
-    key: 'actor' | 'critic',
-    totalUpdates?: number,
-  ) {
-    this.budget = microBatchBudget(section, key);
-    if (totalUpdates !== undefined)
-      this.optim = sectionOptimizer(section, trained.params, totalUpdates);
-  }
+    private readonly options: PpoWorkerOptions,
+  ) {}
 
   get optimizer(): AdamW | undefined {
-    return this.optim?.optimizer;
+    return this.options.optim?.optimizer;
   }
 
   /** log pi of every rollout token at `temperature`, no gradient (RL2's compute_logps). */
@@ -108,10 +129,11 @@ export class PpoWorker {
     objective: Objective,
     firstUpdate: number,
   ): Promise<UpdateOutcome> {
-    const { optimizer, lrAt } = this.optim as SectionOptimizer;
+    const { optim, updatesPerRollout, maxGradNorm } = this.options;
+    const { optimizer, lrAt } = optim as SectionOptimizer;
     const { layout, trained } = this;
     const began = performance.now();
-    const chunks = contiguousChunks(sequences.length, this.section.update_per_rollout);
+    const chunks = contiguousChunks(sequences.length, updatesPerRollout);
     const metrics: Record<string, number> = {};
     let loss = 0;
     let gradNorm = 0;
@@ -129,14 +151,14 @@ export class PpoWorker {
         trained,
         optimizer,
         lr,
-        maxGradNorm: this.section.max_grad_norm,
+        maxGradNorm,
       });
       loss += res.loss / chunks.length;
       gradNorm += res.gradNorm / chunks.length;
       for (const [k, v] of Object.entries(res.metrics))
         metrics[k] = (metrics[k] ?? 0) + v / chunks.length;
     }
-    const lr = lrAt(firstUpdate + this.section.update_per_rollout - 1);
+    const lr = lrAt(firstUpdate + updatesPerRollout - 1);
     return { loss, gradNorm, metrics, tokens, seconds: (performance.now() - began) / 1000, lr };
   }
 
@@ -157,8 +179,8 @@ export class PpoWorker {
     return packRolloutBins(
       sequences,
       indices,
-      this.budget.budget,
-      this.budget.budgetKey,
+      this.options.budget.budget,
+      this.options.budget.budgetKey,
       this.layout.data,
       this.trained.sharded,
     );

@@ -52,12 +52,15 @@ async function trainPpo(config: PpoConfig, io: RunIo, dp: DataParallel): Promise
   const run = await openPpoRun(config, io, dp);
   const { session, models, rollout, stream } = run;
   const { trainer, actor: a } = config;
+  // the slices of the config the advantage phase and the update read
+  const advantageConfig = { kl: config.kl, adv: config.adv };
+  const updateConfig = { actor: a, critic: config.critic, kl: config.kl, entropy: config.entropy };
   let lr = run.resumed?.lr ?? 0;
   let klCoef = run.resumed?.klCoef ?? config.kl.coef;
   const evaluate = () => session.test(() => rollout.evaluate(session.step));
   const save = () =>
     session.save((dir) =>
-      models.saveCheckpoint(dir, session.isMain, {
+      models.writeCheckpoint(dir, session.isMain, {
         step: session.step,
         totalSteps: session.totalSteps,
         lr,
@@ -87,13 +90,15 @@ async function trainPpo(config: PpoConfig, io: RunIo, dp: DataParallel): Promise
         metrics,
       );
       // a host phase (plain arrays in and out): on a GPU backend it runs on the cpu backend
-      const adv = await onHostBackend(() => computePpoAdvantages(batch, passes, config, klCoef));
+      const adv = await onHostBackend(() =>
+        computePpoAdvantages(batch, passes, advantageConfig, klCoef),
+      );
       metrics.kl(adv.kl);
       const updated = await ppoUpdate(
         models,
         seqs,
         { passes, adv },
-        config,
+        updateConfig,
         { step: session.step, klCoef },
         metrics,
       );

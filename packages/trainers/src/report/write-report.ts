@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { writeFileAtomic } from '@rl2/models';
 import { TrainersError } from '../errors.js';
-import { readMetrics } from '../metrics/metrics-log.js';
+import { readMetricsLog } from '../metrics/metrics-log.js';
 import { renderHtmlReport } from './html-report.js';
 
 /** Writes RUN_DIR/report.html from RUN_DIR/metrics.jsonl and returns its path. */
@@ -14,7 +14,7 @@ export function writeReport(runDir: string): string {
       `no metrics.jsonl in ${runDir}; pass the run's trainer.save_dir (e.g. rl2 report ckpts/sft)`,
     );
   }
-  const records = readMetrics(file);
+  const records = readMetricsLog(file);
   const out = join(runDir, 'report.html');
   const last = records[records.length - 1];
   const notes = [

@@ -36,7 +36,10 @@ export interface SessionResult {
 
 /** What a session is opened with. */
 export interface RunSessionOptions {
-  readonly trainer: TrainerSection;
+  readonly trainer: Pick<
+    TrainerSection,
+    'save_dir' | 'load_ckpt_from' | 'use_tensorboard' | 'report' | 'progress' | 'log_freq'
+  >;
   /** The resolved config, written to save_dir/config.yaml. */
   readonly config: unknown;
   readonly io: RunIo;

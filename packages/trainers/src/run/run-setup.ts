@@ -32,7 +32,10 @@ import { lockSaveDir } from './save-dir-lock.js';
  * never lands on stock wasm, which cannot train, and `wasm` is refused with the reason),
  * logging its line to the run's output.
  */
-export async function startEngine(trainer: TrainerSection, io: RunIo): Promise<void> {
+export async function startEngine(
+  trainer: Pick<TrainerSection, 'backend' | 'threads'>,
+  io: RunIo,
+): Promise<void> {
   const out = io.stdout ?? process.stdout;
   // ranks sharing a node share its cores: all cores / LOCAL_WORLD_SIZE each unless set explicitly
   const localRanks = readLaunchEnv().localWorldSize;
@@ -57,7 +60,7 @@ export async function startEngine(trainer: TrainerSection, io: RunIo): Promise<v
  * gets its folder back). `say` gets a line naming what was removed.
  */
 export function openSaveDir(
-  trainer: TrainerSection,
+  trainer: Pick<TrainerSection, 'save_dir' | 'load_ckpt_from'>,
   rank: number,
   say: (line: string) => void,
 ): string | undefined {

@@ -132,10 +132,13 @@ export async function algorithmFixture() {
         metrics,
         given,
       );
-      const adv = await onHostBackend(() => computePpoAdvantages(batch, passes, config, kl.coef));
+      const adv = await onHostBackend(() =>
+        computePpoAdvantages(batch, passes, { kl, adv: config.adv }, kl.coef),
+      );
       metrics.kl(adv.kl);
       const state = { step: 0, klCoef: kl.coef };
-      const out = await ppoUpdate(models, seqs, { passes, adv }, config, state, metrics);
+      const updateConfig = { actor: a, critic: config.critic, kl, entropy: config.entropy };
+      const out = await ppoUpdate(models, seqs, { passes, adv }, updateConfig, state, metrics);
       return { values: metrics.values, klCoef: out.klCoef, config };
     } finally {
       models.dispose();

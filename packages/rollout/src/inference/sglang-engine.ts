@@ -9,8 +9,6 @@ import type {
 import { errorBodyMessage, parseGenerateResponse } from './sglang-response.js';
 import { type BalanceStrategy, UrlBalancer } from './url-balancer.js';
 
-export { parseGenerateResponse } from './sglang-response.js';
-
 /** Options of the SGLang HTTP client. */
 export interface SGLangEngineOptions {
   /** A router URL, or several server URLs to balance over. */

@@ -20,6 +20,8 @@ export interface RecipeTask {
   sft: string;
   grpo: string;
   testFreq: number;
+  /** `rl2 init-model` size flags; default a 2-layer, hidden-64 Qwen3. */
+  modelFlags?: string[];
   /** Where the runs and the HTML go, under the repository root. */
   out: string;
 }
@@ -94,12 +96,7 @@ function runSeed(
     'examples/addition/tokenizer',
     '--out',
     join(dir, 'tiny-qwen3'),
-    '--hidden-size',
-    '64',
-    '--layers',
-    '2',
-    '--heads',
-    '4',
+    ...(task.modelFlags ?? ['--hidden-size', '64', '--layers', '2', '--heads', '4']),
     '--seed',
     String(seed),
   ]);

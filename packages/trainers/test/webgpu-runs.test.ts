@@ -187,5 +187,27 @@ describe.skipIf(!gpu.ok)(
         }
       }
     }, 240_000);
+
+    it("rl2 sft with FSDP (ZeRO-3, actor.ddp_size=1) on 2 webgpu ranks: the single native process's losses and grad norms", async () => {
+      const single = await runSingle('sft', dir, join(dir, 'fsdp-single'), [
+        'trainer.backend=native',
+      ]);
+      const ranks = await runOnRanks('sft', 2, dir, join(dir, 'fsdp-webgpu'), [
+        'trainer.backend=webgpu',
+        'actor.ddp_size=1',
+      ]);
+      expect(ranks.map((r) => r.rank)).toEqual([0, 1]);
+      for (const r of ranks) {
+        expect(r.steps).toHaveLength(2);
+        for (const [i, step] of r.steps.entries()) {
+          expectRelClose(step.loss, single.losses[i]!, `rank ${r.rank} step ${i + 1} loss`);
+          expectRelClose(
+            step.gradNorm,
+            single.gradNorms[i]!,
+            `rank ${r.rank} step ${i + 1} grad norm`,
+          );
+        }
+      }
+    }, 240_000);
   },
 );

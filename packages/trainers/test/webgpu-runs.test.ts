@@ -209,5 +209,18 @@ describe.skipIf(!gpu.ok)(
         }
       }
     }, 240_000);
+
+    it('actor.tp_size=2 on webgpu stops at start naming the keys (no OffscreenCanvas crash mid-pass)', async () => {
+      const err = await runOnRanks('sft', 2, dir, join(dir, 'tp-webgpu'), [
+        'trainer.backend=webgpu',
+        'actor.tp_size=2',
+      ]).catch((e: Error) => e);
+      expect(err).toBeInstanceOf(Error);
+      expect((err as Error).message).toMatch(
+        /actor\.tp_size=2, actor\.cp_size=1 on the webgpu backend/,
+      );
+      expect((err as Error).message).toMatch(/actor\.ddp_size \(FSDP\)/);
+      expect((err as Error).message).not.toMatch(/OffscreenCanvas/);
+    }, 120_000);
   },
 );

@@ -1,7 +1,7 @@
 // Starts tfjs's WebGPU backend in Node through Dawn (npm `webgpu`, dawn.node), and describes the
 // adapter it got: a hardware GPU, or a software one (Mesa's lavapipe) that `auto` never takes.
 import { setBackend } from '@tensorflow/tfjs-core';
-import { registerWgslKernels } from './wgsl-rms-norm.js';
+import { registerWgslKernels } from './wgsl-program.js';
 
 /** What the WebGPU adapter is, as the engine line prints it. */
 export interface WebGpuAdapter {

@@ -6,32 +6,11 @@ import {
   getKernel,
   type KernelConfig,
   type KernelFunc,
-  registerKernel,
   type TensorInfo,
 } from '@tensorflow/tfjs-core';
 import { RMS_NORM, RMS_NORM_GRAD } from '../fused/fused-rms-norm.js';
 
-/** What this file uses of tfjs-backend-webgpu's WebGPUProgram (its custom program mechanism). */
-interface Program {
-  variableNames: string[];
-  outputShape: number[];
-  shaderKey: string;
-  dispatchLayout: { x: number[] };
-  dispatch: [number, number, number];
-  workgroupSize: [number, number, number];
-  uniforms?: string;
-  getUserCode(): string;
-}
-
-interface WebGpuBackendLike {
-  runWebGPUProgram(
-    program: Program,
-    inputs: TensorInfo[],
-    dtype: 'float32',
-    uniforms?: { type: 'float32' | 'int32'; data: number[] }[],
-  ): TensorInfo;
-  disposeData(dataId: object): void;
-}
+import type { Program, WebGpuBackendLike } from './wgsl-program.js';
 
 /** Threads of one row's workgroup: a power of two (the tree reductions halve it). */
 const rowThreads = (h: number) => (h >= 4096 ? 256 : 64);
@@ -197,12 +176,8 @@ const backward: KernelFunc = ({ inputs, backend, attrs }) => {
   return [dx, dw as TensorInfo];
 };
 
-const KERNELS: KernelConfig[] = [
+/** The WGSL RMSNorm kernels (`registerWgslKernels` registers them). */
+export const RMS_NORM_KERNELS: KernelConfig[] = [
   { kernelName: RMS_NORM, backendName: 'webgpu', kernelFunc: forward },
   { kernelName: RMS_NORM_GRAD, backendName: 'webgpu', kernelFunc: backward },
 ];
-
-/** Registers the WGSL kernels for the webgpu backend (once; after it started). */
-export function registerWgslKernels(): void {
-  for (const k of KERNELS) if (!getKernel(k.kernelName, k.backendName)) registerKernel(k);
-}

@@ -2,6 +2,7 @@
 // runWebGPUProgram), typed structurally so the engine loads without the webgpu package, and
 // their registration once the backend has started.
 import { getKernel, registerKernel, type TensorInfo } from '@tensorflow/tfjs-core';
+import { LOGPROB_STATS_KERNELS } from './wgsl-logprob-stats.js';
 import { RMS_NORM_KERNELS } from './wgsl-rms-norm.js';
 import { SWIGLU_KERNELS } from './wgsl-swiglu.js';
 
@@ -33,6 +34,6 @@ export interface WebGpuBackendLike {
 
 /** Registers the WGSL kernels for the webgpu backend (once; after it started). */
 export function registerWgslKernels(): void {
-  for (const k of [...RMS_NORM_KERNELS, ...SWIGLU_KERNELS])
+  for (const k of [...RMS_NORM_KERNELS, ...SWIGLU_KERNELS, ...LOGPROB_STATS_KERNELS])
     if (!getKernel(k.kernelName, k.backendName)) registerKernel(k);
 }

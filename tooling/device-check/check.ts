@@ -93,21 +93,58 @@ async function sft(model: string) {
   return { tokensPerS: timed[Math.floor(timed.length / 2)] ?? Number.NaN, peakGpuBytes: peak };
 }
 
-async function decode(modelDir: string, batch: number): Promise<number> {
+/** Bytes of each download from the GPU while `fn` runs (webgpu's getBufferData). */
+async function countingReads<T>(fn: () => Promise<T>): Promise<{ value: T; bytes: number[] }> {
+  const backend = tf.backend() as unknown as { getBufferData(b: unknown): Promise<ArrayBuffer> };
+  const original = backend.getBufferData.bind(backend);
+  const bytes: number[] = [];
+  backend.getBufferData = async (b) => {
+    const data = await original(b);
+    bytes.push(data.byteLength);
+    return data;
+  };
+  try {
+    return { value: await fn(), bytes };
+  } finally {
+    backend.getBufferData = original;
+  }
+}
+
+/**
+ * Greedy decode through createGenerator (on webgpu: the device KV cache and sampling), `batch`
+ * prompts of 32 tokens prefilled together, then 64 decode steps timed from the prefill's last
+ * token (as torch_check.py times its 64 KV-cache steps); a warm-up at the same batch first.
+ */
+async function decode(modelDir: string, batch: number) {
   const { model } = await loadModel(modelDir);
   const gen = createGenerator(model, { maxBatch: batch });
-  const ask = (i: number) => ({
+  let tokens = 0;
+  let firstAt = 0;
+  const ask = (i: number, maxNewTokens: number) => ({
     inputIds: Array.from({ length: 32 }, (_, j) => 3 + ((i * 31 + j) % 30)),
     temperature: 0,
-    maxNewTokens: 64,
+    maxNewTokens,
     ignoreEos: true,
+    onToken: () => {
+      tokens += 1;
+      if (tokens === batch) firstAt = performance.now(); // every row has its prefill token
+    },
   });
-  await gen.generate({ ...ask(0), maxNewTokens: 4 });
-  const began = performance.now();
-  const outs = await Promise.all(Array.from({ length: batch }, (_, i) => gen.generate(ask(i))));
-  const s = (performance.now() - began) / 1000;
+  const rows = (n: number) =>
+    Promise.all(Array.from({ length: batch }, (_, i) => gen.generate(ask(i, n))));
+  await rows(4);
+  tokens = 0;
+  const stepsBefore = gen.stats().steps;
+  const { bytes } = await countingReads(() => rows(65));
+  const s = (performance.now() - firstAt) / 1000;
+  const steps = gen.stats().steps - stepsBefore;
   tf.dispose([...model.params.values()]);
-  return outs.reduce((n, o) => n + o.outputIds.length, 0) / s;
+  return {
+    tokensPerS: (tokens - batch) / s,
+    // one read per prefill and per step, of the sampled ids (8 bytes a row), never logits
+    readsPerForward: bytes.length / (steps + 1),
+    readBytesPerRow: Math.max(...bytes) / batch,
+  };
 }
 
 let engine = '';
@@ -117,7 +154,11 @@ result.matmulF32Tflops = await matmulTflops(SHAPE.n);
 result.shaderF16 = info.adapter?.shaderF16 ?? false;
 const model = writeModelAndData();
 Object.assign(result, await sft(model));
-for (const b of [1, 8, 64]) result[`decodeBatch${b}`] = await decode(model, b);
+for (const b of [1, 8, 64]) {
+  const d = await decode(model, b);
+  result[`decodeBatch${b}`] = d.tokensPerS;
+  result[`decodeBatch${b}Reads`] = d;
+}
 console.log(`RL2 ${JSON.stringify(result)}`);
 rmSync(dir, { recursive: true, force: true });
 process.exit(0);

@@ -32,3 +32,7 @@ for name, key in rows:
     fmt = lambda x: "n/a" if x is None else f"{x / scale:.3g}"
     ratio = f"{a / b:.2f}x" if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else "-"
     print(f"| {name} | {fmt(a)} | {fmt(b)} | {ratio} |")
+reads = rl2.get("decodeBatch64Reads")
+if reads:
+    print(f"\nrl2 decode at batch 64 reads back {reads['readsPerForward']:.3g} tensors per forward, "
+          f"{reads['readBytesPerRow']:.3g} bytes a row (the sampled id and its logprob, no logits)")

@@ -12,7 +12,7 @@ import { ppoConfigSchema } from '../src/ppo/ppo-config.js';
 import { runPpo } from '../src/ppo/run-ppo.js';
 import { QUIET_TRAINER, tinyRun } from './ppo-fixtures/tiny-run.js';
 import { runSft } from '../src/sft/run-sft.js';
-import { runOnRanks, runSingle } from './rank-runs.js';
+import { ppoOnRanks, runOnRanks, runSingle } from './rank-runs.js';
 import { type CaseKind, caseConfig, writeTrainCase } from './train-case.js';
 
 const gpu = webgpuForTests();
@@ -187,5 +187,80 @@ describe.skipIf(!gpu.ok)(
         }
       }
     }, 240_000);
+
+    it("rl2 sft with FSDP (ZeRO-3, actor.ddp_size=1) on 2 webgpu ranks: the single native process's losses and grad norms", async () => {
+      const single = await runSingle('sft', dir, join(dir, 'fsdp-single'), [
+        'trainer.backend=native',
+      ]);
+      const ranks = await runOnRanks('sft', 2, dir, join(dir, 'fsdp-webgpu'), [
+        'trainer.backend=webgpu',
+        'actor.ddp_size=1',
+      ]);
+      expect(ranks.map((r) => r.rank)).toEqual([0, 1]);
+      for (const r of ranks) {
+        expect(r.steps).toHaveLength(2);
+        for (const [i, step] of r.steps.entries()) {
+          expectRelClose(step.loss, single.losses[i]!, `rank ${r.rank} step ${i + 1} loss`);
+          expectRelClose(
+            step.gradNorm,
+            single.gradNorms[i]!,
+            `rank ${r.rank} step ${i + 1} grad norm`,
+          );
+        }
+      }
+    }, 240_000);
+
+    it("rl2 ppo (GRPO) with FSDP (actor.ddp_size=1) on 2 webgpu ranks: one native process's step metrics (1e-4)", async () => {
+      const t = tinyRun('webgpu-fsdp-ppo');
+      try {
+        const overrides = (backend: string, extra: string[]) => [
+          ...t.overrides(),
+          ...QUIET_TRAINER,
+          'rollout.train_prompts_per_rollout=2',
+          'rollout.responses_per_prompt=4',
+          'rollout.train_sampling_params.max_new_tokens=4',
+          'rollout.dynamic_filtering=false',
+          'adv.estimator=grpo',
+          'trainer.max_steps=1',
+          `trainer.backend=${backend}`,
+          `trainer.save_dir=${join(t.dir, backend)}`,
+          ...extra,
+        ];
+        const want = (
+          await runPpo(loadConfig(ppoConfigSchema, { overrides: overrides('native', []) }), {
+            stdout: { write: () => true } as unknown as NodeJS.WriteStream,
+          })
+        ).steps[0]!;
+        // the actor's loss, entropy and norm, and the rollout's mean reward (same sampled tokens)
+        const keys = ['actor/loss', 'actor/entropy', 'actor/grad_norm'];
+        keys.push(...Object.keys(want).filter((k) => /reward.*mean/.test(k)));
+        expect(keys.length).toBeGreaterThan(3);
+        const ranks = await ppoOnRanks(2, overrides('webgpu', ['actor.ddp_size=1']));
+        expect(ranks.map((r) => r.rank)).toEqual([0, 1]);
+        for (const r of ranks)
+          for (const key of keys)
+            expectRelClose(
+              r.steps[0]![key] as number,
+              want[key] as number,
+              `rank ${r.rank} ${key}`,
+            );
+        await tf.setBackend('cpu');
+      } finally {
+        rmSync(t.dir, { recursive: true, force: true });
+      }
+    }, 240_000);
+
+    it('actor.tp_size=2 on webgpu stops at start naming the keys (no OffscreenCanvas crash mid-pass)', async () => {
+      const err = await runOnRanks('sft', 2, dir, join(dir, 'tp-webgpu'), [
+        'trainer.backend=webgpu',
+        'actor.tp_size=2',
+      ]).catch((e: Error) => e);
+      expect(err).toBeInstanceOf(Error);
+      expect((err as Error).message).toMatch(
+        /actor\.tp_size=2, actor\.cp_size=1 on the webgpu backend/,
+      );
+      expect((err as Error).message).toMatch(/actor\.ddp_size \(FSDP\)/);
+      expect((err as Error).message).not.toMatch(/OffscreenCanvas/);
+    }, 120_000);
   },
 );

@@ -1,6 +1,7 @@
 // Starts tfjs's WebGPU backend in Node through Dawn (npm `webgpu`, dawn.node), and describes the
 // adapter it got: a hardware GPU, or a software one (Mesa's lavapipe) that `auto` never takes.
 import { setBackend } from '@tensorflow/tfjs-core';
+import { registerWgslKernels } from './wgsl-program.js';
 
 /** What the WebGPU adapter is, as the engine line prints it. */
 export interface WebGpuAdapter {
@@ -86,6 +87,7 @@ export async function startWebGpu(options: { hardwareOnly: boolean }): Promise<W
     await import('@tensorflow/tfjs-backend-webgpu');
     if (!(await setBackend('webgpu')))
       return { ok: false, reason: 'tfjs-backend-webgpu failed to start' };
+    registerWgslKernels();
   } catch (err) {
     return { ok: false, reason: `tfjs-backend-webgpu failed to start: ${(err as Error).message}` };
   }

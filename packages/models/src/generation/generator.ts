@@ -2,7 +2,8 @@ import { SeededRng } from '@rl2/data';
 import { ModelsError } from '../errors.js';
 import type { DecoderModel } from '../model/decoder-model.js';
 import type { FinishReason, GenerationRequest, GenerationResult } from './generation-request.js';
-import { type BatchStepper, localStepper, type SamplingRow } from './batch-stepper.js';
+import type { BatchStepper, SamplingRow } from './batch-stepper.js';
+import { backendStepper } from './choose-stepper.js';
 import type { SampledToken, TokenLogprob } from './sample-token.js';
 import { deriveSeed } from './derive-seed.js';
 
@@ -23,7 +24,7 @@ export interface GeneratorOptions {
    * false keeps the tfjs ops path (for comparisons).
    */
   fusedDecode?: boolean;
-  /** Runs the batch on the model (default: this process, `localStepper`); tensor parallelism passes its own. */
+  /** Runs the batch on the model (default: this process, `backendStepper`); tensor parallelism passes its own. */
   stepper?: BatchStepper;
 }
 
@@ -76,7 +77,7 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
   const eos = options.eosTokenIds ?? model.config.eosTokenIds;
   const queue: Row[] = [];
   let rows: Row[] = [];
-  const stepper = options.stepper ?? localStepper(model, options.fusedDecode ?? true);
+  const stepper = options.stepper ?? backendStepper(model, options.fusedDecode ?? true);
   let loop: Promise<void> | undefined;
   let counter = 0;
   let steps = 0;

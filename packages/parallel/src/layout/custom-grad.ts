@@ -1,5 +1,15 @@
 import * as tf from '@tensorflow/tfjs-core';
 
+/**
+ * Whether the active backend keeps tensors in device memory with no synchronous read
+ * (webgpu, webgl): code that would read a tensor in the middle of a pass must then read it
+ * before or after the pass, asynchronously.
+ */
+export function readsOnDevice(): boolean {
+  const name = tf.getBackend();
+  return name === 'webgpu' || name === 'webgl';
+}
+
 /** A float32 copy of a tensor's values (synchronous; tfjs CPU/WASM backends). */
 export function valuesOf(x: tf.Tensor): Float32Array {
   const v = x.dataSync();

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { PendingOp, ProcessGroup } from '../comm/collective.js';
 import { ParallelError } from '../errors.js';
-import { unaryCustomGrad, valuesOf } from './custom-grad.js';
+import { readsOnDevice, unaryCustomGrad, valuesOf } from './custom-grad.js';
 import {
   type FlatParamLayout,
   flattenParams,
@@ -50,6 +50,13 @@ export interface Zero3Options {
  * (all-reduced over ddp): `tf.variableGrads` over the shards then yields each rank's shard of
  * the globally summed gradient. Every rank of the groups must run the same passes in the same
  * order (pad with idle passes). Call `invalidate()` after the shards change.
+ *
+ * On a device backend (webgpu: no synchronous read inside a pass) the gathers move out of the
+ * pass: `refresh()` reads every shard asynchronously and all-gathers them into host copies
+ * before the passes (after each `invalidate()`), a pass uploads a unit from its copy, and the
+ * backward keeps each unit's full gradient on the device (summed over the step's passes) for
+ * `settleGrads` to reduce-scatter after them. Parameters and optimizer state stay sharded on
+ * the device; the host holds the gathered parameters.
  */
 export class Zero3Params {
   readonly units: Zero3Unit[];
@@ -59,6 +66,10 @@ export class Zero3Params {
     { op: PendingOp<Float32Array>; generation: number }
   >();
   private generation = 0;
+  /** Device backends: each unit's gathered values on the host and the generation they are of. */
+  private readonly hostFlats = new Map<number, { data: Float32Array; generation: number }>();
+  /** Device backends: each unit's full gradient of the step's passes so far, on the device. */
+  private readonly deviceGrads = new Map<number, tf.Tensor1D>();
 
   private constructor(
     units: Zero3Unit[],
@@ -85,6 +96,8 @@ export class Zero3Params {
   ): Zero3Params {
     const params = Object.fromEntries(full);
     const units = planUnits(params, unitOf, groups.fsdp.size).map(({ name, layout }) => {
+      if (readsOnDevice())
+        return { name, layout, shard: deviceShard(params, layout, groups.fsdp.rank) };
       const flat = flattenParams(
         Object.fromEntries(layout.names.map((n) => [n, params[n]!])),
         layout,
@@ -121,6 +134,7 @@ export class Zero3Params {
   }
 
   private flatOf(i: number, shard: tf.Tensor = this.units[i]!.shard): Float32Array {
+    if (readsOnDevice()) return this.hostFlat(i);
     const pending = this.prefetched.get(i);
     this.prefetched.delete(i);
     if (pending) {
@@ -132,6 +146,7 @@ export class Zero3Params {
 
   /** Starts gathering unit `i` (unless it is already on its way); `gatherUnit(i)` picks it up. */
   prefetch(i: number): void {
+    if (readsOnDevice()) return; // refresh() gathered every unit
     if (i >= this.units.length || this.prefetched.has(i)) return;
     this.prefetched.set(i, {
       op: this.groups.fsdp.iallGather(valuesOf(this.units[i]!.shard)),
@@ -149,6 +164,7 @@ export class Zero3Params {
     const op = unaryCustomGrad(() => ({
       value: tf.tensor1d(this.flatOf(i, shard)),
       gradFunc: (dy) => {
+        if (readsOnDevice()) return this.keepDeviceGrad(i, dy as tf.Tensor1D);
         const g = valuesOf(dy);
         this.options.beforeReduce?.(g, layout);
         const shard = fsdp.reduceScatter(g, 'sum');
@@ -229,15 +245,80 @@ export class Zero3Params {
   }
 
   /**
+   * Device backends: brings the host copies of the gathered units up to date (every shard read
+   * asynchronously, then all-gathered), unless they are; call before passes, after construction
+   * and after each `invalidate()`. A collective (every rank calls it at the same point); does
+   * nothing on host backends.
+   */
+  async refresh(): Promise<void> {
+    if (!readsOnDevice()) return;
+    for (const [i, u] of this.units.entries()) {
+      if (this.hostFlats.get(i)?.generation === this.generation) continue;
+      const local = Float32Array.from(await u.shard.data());
+      this.hostFlats.set(i, {
+        data: this.groups.fsdp.allGather(local),
+        generation: this.generation,
+      });
+    }
+  }
+
+  private hostFlat(i: number): Float32Array {
+    const held = this.hostFlats.get(i);
+    if (held?.generation === this.generation) return held.data;
+    throw new ParallelError(
+      'INVALID_ARGUMENT',
+      `unit "${this.units[i]!.name}": on the ${tf.getBackend()} backend the gathered parameters ` +
+        'are read before the passes: await zero3.refresh() after construction and after each invalidate().',
+    );
+  }
+
+  /** The backward's gradient of unit `i` on a device backend: kept (summed) for `settleGrads`; the shard's is zero meanwhile. */
+  private keepDeviceGrad(i: number, dy: tf.Tensor1D): tf.Tensor {
+    const prev = this.deviceGrads.get(i);
+    this.deviceGrads.set(i, tf.keep(prev ? tf.add(prev, dy) : tf.clone(dy)) as tf.Tensor1D);
+    prev?.dispose();
+    return tf.zeros([this.units[i]!.layout.shardSize]);
+  }
+
+  /**
+   * Device backends, after the step's passes: each unit's full gradient they kept read
+   * asynchronously, reduce-scattered over fsdp (all-reduced over ddp, `beforeReduce` first) and
+   * added to its shard's gradient in `grads` (by unit name; consumed, the new sums returned).
+   * A collective, in unit order; returns `grads` as they are on host backends.
+   */
+  async settleGrads(grads: Record<string, tf.Tensor>): Promise<Record<string, tf.Tensor>> {
+    if (this.deviceGrads.size === 0) return grads;
+    const { fsdp, ddp } = this.groups;
+    const out = { ...grads };
+    for (const [i, u] of this.units.entries()) {
+      const full = this.deviceGrads.get(i);
+      if (!full) continue;
+      this.deviceGrads.delete(i);
+      const g = Float32Array.from(await full.data());
+      full.dispose();
+      this.options.beforeReduce?.(g, u.layout);
+      const shard = fsdp.reduceScatter(g, 'sum');
+      if (ddp && ddp.size > 1) ddp.allReduce(shard, 'sum');
+      const prev = out[u.name];
+      out[u.name] = prev ? tf.tidy(() => tf.add(prev, tf.tensor1d(shard))) : tf.tensor1d(shard);
+      prev?.dispose();
+    }
+    return out;
+  }
+
+  /**
    * The global L2 norm of gradients held as shards (by unit name): squares summed over this
    * rank's shards, all-reduced over fsdp (ddp replicas hold the same shards), weighted and
    * summed over tp as {@link FsdpNormOptions} says. A collective.
    */
-  gradNorm(grads: Readonly<Record<string, tf.Tensor>>, options: FsdpNormOptions = {}): number {
+  async gradNorm(
+    grads: Readonly<Record<string, tf.Tensor>>,
+    options: FsdpNormOptions = {},
+  ): Promise<number> {
     let sq = 0;
     for (const u of this.units) {
       const g = grads[u.name];
-      if (g) sq += shardSquares(g.dataSync(), u.layout, this.groups.fsdp.rank, options.weightOf);
+      if (g) sq += shardSquares(await g.data(), u.layout, this.groups.fsdp.rank, options.weightOf);
     }
     const total = this.groups.fsdp.allReduce(Float32Array.of(sq), 'sum')[0]!;
     return Math.sqrt(
@@ -311,4 +392,19 @@ class GatheringMap extends Map<string, tf.Tensor> {
   override keys(): MapIterator<string> {
     return this.owner.names()[Symbol.iterator]() as MapIterator<string>;
   }
+}
+
+/** Rank `rank`'s shard of a unit built from full device tensors with tensor ops (no read back). */
+function deviceShard(
+  params: Record<string, tf.Tensor>,
+  layout: FlatParamLayout,
+  rank: number,
+): tf.Variable {
+  return tf.tidy(() => {
+    const parts = layout.names.map((n) => tf.reshape(params[n]!, [-1]));
+    if (layout.paddedNumel > layout.numel)
+      parts.push(tf.zeros([layout.paddedNumel - layout.numel]));
+    const flat = tf.concat(parts);
+    return tf.variable(tf.slice(flat, [rank * layout.shardSize], [layout.shardSize]), true);
+  });
 }

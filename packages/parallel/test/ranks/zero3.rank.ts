@@ -84,7 +84,7 @@ for (const u of zero3.units) {
   errors[`grad shard ${u.name}`] = relErr(summed[u.name]!, want);
 }
 const refNorm = Math.sqrt(ref.reduce((s, g) => s + tf.sum(tf.square(g)).dataSync()[0]!, 0));
-errors['global grad norm'] = Math.abs(zero3.gradNorm(summed) - refNorm) / refNorm;
+errors['global grad norm'] = Math.abs((await zero3.gradNorm(summed)) - refNorm) / refNorm;
 const gathered = zero3.gatherAll();
 for (const n of names) errors[`gatherAll ${n}`] = relErr(gathered.get(n)!, full.get(n)!);
 const moments = zero3.gatherShardValues(

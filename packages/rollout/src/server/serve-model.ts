@@ -1,5 +1,5 @@
 import { downloadProgressLines, loadTokenizer } from '@rl2/data';
-import { type EngineBackendChoice, initEngine } from '@rl2/engine';
+import { type EngineBackendChoice, initEngine, readsSynchronously } from '@rl2/engine';
 import { checkTokenizerFits, readModelConfig, resolveModelDir } from '@rl2/models';
 import type { ProcessGroup } from '@rl2/parallel';
 import { type CheckpointEngine, loadCheckpointEngine } from '../inference/checkpoint-engine.js';
@@ -58,6 +58,20 @@ export function resolveServeModel(model: string, log: (line: string) => void): P
   return resolveModelDir(model, { onProgress: downloadProgressLines(log) });
 }
 
+/**
+ * `--tp N` on a GPU backend (webgpu) stops before anything loads: tensor-parallel layers
+ * all-reduce activations inside each forward, which needs a synchronous read the backend lacks.
+ */
+function refuseTensorParallelOnDevice(tp: ProcessGroup | undefined): void {
+  if (!tp || tp.size <= 1 || readsSynchronously()) return;
+  throw new RolloutError(
+    'INVALID_ARGUMENT',
+    `--tp ${tp.size} on a GPU backend (webgpu): tensor-parallel layers all-reduce activations ` +
+      'inside each forward, which needs a synchronous read a GPU backend does not have; serve ' +
+      'with --tp 1 (the whole model on one GPU) or on the native backend (RL2_BACKEND=native)',
+  );
+}
+
 async function startEngine(options: ServeModelOptions, log: (line: string) => void) {
   const dir = options.modelDir ?? (await resolveServeModel(options.model, log));
   const tokenizer = await loadTokenizer(dir);
@@ -102,6 +116,7 @@ export async function followServeModel(
     ...(options.threads ? { threads: options.threads } : {}),
     logger: () => {},
   });
+  refuseTensorParallelOnDevice(options.tp);
   const dir = options.modelDir ?? (await resolveModelDir(options.model, { onProgress: () => {} }));
   await followTensorParallelEngine(dir, options.tp, log);
 }
@@ -119,6 +134,7 @@ export async function serveModel(options: ServeModelOptions): Promise<ServedMode
     ...(options.threads ? { threads: options.threads } : {}),
     logger: log,
   });
+  refuseTensorParallelOnDevice(options.tp);
   let started: Awaited<ReturnType<typeof startEngine>>;
   try {
     started = await startEngine(options, log);

@@ -26,6 +26,7 @@ export async function runDpo(config: DpoConfig, io: RunIo = {}): Promise<RunResu
         'actor',
       )
     : undefined;
+  await ref?.ready();
   try {
     return await runTrainingLoop({
       ...spec,

@@ -36,6 +36,13 @@ export interface TrainedModel {
   localOptimizerState(state: AdamWState): AdamWState;
   /** The global L2 norm of gradients of `params` after the step's reductions (a collective). */
   gradNorm(grads: NamedGrads): number | Promise<number>;
+  /**
+   * Before the passes (after construction; `layoutStep` does it per step): on a device backend
+   * under ZeRO-3 the shards are read and gathered here, outside the passes (a collective).
+   */
+  ready(): Promise<void>;
+  /** After the step's passes: on a device backend under ZeRO-3, the kept unit gradients reduce-scattered into `grads`. */
+  settleGrads(grads: NamedGrads): Promise<NamedGrads>;
   /** The parameters changed (after an optimizer step). */
   afterStep(): void;
   /** Frees the parameters this rank holds (not the loaded ones kept with `keepFull`). */
@@ -100,6 +107,8 @@ export function trainModel(
       fullOptimizerState: (s) => fullOptimizerState(s, tp),
       localOptimizerState: (s) => localOptimizerState(s, tp),
       gradNorm: (grads) => gradNorm(grads, norm),
+      ready: async () => {},
+      settleGrads: async (grads) => grads,
       afterStep: () => {},
       // with keepFull and no tp the model's variables are the loaded ones, kept for the caller
       dispose: () => (options.keepFull && !tp ? undefined : tf.dispose(Object.values(params))),
@@ -167,6 +176,8 @@ export function trainModel(
       };
     },
     gradNorm: (grads) => zero3.gradNorm(grads, norm),
+    ready: () => zero3.refresh(),
+    settleGrads: (grads) => zero3.settleGrads(grads),
     afterStep: () => zero3.invalidate(),
     dispose: () => tf.dispose(Object.values(zero3.shards)),
   };

@@ -126,6 +126,8 @@ export async function openPpoModels(
       ppoWorkerOptions(c, 'critic', trainedCritic, totalSteps * c.update_per_rollout),
     );
   }
+  // ZeRO-3 on a device backend: the shards are gathered before any pass (no-op elsewhere)
+  for (const w of [actor, ref, critic]) await w?.trained.ready();
   if (saved) {
     actor.optimizer?.loadState(trainedActor.localOptimizerState(saved.actor));
     if (critic) critic.optimizer?.loadState(critic.trained.localOptimizerState(saved.critic));

@@ -104,6 +104,7 @@ export async function openRun(
         out.write(`rl2 ${kind}: ${line}\n`);
     const layout = planRankLayout(world, section, key);
     const trained = trainModel(full, layout, key);
+    await trained.ready();
     const model = trained.model;
     return {
       model,

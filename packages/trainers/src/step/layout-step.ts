@@ -47,7 +47,9 @@ export async function layoutStep<P>(o: {
   flags?: readonly number[];
 }): Promise<LayoutStepResult> {
   const { layout, trained } = o;
+  await trained.ready();
   const local = await accumulateGradients(o.bins, o.totals, o.objective, trained.params);
+  local.grads = await trained.settleGrads(local.grads);
   let flags = [...(o.flags ?? [])];
   // the reductions below span part of the world under tp or cp: the flags go round all of it
   if (flags.length > 0 && layout.world.size > Math.min(layout.replicas.size, layout.data.size))
@@ -79,6 +81,7 @@ export async function layoutStep<P>(o: {
       release: true,
     });
     trained.afterStep();
+    await trained.ready(); // validation and checkpoints between steps read the new parameters
   } else tf.dispose(Object.values(grads)); // a NaN/Inf update would poison every weight it touches
   freeDisposedBuffers(); // the step's gradients and temporaries go back to malloc for the next step
   return { loss: res.loss, metrics: res.metrics, gradNorm: norm, flags: res.flags, applied };

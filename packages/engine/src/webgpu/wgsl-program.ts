@@ -1,0 +1,39 @@
+// What the WGSL kernels use of tfjs-backend-webgpu's custom program mechanism (WebGPUProgram and
+// runWebGPUProgram), typed structurally so the engine loads without the webgpu package, and
+// their registration once the backend has started.
+import { getKernel, registerKernel, type TensorInfo } from '@tensorflow/tfjs-core';
+import { LOGPROB_STATS_KERNELS } from './wgsl-logprob-stats.js';
+import { RMS_NORM_KERNELS } from './wgsl-rms-norm.js';
+import { SWIGLU_KERNELS } from './wgsl-swiglu.js';
+
+/**
+ * A WGSL program as tfjs-backend-webgpu 4.22 runs it: the user code's `fn main(index : i32)`
+ * reads the `variableNames` storage arrays and writes `result`; sizes belong in `uniforms` (the
+ * pipeline is cached by `shaderKey` and the inputs' ranks, not their sizes).
+ */
+export interface Program {
+  variableNames: string[];
+  outputShape: number[];
+  shaderKey: string;
+  dispatchLayout: { x: number[] };
+  dispatch: [number, number, number];
+  workgroupSize: [number, number, number];
+  uniforms?: string;
+  getUserCode(): string;
+}
+
+export interface WebGpuBackendLike {
+  runWebGPUProgram(
+    program: Program,
+    inputs: TensorInfo[],
+    dtype: 'float32',
+    uniforms?: { type: 'float32' | 'int32'; data: number[] }[],
+  ): TensorInfo;
+  disposeData(dataId: object): void;
+}
+
+/** Registers the WGSL kernels for the webgpu backend (once; after it started). */
+export function registerWgslKernels(): void {
+  for (const k of [...RMS_NORM_KERNELS, ...SWIGLU_KERNELS, ...LOGPROB_STATS_KERNELS])
+    if (!getKernel(k.kernelName, k.backendName)) registerKernel(k);
+}

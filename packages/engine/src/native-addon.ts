@@ -356,7 +356,18 @@ export function loadNativeAddon(
   return failed ?? { ok: false, reason: missing.join('; ') };
 }
 
+/**
+ * OPENBLAS_THREAD_TIMEOUT the addon loads with unless the environment sets one: OpenBLAS's worker
+ * threads wait for the next product by spinning 2^N cycles before they sleep (N = 28 by default,
+ * ~0.1 s), so between the sgemm calls of a training step, while the other kernels run on the
+ * main thread, every worker burns a core: at 2 threads a fifth of a step's CPU time. With 4 they
+ * sleep at once and are woken by the next product (microseconds, once per sgemm call).
+ */
+export const OPENBLAS_THREAD_TIMEOUT = '4';
+
 function loadAddonFile(path: string, from: string): NativeLoad {
+  // OpenBLAS reads its environment when the addon is loaded (a library constructor)
+  process.env.OPENBLAS_THREAD_TIMEOUT ??= OPENBLAS_THREAD_TIMEOUT;
   try {
     const addon = createRequire(import.meta.url)(path) as NativeAddon;
     if (typeof addon.gemm !== 'function')

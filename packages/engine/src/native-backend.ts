@@ -78,7 +78,11 @@ export function registerNativeBackend(
     const kernelFunc =
       override && addon ? override.make(addon, config.kernelFunc) : config.kernelFunc;
     if (!getKernel(config.kernelName, backendName))
-      registerKernel({ ...config, backendName, kernelFunc: countingKernel(kernelFunc) });
+      registerKernel({
+        ...config,
+        backendName,
+        kernelFunc: countingKernel(kernelFunc, config.kernelName),
+      });
   }
   if (!addon) useJsSegmentSum(backendName); // without the addon: still not the O(segments x rows) stock one
   if (addon) {
@@ -94,7 +98,10 @@ export function registerNativeBackend(
     ].flatMap((k) => k(addon, backendName));
     for (const config of fused) {
       if (!getKernel(config.kernelName, backendName))
-        registerKernel({ ...config, kernelFunc: countingKernel(config.kernelFunc) });
+        registerKernel({
+          ...config,
+          kernelFunc: countingKernel(config.kernelFunc, config.kernelName),
+        });
     }
     addonsByBackend.set(backendName, addon);
   }

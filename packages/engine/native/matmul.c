@@ -82,10 +82,12 @@ KERNEL(gemm) {
   int configured = openblas_get_num_threads(), threads = configured;
   if (threads > MAX_GEMM_THREADS) threads = MAX_GEMM_THREADS;
   if (threads > batch) threads = (int)batch;
-  /* whole matrices per thread whenever there are enough of them: no OpenBLAS worker
-     hand-offs (which stall when the machine is oversubscribed), and small products, which
-     OpenBLAS cannot split well, run in parallel too */
-  if (threads > 1 && (batch >= threads || M * N * K <= (int64_t)(1 << 21))) {
+  /* whole matrices per thread when they divide evenly (or there are many: at most a quarter
+     idle): no OpenBLAS worker hand-offs (which stall when the machine is oversubscribed), and
+     small products, which OpenBLAS cannot split well, run in parallel too; otherwise (3 large
+     matrices on 2 threads) one OpenBLAS-threaded product after the other keeps every thread busy */
+  int even = batch % threads == 0 || batch >= 4 * (int64_t)threads;
+  if (threads > 1 && ((batch >= threads && even) || M * N * K <= (int64_t)(1 << 21))) {
     gemm_batched_parallel(&job, threads, configured);
     return NULL;
   }

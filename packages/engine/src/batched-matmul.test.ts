@@ -74,4 +74,25 @@ describe.skipIf(!load.ok)('batched matMul equals the per-batch plain products', 
       expect(maxDiff(dw.dataSync(), sum.dataSync())).toBeLessThan(1e-3);
     },
   );
+
+  it.each([
+    [false, false],
+    [true, false],
+    [false, true],
+    [true, true],
+  ])('a 2D product split by rows over 2 threads equals it on 1 thread (tA=%s, tB=%s)', (ta, tb) => {
+    if (!load.ok) return;
+    const a = seeded(ta ? [128, 300] : [300, 128], 7); // M = 300: 160 + 140 rows
+    const b = seeded(tb ? [160, 128] : [128, 160], 8);
+    const two = tf.matMul(a, b, ta, tb);
+    const folded = tf.matMul(tf.reshape(a, ta ? [1, 128, 300] : [3, 100, 128]), b, ta, tb);
+    load.addon.setThreads(1);
+    try {
+      const one = tf.matMul(a, b, ta, tb);
+      expect(maxDiff(two.dataSync(), one.dataSync())).toBeLessThan(1e-4);
+      expect(maxDiff(folded.dataSync(), one.dataSync())).toBeLessThan(1e-4);
+    } finally {
+      load.addon.setThreads(2);
+    }
+  });
 });

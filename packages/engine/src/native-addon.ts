@@ -366,8 +366,10 @@ export function loadNativeAddon(
 export const OPENBLAS_THREAD_TIMEOUT = '4';
 
 function loadAddonFile(path: string, from: string): NativeLoad {
-  // OpenBLAS reads its environment when the addon is loaded (a library constructor)
-  process.env.OPENBLAS_THREAD_TIMEOUT ??= OPENBLAS_THREAD_TIMEOUT;
+  // OpenBLAS reads its environment once, when the addon is loaded (a library constructor); the
+  // variable is removed again so child processes (PyTorch in the benches) keep their defaults
+  const ownTimeout = process.env.OPENBLAS_THREAD_TIMEOUT === undefined;
+  if (ownTimeout) process.env.OPENBLAS_THREAD_TIMEOUT = OPENBLAS_THREAD_TIMEOUT;
   try {
     const addon = createRequire(import.meta.url)(path) as NativeAddon;
     if (typeof addon.gemm !== 'function')
@@ -383,5 +385,7 @@ function loadAddonFile(path: string, from: string): NativeLoad {
   } catch (err) {
     const message = err instanceof Error ? err.message.split('\n')[0] : String(err);
     return { ok: false, reason: `${path} failed to load: ${message}`, path };
+  } finally {
+    if (ownTimeout) delete process.env.OPENBLAS_THREAD_TIMEOUT;
   }
 }

@@ -13,6 +13,7 @@ import { elementwiseOverrides } from './kernels/native-elementwise.js';
 import { indexOverrides } from './kernels/native-gather.js';
 import type { NativeKernelOverride } from './kernels/native-kernel.js';
 import { copyOverrides } from './kernels/copy-kernels.js';
+import { unpackOverride } from './kernels/unpack-kernel.js';
 import { batchMatMulOverride, fusedMatMulOverride } from './kernels/native-matmul.js';
 import { reduceOverrides } from './kernels/native-reduce.js';
 import type { NativeAddon } from './native-addon.js';
@@ -56,6 +57,7 @@ export function nativeKernelOverrides(
     ...reduceOverrides,
     ...indexOverrides,
     ...copyOverrides,
+    unpackOverride,
   ];
 }
 

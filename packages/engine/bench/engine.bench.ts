@@ -1,7 +1,11 @@
-// `pnpm bench engine [--threads N] [--no-cpu] [--no-matmul] [--no-train] [--no-torch] [--batch B] [--steps S] [--composite-loss]`
+// `pnpm bench engine [--threads N] [--rounds R] [--no-cpu] [--no-matmul] [--no-batched] [--no-train] [--no-torch]
+// [--batch B] [--steps S] [--composite-loss]`
 // GFLOP/s of matMul shapes from a tiny Llama step (plain, A^T B, A B^T, batched attention) on
-// every backend this machine has, next to numpy/OpenBLAS sgemm in the same run, then the
-// training-step throughput of a tiny Llama (vocab 8192, hidden 256, 4 layers, 4 heads, MLP 768).
+// every backend this machine has, next to numpy/OpenBLAS sgemm in the same run; batched
+// [4, 512, 256] x [4, 256, 512] (forward and its gradient's two products) against the plain 512^3
+// product on native, R alternating rounds (default 3), medians; then the training-step throughput
+// of a tiny Llama (vocab 8192, hidden 256, 4 layers, 4 heads, MLP 768). The load (uptime) is
+// printed at the start and the end.
 import { spawnSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +13,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { type EngineBackend, initEngine } from '../src/index.js';
 import { tinyLlamaStep } from './engine-tiny-llama.js';
 import { numberOption } from './bench-option.js';
+import { batchedVsPlain } from './batched-vs-plain.js';
 
 const argv = process.argv.slice(2);
 const flag = (name: string) => argv.includes(`--${name}`);
@@ -148,7 +153,11 @@ const fmt = (x: number | undefined, digits = 1) =>
 const pad = (s: string, n: number) => s.padEnd(n);
 const W = 52;
 
+const uptime = () =>
+  spawnSync('uptime', { encoding: 'utf8' }).stdout?.trim() ?? 'uptime unavailable';
+
 async function main(): Promise<void> {
+  console.log(`start: ${uptime()}`);
   const lines: string[] = [];
   const backends: EngineBackend[] = flag('no-matmul')
     ? []
@@ -167,7 +176,12 @@ async function main(): Promise<void> {
   if (numpy) table.set('numpy', numpy);
   for (const l of lines) console.log(l);
   if (!flag('no-matmul')) printTable(table, numpy);
+  if (!flag('no-batched')) {
+    await initEngine({ backend: 'native', threads, logger: () => {}, env: {} });
+    if (tf.getBackend() === 'native') batchedVsPlain(numberOption('rounds', 3), threads);
+  }
   if (!flag('no-train')) await trainStep();
+  console.log(`\nend: ${uptime()}`);
 }
 
 function printTable(table: Map<string, number[]>, numpy: number[] | undefined): void {

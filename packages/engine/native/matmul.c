@@ -54,6 +54,50 @@ static void gemm_batched_parallel(const struct gemm_job *all, int threads, int c
   openblas_set_num_threads(configured);
 }
 
+/*
+ * One product (job->b0 only) split by rows of C over the configured threads, each running a
+ * single-threaded sgemm on its rows (A's rows, or A's columns when transposed; all of B):
+ * OpenBLAS's own threading shares packed blocks of B between its workers, who wait for each
+ * other spinning, and on an oversubscribed machine a worker spins while its partner is off the
+ * CPU. Here each thread packs B itself (O(K N) against O(M K N / threads) of work) and the only
+ * wait is the join at the end, asleep. Products too small or too flat to split run as one call.
+ */
+static void gemm_one(const struct gemm_job *job, int configured) {
+  int64_t M = job->M, N = job->N, K = job->K;
+  int threads = configured;
+  if (threads > MAX_GEMM_THREADS) threads = MAX_GEMM_THREADS;
+  if (threads > 1 && M / threads < 64) threads = (int)(M / 64);
+  if (threads <= 1 || M * N * K < (int64_t)(1 << 22)) {
+    gemm_slice((void *)job);
+    return;
+  }
+  pthread_t tids[MAX_GEMM_THREADS];
+  struct gemm_job jobs[MAX_GEMM_THREADS];
+  int created[MAX_GEMM_THREADS] = {0};
+  int64_t per = (M + threads - 1) / threads;
+  per = (per + 15) / 16 * 16; /* whole 16-row tiles of the sgemm kernels per thread */
+  const float *A = job->A + job->b0 * job->sa, *B = job->B + job->b0 * job->sb;
+  float *C = job->C + job->b0 * M * N;
+  openblas_set_num_threads(1);
+  for (int t = 0; t < threads; t++) {
+    int64_t m0 = t * per < M ? t * per : M, m1 = (t + 1) * per < M ? (t + 1) * per : M;
+    jobs[t] = *job;
+    jobs[t].b0 = 0;
+    jobs[t].b1 = m1 > m0 ? 1 : 0;
+    jobs[t].M = m1 - m0;
+    jobs[t].A = job->ta == CblasTrans ? A + m0 : A + m0 * job->lda;
+    jobs[t].B = B;
+    jobs[t].C = C + m0 * N;
+    if (m1 <= m0) continue;
+    created[t] = t < threads - 1 && pthread_create(&tids[t], NULL, gemm_slice, &jobs[t]) == 0;
+    if (!created[t]) gemm_slice(&jobs[t]);
+  }
+  for (int t = 0; t < threads; t++) {
+    if (created[t]) pthread_join(tids[t], NULL);
+  }
+  openblas_set_num_threads(configured);
+}
+
 KERNEL(gemm) {
   int ta, tb;
   int64_t batch, M, N, K, sa, sb;
@@ -73,23 +117,31 @@ KERNEL(gemm) {
   }
   int lda = ta ? (int)M : (int)K, ldb = tb ? (int)K : (int)N;
   CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+  int configured = openblas_get_num_threads();
   if (batch > 1 && sb == 0 && !ta && sa == M * K) {
-    cblas_sgemm(CblasRowMajor, TA, TB, (int)(batch * M), (int)N, (int)K, 1.0f, A, lda, B, ldb,
-                0.0f, C, (int)N);
+    struct gemm_job one = {TA, TB, 0, 1, batch * M, N, K, 0, 0, lda, ldb, A, B, C};
+    gemm_one(&one, configured);
     return NULL;
   }
   struct gemm_job job = {TA, TB, 0, batch, M, N, K, sa, sb, lda, ldb, A, B, C};
-  int configured = openblas_get_num_threads(), threads = configured;
+  int threads = configured;
   if (threads > MAX_GEMM_THREADS) threads = MAX_GEMM_THREADS;
   if (threads > batch) threads = (int)batch;
-  /* whole matrices per thread whenever there are enough of them: no OpenBLAS worker
-     hand-offs (which stall when the machine is oversubscribed), and small products, which
-     OpenBLAS cannot split well, run in parallel too */
-  if (threads > 1 && (batch >= threads || M * N * K <= (int64_t)(1 << 21))) {
+  /* whole matrices per thread when they divide evenly (or there are many: at most a quarter
+     idle): no OpenBLAS worker hand-offs (which stall when the machine is oversubscribed), and
+     small products, which OpenBLAS cannot split well, run in parallel too; otherwise (3 large
+     matrices on 2 threads) one OpenBLAS-threaded product after the other keeps every thread busy */
+  int even = batch % threads == 0 || batch >= 4 * (int64_t)threads;
+  if (threads > 1 && ((batch >= threads && even) || M * N * K <= (int64_t)(1 << 21))) {
     gemm_batched_parallel(&job, threads, configured);
     return NULL;
   }
-  gemm_slice(&job);
+  for (int64_t b = 0; b < batch; b++) {
+    struct gemm_job one = job;
+    one.b0 = b;
+    one.b1 = b + 1;
+    gemm_one(&one, configured);
+  }
   return NULL;
 }
 

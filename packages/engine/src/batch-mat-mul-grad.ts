@@ -22,6 +22,26 @@ export function reduceToShape(grad: Tensor, shape: readonly number[]): Tensor {
   return reshape(axes.length > 0 ? sum(grad, axes) : grad, [...shape]);
 }
 
+/** Whether `shape` is one matrix: rank 2, or every batch dim 1. */
+function isOneMatrix(shape: readonly number[]): boolean {
+  return shape.slice(0, -2).every((d) => d === 1);
+}
+
+/**
+ * dB of `op(a) @ op(b)` when b is one matrix shared by a batched a (x [B, T, K] @ w [K, N]) and
+ * a is not transposed: sum_b a_b^T g_b is one product of the flattened batch, a [B*T, K]^T
+ * g [B*T, N], instead of B products and a sum over a [B, K, N] temporary.
+ */
+function sharedWeightGrad(a: Tensor, g: Tensor, b: Tensor, transposeB: boolean): Tensor {
+  const k = a.shape[a.shape.length - 1]!;
+  const n = g.shape[g.shape.length - 1]!;
+  const a2 = reshape(a, [-1, k]);
+  const g2 = reshape(g, [-1, n]);
+  return reshape(transposeB ? matMul(g2, a2, true, false) : matMul(a2, g2, true, false), [
+    ...b.shape,
+  ]);
+}
+
 export const batchMatMulGradConfig: GradConfig = {
   kernelName: 'BatchMatMul',
   inputsToSave: ['a', 'b'],
@@ -35,6 +55,8 @@ export const batchMatMulGradConfig: GradConfig = {
       return transposeB ? matMul(b, g, true, true) : matMul(b, g, false, true);
     };
     const db = (): Tensor => {
+      if (!transposeA && a.shape.length > 2 && !isOneMatrix(a.shape) && isOneMatrix(b.shape))
+        return sharedWeightGrad(a, g, b, !!transposeB);
       if (!transposeB) return transposeA ? matMul(a, g) : matMul(a, g, true, false);
       return transposeA ? matMul(g, a, true, true) : matMul(g, a, true, false);
     };

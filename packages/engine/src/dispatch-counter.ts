@@ -3,6 +3,7 @@
 // engine's decode kernels. A decode step's count is the figure to bring down: each dispatch
 // costs tens of microseconds of tfjs bookkeeping whatever its size.
 import type { KernelFunc } from '@tensorflow/tfjs-core';
+import { timedCall } from './kernel-profile.js';
 
 let dispatches = 0;
 
@@ -16,10 +17,10 @@ export function countDispatches(n = 1): void {
   dispatches += n;
 }
 
-/** `kernelFunc` counting one dispatch per call. */
-export function countingKernel(kernelFunc: KernelFunc): KernelFunc {
+/** `kernelFunc` counting one dispatch per call (and timed as `name` while a kernel profile records). */
+export function countingKernel(kernelFunc: KernelFunc, name = 'unnamed'): KernelFunc {
   return ((args: never) => {
     dispatches += 1;
-    return kernelFunc(args);
+    return timedCall(name, kernelFunc, args);
   }) as KernelFunc;
 }

@@ -38,6 +38,9 @@ export { decodeKernels } from './fused/fused-decode.js';
 export type { DecodeDims, DecodeKernels, DecodeLayerWeights } from './fused/fused-decode.js';
 // How many kernels ran: the figure to watch per decode step or training step.
 export { kernelDispatches } from './dispatch-counter.js';
+// Per-kernel self time per phase of a training step (the `pnpm bench train-profile` breakdown).
+export { setProfilePhase, startKernelProfile, stopKernelProfile } from './kernel-profile.js';
+export type { KernelProfile, KernelTiming } from './kernel-profile.js';
 
 // Lower level: register the native backend yourself, or see why the C addon did not load.
 export { NATIVE_BACKEND, registerNativeBackend } from './native-backend.js';

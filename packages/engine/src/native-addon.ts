@@ -356,7 +356,20 @@ export function loadNativeAddon(
   return failed ?? { ok: false, reason: missing.join('; ') };
 }
 
+/**
+ * OPENBLAS_THREAD_TIMEOUT the addon loads with unless the environment sets one: OpenBLAS's worker
+ * threads wait for the next product by spinning 2^N cycles before they sleep (N = 28 by default,
+ * ~0.1 s), so between the sgemm calls of a training step, while the other kernels run on the
+ * main thread, every worker burns a core: at 2 threads a fifth of a step's CPU time. With 4 they
+ * sleep at once and are woken by the next product (microseconds, once per sgemm call).
+ */
+export const OPENBLAS_THREAD_TIMEOUT = '4';
+
 function loadAddonFile(path: string, from: string): NativeLoad {
+  // OpenBLAS reads its environment once, when the addon is loaded (a library constructor); the
+  // variable is removed again so child processes (PyTorch in the benches) keep their defaults
+  const ownTimeout = process.env.OPENBLAS_THREAD_TIMEOUT === undefined;
+  if (ownTimeout) process.env.OPENBLAS_THREAD_TIMEOUT = OPENBLAS_THREAD_TIMEOUT;
   try {
     const addon = createRequire(import.meta.url)(path) as NativeAddon;
     if (typeof addon.gemm !== 'function')
@@ -372,5 +385,7 @@ function loadAddonFile(path: string, from: string): NativeLoad {
   } catch (err) {
     const message = err instanceof Error ? err.message.split('\n')[0] : String(err);
     return { ok: false, reason: `${path} failed to load: ${message}`, path };
+  } finally {
+    if (ownTimeout) delete process.env.OPENBLAS_THREAD_TIMEOUT;
   }
 }

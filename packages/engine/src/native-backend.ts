@@ -13,6 +13,7 @@ import { elementwiseOverrides } from './kernels/native-elementwise.js';
 import { indexOverrides } from './kernels/native-gather.js';
 import type { NativeKernelOverride } from './kernels/native-kernel.js';
 import { copyOverrides } from './kernels/copy-kernels.js';
+import { unpackOverride } from './kernels/unpack-kernel.js';
 import { batchMatMulOverride, fusedMatMulOverride } from './kernels/native-matmul.js';
 import { reduceOverrides } from './kernels/native-reduce.js';
 import type { NativeAddon } from './native-addon.js';
@@ -56,6 +57,7 @@ export function nativeKernelOverrides(
     ...reduceOverrides,
     ...indexOverrides,
     ...copyOverrides,
+    unpackOverride,
   ];
 }
 
@@ -78,7 +80,11 @@ export function registerNativeBackend(
     const kernelFunc =
       override && addon ? override.make(addon, config.kernelFunc) : config.kernelFunc;
     if (!getKernel(config.kernelName, backendName))
-      registerKernel({ ...config, backendName, kernelFunc: countingKernel(kernelFunc) });
+      registerKernel({
+        ...config,
+        backendName,
+        kernelFunc: countingKernel(kernelFunc, config.kernelName),
+      });
   }
   if (!addon) useJsSegmentSum(backendName); // without the addon: still not the O(segments x rows) stock one
   if (addon) {
@@ -94,7 +100,10 @@ export function registerNativeBackend(
     ].flatMap((k) => k(addon, backendName));
     for (const config of fused) {
       if (!getKernel(config.kernelName, backendName))
-        registerKernel({ ...config, kernelFunc: countingKernel(config.kernelFunc) });
+        registerKernel({
+          ...config,
+          kernelFunc: countingKernel(config.kernelFunc, config.kernelName),
+        });
     }
     addonsByBackend.set(backendName, addon);
   }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch 1.13 CPU side of `pnpm bench models`: the same tiny Llama, trained with AdamW and
 sampled with a KV cache. Prints one JSON line. Usage:
-    python3 bench_torch.py train|generate --threads N [--steps S]
+    python3 bench_torch.py train|generate|profile --threads N [--steps S] [--top K]
 """
 import argparse
 import json
@@ -101,6 +101,38 @@ def train(args):
     return dict(tokens_per_s=args.batch * args.seq / dt, tokens_per_cpu_s=args.batch * args.seq * args.steps / cpu, s_per_step=dt, loss=float(loss))
 
 
+def profile(args):
+    """CPU ms per step of forward, backward and optimizer, and the ops with the most self CPU time."""
+    torch.manual_seed(0)
+    m = Model()
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4, weight_decay=0.01)
+    ids = torch.randint(0, V, (args.batch, args.seq + 1))
+    phases = dict(forward=0.0, backward=0.0, optimizer=0.0)
+
+    def step(timed):
+        marks = [time.process_time()]
+        logits = m(ids[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, V), ids[:, 1:].reshape(-1))
+        marks.append(time.process_time())
+        opt.zero_grad()
+        loss.backward()
+        marks.append(time.process_time())
+        opt.step()
+        marks.append(time.process_time())
+        if timed:
+            for i, k in enumerate(phases):
+                phases[k] += (marks[i + 1] - marks[i]) * 1000 / args.steps
+
+    step(False)
+    for _ in range(args.steps):
+        step(True)
+    with torch.autograd.profiler.profile() as prof:
+        step(False)
+    ops = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:args.top]
+    top = [dict(name=e.key, calls=e.count, self_cpu_ms=e.self_cpu_time_total / 1000) for e in ops]
+    return dict(phases_cpu_ms=phases, top_ops=top)
+
+
 @torch.no_grad()
 def generate(args):
     torch.manual_seed(0)
@@ -123,16 +155,17 @@ def generate(args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["train", "generate"])
+    ap.add_argument("mode", choices=["train", "generate", "profile"])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--new", type=int, default=128)
+    ap.add_argument("--top", type=int, default=12)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    res = train(args) if args.mode == "train" else generate(args)
+    res = dict(train=train, generate=generate, profile=profile)[args.mode](args)
     res.update(threads=args.threads, peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, torch=torch.__version__)
     print(json.dumps(res))
 

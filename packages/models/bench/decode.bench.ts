@@ -115,8 +115,10 @@ async function main() {
     ...(QUICK ? ['--quick'] : []),
   ];
   const rows: Row[] = [];
-  for (const dtype of ['float32', 'bfloat16'])
+  for (const dtype of ['float32', 'bfloat16']) {
     rows.push(run(tsx, [self, '--child', dtype, ...passThrough]) as Row);
+    console.log(JSON.stringify(rows[rows.length - 1])); // kept if a later engine fails
+  }
   const torchScript = join(HERE, '..', 'scripts', 'bench_decode_torch.py');
   const python = '/usr/bin/python3';
   const hasTorch =

@@ -220,7 +220,8 @@ export const ppoConfigSchema = z.strictObject({
     weight_dtype: option(
       z.enum(['auto', 'float32', 'bfloat16', 'float16']),
       'auto',
-      "weights' element type while the embedded generator decodes (auto: bfloat16 for a bfloat16 checkpoint, else float32); 16-bit halves the bytes a step reads, the mismatch is what actor.tis_coef corrects",
+      "weights' element type while the embedded generator decodes (auto: bfloat16 for a bfloat16 " +
+        'checkpoint, else float32); 16-bit halves the bytes a step reads, actor.tis_coef corrects the mismatch',
     ),
     save_rollouts: option(
       z.boolean(),

@@ -201,6 +201,46 @@ describe.skipIf(!hasNative)('generation with 16-bit weights', () => {
     v.dispose();
   });
 
+  it('with bfloat16 weights, a request joining a running batch gets the tokens it gets alone', async () => {
+    const alone = async (inputIds: number[], maxNewTokens: number) =>
+      (
+        await createGenerator(model, { weightDtype: 'bfloat16' }).generate({
+          inputIds,
+          temperature: 0,
+          maxNewTokens,
+          ignoreEos: true,
+        })
+      ).outputIds;
+    const gen = createGenerator(model, { maxBatch: 3, weightDtype: 'bfloat16' });
+    const running = gen.generate({
+      inputIds: [1, 17, 99, 5],
+      temperature: 0,
+      maxNewTokens: 12,
+      ignoreEos: true,
+    });
+    let joined: Promise<{ outputIds: number[] }> | undefined;
+    const first = gen.generate({
+      inputIds: [1, 8],
+      temperature: 0,
+      maxNewTokens: 3,
+      ignoreEos: true,
+      onToken: () => {
+        // joins between steps of the running batch
+        joined ??= gen.generate({
+          inputIds: [1, 50, 51, 52, 53],
+          temperature: 0,
+          maxNewTokens: 6,
+          ignoreEos: true,
+        });
+      },
+    });
+    const [a, b] = await Promise.all([running, first]);
+    const c = await joined!;
+    expect(a.outputIds).toEqual(await alone([1, 17, 99, 5], 12));
+    expect(b.outputIds).toEqual(await alone([1, 8], 3));
+    expect(c.outputIds).toEqual(await alone([1, 50, 51, 52, 53], 6));
+  });
+
   it('float32 fused decoding gives the greedy tokens of the tfjs path', async () => {
     const request = { inputIds: [1, 17, 99, 5], temperature: 0, maxNewTokens: 24, ignoreEos: true };
     const fused = await createGenerator(model).generate(request);

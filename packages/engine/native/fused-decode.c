@@ -3,9 +3,11 @@
 #include "kernels.h"
 
 /*
- * decodeLayer(x, weights, dims, eps, cos, sin, kCache, vCache, padLeft)
+ * decodeLayer(x, weights, dims, eps, cos, sin, kCache, vCache, padLeft(, weightDtype))
  *   x        [B, S, H], the residual stream, updated in place
- *   weights  JS array of DECODE_SLOTS Float32Arrays (null where the model has none), see enum
+ *   weights  JS array of DECODE_SLOTS Float32Arrays (null where the model has none), see enum;
+ *            with weightDtype RL2_WT_BF16 / RL2_WT_F16 the seven matrices are Uint16Arrays of
+ *            those bits (norms and biases stay Float32Arrays)
  *   dims     Int32Array [B, H, nH, nKv, d, F, cap, len(, S)] (S 1 when absent)
  *   cos/sin  [B, S, d] RoPE tables of each new token's position (rotate-half layout)
  *   kCache/vCache [B, nKv, cap, d]: columns padLeft[b] .. len-1 hold row b's earlier keys/values
@@ -16,9 +18,10 @@
  *   h = rms(x) ; q, k, v = h Wq^T (+b), h Wk^T (+b), h Wv^T (+b) ; q, k = rms per head (Qwen3)
  *   q, k = rope(q), rope(k) ; cache[len + s] = k, v ; a = softmax(q K^T / sqrt(d)) V per head
  *   x += a Wo^T (+b) ; h = rms(x) ; x += (silu(h Wg^T) * (h Wu^T)) Wd^T (each + bias if given)
- * Projections are cblas_sgemm over chunks of at most DECODE_CHUNK tokens (scratch stays small
- * for long prompts), threaded only when a product is large (a few rows times a small matrix
- * finishes before threads pay off, and idle OpenBLAS threads spin on the CPU). Attention is
+ * Projections of at most SKINNY_ROWS tokens (a decode step) are decode-linear.c's skinny
+ * products on every thread, one pass over each weight; larger ones are cblas_sgemm over chunks
+ * of at most DECODE_CHUNK tokens (scratch stays small for long prompts; 16-bit weights are
+ * widened to a float32 copy first), threaded only when a product is large. Attention is
  * split over (row, kv head) groups: plain loops for one token, for S > 1 query and key tiles
  * with an online softmax (FlashAttention, Dao et al. 2022, https://arxiv.org/abs/2205.14135),
  * so no S x S block exists. It writes its output over q (each tile reads only its own queries).
@@ -29,6 +32,9 @@ enum {
   W_IN_NORM, W_Q, W_K, W_V, B_Q, B_K, B_V, W_Q_NORM, W_K_NORM, W_O, B_O, W_POST_NORM, W_GATE, W_UP, W_DOWN,
   B_GATE, B_UP, B_DOWN, DECODE_SLOTS
 };
+
+/* Most tokens per call that take the skinny products. */
+#define SKINNY_ROWS 64
 
 /* Tokens per projection chunk: the chunk's scratch is DECODE_CHUNK x (H + 2 nKv d + 2 F) floats. */
 #define DECODE_CHUNK 256
@@ -55,9 +61,9 @@ HOT static void rms_rows(const float *x, const float *w, int64_t rows, int64_t h
   }
 }
 
-/* y [rows, out] = x [rows, in] W^T (+ bias), beta 1 into y when `accumulate` */
-static void linear_rows(const float *x, const float *w, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
-                        int accumulate) {
+/* sgemm of y [rows, out] = x [rows, in] W^T (+ bias), beta 1 into y when `accumulate` */
+static void sgemm_rows(const float *x, const float *w, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
+                       int accumulate) {
   float beta = 0.0f;
   if (bias) {
     for (int64_t r = 0; r < rows; r++)
@@ -71,6 +77,25 @@ static void linear_rows(const float *x, const float *w, const float *bias, int64
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)out, (int)in, 1.0f, x, (int)in, w, (int)in, beta, y,
               (int)out);
   if (small && configured > 1) openblas_set_num_threads(configured);
+}
+
+/* y [rows, out] = x [rows, in] W^T (+ bias), W of `dtype`; 0 when out of memory */
+static int linear_rows(const float *x, const void *w, int dtype, const float *bias, int64_t rows, int64_t in, int64_t out,
+                       float *y, int accumulate) {
+  if (rows <= SKINNY_ROWS) {
+    skinny_linear(x, w, dtype, bias, rows, in, out, y, accumulate, openblas_get_num_threads());
+    return 1;
+  }
+  if (dtype == RL2_WT_F32) {
+    sgemm_rows(x, (const float *)w, bias, rows, in, out, y, accumulate);
+    return 1;
+  }
+  float *wf = malloc(sizeof(float) * (size_t)(in * out));
+  if (!wf) return 0;
+  weights_to_float(w, dtype, in * out, wf);
+  sgemm_rows(x, wf, bias, rows, in, out, y, accumulate);
+  free(wf);
+  return 1;
 }
 
 /* x [rows, heads, d] in place: rotate-half RoPE with cos/sin [rows, d] */
@@ -183,8 +208,14 @@ HOT static void silu_mul(float *g, const float *u, int64_t n) {
   }
 }
 
-/* Reads `slots` entries of the JS array `arr` as Float32Arrays (NULL for null/undefined). */
-static int read_weights(napi_env env, napi_value arr, float **w, size_t *len, int slots) {
+/* the slots holding matrices (Uint16Array when the weights are 16-bit) */
+static int is_matrix(int slot) {
+  return slot == W_Q || slot == W_K || slot == W_V || slot == W_O || slot == W_GATE || slot == W_UP || slot == W_DOWN;
+}
+
+/* Reads `slots` entries of the JS array `arr` (NULL for null/undefined): Float32Arrays, or
+   Uint16Arrays in the matrix slots when `dtype` is 16-bit. */
+static int read_weights(napi_env env, napi_value arr, void **w, size_t *len, int slots, int dtype) {
   uint32_t n = 0;
   if (napi_get_array_length(env, arr, &n) != napi_ok || n < (uint32_t)slots) return 0;
   for (int i = 0; i < slots; i++) {
@@ -196,20 +227,27 @@ static int read_weights(napi_env env, napi_value arr, float **w, size_t *len, in
     if (t == napi_null || t == napi_undefined) continue;
     napi_typedarray_type type;
     void *ptr;
-    if (napi_get_typedarray_info(env, v, &type, &len[i], &ptr, NULL, NULL) != napi_ok || type != napi_float32_array) return 0;
-    w[i] = (float *)ptr;
+    napi_typedarray_type want = dtype != RL2_WT_F32 && is_matrix(i) ? napi_uint16_array : napi_float32_array;
+    if (napi_get_typedarray_info(env, v, &type, &len[i], &ptr, NULL, NULL) != napi_ok || type != want) return 0;
+    w[i] = ptr;
   }
   return 1;
 }
 
 KERNEL(decode_layer) {
-  size_t argc = 9;
-  napi_value argv[9];
+  size_t argc = 10;
+  napi_value argv[10];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 9) FAIL("decodeLayer expects x, weights[], dims, eps, cos, sin, kCache, vCache, padLeft");
-  float *W[DECODE_SLOTS];
+  if (argc < 9) FAIL("decodeLayer expects x, weights[], dims, eps, cos, sin, kCache, vCache, padLeft(, weightDtype)");
+  int32_t dtype = RL2_WT_F32;
+  if (argc > 9 && (napi_get_value_int32(env, argv[9], &dtype) != napi_ok || dtype < RL2_WT_F32 || dtype > RL2_WT_F16))
+    FAIL("decodeLayer: weightDtype must be 0 (float32), 1 (bfloat16) or 2 (float16)");
+  void *WV[DECODE_SLOTS];
   size_t WL[DECODE_SLOTS];
-  if (!read_weights(env, argv[1], W, WL, DECODE_SLOTS)) FAIL("decodeLayer: weights must be an array of Float32Array or null");
+  if (!read_weights(env, argv[1], WV, WL, DECODE_SLOTS, dtype))
+    FAIL("decodeLayer: weights must be an array of Float32Array (Uint16Array matrices for 16-bit weights) or null");
+  float *W[DECODE_SLOTS];
+  for (int i = 0; i < DECODE_SLOTS; i++) W[i] = (float *)WV[i];
   float *x, *cs, *sn, *kc, *vc;
   int32_t *pad;
   size_t lx, lcs, lsn, lkc, lvc, lpad;
@@ -261,14 +299,15 @@ KERNEL(decode_layer) {
   if (!q) FAIL("decodeLayer: out of memory");
   float *h = q + n * qw, *k = h + ch * H, *v = k + ch * kw, *g = v + ch * kw, *u = g + ch * F;
   float e = (float)eps;
+  int ok = 1;
 
   for (int64_t r0 = 0; r0 < n; r0 += ch) {
     int64_t m = n - r0 < ch ? n - r0 : ch;
     float *qc = q + r0 * qw;
     rms_rows(x + r0 * H, W[W_IN_NORM], m, H, e, h);
-    linear_rows(h, W[W_Q], W[B_Q], m, H, qw, qc, 0);
-    linear_rows(h, W[W_K], W[B_K], m, H, kw, k, 0);
-    linear_rows(h, W[W_V], W[B_V], m, H, kw, v, 0);
+    ok = ok && linear_rows(h, WV[W_Q], dtype, W[B_Q], m, H, qw, qc, 0);
+    ok = ok && linear_rows(h, WV[W_K], dtype, W[B_K], m, H, kw, k, 0);
+    ok = ok && linear_rows(h, WV[W_V], dtype, W[B_V], m, H, kw, v, 0);
     if (W[W_Q_NORM]) rms_rows(qc, W[W_Q_NORM], m * nH, d, e, qc);
     if (W[W_K_NORM]) rms_rows(k, W[W_K_NORM], m * nKv, d, e, k);
     rope_rows(qc, cs + r0 * d, sn + r0 * d, m, nH, d);
@@ -283,11 +322,15 @@ KERNEL(decode_layer) {
     }
   }
 
+  if (!ok) {
+    free(q);
+    FAIL("decodeLayer: out of memory widening 16-bit weights");
+  }
   struct decode_attn c = {q, kc, vc, pad, nH, nKv, d, cap, len, S, 1.0f / sqrtf((float)d), 0};
   int threads = openblas_get_num_threads();
   if (S == 1) {
     int64_t work = B * nH * (len + 1) * d;
-    if (work >= DECODE_THREAD_WORK / 4) parallel_for_threads(B * nKv, threads, decode_attn_groups, &c);
+    if (work >= DECODE_THREAD_WORK / 64) parallel_for_threads(B * nKv, threads, decode_attn_groups, &c);
     else decode_attn_groups(&c, 0, B * nKv);
   } else {
     /* each group's tiles run single-threaded sgemm, the groups split over the threads */
@@ -304,13 +347,14 @@ KERNEL(decode_layer) {
   for (int64_t r0 = 0; r0 < n; r0 += ch) {
     int64_t m = n - r0 < ch ? n - r0 : ch;
     float *xc = x + r0 * H;
-    linear_rows(q + r0 * qw, W[W_O], W[B_O], m, qw, H, xc, 1);
+    ok = ok && linear_rows(q + r0 * qw, WV[W_O], dtype, W[B_O], m, qw, H, xc, 1);
     rms_rows(xc, W[W_POST_NORM], m, H, e, h);
-    linear_rows(h, W[W_GATE], W[B_GATE], m, H, F, g, 0);
-    linear_rows(h, W[W_UP], W[B_UP], m, H, F, u, 0);
+    ok = ok && linear_rows(h, WV[W_GATE], dtype, W[B_GATE], m, H, F, g, 0);
+    ok = ok && linear_rows(h, WV[W_UP], dtype, W[B_UP], m, H, F, u, 0);
     silu_mul(g, u, m * F);
-    linear_rows(g, W[W_DOWN], W[B_DOWN], m, F, H, xc, 1);
+    ok = ok && linear_rows(g, WV[W_DOWN], dtype, W[B_DOWN], m, F, H, xc, 1);
   }
   free(q);
+  if (!ok) FAIL("decodeLayer: out of memory widening 16-bit weights");
   return NULL;
 }

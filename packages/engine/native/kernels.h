@@ -5,7 +5,8 @@
  * Every kernel works on caller-owned TypedArrays (tensors stay plain JS memory, no 4 GiB wasm
  * heap) and writes into an output array the caller allocated. Matrix products go to OpenBLAS
  * cblas_sgemm (or Accelerate's on macOS); the rest are plain loops the compiler vectorises,
- * split over pthreads when large. No thread outlives a call: the Node event loop is never held.
+ * split over a persistent pool of pthreads when large (parallel.c: idle workers sleep, and no
+ * kernel returns before its work is done, so the Node event loop is never held).
  */
 #ifndef RL2_KERNELS_H
 #define RL2_KERNELS_H
@@ -40,7 +41,7 @@ extern int rl2_threads;
 
 /*
  * parallel_for: runs fn(ctx, begin, end) over [0, n) split across the configured thread count
- * (setThreads), when each piece gets at least `grain` units; pthreads are joined before it
+ * (setThreads), when each piece gets at least `grain` units; every piece is done before it
  * returns. Elementwise work on large tensors is memory-bound, so 2-4 threads help most.
  * parallel_for_threads: over exactly min(threads, n) pieces (at least one unit each).
  */
@@ -99,6 +100,17 @@ double row_lse(const float *row, int64_t cols);
    leaves exp(score - new m) in `row` (zeros when every score so far is -inf). */
 void online_softmax_row(float *row, int64_t cols, float *m, float *l, float *acc, int64_t d);
 
+/* Weight element types of the decode products (decode-linear.c): float32, bfloat16, float16. */
+enum { RL2_WT_F32 = 0, RL2_WT_BF16 = 1, RL2_WT_F16 = 2 };
+/* y [rows, out] = x [rows, in] W^T (+ bias; added into y when `accumulate`), W [out, in] of
+   `dtype`, over `threads` threads (parallel_for's pool): the decode-step product, one pass over W.
+   weights_to_float: n elements of W as float32 into out. */
+#define skinny_linear rl2_skinny_linear
+#define weights_to_float rl2_weights_to_float
+void skinny_linear(const float *x, const void *w, int dtype, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
+                   int accumulate, int threads);
+void weights_to_float(const void *w, int dtype, int64_t n, float *out);
+
 /* Row-wise kernels (softmax, cross-entropy) share this context for parallel_for. */
 struct rows_ctx {
   const float *x;
@@ -136,6 +148,7 @@ KERNEL(logp_stats);
 KERNEL(logp_stats_grad);
 KERNEL(adamw);
 KERNEL(decode_layer);
+KERNEL(linear);
 KERNEL(flash_attention);
 KERNEL(flash_attention_grad);
 KERNEL(retain_freed_memory);

@@ -34,8 +34,14 @@ export { flashAttention, hasFlashAttention } from './fused/fused-flash-attention
 export { hasLogprobStats, logprobStats, logprobStatsGrad } from './fused/fused-logprob-stats.js';
 
 // Decoding as one native call per layer over an append-friendly KV cache (undefined off `native`).
-export { decodeKernels } from './fused/fused-decode.js';
-export type { DecodeDims, DecodeKernels, DecodeLayerWeights } from './fused/fused-decode.js';
+export { decodeKernels, WEIGHT_DTYPES } from './fused/fused-decode.js';
+export type {
+  DecodeDims,
+  DecodeKernels,
+  DecodeLayerWeights,
+  DecodeMatrix,
+  WeightDtype,
+} from './fused/fused-decode.js';
 // How many kernels ran: the figure to watch per decode step or training step.
 export { kernelDispatches } from './dispatch-counter.js';
 // Per-kernel self time per phase of a training step (the `pnpm bench train-profile` breakdown).

@@ -44,7 +44,7 @@ export const UnaryOp = {
 export const ReduceOp = { sum: 0, max: 1, min: 2, mean: 3 } as const;
 
 /** RL2_KERNELS_ABI (native/addon.c) of the addon this TypeScript expects. */
-export const NATIVE_ABI = 14;
+export const NATIVE_ABI = 15;
 
 /** The functions exported by rl2_kernels.node; every output array is allocated by the caller. */
 export interface NativeAddon {
@@ -249,13 +249,14 @@ export interface NativeAddon {
   ): void;
   /**
    * One decoder layer over S new tokens per row in place on x [B, S, H] (see
-   * native/fused-decode.c): weights in `DECODE_WEIGHT_SLOTS` order (null where absent), dims
+   * native/fused-decode.c): weights in `DECODE_WEIGHT_SLOTS` order (null where absent; the
+   * matrices Uint16Arrays when weightDtype is 1, bfloat16, or 2, float16), dims
    * [B, H, nH, nKv, d, F, cap, len, S], cos/sin [B, S, d], caches [B, nKv, cap, d] (columns
    * len .. len+S-1 written), padLeft [B].
    */
   decodeLayer(
     x: Float32Array,
-    weights: (Float32Array | null)[],
+    weights: (Float32Array | Uint16Array | null)[],
     dims: Int32Array,
     eps: number,
     cos: Float32Array,
@@ -263,6 +264,21 @@ export interface NativeAddon {
     kCache: Float32Array,
     vCache: Float32Array,
     padLeft: Int32Array,
+    weightDtype?: number,
+  ): void;
+  /**
+   * y [rows, out] = x [rows, in] w^T with w [out, in] a Float32Array (weightDtype 0) or a
+   * Uint16Array of bfloat16 (1) or float16 (2) bits (native/decode-linear.c): the decode-step
+   * product on every thread, one pass over w, up to 64 rows; sgemm above.
+   */
+  linear(
+    x: Float32Array,
+    w: Float32Array | Uint16Array,
+    weightDtype: number,
+    rows: number,
+    inFeatures: number,
+    outFeatures: number,
+    y: Float32Array,
   ): void;
   /**
    * Causal attention within segments, tiled (native/fused-flash-attention.c): q/out [B, T, nH, d],

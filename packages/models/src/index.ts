@@ -76,6 +76,11 @@ export { tokenValues } from './heads/token-values.js';
 
 // Generation: the continuous-batching KV-cache generator.
 export { createGenerator } from './generation/generator.js';
+export {
+  defaultWeightDtype,
+  GENERATION_WEIGHT_DTYPES,
+  parseWeightDtype,
+} from './generation/generation-weights.js';
 export type { Generator, GeneratorOptions, GeneratorStats } from './generation/generator.js';
 export type {
   FinishReason,

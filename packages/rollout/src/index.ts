@@ -77,7 +77,12 @@ export * as arithmeticEnv from './envs/arithmetic-env.js';
 export { evaluateExpression } from './envs/evaluate-expression.js';
 
 // rl2 serve: a checkpoint behind SGLang's native API and the OpenAI API.
-export { followServeModel, resolveServeModel, serveModel } from './server/serve-model.js';
+export {
+  followServeModel,
+  parseServeDtype,
+  resolveServeModel,
+  serveModel,
+} from './server/serve-model.js';
 export type { ServedModel, ServeModelOptions } from './server/serve-model.js';
 export type { ServedTokenizer } from './server/server-context.js';
 export type { GeneratedToken, TokenLogprob } from './inference/rollout-engine.js';

@@ -1,5 +1,5 @@
 import { type ProcessGroup, readLaunchEnv } from '@rl2/parallel';
-import { RolloutError, followServeModel, serveModel } from '@rl2/rollout';
+import { RolloutError, followServeModel, parseServeDtype, serveModel } from '@rl2/rollout';
 import type { CAC } from 'cac';
 import type { CliIo } from '../cli-io.js';
 import { SERVE_MODEL_DIR_ENV, joinServeWorld, launchServeRanks } from './serve-ranks.js';
@@ -34,6 +34,11 @@ export function registerServeCommand(cli: CAC, io: CliIo, version: string): void
     })
     .option('--max-batch <n>', 'requests decoded together', { default: 16 })
     .option('--seed <n>', 'base sampling seed of requests without sampling_seed', { default: 0 })
+    .option(
+      '--dtype <dtype>',
+      "weights' element type while decoding: auto (bfloat16 for a bfloat16 checkpoint, else float32), float32, bfloat16, float16",
+      { default: 'auto' },
+    )
     .option('--threads <n>', 'compute threads (default: RL2_THREADS or all cores)')
     .option(
       '--tp <n>',
@@ -95,6 +100,7 @@ async function serveUntilStopped(
     maxBodyBytes: Number(flags.maxBodyBytes),
     maxBatch: Number(flags.maxBatch),
     seed: Number(flags.seed),
+    weightDtype: parseServeDtype(String(flags.dtype ?? 'auto'), 'rl2 serve --dtype'),
     version,
     ...(apiKey ? { apiKey } : {}),
     ...(flags.servedModelName === undefined

@@ -5,24 +5,40 @@ import { countDispatches } from '../dispatch-counter.js';
 import type { NativeAddon } from '../native-addon.js';
 import { activeNativeAddon } from '../native-backend.js';
 
-/** One layer's weights, HF layout (W [out, in]); optional ones absent where the model has none. */
+/**
+ * Element type of the decode products' weight matrices: float32, or 16-bit weights kept as
+ * their bits in Uint16Arrays (widened in the kernel, float32 accumulation).
+ */
+export type WeightDtype = 'float32' | 'bfloat16' | 'float16';
+
+/** The weight dtypes, in the order of the addon's codes (RL2_WT_* in native/kernels.h). */
+export const WEIGHT_DTYPES: readonly WeightDtype[] = ['float32', 'bfloat16', 'float16'];
+
+/** A weight matrix [out, in]: float32 values, or bfloat16 / float16 bits. */
+export type DecodeMatrix = Float32Array | Uint16Array;
+
+/**
+ * One layer's weights, HF layout (W [out, in]); optional ones absent where the model has none.
+ * The seven matrices are Float32Arrays, or Uint16Arrays when the layer runs with 16-bit weights;
+ * norms and biases are always Float32Arrays.
+ */
 export interface DecodeLayerWeights {
   inputNorm: Float32Array;
-  q: Float32Array;
-  k: Float32Array;
-  v: Float32Array;
+  q: DecodeMatrix;
+  k: DecodeMatrix;
+  v: DecodeMatrix;
   qBias?: Float32Array;
   kBias?: Float32Array;
   vBias?: Float32Array;
   /** Per-head RMSNorm of q and k (Qwen3), [d]. */
   qNorm?: Float32Array;
   kNorm?: Float32Array;
-  o: Float32Array;
+  o: DecodeMatrix;
   oBias?: Float32Array;
   postNorm: Float32Array;
-  gate: Float32Array;
-  up: Float32Array;
-  down: Float32Array;
+  gate: DecodeMatrix;
+  up: DecodeMatrix;
+  down: DecodeMatrix;
   gateBias?: Float32Array;
   upBias?: Float32Array;
   downBias?: Float32Array;
@@ -70,6 +86,7 @@ export interface DecodeKernels {
    * [B, nKv, capacity, d]; token s of row b attends to columns padLeft[b] .. length+s (causal;
    * a token before padLeft[b], left padding of a prefill, gets zeros). `cos`/`sin` [B, S, d]
    * for each token's position. S = 1 is a decode step, S > 1 a prefill (tiled attention).
+   * `weightDtype` (default float32) says what the matrices of `weights` hold.
    */
   layer(
     x: Float32Array,
@@ -85,6 +102,20 @@ export interface DecodeKernels {
       length: number;
       padLeft: Int32Array;
     },
+    weightDtype?: WeightDtype,
+  ): void;
+  /**
+   * y [rows, outFeatures] = x [rows, inFeatures] w^T, w [outFeatures, inFeatures] of
+   * `weightDtype`: every thread streams its share of w once for all rows (an LM head).
+   */
+  linear(
+    x: Float32Array,
+    w: DecodeMatrix,
+    weightDtype: WeightDtype,
+    rows: number,
+    inFeatures: number,
+    outFeatures: number,
+    y: Float32Array,
   ): void;
   /** y [rows, h] = rmsNorm(x) w: the addon's `rmsNorm`. */
   rmsNorm: NativeAddon['rmsNorm'];
@@ -106,7 +137,7 @@ export function decodeKernels(): DecodeKernels | undefined {
   const addon = activeNativeAddon();
   if (!addon) return undefined;
   return {
-    layer(x, weights, dims, eps, cos, sin, cache) {
+    layer(x, weights, dims, eps, cos, sin, cache, weightDtype = 'float32') {
       const slots = DECODE_WEIGHT_SLOTS.map((name) => weights[name] ?? null);
       const d = Int32Array.of(
         dims.rows,
@@ -120,7 +151,12 @@ export function decodeKernels(): DecodeKernels | undefined {
         dims.tokens ?? 1,
       );
       countDispatches();
-      addon.decodeLayer(x, slots, d, eps, cos, sin, cache.k, cache.v, cache.padLeft);
+      const code = WEIGHT_DTYPES.indexOf(weightDtype);
+      addon.decodeLayer(x, slots, d, eps, cos, sin, cache.k, cache.v, cache.padLeft, code);
+    },
+    linear(x, w, weightDtype, rows, inFeatures, outFeatures, y) {
+      countDispatches();
+      addon.linear(x, w, WEIGHT_DTYPES.indexOf(weightDtype), rows, inFeatures, outFeatures, y);
     },
     rmsNorm(...args) {
       countDispatches();

@@ -1,3 +1,4 @@
+import type { WeightDtype } from '@rl2/engine';
 import type { SeededRng } from '@rl2/data';
 import type { DecoderModel } from '../model/decoder-model.js';
 import { chooseDecoder, type KvDecoder } from './kv-decoder.js';
@@ -59,14 +60,19 @@ export function sampleBatch(
 /**
  * The one-process stepper: the fastest {@link KvDecoder} the model and backend allow (`fused`
  * false: the tfjs one), chosen whenever the batch is empty so a backend set after
- * `createGenerator` is used, and `sampleRows` over the full vocabulary.
+ * `createGenerator` is used, and `sampleRows` over the full vocabulary. `weightDtype`: of the
+ * fused decoder's weight matrices (the tfjs path always runs float32).
  */
-export function localStepper(model: DecoderModel, fused = true): BatchStepper {
+export function localStepper(
+  model: DecoderModel,
+  fused = true,
+  weightDtype: WeightDtype = 'float32',
+): BatchStepper {
   let decoder: KvDecoder<unknown> | undefined;
   let kv: unknown;
   return {
     async prefill(tokens, positions, pad, rows, room) {
-      if (kv === undefined) decoder = chooseDecoder(model, fused);
+      if (kv === undefined) decoder = chooseDecoder(model, fused, weightDtype);
       const out = await decoder!.prefill(tokens, positions, pad, room);
       kv = decoder!.merge(kv, out.kv);
       return sampleBatch(out.logits, rows);

@@ -1,4 +1,4 @@
-import { readsSynchronously } from '@rl2/engine';
+import { readsSynchronously, type WeightDtype } from '@rl2/engine';
 import type { DecoderModel } from '../model/decoder-model.js';
 import { type BatchStepper, localStepper } from './batch-stepper.js';
 import { deviceStepper } from './device-stepper.js';
@@ -9,13 +9,17 @@ import { deviceStepper } from './device-stepper.js';
  * else `localStepper` (the fused native decoder or the tfjs one, sampling on the host). Chosen
  * whenever the batch is empty, so a backend set after `createGenerator` is used.
  */
-export function backendStepper(model: DecoderModel, fused = true): BatchStepper {
+export function backendStepper(
+  model: DecoderModel,
+  fused = true,
+  weightDtype?: WeightDtype,
+): BatchStepper {
   let host: BatchStepper | undefined;
   let device: BatchStepper | undefined;
   let current: BatchStepper | undefined;
   const choose = (): BatchStepper => {
     if (readsSynchronously()) {
-      host ??= localStepper(model, fused);
+      host ??= localStepper(model, fused, weightDtype);
       return host;
     }
     device ??= deviceStepper(model);

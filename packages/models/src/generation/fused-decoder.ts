@@ -1,8 +1,15 @@
-import { type DecodeKernels, type DecodeLayerWeights, decodeKernels } from '@rl2/engine';
+import {
+  type DecodeKernels,
+  type DecodeLayerWeights,
+  type DecodeMatrix,
+  decodeKernels,
+  type WeightDtype,
+} from '@rl2/engine';
 import type * as tf from '@tensorflow/tfjs-core';
 import { groupedQueryAttention } from '../layers/attention.js';
 import { denseLinear } from '../layers/linear.js';
 import { type DecoderModel, lmHeadWeight } from '../model/decoder-model.js';
+import { decodeMatrix } from './generation-weights.js';
 import type { KvDecoder } from './kv-decoder.js';
 
 /**
@@ -82,27 +89,41 @@ function values(model: DecoderModel, name: string): Float32Array | undefined {
   return v instanceof Float32Array ? v : undefined;
 }
 
-/** Layer `i`'s weights, read at every step (training may have replaced them since). */
-function layerWeights(model: DecoderModel, i: number): DecodeLayerWeights {
+/** A model's weight matrix as a decode matrix of `dtype`, or undefined. */
+function matrix(model: DecoderModel, name: string, dtype: WeightDtype): DecodeMatrix | undefined {
+  const t = model.params.get(name) as tf.Tensor | undefined;
+  return t ? decodeMatrix(t, dtype) : undefined;
+}
+
+/**
+ * Layer `i`'s weights, read at every step (training may have replaced them since); the
+ * matrices as `dtype` (16-bit copies are remade only when a weight changes).
+ */
+function layerWeights(
+  model: DecoderModel,
+  i: number,
+  dtype: WeightDtype = 'float32',
+): DecodeLayerWeights {
   const p = `model.layers.${i}.`;
   const req = (name: string) => values(model, p + name)!;
   const opt = (name: string) => values(model, p + name);
+  const mat = (name: string) => matrix(model, p + name, dtype)!;
   return {
     inputNorm: req('input_layernorm.weight'),
-    q: req('self_attn.q_proj.weight'),
-    k: req('self_attn.k_proj.weight'),
-    v: req('self_attn.v_proj.weight'),
+    q: mat('self_attn.q_proj.weight'),
+    k: mat('self_attn.k_proj.weight'),
+    v: mat('self_attn.v_proj.weight'),
     qBias: opt('self_attn.q_proj.bias'),
     kBias: opt('self_attn.k_proj.bias'),
     vBias: opt('self_attn.v_proj.bias'),
     qNorm: model.config.qkNorm ? req('self_attn.q_norm.weight') : undefined,
     kNorm: model.config.qkNorm ? req('self_attn.k_norm.weight') : undefined,
-    o: req('self_attn.o_proj.weight'),
+    o: mat('self_attn.o_proj.weight'),
     oBias: opt('self_attn.o_proj.bias'),
     postNorm: req('post_attention_layernorm.weight'),
-    gate: req('mlp.gate_proj.weight'),
-    up: req('mlp.up_proj.weight'),
-    down: req('mlp.down_proj.weight'),
+    gate: mat('mlp.gate_proj.weight'),
+    up: mat('mlp.up_proj.weight'),
+    down: mat('mlp.down_proj.weight'),
     gateBias: opt('mlp.gate_proj.bias'),
     upBias: opt('mlp.up_proj.bias'),
     downBias: opt('mlp.down_proj.bias'),
@@ -152,6 +173,16 @@ function fusable(model: DecoderModel): boolean {
   );
 }
 
+/** Options of `fusedDecoder`. */
+export interface FusedDecoderOptions {
+  /**
+   * Element type of the weight matrices the products stream (default float32): bfloat16 or
+   * float16 halves the bytes a step reads; the parameters stay float32 and a 16-bit copy of
+   * each matrix (LM head included) is made when it first runs or after it changes.
+   */
+  weightDtype?: WeightDtype;
+}
+
 /**
  * The fused native decoder: a prefill and each decode step are numLayers + 2 addon calls
  * (layers, final norm, LM head) over an `AppendKv`; the prefill's layers take all prompt
@@ -160,9 +191,13 @@ function fusable(model: DecoderModel): boolean {
  * `native` backend or for models with replaced linear layers, attention or embedding
  * (tensor/context parallel, LoRA): those take `tfjsDecoder`.
  */
-export function fusedDecoder(model: DecoderModel): KvDecoder<AppendKv> | undefined {
+export function fusedDecoder(
+  model: DecoderModel,
+  options: FusedDecoderOptions = {},
+): KvDecoder<AppendKv> | undefined {
   const kernels: DecodeKernels | undefined = decodeKernels();
   if (!kernels || !fusable(model)) return undefined;
+  const dtype = options.weightDtype ?? 'float32';
   const c = model.config;
   const d = c.headDim;
   const h = c.hiddenSize;
@@ -206,12 +241,13 @@ export function fusedDecoder(model: DecoderModel): KvDecoder<AppendKv> | undefin
       };
       kernels.layer(
         x,
-        layerWeights(model, i),
+        layerWeights(model, i, dtype),
         dims(kv.rows, tokens),
         c.rmsNormEps,
         cos,
         sin,
         cache,
+        dtype,
       );
     }
   };
@@ -223,14 +259,8 @@ export function fusedDecoder(model: DecoderModel): KvDecoder<AppendKv> | undefin
     kernels.rmsNorm(x, values(model, 'model.norm.weight')!, b, h, c.rmsNormEps, x);
     if (logitsBuffer.length < b * c.vocabSize) logitsBuffer = new Float32Array(b * c.vocabSize);
     const logits = logitsBuffer.subarray(0, b * c.vocabSize);
-    kernels.matMulTransposed(
-      x,
-      lmHeadWeight(model).dataSync() as Float32Array,
-      b,
-      c.vocabSize,
-      h,
-      logits,
-    );
+    const w = decodeMatrix(lmHeadWeight(model), dtype)!;
+    kernels.linear(x, w, dtype, b, h, c.vocabSize, logits);
     return logits;
   };
   return {

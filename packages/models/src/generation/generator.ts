@@ -1,3 +1,4 @@
+import type { WeightDtype } from '@rl2/engine';
 import { SeededRng } from '@rl2/data';
 import { ModelsError } from '../errors.js';
 import type { DecoderModel } from '../model/decoder-model.js';
@@ -24,6 +25,11 @@ export interface GeneratorOptions {
    * false keeps the tfjs ops path (for comparisons).
    */
   fusedDecode?: boolean;
+  /**
+   * Element type of the weight matrices the fused decoder streams (default float32; see
+   * `defaultWeightDtype` for a checkpoint's): bfloat16 / float16 read half the bytes per step.
+   */
+  weightDtype?: WeightDtype;
   /** Runs the batch on the model (default: this process, `backendStepper`); tensor parallelism passes its own. */
   stepper?: BatchStepper;
 }
@@ -77,7 +83,8 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
   const eos = options.eosTokenIds ?? model.config.eosTokenIds;
   const queue: Row[] = [];
   let rows: Row[] = [];
-  const stepper = options.stepper ?? backendStepper(model, options.fusedDecode ?? true);
+  const stepper =
+    options.stepper ?? backendStepper(model, options.fusedDecode ?? true, options.weightDtype);
   let loop: Promise<void> | undefined;
   let counter = 0;
   let steps = 0;

@@ -1,3 +1,4 @@
+import type { WeightDtype } from '@rl2/engine';
 import type { DecoderModel } from '../model/decoder-model.js';
 import { cachedForward, disposeKv, type KvBatch, mergeKv, selectKvRows } from './cached-forward.js';
 import { fusedDecoder } from './fused-decoder.js';
@@ -57,7 +58,15 @@ export function tfjsDecoder(model: DecoderModel): KvDecoder<KvBatch> {
   };
 }
 
-/** The fastest decoder the model and the active backend allow (`fused` false: the tfjs one). */
-export function chooseDecoder(model: DecoderModel, fused = true): KvDecoder<unknown> {
-  return ((fused ? fusedDecoder(model) : undefined) ?? tfjsDecoder(model)) as KvDecoder<unknown>;
+/**
+ * The fastest decoder the model and the active backend allow (`fused` false: the tfjs one);
+ * `weightDtype` is the fused decoder's (the tfjs one runs float32).
+ */
+export function chooseDecoder(
+  model: DecoderModel,
+  fused = true,
+  weightDtype: WeightDtype = 'float32',
+): KvDecoder<unknown> {
+  const f = fused ? fusedDecoder(model, { weightDtype }) : undefined;
+  return (f ?? tfjsDecoder(model)) as KvDecoder<unknown>;
 }

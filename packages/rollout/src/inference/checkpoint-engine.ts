@@ -1,8 +1,10 @@
+import type { WeightDtype } from '@rl2/engine';
 import {
   type DecoderModel,
   type Generator,
   type ModelConfig,
   createGenerator,
+  defaultWeightDtype,
   disposeParams,
   loadModel,
 } from '@rl2/models';
@@ -17,6 +19,11 @@ export interface CheckpointEngineOptions {
   maxBatch?: number;
   /** Base seed of requests that give no sampling_seed (default 0). */
   seed?: number;
+  /**
+   * Weight matrices' element type while generating (`rl2 serve --dtype`); 'auto' (default):
+   * bfloat16 for a bfloat16 checkpoint, else float32, decided per loaded checkpoint.
+   */
+  weightDtype?: WeightDtype | 'auto';
 }
 
 /** An engine that owns its model: `updateWeights(path)` loads another checkpoint. */
@@ -25,6 +32,8 @@ export interface CheckpointEngine extends RolloutEngine {
   readonly modelPath: string;
   /** Its config.json (vocabulary size, context length). */
   readonly modelConfig: ModelConfig;
+  /** The weight dtype the current checkpoint generates with (`weightDtype`, 'auto' resolved). */
+  readonly weightDtype: WeightDtype;
   /** Parameter bytes each rank holds: one entry, or one per tensor-parallel rank. */
   readonly rankParamBytes: readonly number[];
   /** Waits for running requests and frees the weights. */
@@ -46,15 +55,23 @@ export async function loadCheckpointEngine(
   const open = async (path: string) => {
     const { model, generationConfig } = await loadModel(path);
     const eos = generationConfig?.eosTokenIds;
+    const want = options.weightDtype ?? 'auto';
+    const weightDtype = want === 'auto' ? defaultWeightDtype(model) : want;
     const generator = createGenerator(model, {
+      weightDtype,
       maxBatch: options.maxBatch,
       seed: options.seed,
       decode: options.decode,
       ...(eos && eos.length > 0 ? { eosTokenIds: eos } : {}),
     });
-    return { path, model, generator };
+    return { path, model, generator, weightDtype };
   };
-  let current: { path: string; model: DecoderModel; generator: Generator } = await open(modelPath);
+  let current: {
+    path: string;
+    model: DecoderModel;
+    generator: Generator;
+    weightDtype: WeightDtype;
+  } = await open(modelPath);
   const retire = async (old: typeof current) => {
     await old.generator.idle();
     disposeParams(old.model.params);
@@ -76,6 +93,9 @@ export async function loadCheckpointEngine(
     },
     get modelConfig() {
       return current.model.config;
+    },
+    get weightDtype() {
+      return current.weightDtype;
     },
     get rankParamBytes() {
       let bytes = 0;

@@ -233,6 +233,8 @@ export async function loadTensorParallelEngine(
     get rankParamBytes() {
       return current.agreed.rankBytes;
     },
+    // the sharded forward runs tfjs ops on float32 parameters
+    weightDtype: 'float32',
     async close() {
       clearInterval(timer);
       if (group.failure) return;

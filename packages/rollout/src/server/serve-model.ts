@@ -1,6 +1,11 @@
 import { downloadProgressLines, loadTokenizer } from '@rl2/data';
-import { type EngineBackendChoice, initEngine, readsSynchronously } from '@rl2/engine';
-import { checkTokenizerFits, readModelConfig, resolveModelDir } from '@rl2/models';
+import { type EngineBackendChoice, initEngine, readsSynchronously, type WeightDtype } from '@rl2/engine';
+import {
+  checkTokenizerFits,
+  GENERATION_WEIGHT_DTYPES,
+  readModelConfig,
+  resolveModelDir,
+} from '@rl2/models';
 import type { ProcessGroup } from '@rl2/parallel';
 import { type CheckpointEngine, loadCheckpointEngine } from '../inference/checkpoint-engine.js';
 import { loadTensorParallelEngine } from '../inference/tensor-parallel-engine.js';
@@ -28,6 +33,8 @@ export interface ServeModelOptions {
   readonly maxBatch?: number;
   /** Base seed of requests without sampling_seed (default 0). */
   readonly seed?: number;
+  /** Weight dtype while generating (`--dtype`; default 'auto': bfloat16 for a bfloat16 checkpoint, else float32). */
+  readonly weightDtype?: WeightDtype | 'auto';
   /** Every endpoint but /health... then needs `Authorization: Bearer KEY`. */
   readonly apiKey?: string;
   /** The model id of the OpenAI API (default: the --model path). */
@@ -44,6 +51,19 @@ export interface ServeModelOptions {
   readonly tp?: ProcessGroup;
   /** With `tp`: the lead's idle heartbeat period (default: a quarter of the collective timeout, at most 10 s). */
   readonly heartbeatMs?: number;
+}
+
+/**
+ * `rl2 serve --dtype` (named `key` in the error): auto or a generation weight dtype
+ * (float32, bfloat16, float16), else an error naming the key and the values it takes.
+ */
+export function parseServeDtype(value: string, key: string): WeightDtype | 'auto' {
+  if (value === 'auto' || (GENERATION_WEIGHT_DTYPES as readonly string[]).includes(value))
+    return value as WeightDtype | 'auto';
+  throw new RolloutError(
+    'INVALID_ARGUMENT',
+    `${key} ${value}: use one of auto, ${GENERATION_WEIGHT_DTYPES.join(', ')}`,
+  );
 }
 
 /** A running `rl2 serve`; `failed` settles only if its tensor-parallel group loses a rank. */
@@ -87,6 +107,7 @@ async function startEngine(options: ServeModelOptions, log: (line: string) => vo
     decode: (ids: readonly number[]) => tokenizer.decode(ids),
     maxBatch: options.maxBatch,
     seed: options.seed,
+    ...(options.weightDtype ? { weightDtype: options.weightDtype } : {}),
   };
   const engine: CheckpointEngine =
     options.tp && options.tp.size > 1
@@ -145,6 +166,7 @@ export async function serveModel(options: ServeModelOptions): Promise<ServedMode
     );
   }
   const { tokenizer, engine, failed } = started;
+  log(`weights: ${engine.weightDtype} while generating (--dtype ${options.weightDtype ?? 'auto'})`);
   const server = await startSGLangServer(engine, {
     host: options.host ?? '127.0.0.1',
     port: options.port ?? 30000,

@@ -207,6 +207,12 @@ export const ppoConfigSchema = z.strictObject({
       64,
       'rows decoded together by the embedded generator',
     ),
+    weight_dtype: option(
+      z.enum(['auto', 'float32', 'bfloat16', 'float16']),
+      'auto',
+      "weights' element type while the embedded generator decodes (auto: bfloat16 for a bfloat16 " +
+        'checkpoint, else float32); 16-bit halves the bytes a step reads, actor.tis_coef corrects the mismatch',
+    ),
     save_rollouts: option(
       z.boolean(),
       true,

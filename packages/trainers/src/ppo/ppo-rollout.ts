@@ -5,6 +5,7 @@ import {
   type DecoderModel,
   type GenerationConfig,
   createGenerator,
+  defaultWeightDtype,
   followTensorParallel,
   tensorParallelStepper,
 } from '@rl2/models';
@@ -109,6 +110,7 @@ function createPpoEngine(
     ? generationConfig.eosTokenIds
     : [tokenizer.eosTokenId];
   const generator = createGenerator(actor, {
+    weightDtype: cfg.weight_dtype === 'auto' ? defaultWeightDtype(actor) : cfg.weight_dtype,
     maxBatch: cfg.max_batch,
     decode: (ids) => tokenizer.decode(ids),
     eosTokenIds: eos,

@@ -1,0 +1,179 @@
+// `pnpm bench decode [--threads N] [--new N] [--quick]`: generation at the Qwen3-0.6B shape
+// (random weights made in memory, no download): decode tokens/s at batch 1, 8 and 64 (every
+// request submitted at once, greedy, counted from the step after the last prefill), prefill
+// tokens/s of one 512-token prompt, and peak RSS, for rl2 with float32 and bfloat16 weights
+// and for PyTorch 1.13 (scripts/bench_decode_torch.py, float32; skipped with a line when
+// /usr/bin/python3 has no torch). Each engine runs in its own process (peak RSS is its own).
+// The bandwidth limit: a 2-thread read of a 1 GiB buffer (best of torch sum and dot; none without
+// torch) / the weight bytes a decode step reads, tokens/s at batch 1.
+// llama.cpp (node-llama-cpp) is not part of this bench yet.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { initEngine, type WeightDtype } from '@rl2/engine';
+import { QWEN3_0_6B } from '../scripts/real-size-checkpoint.js';
+import { createGenerator, initRandomModel } from '../src/index.js';
+
+const HERE = import.meta.dirname;
+const args = process.argv.slice(2);
+const flag = (name: string, fallback: number) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? Number(args[i + 1]) : fallback;
+};
+const THREADS = flag('--threads', 2);
+const QUICK = args.includes('--quick');
+const NEW = flag('--new', QUICK ? 4 : 16);
+const BATCHES = QUICK ? [1, 8] : [1, 8, 64];
+const PROMPT = 16;
+const PREFILL = 512;
+
+interface Row {
+  engine: string;
+  decode: Record<number, number>;
+  prefill: number;
+  peakRssMb: number;
+}
+
+/** Decode tokens/s of `batch` greedy requests of PROMPT tokens and `n` new tokens each. */
+async function decodeRate(
+  gen: ReturnType<typeof createGenerator>,
+  batch: number,
+  n: number,
+  vocab: number,
+) {
+  const firsts: number[] = [];
+  let last = 0;
+  let total = 0;
+  await Promise.all(
+    Array.from({ length: batch }, (_, r) => {
+      let first = true;
+      return gen.generate({
+        inputIds: Array.from({ length: PROMPT }, (_, t) => (r * 131 + t * 17 + 1) % vocab),
+        temperature: 0,
+        maxNewTokens: n,
+        ignoreEos: true,
+        onToken: () => {
+          const now = performance.now();
+          if (first) firsts.push(now);
+          first = false;
+          last = now;
+          total += 1;
+        },
+      });
+    }),
+  );
+  const start = Math.max(...firsts);
+  return (total - batch) / ((last - start) / 1000);
+}
+
+/** One engine's rows, in this process (a child of the bench). */
+async function child(dtype: WeightDtype): Promise<Row> {
+  await initEngine({ backend: 'native', threads: THREADS, logger: () => {} });
+  const model = initRandomModel(QWEN3_0_6B, 1);
+  const vocab = QWEN3_0_6B.vocabSize;
+  const decode: Record<number, number> = {};
+  for (const b of BATCHES) {
+    const gen = createGenerator(model, { maxBatch: b, weightDtype: dtype });
+    await decodeRate(gen, 1, 2, vocab); // first use: the 16-bit copies, page faults
+    decode[b] = await decodeRate(gen, b, b >= 64 ? Math.max(4, NEW / 2) : NEW, vocab);
+  }
+  const gen = createGenerator(model, { maxBatch: 1, weightDtype: dtype });
+  const t0 = performance.now();
+  let t1 = 0;
+  await gen.generate({
+    inputIds: Array.from({ length: PREFILL }, (_, t) => (t * 31 + 7) % vocab),
+    temperature: 0,
+    maxNewTokens: 1,
+    onToken: () => {
+      t1 = performance.now();
+    },
+  });
+  const peakRssMb = process.resourceUsage().maxRSS / 1024;
+  return { engine: `rl2 ${dtype}`, decode, prefill: PREFILL / ((t1 - t0) / 1000), peakRssMb };
+}
+
+function run(cmd: string, argv: string[]): unknown {
+  const r = spawnSync(cmd, argv, { encoding: 'utf8', maxBuffer: 1 << 24 });
+  if (r.status !== 0) throw new Error(`${cmd} ${argv.join(' ')} failed: ${r.stderr.slice(-2000)}`);
+  const line = r.stdout.trim().split('\n').pop()!;
+  return JSON.parse(line);
+}
+
+async function main() {
+  const i = args.indexOf('--child');
+  if (i >= 0) {
+    console.log(JSON.stringify(await child(args[i + 1] as WeightDtype)));
+    return;
+  }
+  const tsx = join(HERE, '..', '..', '..', 'node_modules', '.bin', 'tsx');
+  const self = join(HERE, 'decode.bench.ts');
+  const passThrough = [
+    '--threads',
+    String(THREADS),
+    '--new',
+    String(NEW),
+    ...(QUICK ? ['--quick'] : []),
+  ];
+  const rows: Row[] = [];
+  for (const dtype of ['float32', 'bfloat16']) {
+    rows.push(run(tsx, [self, '--child', dtype, ...passThrough]) as Row);
+    console.log(JSON.stringify(rows[rows.length - 1])); // kept if a later engine fails
+  }
+  const torchScript = join(HERE, '..', 'scripts', 'bench_decode_torch.py');
+  const python = '/usr/bin/python3';
+  const hasTorch =
+    existsSync(python) &&
+    spawnSync(python, ['-c', 'import torch'], { encoding: 'utf8' }).status === 0;
+  let gbPerS: number;
+  let bwHow: string;
+  if (hasTorch) {
+    const batches = BATCHES.join(',');
+    const t = run(python, [
+      torchScript,
+      '--threads',
+      String(THREADS),
+      '--new',
+      String(NEW),
+      '--batches',
+      batches,
+    ]) as Row & {
+      bandwidthGbPerS: number;
+    };
+    rows.push(t);
+    gbPerS = t.bandwidthGbPerS;
+    bwHow = `best of torch sum and dot over 1 GiB, ${THREADS} threads`;
+  } else {
+    console.log('PyTorch: skipped (/usr/bin/python3 has no torch); bandwidth not measured');
+    gbPerS = Number.NaN;
+    bwHow = 'not measured';
+  }
+  const f32Bytes = paramCount() * 4;
+  const limit = (bytes: number) => gbPerS / (bytes / 1e9);
+  console.log(
+    `bandwidth ${gbPerS.toFixed(1)} GB/s (${bwHow}); decode limit at batch 1: ` +
+      `${limit(f32Bytes).toFixed(1)} tok/s float32, ${limit(f32Bytes / 2).toFixed(1)} tok/s 16-bit`,
+  );
+  console.log(
+    `\n| engine | ${BATCHES.map((b) => `decode tok/s b${b}`).join(' | ')} | prefill ${PREFILL} tok/s | peak RSS MB | b1 / limit |`,
+  );
+  console.log(`|---|${BATCHES.map(() => '---:').join('|')}|---:|---:|---:|`);
+  for (const r of rows) {
+    const bytes = r.engine.includes('bfloat16') ? f32Bytes / 2 : f32Bytes;
+    const frac = r.decode[1]! / limit(bytes);
+    console.log(
+      `| ${r.engine} | ${BATCHES.map((b) => r.decode[b]!.toFixed(1)).join(' | ')} | ${r.prefill.toFixed(0)} | ` +
+        `${r.peakRssMb.toFixed(0)} | ${Number.isNaN(frac) ? '-' : `${(100 * frac).toFixed(0)}%`} |`,
+    );
+  }
+}
+
+/** Parameters of the 0.6B shape (tied head counted once). */
+function paramCount(): number {
+  const s = QWEN3_0_6B;
+  const d = s.headDim!;
+  const layer =
+    s.hiddenSize * d * (2 * s.numHeads + 2 * s.numKvHeads!) + 3 * s.hiddenSize * s.intermediateSize;
+  return s.numLayers * layer + s.vocabSize * s.hiddenSize;
+}
+
+await main();

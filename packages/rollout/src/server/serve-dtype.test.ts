@@ -5,7 +5,7 @@ import { type ModelSpec, initModelCheckpoint } from '@rl2/models';
 import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { initEngine } from '@rl2/engine';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadCheckpointEngine } from '../engine/checkpoint-engine.js';
+import { loadCheckpointEngine } from '../inference/checkpoint-engine.js';
 import { parseServeDtype } from './serve-model.js';
 
 const spec: ModelSpec = {

@@ -1,5 +1,10 @@
 import { downloadProgressLines, loadTokenizer } from '@rl2/data';
-import { type EngineBackendChoice, initEngine, readsSynchronously, type WeightDtype } from '@rl2/engine';
+import {
+  type EngineBackendChoice,
+  initEngine,
+  readsSynchronously,
+  type WeightDtype,
+} from '@rl2/engine';
 import {
   checkTokenizerFits,
   GENERATION_WEIGHT_DTYPES,

@@ -1,5 +1,6 @@
 import { SeededRng } from '@rl2/data';
 import * as tf from '@tensorflow/tfjs-core';
+import type { HostTensor } from '../checkpoint/host-tensor.js';
 import type { ModelConfig } from '../config/model-config.js';
 import type { ParamMap } from '../model/param-map.js';
 import { type LoraSpec, loraAName, loraBName, loraModules } from './lora-spec.js';
@@ -28,4 +29,11 @@ export function variableOf(init: tf.Tensor): tf.Variable {
   const v = tf.variable(init, true);
   init.dispose();
   return v;
+}
+
+/** Adapter variables from host tensors (e.g. `readPeftAdapter(dir).tensors`), by the same names. */
+export function loraParamsFromHost(tensors: ReadonlyMap<string, HostTensor>): ParamMap {
+  const params: ParamMap = new Map();
+  for (const [name, t] of tensors) params.set(name, variableOf(tf.tensor(t.data, t.shape)));
+  return params;
 }

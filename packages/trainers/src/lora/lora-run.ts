@@ -57,9 +57,10 @@ export function openLoraModel(
   key: string,
   seed: number,
   resumeFrom?: string,
+  folder = ADAPTER_FOLDER,
 ): LoraModel {
   if (!resumeFrom) return attachLora(model, initLoraParams(model.config, spec, seed), spec);
-  const dir = join(resumeFrom, ADAPTER_FOLDER);
+  const dir = join(resumeFrom, folder);
   let saved: ReturnType<typeof readPeftAdapter>;
   try {
     saved = readPeftAdapter(dir);
@@ -150,10 +151,11 @@ export function loraSaver(
   lora: LoraModel,
   section: ModelSection,
   saveMerged: (dir: string, params: ParamMap) => Promise<void>,
+  folder = ADAPTER_FOLDER,
 ) {
   const config = peftLoraConfig(lora.spec, section.model_name, lora.base.config.head);
   return async (modelDir: string) => {
-    await writePeftAdapter(join(dirname(modelDir), ADAPTER_FOLDER), trainableParams(lora), config);
+    await writePeftAdapter(join(dirname(modelDir), folder), trainableParams(lora), config);
     if (!section.lora.save_merged) return;
     const merged = mergeLora(lora);
     try {

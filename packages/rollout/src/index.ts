@@ -13,7 +13,7 @@ export type {
 export { createRolloutEngine } from './engine/create-rollout-engine.js';
 export type { RolloutEngineConfig } from './engine/create-rollout-engine.js';
 export { createSGLangEngine, parseGenerateResponse } from './engine/sglang-engine.js';
-export type { SGLangEngineOptions } from './engine/sglang-engine.js';
+export type { SGLangEngine, SGLangEngineOptions } from './engine/sglang-engine.js';
 export { createEmbeddedEngine } from './engine/embedded-engine.js';
 export type {
   EmbeddedEngineOptions,

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { parseSafetensors, readPeftAdapter } from '@rl2/models';
+import { createSGLangEngine, serveModel } from '@rl2/rollout';
 import { describe, expect, it } from 'vitest';
 import { QUIET_TRAINER, tinyRun } from '../../test/ppo-fixtures/tiny-run.js';
 import { loadConfig } from '../config/load-config.js';
@@ -112,4 +113,55 @@ describe('rl2 ppo with LoRA', () => {
       /actor\.lora\.dropout=0\.1: rl2 ppo trains LoRA without dropout/,
     );
   });
+
+  it('rollout.engine=sglang syncs only the adapter: /load_lora_adapter on the server, the base untouched', async () => {
+    const t = tinyRun('lora-sglang');
+    const server = await serveModel({
+      model: t.model,
+      port: 0,
+      threads: 1,
+      enableLora: true,
+      log: () => {},
+    });
+    try {
+      const client = createSGLangEngine({ urls: [server.url] });
+      const prompt = {
+        inputIds: [3, 4, 5],
+        sampling: { temperature: 0, max_new_tokens: 4, ignore_eos: true },
+      };
+      const before = await client.generate(prompt);
+      const saveDir = join(t.dir, 'run');
+      const res = await runPpo(
+        loadConfig(ppoConfigSchema, {
+          overrides: [
+            ...t.overrides(),
+            'rollout.engine=sglang',
+            `rollout.server_urls=["${server.url}"]`,
+            'rollout.train_prompts_per_rollout=4',
+            'rollout.responses_per_prompt=4',
+            'rollout.train_sampling_params.max_new_tokens=3',
+            'actor.lora.rank=4',
+            'actor.lr=5e-2',
+            'trainer.max_steps=2',
+            `trainer.save_dir=${saveDir}`,
+            ...QUIET_TRAINER,
+          ],
+        }),
+        quiet,
+      );
+      expect(res.step).toBe(2);
+      const synced = join(saveDir, 'weights');
+      expect(existsSync(join(synced, 'adapter_model.safetensors'))).toBe(true);
+      expect(existsSync(join(synced, 'model.safetensors'))).toBe(false); // no full model pushed
+      // loaded at the start (actor-1) and after each update: the newest alone stays on the server
+      const withAdapter = await client.generate({ ...prompt, lora: 'actor-3' });
+      expect(withAdapter.logprobs).not.toEqual(before.logprobs);
+      await expect(client.generate({ ...prompt, lora: 'actor-2' })).rejects.toThrow(
+        /not a loaded LoRA adapter/,
+      );
+      expect((await client.generate(prompt)).logprobs).toEqual(before.logprobs); // the base is as it was
+    } finally {
+      await server.close();
+    }
+  }, 120_000);
 });

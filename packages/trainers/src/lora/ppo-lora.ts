@@ -1,4 +1,10 @@
-import { type LoraModel, type ParamMap, mergeLora } from '@rl2/models';
+import {
+  type LoraModel,
+  type ParamMap,
+  mergeLora,
+  peftLoraConfig,
+  writePeftAdapter,
+} from '@rl2/models';
 import type { ModelSection } from '../config/sections.js';
 import { TrainersError } from '../errors.js';
 import type { TrainedModel } from '../parallel-model/trained-model.js';
@@ -8,6 +14,7 @@ import {
   loraSpecOf,
   loraTrainedModel,
   openLoraModel,
+  trainableParams,
 } from './lora-run.js';
 
 /** Checkpoint folders of the PPO adapters: the actor's beside `model/`, the critic's beside `critic/`. */
@@ -22,6 +29,8 @@ export interface PpoLora {
   baseWorkerModel(): TrainedModel;
   /** The merged weights (W + s B A), e.g. to write the actor for an SGLang server. */
   merged(): { params: ParamMap; dispose(): void };
+  /** Writes the PEFT adapter folder `dir` (the SGLang adapter sync). */
+  writeAdapter(dir: string): Promise<void>;
   /** Writes the PEFT adapter beside `modelDir` (and, with lora.save_merged, the merged model in it). */
   save(
     modelDir: string,
@@ -57,6 +66,12 @@ export function ppoLora(
     trained: loraTrainedModel(laidOut, lora),
     baseWorkerModel: () => ({ ...laidOut, model: lora.base, params: {}, dispose: () => {} }),
     merged: () => mergeLora(lora),
+    writeAdapter: (dir) =>
+      writePeftAdapter(
+        dir,
+        trainableParams(lora),
+        peftLoraConfig(spec, section.model_name, lora.base.config.head),
+      ),
     save: (modelDir, saveMerged) => loraSaver(lora, section, saveMerged, folder)(modelDir),
   };
 }

@@ -36,6 +36,8 @@ export interface PpoModels {
    * (`isMain`) writes.
    */
   writeActor(dir: string, isMain: boolean): Promise<void>;
+  /** With actor.lora.rank > 0: writes the actor's PEFT adapter folder (rank 0 writes), what SGLang servers load. */
+  writeActorAdapter?: (dir: string, isMain: boolean) => Promise<void>;
   /**
    * The checkpoint `dir` (see `savePpoCheckpoint`): every rank joins the gathers of sharded
    * optimizer state and critic weights, rank 0 (`isMain`) writes.
@@ -180,6 +182,12 @@ export async function openPpoModels(
       gathered.dispose();
     },
     writeActor,
+    ...(actorLora
+      ? {
+          writeActorAdapter: async (dir: string, isMain: boolean) =>
+            isMain ? actorLora.writeAdapter(dir) : undefined,
+        }
+      : {}),
     saveCheckpoint: async (dir, isMain, state) => {
       const actorState = await actor.checkpointState(isMain);
       const criticState = await critic?.checkpointState(isMain);

@@ -5,8 +5,9 @@ import { parseLoraFlags } from '../src/commands/serve-command.js';
 import { QUIET_RUN, initTinyModel, rl2, tmp, writeTinyData } from './helpers.js';
 
 // LoRA from the command line: rl2 sft actor.lora.rank=N writes a PEFT adapter beside each
-// checkpoint, and rl2 serve --model BASE --lora NAME=DIR serves it by name (SGLang's lora_path).
-describe('rl2 sft with LoRA, then rl2 serve --lora', () => {
+// checkpoint, rl2 serve --model BASE --lora NAME=DIR serves it by name (SGLang's lora_path), and
+// rl2 export --merge writes base + adapter as a plain checkpoint.
+describe('rl2 sft with LoRA, then rl2 export --merge and rl2 serve --lora', () => {
   it('trains an adapter and serves it next to the base', async () => {
     const dir = tmp('lora');
     const model = join(dir, 'model');
@@ -31,23 +32,30 @@ describe('rl2 sft with LoRA, then rl2 serve --lora', () => {
     const adapter = join(save, 'latest', 'adapter');
     expect(existsSync(join(adapter, 'adapter_model.safetensors'))).toBe(true);
 
+    const merged = join(dir, 'merged');
+    const exported = await rl2(['export', '--merge', '--adapter', adapter, '--out', merged]);
+    expect(exported.code, exported.stderr).toBe(0);
+    expect(exported.stdout).toContain(`wrote ${merged}`);
+
     const stop = new AbortController();
-    let ready: (url: string) => void = () => {};
-    const url = new Promise<string>((r) => {
-      ready = r;
-    });
-    const served = rl2(
-      ['serve', '--model', model, '--port', '0', '--threads', '1', '--lora', `sft=${adapter}`],
-      {
+    const serve = async (argv: string[]) => {
+      let ready: (url: string) => void = () => {};
+      const url = new Promise<string>((r) => {
+        ready = r;
+      });
+      const done = rl2(['serve', '--port', '0', '--threads', '1', ...argv], {
         signal: stop.signal,
         onStdout: (text) => {
           const m = /ready: (http:\/\/\S+)/.exec(text);
           if (m) ready(m[1]!);
         },
-      },
-    );
-    const at = await Promise.race([url, served.then((r) => Promise.reject(new Error(r.stderr)))]);
-    const ask = async (lora?: string) => {
+      });
+      const at = await Promise.race([url, done.then((r) => Promise.reject(new Error(r.stderr)))]);
+      return { at, done };
+    };
+    const withLora = await serve(['--model', model, '--lora', `sft=${adapter}`]);
+    const plainMerged = await serve(['--model', merged]);
+    const ask = async (at: string, lora?: string) => {
       const res = await fetch(`${at}/generate`, {
         method: 'POST',
         body: JSON.stringify({
@@ -61,12 +69,18 @@ describe('rl2 sft with LoRA, then rl2 serve --lora', () => {
       const body = (await res.json()) as {
         meta_info: { output_token_logprobs: [number, number][] };
       };
-      return body.meta_info.output_token_logprobs.map((t) => t[0]);
+      return body.meta_info.output_token_logprobs;
     };
-    const [base, tuned] = [await ask(), await ask('sft')];
-    expect(tuned).not.toEqual(base);
+    const base = await ask(withLora.at);
+    const tuned = await ask(withLora.at, 'sft');
+    expect(tuned.map((t) => t[0])).not.toEqual(base.map((t) => t[0]));
+    // rl2 export --merge: the merged checkpoint generates what base + adapter does
+    const fromMerged = await ask(plainMerged.at);
+    expect(fromMerged.map((t) => t[1])).toEqual(tuned.map((t) => t[1]));
+    for (const [i, t] of fromMerged.entries()) expect(t[0]).toBeCloseTo(tuned[i]![0], 4);
     stop.abort();
-    expect((await served).code).toBe(0);
+    expect((await withLora.done).code).toBe(0);
+    expect((await plainMerged.done).code).toBe(0);
   }, 120_000);
 
   it('--lora NAME=DIR is parsed per flag; a bad one names the form to write', () => {

@@ -43,7 +43,7 @@ export function registerServeCommand(cli: CAC, io: CliIo, version: string): void
     .option(
       '--lora <name=dir>',
       'serve the PEFT LoRA adapter folder DIR on --model as NAME (requests pick it with lora_path, ' +
-        "as SGLang's --lora-paths); repeat for several",
+        'as SGLang serves LoRA paths); repeat for several',
     )
     .option(
       '--enable-lora',

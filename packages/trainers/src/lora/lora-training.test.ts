@@ -171,6 +171,31 @@ describe('rl2 sft with LoRA', () => {
   }, 60_000);
 });
 
+describe('LoRA runs leave no tensors behind', () => {
+  it('SFT and DPO with LoRA (dropout, recompute, validation and a save every step): live tensors back where they were', async () => {
+    const every = [
+      ...LORA,
+      'actor.lora.dropout=0.1',
+      'actor.gradient_checkpointing=true',
+      'data.test_ratio=0.25',
+      'trainer.test_freq=1',
+      'trainer.save_freq=1',
+      'actor.lora.save_merged=true',
+    ];
+    await runSft(caseConfig('sft', dir, join(dir, 'leak-warm'), every), quiet);
+    const before = tf.memory().numTensors;
+    const live: number[] = [];
+    await runSft(caseConfig('sft', dir, join(dir, 'leak-sft'), every), {
+      ...quiet,
+      onStep: () => live.push(tf.memory().numTensors),
+    });
+    expect(new Set(live).size, live.join(' ')).toBe(1); // nothing grows from step to step
+    expect(tf.memory().numTensors, 'after rl2 sft').toBe(before);
+    await runDpo(caseConfig('dpo', dir, join(dir, 'leak-dpo'), every), quiet);
+    expect(tf.memory().numTensors, 'after rl2 dpo').toBe(before);
+  }, 120_000);
+});
+
 describe('rl2 dpo and rl2 rm with LoRA', () => {
   it('dpo: the reference is the base without the adapter, so step 1 starts at log 2 (B = 0)', async () => {
     const config = caseConfig('dpo', dir, join(dir, 'dpo'), [...LORA, 'trainer.max_steps=2']);

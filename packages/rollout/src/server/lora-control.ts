@@ -29,6 +29,36 @@ export function checkLoraName(ctx: ServerContext, name: string): void {
     );
 }
 
+/**
+ * The adapter an OpenAI request's `model` names: a loaded adapter's name (as vLLM) or
+ * `<served model>:<adapter>` (as SGLang); undefined for the base (any other `model`, as before).
+ */
+export function loraOfModel(ctx: ServerContext, model: unknown): string | undefined {
+  const engine = loraEngine(ctx.engine);
+  if (!engine || typeof model !== 'string') return undefined;
+  const loaded = engine.loraAdapters;
+  if (loaded.has(model)) return model;
+  const prefix = `${ctx.servedModelName}:`;
+  if (!model.startsWith(prefix)) return undefined;
+  const name = model.slice(prefix.length);
+  checkLoraName(ctx, name);
+  return name;
+}
+
+/** /v1/models cards of the loaded adapters (children of the base, as vLLM lists them). */
+export function loraModelCards(ctx: ServerContext) {
+  const engine = loraEngine(ctx.engine);
+  return [...(engine?.loraAdapters.keys() ?? [])].map((id) => ({
+    id,
+    object: 'model',
+    created: 0,
+    owned_by: 'rl2',
+    root: id,
+    parent: ctx.servedModelName,
+    max_model_len: ctx.contextLength ?? null,
+  }));
+}
+
 function readName(body: Record<string, unknown> | undefined, key: string): string {
   const v = body?.[key];
   if (typeof v !== 'string' || v === '')

@@ -112,6 +112,44 @@ describe('rl2 serve with LoRA adapters', () => {
     expect(baseOut.logprobs).not.toEqual(viaAdapter.logprobs);
   }, 60_000);
 
+  it('the OpenAI API picks an adapter by model (its name, or <model>:<name>) and lists it', async () => {
+    const s = await serve(base, {
+      loras: [{ name: 'addition', path: adapterDir }],
+      servedModelName: 'tiny',
+    });
+    const complete = async (model: string) => {
+      const res = await fetch(`${s.url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model,
+          prompt: [1, 5, 9, 12, 7],
+          max_tokens: 6,
+          temperature: 0,
+          logprobs: 1,
+        }),
+      });
+      const body = (await res.json()) as { choices: { logprobs: { token_logprobs: number[] } }[] };
+      return { status: res.status, logprobs: body.choices?.[0]?.logprobs.token_logprobs };
+    };
+    const [byName, bySglang, baseOut] = [
+      await complete('addition'),
+      await complete('tiny:addition'),
+      await complete('tiny'),
+    ];
+    expect(byName.status).toBe(200);
+    expect(bySglang.logprobs).toEqual(byName.logprobs);
+    expect(baseOut.logprobs).not.toEqual(byName.logprobs);
+    expect((await complete('tiny:nope')).status).toBe(400);
+    const models = (await (await fetch(`${s.url}/v1/models`)).json()) as {
+      data: { id: string; parent: string | null }[];
+    };
+    expect(models.data.map((m) => [m.id, m.parent])).toEqual([
+      ['tiny', null],
+      ['addition', 'tiny'],
+    ]);
+  }, 60_000);
+
   it('/load_lora_adapter and /unload_lora_adapter change what lora_path can name', async () => {
     const s = await serve(base, { enableLora: true });
     const missing = await generate(s, 'second');

@@ -3,7 +3,8 @@
 
 Run with Debian's python3-torch 1.13 (no PEFT, no transformers):
 
-    /usr/bin/python3 packages/models/scripts/make_lora_fixtures.py
+    /usr/bin/python3 packages/models/scripts/make_lora_fixtures.py              # regenerate fixtures/lora/
+    /usr/bin/python3 packages/models/scripts/make_lora_fixtures.py --verify-ts  # check the adapters TS wrote
 
 LoRA is written out by hand as PEFT computes it (peft/tuners/lora/layer.py, Linear.forward):
 y = x W^T + b + s * (dropout(x) A^T) B^T with A [r, in], B [out, r], s = alpha / r, or
@@ -12,6 +13,8 @@ alpha / sqrt(r) with use_rslora. Everything runs in float64 from float32-rounded
 import json
 import math
 import os
+import re
+import sys
 
 import torch
 
@@ -134,9 +137,46 @@ def main():
     print(json.dumps(meta, indent=1))
 
 
+KEY = re.compile(r"^base_model\.model\.(model\.layers\.\d+\.(?:self_attn|mlp)\.(\w+_proj))\.lora_([AB])\.weight$")
+
+
+def verify_ts():
+    """Reads fixtures/lora/ts-written/<family> as PEFT lays an adapter out (adapter_config.json;
+    adapter_model.safetensors keys base_model.model.<module>.lora_A.weight [r, in] and
+    .lora_B.weight [out, r]), runs the reference with the scale the config implies, and compares
+    the logits with the reference of the adapters they were written from."""
+    out = {}
+    root = os.path.join(OUT, "ts-written")
+    for family in ("qwen3", "llama"):
+        folder = os.path.join(root, family)
+        c = json.load(open(os.path.join(folder, "adapter_config.json")))
+        assert c["peft_type"] == "LORA" and c["task_type"] == "CAUSAL_LM", c
+        cfg = json.load(open(os.path.join(mf.FIX, c["base_model_name_or_path"], "config.json")))
+        P = mf.read_safetensors(os.path.join(mf.FIX, c["base_model_name_or_path"], "model.safetensors"))
+        raw = mf.read_safetensors(os.path.join(folder, "adapter_model.safetensors"))
+        ad, bad = {}, []
+        for key, t in raw.items():
+            m = KEY.match(key)
+            if not m or m.group(2) not in c["target_modules"]:
+                bad.append(key)
+                continue
+            o, i = P[m.group(1) + ".weight"].shape
+            assert list(t.shape) == ([c["r"], i] if m.group(3) == "A" else [o, c["r"]]), (key, t.shape)
+            ad[key[len("base_model.model."):]] = t
+        s = scale_of(c["r"], c["lora_alpha"], c.get("use_rslora", False))
+        ids, pos, seg, _ = mf.packed_inputs()
+        logits = mf.lm_logits(cfg, P, forward_hidden_lora(cfg, P, ad, s, ids, pos, seg))
+        ref = mf.read_safetensors(os.path.join(OUT, f"{family}-model.safetensors"))["logits"]
+        out[family] = dict(tensors=len(raw), unexpected_keys=bad, scale=s,
+                           max_abs_logit_diff=float((logits - ref).abs().max()))
+    with open(os.path.join(root, "python-verified.json"), "w") as f:
+        json.dump(out, f, indent=1)
+    print(json.dumps(out, indent=1))
+
+
 def mf_targets():
     return ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
 if __name__ == "__main__":
-    main()
+    verify_ts() if "--verify-ts" in sys.argv else main()

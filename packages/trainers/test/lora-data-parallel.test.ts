@@ -14,13 +14,22 @@ beforeAll(() => {
   writeTrainCase(caseDir);
 });
 
-describe('LoRA under data parallelism equals the single-process run', () => {
-  it.each(['sft', 'dpo'] as const)(
-    '%s on 2 processes: same loss and grad norm at both steps, same merged weights and adapter moments (1e-5 relative)',
-    async (kind) => {
-      const single = await runSingle(kind, caseDir, join(caseDir, `${kind}-single`), LORA);
-      const saveDir = join(caseDir, `${kind}-dp2`);
-      const results = await runOnRanks(kind, 2, caseDir, saveDir, LORA);
+describe('LoRA under data and context parallelism equals the single-process run', () => {
+  it.each([
+    ['sft', 'data parallel', []],
+    ['dpo', 'data parallel', []],
+    ['sft', 'context parallel (actor.cp_size=2)', ['actor.cp_size=2']],
+  ] as const)(
+    '%s on 2 processes, %s: same loss and grad norm at both steps, same merged weights and adapter moments (1e-5 relative)',
+    async (kind, _layout, overrides) => {
+      const single = await runSingle(
+        kind,
+        caseDir,
+        join(caseDir, `${kind}-single-${overrides.length}`),
+        LORA,
+      );
+      const saveDir = join(caseDir, `${kind}-dp2-${overrides.length}`);
+      const results = await runOnRanks(kind, 2, caseDir, saveDir, [...LORA, ...overrides]);
       expect(results.map((r) => r.rank)).toEqual([0, 1]);
       for (const r of results)
         r.steps.forEach((s, i) => {

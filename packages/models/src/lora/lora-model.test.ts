@@ -87,9 +87,13 @@ describe.each(CASES)('%s with LoRA adapters against PyTorch on %s', (family, bac
     expect(relDiff(logprobs.dataSync(), ref.get('logprobs')!.data)).toBeLessThanOrEqual(1e-5);
   });
 
-  it.each([false, true])(
-    'gradients of every lora_A and lora_B within 1e-5 relative, none for the base (recompute=%s)',
-    async (recompute) => {
+  it.each([
+    [false, 8192],
+    [true, 8192],
+    [false, 48],
+  ])(
+    'gradients of every lora_A and lora_B within 1e-5 relative, none for the base (recompute=%s, vocab chunk %i)',
+    async (recompute, vocabChunk) => {
       const { model, adapters } = await open();
       const w = tf.tensor1d(meta.loss_weights);
       const trainable = [...model.params.values()].filter((v) => v.trainable);
@@ -98,6 +102,7 @@ describe.each(CASES)('%s with LoRA adapters against PyTorch on %s', (family, bac
         const { logprobs, entropy } = tokenLogprobs(model, batch, meta.targets, {
           temperature: meta.temperature,
           recompute,
+          vocabChunk,
         });
         return tf.sub(
           tf.neg(tf.div(tf.sum(tf.mul(w, logprobs)), tf.sum(w))),

@@ -5,7 +5,8 @@
 // rows and steps, each `rl2 sft` in its own process: train tokens/s (from metrics.jsonl), the
 // process's CPU seconds and its peak RSS (GNU time's %M). Needs `pnpm build` (it runs the CLI).
 // Next to it PyTorch 1.13 on the same token ids, full and LoRA (scripts/bench_lora_torch.py: the
-// same rank, alpha and modules). The machine's load average (uptime) is printed with the table: rates on a shared machine swing
+// same rank, alpha and modules). The machine's load average (uptime) is printed with the
+// table: rates on a shared machine swing
 // with the load, the RSS column does not. --layers 4 keeps the real widths with fewer layers,
 // --tiny (hidden 64, 2 layers) checks the plumbing.
 import { spawnSync } from 'node:child_process';

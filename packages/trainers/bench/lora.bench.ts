@@ -6,9 +6,8 @@
 // process's CPU seconds and its peak RSS (GNU time's %M). Needs `pnpm build` (it runs the CLI).
 // Next to it PyTorch 1.13 on the same token ids, full and LoRA (scripts/bench_lora_torch.py: the
 // same rank, alpha and modules). The machine's load average (uptime) is printed with the
-// table: rates on a shared machine swing
-// with the load, the RSS column does not. --layers 4 keeps the real widths with fewer layers,
-// --tiny (hidden 64, 2 layers) checks the plumbing.
+// table: rates on a shared machine swing with the load, the RSS columns do not. --layers 4 keeps
+// the real widths with fewer layers, --tiny (hidden 64, 2 layers) checks the plumbing.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir, totalmem } from 'node:os';

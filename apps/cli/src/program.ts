@@ -10,6 +10,7 @@ import {
   trainerHelp,
 } from './commands/trainer-command.js';
 import { registerServeCommand } from './commands/serve-command.js';
+import { registerExportCommand } from './commands/export-command.js';
 import { registerLaunchCommand } from './commands/launch-command.js';
 import { planHelp, registerPlanCommand } from './commands/plan-command.js';
 import { firstUnknownFlag, unknownFlagMessage } from './unknown-flag.js';
@@ -100,6 +101,7 @@ export function createCli(io: CliIo = { stdout: process.stdout, stderr: process.
     });
 
   registerServeCommand(cli, io, version);
+  registerExportCommand(cli, io);
   registerLaunchCommand(cli, io);
   registerPlanCommand(cli, io);
 

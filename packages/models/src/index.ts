@@ -65,6 +65,22 @@ export { createParamMap, disposeParams } from './model/param-map.js';
 export type { ParamMap } from './model/param-map.js';
 export { paramShapes } from './model/param-shapes.js';
 
+// LoRA (PEFT's names and init): adapters on the projections, the base frozen, merged weights.
+export { LORA_TARGET_MODULES, isLoraParam, loraModules, loraScale } from './lora/lora-spec.js';
+export type { LoraModule, LoraSpec, LoraTargetModule } from './lora/lora-spec.js';
+export { initLoraParams, loraParamsFromHost } from './lora/lora-params.js';
+export { attachLora, mergeLora } from './lora/lora-model.js';
+export type { LoraModel } from './lora/lora-model.js';
+export type { LoraDropout } from './lora/lora-linear.js';
+export {
+  ADAPTER_CONFIG_FILE,
+  ADAPTER_WEIGHTS_FILE,
+  peftLoraConfig,
+  readPeftAdapter,
+  writePeftAdapter,
+} from './lora/peft-adapter.js';
+export type { PeftAdapter, PeftLoraConfig } from './lora/peft-adapter.js';
+
 // Training forwards on packed rows: hidden states, per-token logprobs / entropy, values, logits.
 export { packSequences, segmentIdsFromCuSeqlens } from './model/token-batch.js';
 export type { PackedRow, TokenBatch } from './model/token-batch.js';

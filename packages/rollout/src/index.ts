@@ -13,7 +13,7 @@ export type {
 export { createRolloutEngine } from './inference/create-rollout-engine.js';
 export type { RolloutEngineConfig } from './inference/create-rollout-engine.js';
 export { createSGLangEngine } from './inference/sglang-engine.js';
-export type { SGLangEngineOptions } from './inference/sglang-engine.js';
+export type { SGLangEngine, SGLangEngineOptions } from './inference/sglang-engine.js';
 export { createEmbeddedEngine } from './inference/embedded-engine.js';
 export type {
   EmbeddedEngineOptions,

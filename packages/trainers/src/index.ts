@@ -41,3 +41,7 @@ export { writeReport } from './report/write-report.js';
 // Models without a download: a random Hugging Face checkpoint with a chosen tokenizer (`rl2 init-model`).
 export { MODEL_ARCHS, writeRandomCheckpoint } from './model-init/random-checkpoint.js';
 export type { ModelArch, RandomModelOptions } from './model-init/random-checkpoint.js';
+
+// LoRA checkpoints: a PEFT adapter merged into its base as a plain Hugging Face model (`rl2 export --merge`).
+export { exportMerged } from './lora/export-merged.js';
+export type { ExportMergedOptions } from './lora/export-merged.js';

@@ -45,7 +45,17 @@ export function registerServeCommand(cli: CAC, io: CliIo, version: string): void
       'tensor parallelism: N processes, each holding 1/N of the weights and KV cache; rank 0 serves HTTP',
       { default: 1 },
     )
+    .option(
+      '--lora <name=dir>',
+      'serve the PEFT LoRA adapter folder DIR on --model as NAME (requests pick it with lora_path, ' +
+        'as SGLang serves LoRA paths); repeat for several',
+    )
+    .option(
+      '--enable-lora',
+      'serve adapters loaded later by POST /load_lora_adapter (implied by --lora)',
+    )
     .example('rl2 serve --model runs/addition-grpo/step-30/model --port 30000')
+    .example('rl2 serve --model Qwen/Qwen3-0.6B --lora sft=runs/sft/step-100/adapter')
     .example('rl2 serve --model runs/addition-grpo/step-30/model --tp 2')
     .action(async (flags: Record<string, string | number | undefined>) => {
       if (!flags.model)
@@ -93,7 +103,10 @@ async function serveUntilStopped(
   tp?: { group: ProcessGroup; modelDir: string | undefined },
 ): Promise<number> {
   const apiKey = flags.apiKey === undefined ? process.env.RL2_API_KEY : String(flags.apiKey);
+  const loras = parseLoraFlags(flags.lora);
   const server = await serveModel({
+    ...(loras.length > 0 ? { loras } : {}),
+    ...(flags.enableLora ? { enableLora: true } : {}),
     model: String(flags.model),
     host: String(flags.host),
     port: Number(flags.port),
@@ -120,6 +133,29 @@ async function serveUntilStopped(
   }
   io.stdout.write('stopped\n');
   return 0;
+}
+
+/** `--lora NAME=DIR` (given once or several times) as adapters by name; a bad one names the flag. */
+export function parseLoraFlags(value: unknown): { name: string; path: string }[] {
+  if (value === undefined) return [];
+  const out: { name: string; path: string }[] = [];
+  for (const v of [value].flat()) {
+    const text = String(v);
+    const eq = text.indexOf('=');
+    if (eq <= 0 || eq === text.length - 1)
+      throw new RolloutError(
+        'INVALID_ARGUMENT',
+        `rl2 serve --lora ${text}: write NAME=DIR, e.g. --lora sft=runs/sft/step-100/adapter`,
+      );
+    const name = text.slice(0, eq);
+    if (out.some((a) => a.name === name))
+      throw new RolloutError(
+        'INVALID_ARGUMENT',
+        `rl2 serve --lora: the name ${name} is given twice`,
+      );
+    out.push({ name, path: text.slice(eq + 1) });
+  }
+  return out;
 }
 
 /** Resolves when the CLI's signal aborts (Ctrl-C or SIGTERM), or, without one, on SIGINT or SIGTERM. */

@@ -15,6 +15,9 @@ import type { TiedEmbeddingGrad } from './tied-embedding-grad.js';
  * The g_H term is skipped when the entropy output receives no gradient.
  * `hidden` [N, H], `weight` [V, H]; returns [N, 2] = (logp, entropy), float32.
  * With `tied` (several chunks only), dW is also left there for the tied embedding lookup.
+ * `weightGrad` false (a frozen head, e.g. LoRA's base): the host backward skips dW ([V, H] and a
+ * third of the head's backward) and gives W a placeholder gradient, which the tape drops (W is
+ * no input it differentiates).
  */
 export function chunkedLogprobsEntropy(
   hidden: tf.Tensor2D,
@@ -23,6 +26,7 @@ export function chunkedLogprobsEntropy(
   temperature: number,
   chunkSize: number,
   tied?: TiedEmbeddingGrad,
+  weightGrad = true,
 ): tf.Tensor2D {
   const [n] = hidden.shape;
   const [v, dim] = weight.shape;
@@ -92,7 +96,7 @@ export function chunkedLogprobsEntropy(
         const entropyUsed = tf.tidy(() => tf.any(tf.notEqual(gEnt, 0)).dataSync()[0] === 1);
         const ent = tf.slice(st!, [0, 1], [n, 1]);
         // dW [V, H] is filled chunk by chunk in one array (no list of chunks, no concat, no dense scatter)
-        const dwValues = new Float32Array(v * dim);
+        const dwValues = new Float32Array(weightGrad ? v * dim : 0);
         let dh: tf.Tensor = tf.zeros([n, dim]);
         for (const [c0, size] of chunks) {
           const next = tf.tidy(() => {
@@ -103,7 +107,7 @@ export function chunkedLogprobsEntropy(
             // dz (without the target term) = -p * (g_logp + g_H (logp + H)) / tau
             const coef = entropyUsed ? tf.add(gLogp, tf.mul(gEnt, tf.add(lp(), ent))) : gLogp;
             const dz = tf.mul(p, tf.mul(coef, -inv)) as tf.Tensor2D;
-            dwValues.set(tf.matMul(dz, hs!, true, false).dataSync(), c0 * dim);
+            if (weightGrad) dwValues.set(tf.matMul(dz, hs!, true, false).dataSync(), c0 * dim);
             return tf.add(dh, tf.matMul(dz, wc));
           });
           dh.dispose();
@@ -111,18 +115,21 @@ export function chunkedLogprobsEntropy(
         }
         // target term: d z[y] = g_logp / tau, scattered into the rows of the targets
         const gy = tf.mul(gLogp, inv);
-        const hv = hs!.dataSync();
-        const gv = gy.dataSync();
-        for (let i = 0; i < n; i++) {
-          const g = gv[i]!;
-          if (g === 0) continue;
-          const row = targets[i]! * dim;
-          for (let j = 0; j < dim; j++) dwValues[row + j]! += g * hv[i * dim + j]!;
+        if (weightGrad) {
+          const hv = hs!.dataSync();
+          const gv = gy.dataSync();
+          for (let i = 0; i < n; i++) {
+            const g = gv[i]!;
+            if (g === 0) continue;
+            const row = targets[i]! * dim;
+            for (let j = 0; j < dim; j++) dwValues[row + j]! += g * hv[i * dim + j]!;
+          }
         }
         const dhAll = tf.tidy(() =>
           tf.add(dh, tf.mul(gy, tf.gather(ws!, tf.tensor1d(targets, 'int32')))),
         );
         tf.dispose([dh, gy, gLogp, gEnt, ent]);
+        if (!weightGrad) return [dhAll, tf.zeros([1, 1])];
         const dw = tf.tensor2d(dwValues, [v, dim]);
         if (tied) tied.headGrad = { tensor: dw, values: dwValues };
         return [dhAll, dw];

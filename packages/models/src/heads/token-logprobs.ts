@@ -5,6 +5,7 @@ import { type ForwardOptions, forwardHidden } from '../model/forward-hidden.js';
 import type { TokenBatch } from '../model/token-batch.js';
 import { chunkedLogprobsEntropy } from './chunked-logprobs.js';
 import { type TiedEmbeddingGrad, untrackedView } from './tied-embedding-grad.js';
+import { isFrozen } from '../lora/lora-model.js';
 
 /** Options of `tokenLogprobs`. */
 export interface LogprobOptions extends ForwardOptions {
@@ -57,7 +58,10 @@ export function tokenLogprobs(
   const chunk = options.vocabChunk ?? 8192;
   const both = tf.tidy(() => {
     // tied embeddings over several vocabulary chunks: one [V, H] gradient array instead of three
+    // a frozen head (LoRA's base) gets no dW: nothing to share with the embedding either
+    const frozenHead = isFrozen(lmHeadWeight(model));
     const plainTied =
+      !frozenHead &&
       !model.logprobHead &&
       !model.embedding &&
       !shard &&
@@ -74,6 +78,7 @@ export function tokenLogprobs(
         temperature,
         chunk,
         tied,
+        !frozenHead,
       );
     const head = model.logprobHead(hidden, lmHeadWeight(model), localTargets, temperature);
     return tf.stack([head.logprobs, head.entropy], 1) as tf.Tensor2D;

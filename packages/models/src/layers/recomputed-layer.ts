@@ -1,6 +1,8 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { decoderLayer, type LayerContext, layerParamNames } from './decoder-layer.js';
 import type { ParamLookup } from './linear.js';
+import { isLoraParam } from '../lora/lora-spec.js';
+import { isFrozen } from '../lora/lora-model.js';
 
 /**
  * How a recomputed layer can hold its parameters as something smaller than the tensors
@@ -33,8 +35,12 @@ export function recomputedDecoderLayer(
   p: SourcedParamLookup,
   ctx: LayerContext,
 ): tf.Tensor2D {
-  const names = layerParamNames(ctx.config, layer);
-  const source = p.layerSource?.(names);
+  const all = [...layerParamNames(ctx.config, layer), ...adapterNames(p, layer)];
+  // frozen variables (a LoRA base) are no inputs: variables outlive the backward, and no
+  // gradient is taken for them
+  const names = all.filter((n) => !isFrozen(p.get(n)));
+  const frozen = all.filter((n) => isFrozen(p.get(n)));
+  const source = p.layerSource?.(all);
   const paramInputs = source ? source.inputs : names.map((n) => p.get(n)!);
   const maskLengths = ctx.segments ? [...ctx.segments.masks.keys()] : [];
   const constants: tf.Tensor[] = [
@@ -49,7 +55,10 @@ export function recomputedDecoderLayer(
     const k = 1 + paramInputs.length;
     const local = source
       ? source.open(inputs.slice(1, k))
-      : new Map<string, tf.Tensor>(names.map((n, i) => [n, inputs[1 + i]!]));
+      : new Map<string, tf.Tensor>([
+          ...names.map((n, i): [string, tf.Tensor] => [n, inputs[1 + i]!]),
+          ...frozen.map((n): [string, tf.Tensor] => [n, p.get(n)!]),
+        ]);
     const c: LayerContext = {
       ...ctx,
       cos: inputs[k] as tf.Tensor3D,
@@ -103,4 +112,10 @@ function nestedGrads<T>(f: () => T): T {
   } finally {
     state.activeTape = outer;
   }
+}
+
+/** LoRA adapter tensors of layer `layer` in the lookup (`...lora_A.weight`, `...lora_B.weight`). */
+function adapterNames(p: ParamLookup, layer: number): string[] {
+  const pre = `model.layers.${layer}.`;
+  return [...p.keys()].filter((n) => n.startsWith(pre) && isLoraParam(n));
 }

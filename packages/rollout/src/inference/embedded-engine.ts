@@ -15,6 +15,8 @@ import type {
  */
 export interface TokenGeneratorRequest {
   inputIds: readonly number[];
+  /** The LoRA adapter to generate with, by name (undefined: the base model). */
+  lora?: string;
   maxNewTokens?: number;
   temperature?: number;
   topP?: number;
@@ -82,6 +84,7 @@ export function createEmbeddedEngine(options: EmbeddedEngineOptions): RolloutEng
       try {
         out = await generator.generate({
           inputIds: request.inputIds,
+          ...(request.lora ? { lora: request.lora } : {}),
           maxNewTokens: s.max_new_tokens,
           temperature: s.temperature,
           topP: s.top_p,

@@ -38,6 +38,8 @@ export interface GeneratedToken {
 /** One token-in/token-out generation request. */
 export interface GenerateRequest {
   inputIds: number[];
+  /** Name of the LoRA adapter to generate with (SGLang's `lora_path`); undefined: the base model. */
+  lora?: string;
   sampling: SamplingParams;
   /** Cancels the request; the engine rejects with RolloutError('ENGINE_ABORTED'). */
   signal?: AbortSignal;

@@ -27,6 +27,17 @@ export interface SGLangEngineOptions {
   fetch?: typeof fetch;
 }
 
+/** The SGLang client: a RolloutEngine that can also load LoRA adapters on its servers. */
+export interface SGLangEngine extends RolloutEngine {
+  /**
+   * POST /load_lora_adapter {lora_name, lora_path} on every worker; from then on requests that
+   * name no adapter generate with this one (rl2 ppo's adapter sync with actor.lora.rank > 0).
+   */
+  loadLoraAdapter(name: string, path: string): Promise<void>;
+  /** POST /unload_lora_adapter {lora_name} on every worker. */
+  unloadLoraAdapter(name: string): Promise<void>;
+}
+
 interface AttemptError {
   url: string;
   error: RolloutError;
@@ -40,7 +51,7 @@ interface AttemptError {
  * Connection errors, timeouts and 5xx answers are retried with exponential backoff on the next
  * URL; 4xx answers are not. When every attempt fails the error names each URL and its failure.
  */
-export function createSGLangEngine(options: SGLangEngineOptions): RolloutEngine {
+export function createSGLangEngine(options: SGLangEngineOptions): SGLangEngine {
   const urls = typeof options.urls === 'string' ? [options.urls] : options.urls;
   const balancer = new UrlBalancer(urls, options.balance);
   const workers = new UrlBalancer(options.workerUrls ?? urls);
@@ -48,6 +59,7 @@ export function createSGLangEngine(options: SGLangEngineOptions): RolloutEngine 
   const doFetch = options.fetch ?? fetch;
   const generateTimeoutMs = options.generateTimeoutMs ?? 600_000;
   const controlTimeoutMs = options.controlTimeoutMs ?? 60_000;
+  let defaultLora: string | undefined;
 
   /** One HTTP call with a timeout; classifies failures into retryable or not. */
   async function attempt(
@@ -155,6 +167,7 @@ export function createSGLangEngine(options: SGLangEngineOptions): RolloutEngine 
         sampling_params: dropUndefined(request.sampling),
         return_logprob: true,
         ...(request.topLogprobs ? { top_logprobs_num: request.topLogprobs } : {}),
+        ...((request.lora ?? defaultLora) ? { lora_path: request.lora ?? defaultLora } : {}),
       };
       const body = await call(balancer, '/generate', payload, generateTimeoutMs, request.signal);
       return parseGenerateResponse(body, balancer.urls.join(', '));
@@ -192,6 +205,14 @@ export function createSGLangEngine(options: SGLangEngineOptions): RolloutEngine 
     },
     async flushCache(): Promise<void> {
       await broadcast('/flush_cache', {});
+    },
+    async loadLoraAdapter(name: string, path: string): Promise<void> {
+      await broadcast('/load_lora_adapter', { lora_name: name, lora_path: path });
+      defaultLora = name;
+    },
+    async unloadLoraAdapter(name: string): Promise<void> {
+      await broadcast('/unload_lora_adapter', { lora_name: name });
+      if (defaultLora === name) defaultLora = undefined;
     },
     async pause(): Promise<void> {
       await broadcast('/pause_generation', {});

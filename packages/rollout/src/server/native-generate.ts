@@ -9,6 +9,7 @@ import {
   sampleSeed,
 } from './run-generation.js';
 import { type ParsedSampling, parseSamplingParams } from './sampling-params.js';
+import { checkLoraName } from './lora-control.js';
 import { type ServerContext, checkPrompt, needTokenizer, newRequestId } from './server-context.js';
 
 /** One expanded /generate item with what its answer needs. */
@@ -98,6 +99,13 @@ function expandItems(ctx: ServerContext, body: Record<string, unknown>): NativeI
     );
   }
   const rids = readRids(body.rid, prompts.length);
+  const loras = perPrompt(
+    body.lora_path,
+    prompts.length,
+    'lora_path',
+    (v) => v === null || typeof v === 'string',
+  );
+  for (const name of loras) if (name) checkLoraName(ctx, name as string);
   const n = parsed[0]!.n;
   return prompts.flatMap((inputIds, i) => {
     const maxNew = checkPrompt(
@@ -111,6 +119,7 @@ function expandItems(ctx: ServerContext, body: Record<string, unknown>): NativeI
       return {
         rid: n > 1 ? `${rids[i]}_${j}` : rids[i]!,
         inputIds,
+        ...(loras[i] ? { lora: loras[i] as string } : {}),
         sampling: {
           ...parsed[i]!.sampling,
           max_new_tokens: maxNew,

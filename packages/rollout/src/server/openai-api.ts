@@ -4,6 +4,7 @@ import { openAiAnswer } from './openai-answer.js';
 import { type OpenAiPlan, planChat, planCompletion } from './openai-request.js';
 import { streamOpenAi } from './openai-stream.js';
 import { runGeneration } from './run-generation.js';
+import { loraModelCards } from './lora-control.js';
 import type { ServerContext } from './server-context.js';
 
 /** The one model card of /v1/models. */
@@ -21,11 +22,13 @@ function modelCard(ctx: ServerContext) {
 
 /** GET /v1/models. */
 export function listModels(ctx: ServerContext) {
-  return { object: 'list', data: [modelCard(ctx)] };
+  return { object: 'list', data: [modelCard(ctx), ...loraModelCards(ctx)] };
 }
 
 /** GET /v1/models/{id}: the card, or OpenAI's 404 model_not_found. */
 export function retrieveModel(ctx: ServerContext, id: string) {
+  const adapter = loraModelCards(ctx).find((c) => c.id === id);
+  if (adapter) return adapter;
   if (id !== ctx.servedModelName) {
     throw new HttpError(404, `The model '${id}' does not exist`, {
       type: 'invalid_request_error',

@@ -1,6 +1,7 @@
 import type { ChatMessage } from '@rl2/data';
 import { badRequest } from './http-io.js';
 import { type GenerationItem, sampleSeed } from './run-generation.js';
+import { loraOfModel } from './lora-control.js';
 import { type ParsedSampling, parseSamplingParams } from './sampling-params.js';
 import { type ServerContext, checkPrompt, needTokenizer, newRequestId } from './server-context.js';
 
@@ -103,6 +104,7 @@ function plan(
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean')
     throw badRequest('stream must be true or false', 'stream');
   const parsed = parseSamplingParams(samplingOf(body, maxTokens, seed), '', defaultMaxTokens);
+  const lora = loraOfModel(ctx, body.model);
   const n = parsed.n;
   const items = prompts.flatMap((inputIds, i) => {
     const maxNew = checkPrompt(
@@ -116,6 +118,7 @@ function plan(
       return {
         rid: newRequestId(),
         inputIds,
+        ...(lora ? { lora } : {}),
         sampling: {
           ...parsed.sampling,
           max_new_tokens: maxNew,

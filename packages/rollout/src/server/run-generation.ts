@@ -11,6 +11,8 @@ import type { ServerContext } from './server-context.js';
 export interface GenerationItem {
   rid: string;
   inputIds: number[];
+  /** The LoRA adapter by name (SGLang's `lora_path`), or undefined for the base model. */
+  lora?: string;
   sampling: SamplingParams & { max_new_tokens: number };
   /** Most likely tokens to report per step (0: none). */
   topLogprobs: number;
@@ -52,6 +54,7 @@ export async function runGeneration(
   try {
     return await ctx.engine.generate({
       inputIds: item.inputIds,
+      ...(item.lora ? { lora: item.lora } : {}),
       sampling: item.sampling,
       signal: controller.signal,
       ...(item.topLogprobs ? { topLogprobs: item.topLogprobs } : {}),

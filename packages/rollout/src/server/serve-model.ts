@@ -15,6 +15,7 @@ import type { ProcessGroup } from '@rl2/parallel';
 import { type CheckpointEngine, loadCheckpointEngine } from '../inference/checkpoint-engine.js';
 import { loadTensorParallelEngine } from '../inference/tensor-parallel-engine.js';
 import { followTensorParallelEngine } from '../inference/tensor-parallel-follower.js';
+import { loadLoraCheckpointEngine } from '../inference/lora-engine.js';
 import { RolloutError } from '../errors.js';
 import { type SGLangServer, startSGLangServer } from './sglang-server.js';
 
@@ -54,6 +55,10 @@ export interface ServeModelOptions {
    * {@link followServeModel}); each rank holds only its shards.
    */
   readonly tp?: ProcessGroup;
+  /** LoRA adapters to serve on the base by name (`--lora NAME=DIR`, as SGLang's `--lora-paths`): PEFT folders. */
+  readonly loras?: readonly { name: string; path: string }[];
+  /** Serve LoRA adapters loaded later by POST /load_lora_adapter, also without `loras` (`--enable-lora`). */
+  readonly enableLora?: boolean;
   /** With `tp`: the lead's idle heartbeat period (default: a quarter of the collective timeout, at most 10 s). */
   readonly heartbeatMs?: number;
 }
@@ -114,8 +119,15 @@ async function startEngine(options: ServeModelOptions, log: (line: string) => vo
     seed: options.seed,
     ...(options.weightDtype ? { weightDtype: options.weightDtype } : {}),
   };
-  const engine: CheckpointEngine =
-    options.tp && options.tp.size > 1
+  const lora = options.enableLora || (options.loras?.length ?? 0) > 0;
+  if (lora && options.tp && options.tp.size > 1)
+    throw new RolloutError(
+      'INVALID_ARGUMENT',
+      '--lora / --enable-lora serve on one process: drop --tp',
+    );
+  const engine: CheckpointEngine = lora
+    ? await loadLoraCheckpointEngine(dir, options.loras ?? [], common)
+    : options.tp && options.tp.size > 1
       ? await loadTensorParallelEngine(dir, options.tp, {
           ...common,
           log,

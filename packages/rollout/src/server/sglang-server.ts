@@ -19,6 +19,7 @@ import {
 import { handleGenerate } from './native-generate.js';
 import { handleOpenAi, listModels, requireJson, retrieveModel } from './openai-api.js';
 import { RequestRegistry, type ServedTokenizer, type ServerContext } from './server-context.js';
+import { handleLoadLora, handleUnloadLora } from './lora-control.js';
 
 export interface SGLangServerOptions {
   /** Interface to bind. Default '127.0.0.1' (loopback only); pass '0.0.0.0' deliberately to expose it. */
@@ -185,6 +186,8 @@ function apiRoutes(ctx: ServerContext, facts: ServerFacts): Map<string, Route> {
     ['/pause_generation', post(({ body }) => handlePause(ctx, body))],
     ['/continue_generation', post(() => handleContinue(ctx))],
     ['/abort_request', post(({ res, body }) => handleAbort(ctx, res, body))],
+    ['/load_lora_adapter', post(({ body }) => handleLoadLora(ctx, body))],
+    ['/unload_lora_adapter', post(({ body }) => handleUnloadLora(ctx, body))],
     ['/v1/models', get(() => listModels(ctx))],
     [
       '/v1/models/',

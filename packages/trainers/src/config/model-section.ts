@@ -1,5 +1,6 @@
 import { parseShardSize } from '@rl2/models';
 import { z } from 'zod';
+import { loraSection } from '../lora/lora-section.js';
 import { option } from './option.js';
 
 const shardSize = z.union([z.number().int().positive(), z.string().min(1)]).refine(
@@ -81,5 +82,6 @@ export function modelSection(defaults: ModelSectionDefaults) {
       '5GB',
       'largest safetensors file of a saved model: bytes, or 5GB, 500MB, 2GiB (as save_pretrained)',
     ),
+    lora: loraSection(),
   };
 }

@@ -11,8 +11,12 @@ import { dpoObjective } from './dpo-objective.js';
  * `ref_actor.model_name` (default: the same starting weights). SimPO loads no reference.
  */
 export async function runDpo(config: DpoConfig, io: RunIo = {}): Promise<RunResult> {
-  const { model, spec } = await openRun('dpo', config, 'actor', config.actor, io);
-  const needsRef = config.actor.preference_loss !== 'simpo';
+  const { model, spec, lora } = await openRun('dpo', config, 'actor', config.actor, io);
+  // with LoRA the reference is the base without the adapters: no second copy of the weights
+  const refName = config.ref_actor.model_name ?? config.actor.model_name;
+  const wantsRef = config.actor.preference_loss !== 'simpo';
+  const refIsBase = wantsRef && lora !== undefined && refName === config.actor.model_name;
+  const needsRef = wantsRef && !refIsBase;
   // the reference is laid out as the actor (tp shards, cp split, ZeRO-3 shards), so its passes run in step
   const ref = needsRef
     ? trainModel(
@@ -30,7 +34,7 @@ export async function runDpo(config: DpoConfig, io: RunIo = {}): Promise<RunResu
   try {
     return await runTrainingLoop({
       ...spec,
-      objective: dpoObjective(model, ref?.model, {
+      objective: dpoObjective(model, refIsBase ? lora?.base : ref?.model, {
         variant: config.actor.preference_loss,
         beta: config.actor.beta,
         labelSmoothing: config.actor.label_smoothing,

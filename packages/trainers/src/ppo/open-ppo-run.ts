@@ -65,6 +65,7 @@ export async function openPpoRun(config: PpoConfig, io: RunIo, dp: DataParallel)
         ? prompts.test.slice(0, r.test_prompts_per_rollout)
         : prompts.test,
       writeActor: models.writeActor,
+      ...(models.writeActorAdapter ? { writeAdapter: models.writeActorAdapter } : {}),
       out,
     },
   );

@@ -8,6 +8,7 @@ import { modelSaver, openModel, startingWeights } from '../run/run-setup.js';
 import { type loadPpoCheckpoint, savePpoCheckpoint } from './ppo-checkpoint.js';
 import type { PpoConfig } from './ppo-config.js';
 import { PpoWorker, ppoWorkerOptions } from './ppo-worker.js';
+import { type PpoLora, ppoLora, usesLora } from '../lora/ppo-lora.js';
 
 /** The models of a PPO run as this rank holds them (RL2's actor, ref_actor and critic workers). */
 export interface PpoModels {
@@ -35,6 +36,8 @@ export interface PpoModels {
    * (`isMain`) writes.
    */
   writeActor(dir: string, isMain: boolean): Promise<void>;
+  /** With actor.lora.rank > 0: writes the actor's PEFT adapter folder (rank 0 writes), what SGLang servers load. */
+  writeActorAdapter?: (dir: string, isMain: boolean) => Promise<void>;
   /**
    * The checkpoint `dir` (see `savePpoCheckpoint`): every rank joins the gathers of sharded
    * optimizer state and critic weights, rank 0 (`isMain`) writes.
@@ -59,6 +62,8 @@ export interface PpoModelSections {
   readonly critic?: PpoConfig['critic'];
   /** rollout.engine: who generates with the actor (the embedded engine needs a full copy or the tp shards). */
   readonly engine: PpoConfig['rollout']['engine'];
+  /** trainer.seed: new LoRA adapters are initialised from it. */
+  readonly seed: number;
 }
 
 /** The models a PPO config asks for: the reference with kl.coef > 0, the critic with adv.estimator=gae. */
@@ -68,6 +73,7 @@ export function ppoModelSections(config: PpoConfig): PpoModelSections {
     ...(config.kl.coef > 0 ? { ref: config.ref_actor } : {}),
     ...(config.adv.estimator === 'gae' ? { critic: config.critic } : {}),
     engine: config.rollout.engine,
+    seed: config.trainer.seed,
   };
 }
 
@@ -91,7 +97,7 @@ export async function openPpoModels(
   const actorLayout = planRankLayout(dp, a, 'actor');
   const criticLayout = c ? planRankLayout(dp, c, 'critic') : ONE_PROCESS;
   const full = await openModel(
-    startingWeights(a.model_name, resumeFrom, 'actor.model_name'),
+    usesLora(a) ? a.model_name : startingWeights(a.model_name, resumeFrom, 'actor.model_name'),
     'actor.model_name',
   );
   // the embedded engine generates with the tp shards themselves under tp alone, else with a
@@ -99,7 +105,11 @@ export async function openPpoModels(
   const tpGeneration =
     sections.engine === 'embedded' && actorLayout.tp !== undefined && !actorLayout.fsdp;
   const keepFull = sections.engine === 'embedded' && !tpGeneration;
-  const trainedActor = trainModel(full.model, actorLayout, 'actor', { keepFull });
+  const laidOut = trainModel(full.model, actorLayout, 'actor', { keepFull });
+  // LoRA: the worker trains the adapters, the engine generates with base + adapters
+  const actorLora = ppoLora(laidOut, a, 'actor', sections.seed, resumeFrom);
+  const trainedActor = actorLora?.trained ?? laidOut;
+  const generator = actorLora?.lora.model ?? full.model;
   const actorUpdates = (totalSteps - a.freeze_steps) * a.update_per_rollout;
   const actor = new PpoWorker(
     trainedActor,
@@ -107,19 +117,28 @@ export async function openPpoModels(
     ppoWorkerOptions(a, 'actor', trainedActor, actorUpdates),
   );
   let ref: PpoWorker | undefined;
-  if (sections.ref) {
+  if (sections.ref && actorLora && sections.ref.model_name === a.model_name) {
+    // the reference is the actor's base without the adapters: no second copy of the weights
+    const base = actorLora.baseWorkerModel();
+    ref = new PpoWorker(base, actorLayout, ppoWorkerOptions(a, 'actor', base));
+  } else if (sections.ref) {
     const loaded = await openModel(sections.ref.model_name, 'ref_actor.model_name');
     const trainedRef = trainModel(loaded.model, actorLayout, 'actor');
     ref = new PpoWorker(trainedRef, actorLayout, ppoWorkerOptions(a, 'actor', trainedRef));
   }
+  let criticLora: PpoLora | undefined;
   let critic: PpoWorker | undefined;
   if (c) {
     const loaded = await openModel(
-      startingWeights(c.model_name, resumeFrom, 'critic.model_name', 'critic'),
+      usesLora(c)
+        ? c.model_name
+        : startingWeights(c.model_name, resumeFrom, 'critic.model_name', 'critic'),
       'critic.model_name',
       { head: 'value' },
     );
-    const trainedCritic = trainModel(loaded.model, criticLayout, 'critic');
+    const laidOutCritic = trainModel(loaded.model, criticLayout, 'critic');
+    criticLora = ppoLora(laidOutCritic, c, 'critic', sections.seed + 1, resumeFrom);
+    const trainedCritic = criticLora?.trained ?? laidOutCritic;
     critic = new PpoWorker(
       trainedCritic,
       criticLayout,
@@ -135,7 +154,11 @@ export async function openPpoModels(
   const saveActor = modelSaver(full.model, full.generationConfig, tokenizerDir, a);
   /** The full actor's tensors: the kept copy, or gathered from the shards (a collective under tp or FSDP). */
   const fullActorParams = (): { params: ParamMap; dispose(): void } =>
-    keepFull ? { params: full.model.params, dispose: () => {} } : trainedActor.fullParams();
+    actorLora
+      ? actorLora.merged()
+      : keepFull
+        ? { params: full.model.params, dispose: () => {} }
+        : trainedActor.fullParams();
   const writeActor = async (dir: string, isMain: boolean) => {
     const gathered = fullActorParams();
     try {
@@ -148,40 +171,53 @@ export async function openPpoModels(
     actor,
     ref,
     critic,
-    ...(keepFull ? { fullActor: full.model } : {}),
+    ...(keepFull ? { fullActor: generator } : {}),
     ...(tpGeneration && actorLayout.tp
       ? { tpActor: { model: trainedActor.model, tp: actorLayout.tp } }
       : {}),
     generationConfig: full.generationConfig,
     refreshFullActor: () => {
-      if (!keepFull || (!actorLayout.tp && !trainedActor.sharded)) return;
+      if (!keepFull || actorLora || (!actorLayout.tp && !trainedActor.sharded)) return;
       const gathered = trainedActor.fullParams();
       for (const [name, t] of gathered.params)
         (full.model.params.get(name) as tf.Variable).assign(t);
       gathered.dispose();
     },
     writeActor,
+    ...(actorLora
+      ? {
+          writeActorAdapter: async (dir: string, isMain: boolean) =>
+            isMain ? actorLora.writeAdapter(dir) : undefined,
+        }
+      : {}),
     writeCheckpoint: async (dir, isMain, state) => {
       const actorState = await actor.checkpointState(isMain);
       const criticState = await critic?.checkpointState(isMain);
-      const actorFull = fullActorParams();
-      const criticFull = critic?.trained.fullParams();
+      // LoRA saves adapters (merged weights only with lora.save_merged, when they are written)
+      const noParams = { params: new Map() as ParamMap, dispose: () => {} };
+      const actorFull = actorLora ? noParams : fullActorParams();
+      const criticFull = criticLora ? noParams : critic?.trained.fullParams();
       try {
         if (!isMain || !actorState) return;
         await savePpoCheckpoint(dir, {
           ...state,
           actorOptimizer: { state: async () => actorState },
           ...(criticState ? { criticOptimizer: { state: async () => criticState } } : {}),
-          saveActor: (d: string) => saveActor(d, actorFull.params),
+          saveActor: (d: string) =>
+            actorLora ? actorLora.save(d, saveActor) : saveActor(d, actorFull.params),
           ...(critic && c && criticFull
             ? {
-                saveCritic: (d: string) =>
-                  modelSaver(
-                    critic.trained.model,
+                saveCritic: (d: string) => {
+                  const saveCritic = modelSaver(
+                    criticLora?.lora.base ?? critic.trained.model,
                     undefined,
                     tokenizerDir,
                     c,
-                  )(d, criticFull.params),
+                  );
+                  return criticLora
+                    ? criticLora.save(d, saveCritic)
+                    : saveCritic(d, criticFull.params);
+                },
               }
             : {}),
         });

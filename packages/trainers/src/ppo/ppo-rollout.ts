@@ -28,6 +28,7 @@ import { checkSameRollout } from './check-same-rollout.js';
 import { type RolloutShard, gatherRollout } from './gather-rollout.js';
 import type { PpoConfig } from './ppo-config.js';
 import type { PromptStream } from './prompt-stream.js';
+import { sglangAdapterSync } from '../lora/sglang-adapter-sync.js';
 
 /** The rollout side of `rl2 ppo` (RL2's Rollout worker): training steps, evaluations, weight sync. */
 export interface PpoRollout {
@@ -62,6 +63,8 @@ export interface PpoRolloutParts {
   readonly testPrompts: readonly RolloutPrompt[];
   /** Writes the actor as a HF folder (the SGLang weight sync): every rank calls it, rank 0 writes. */
   readonly writeActor: (dir: string, isMain: boolean) => Promise<void>;
+  /** With a LoRA actor: writes its PEFT adapter; the SGLang sync then loads only the adapter. */
+  readonly writeAdapter?: (dir: string, isMain: boolean) => Promise<void>;
   readonly out: NodeJS.WriteStream;
 }
 
@@ -237,10 +240,13 @@ export async function openPpoRollout(
       : evaluateHere(step);
   if (servers) {
     const main = runner as RolloutRunner;
+    const adapters = parts.writeAdapter && sglangAdapterSync(parts.writeAdapter, r.weight_sync_dir);
+    if (adapters) await onServers((e) => adapters(e, isMain)); // a resumed adapter from the first step
     return {
       step: (k) => shareFromMain(dp, () => main.step(k)),
       evaluate: (step) => shareFromMain(dp, () => evaluate(step)),
       syncWeights: async () => {
+        if (adapters) return onServers((e) => adapters(e, isMain));
         await parts.writeActor(r.weight_sync_dir, isMain);
         await onServers((e) => e.updateWeights(r.weight_sync_dir));
       },

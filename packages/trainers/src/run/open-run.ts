@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { DecoderModel, LoadModelOptions } from '@rl2/models';
+import type { DecoderModel, LoadModelOptions, LoraModel } from '@rl2/models';
 import { readLaunchEnv } from '@rl2/parallel';
 import type { ModelSection, TrainerSection } from '../config/sections.js';
 import type { BadRowPolicy } from '@rl2/data';
@@ -19,6 +19,7 @@ import {
 } from './run-setup.js';
 import type { RunIo } from './run-session.js';
 import { releaseSaveDir } from './save-dir-lock.js';
+import { loraSaver, loraSpecOf, loraTrainedModel, openLoraModel } from '../lora/lora-run.js';
 import type { LoopSpec } from './train-loop.js';
 
 /** The config parts every SFT/RM/DPO run reads before its objective. */
@@ -37,6 +38,8 @@ export interface RunConfig {
 export interface OpenedRun {
   /** This rank's model: tp shards, cp split and ZeRO-3 shards when the section asks for them (see `trainModel`). */
   readonly model: DecoderModel;
+  /** With `<key>.lora.rank` > 0: the adapters on the frozen base (`lora.base` is the model without them). */
+  readonly lora?: LoraModel;
   /** Sequences dropped while tokenizing (no trained token left), for the run's first line. */
   readonly dropped: number;
   readonly spec: Omit<LoopSpec<unknown>, 'objective'>;
@@ -57,6 +60,7 @@ export async function openRun(
   modelOptions: LoadModelOptions = {},
 ): Promise<OpenedRun> {
   const { trainer, data } = config;
+  const loraSpec = loraSpecOf(section, key);
   await startEngine(trainer, io);
   const tokenizerDir = section.tokenizer_name ?? section.model_name;
   const tokenizer = await openTokenizer(
@@ -78,12 +82,15 @@ export async function openRun(
   const { model: full, generationConfig } = await unlockOnError(
     trainer,
     openModel(
-      startingWeights(section.model_name, resumeFrom, `${key}.model_name`),
+      // a LoRA checkpoint holds the adapters: the base is loaded as configured
+      loraSpec
+        ? section.model_name
+        : startingWeights(section.model_name, resumeFrom, `${key}.model_name`),
       `${key}.model_name`,
       modelOptions,
     ),
   );
-  const modelDir = resumeFrom ? join(resumeFrom, 'model') : section.model_name;
+  const modelDir = resumeFrom && !loraSpec ? join(resumeFrom, 'model') : section.model_name;
   await unlockOnError(
     trainer,
     (async () =>
@@ -103,11 +110,17 @@ export async function openRun(
       ))
         out.write(`rl2 ${kind}: ${line}\n`);
     const layout = planRankLayout(world, section, key);
-    const trained = trainModel(full, layout, key);
-    await trained.ready();
+    const laidOut = trainModel(full, layout, key);
+    await laidOut.ready();
+    const lora = loraSpec
+      ? openLoraModel(laidOut.model, loraSpec, section, key, trainer.seed, resumeFrom)
+      : undefined;
+    const trained = lora ? loraTrainedModel(laidOut, lora) : laidOut;
     const model = trained.model;
+    const saveModel = modelSaver(lora?.base ?? model, generationConfig, tokenizerDir, section);
     return {
       model,
+      ...(lora ? { lora } : {}),
       dropped,
       spec: {
         kind,
@@ -120,7 +133,8 @@ export async function openRun(
         train,
         test,
         trained,
-        saveModel: modelSaver(model, generationConfig, tokenizerDir, section),
+        saveModel: lora ? loraSaver(lora, section, saveModel) : saveModel,
+        ...(lora ? { lora } : {}),
         resumeFrom,
         config,
         io,

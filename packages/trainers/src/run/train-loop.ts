@@ -1,5 +1,5 @@
 import { SeededRng } from '@rl2/data';
-import type { ParamMap } from '@rl2/models';
+import type { LoraModel, ParamMap } from '@rl2/models';
 import { type PackedBin, packBins, stepTotals } from '../bins/pack-bins.js';
 import { type TrainerState, loadCheckpoint, saveCheckpoint } from '../checkpoint/trainer-state.js';
 import type { ModelSection, TrainerSection } from '../config/sections.js';
@@ -18,6 +18,7 @@ import { prefixed } from '../metrics/prefixed.js';
 import { describeLeftOut, runLength } from './run-length.js';
 import { type RunIo, RunSession, type SessionResult } from './run-session.js';
 import { type LoopStep, runSteps } from './step-loop.js';
+import { withLoraDropout } from '../lora/lora-objective.js';
 
 /** What a finished or interrupted SFT, RM or DPO run reports. */
 export interface RunResult extends SessionResult {
@@ -57,6 +58,8 @@ export interface LoopSpec<P> {
   readonly layout: RankLayout;
   /** Opened by `openRun`: the loop frees `trained` and closes `layout.world` when it ends. */
   readonly owned?: boolean;
+  /** The adapters a LoRA run trains (their dropout is keyed per micro-batch). */
+  readonly lora?: LoraModel;
   /** What loading the data skipped, cut or dropped (`data/train/truncated_rows`, ...): logged at step 0 of a fresh run. */
   readonly dataMetrics?: Record<string, number>;
 }
@@ -85,7 +88,8 @@ interface EpochCursor {
  */
 export async function runTrainingLoop<P>(spec: LoopSpec<P>): Promise<RunResult> {
   try {
-    return await trainOnRanks(spec, spec.layout);
+    const objective = withLoraDropout(spec.objective, spec.lora, spec.trainer.seed);
+    return await trainOnRanks({ ...spec, objective }, spec.layout);
   } finally {
     if (spec.owned) {
       spec.trained.dispose();

@@ -1,0 +1,108 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { createDecoderModel, type DecoderModel } from '../model/decoder-model.js';
+import type { ParamMap } from '../model/param-map.js';
+import { ModelsError } from '../errors.js';
+import { type LoraDropout, loraLinear } from './lora-linear.js';
+import {
+  isLoraParam,
+  type LoraSpec,
+  loraModules,
+  loraAName,
+  loraBName,
+  loraScale,
+} from './lora-spec.js';
+
+/** A decoder with LoRA adapters: the model to train, its base alone, and the adapters. */
+export interface LoraModel {
+  /** Base parameters (frozen: `trainable` false) and adapters together; its linears add s * B A x. */
+  readonly model: DecoderModel;
+  /** The same base parameters without the adapters (e.g. DPO's reference): no second copy of the weights. */
+  readonly base: DecoderModel;
+  /** The adapter tensors by name (`<module>.lora_A.weight`, `<module>.lora_B.weight`). */
+  readonly adapters: ParamMap;
+  readonly spec: LoraSpec;
+  /** Set per micro-batch by a trainer when `spec.dropout` > 0 (see {@link LoraDropout}). */
+  readonly dropout?: LoraDropout;
+}
+
+/** A frozen parameter: a variable marked not trainable (a LoRA base weight). */
+export function isFrozen(t: tf.Tensor | undefined): boolean {
+  return t instanceof tf.Variable && !t.trainable;
+}
+
+/**
+ * Puts `adapters` (see `initLoraParams`, or read from a PEFT file) on `base`: the base's
+ * variables (but a value model's `score.*` head) are frozen (no gradients, no optimizer state for them; `trainable` set false) and
+ * its linear layers wrapped by `loraLinear`. Every adapter `spec` implies must be present with
+ * its shape; extra ones are refused.
+ */
+export function attachLora(base: DecoderModel, adapters: ParamMap, spec: LoraSpec): LoraModel {
+  checkAdapters(base, adapters, spec);
+  // a value head is new (PEFT's modules_to_save=["score"]): it trains with the adapters
+  const trains = (name: string) => base.config.head === 'value' && name.startsWith('score.');
+  for (const [name, v] of base.params) if (!isLoraParam(name)) v.trainable = trains(name);
+  const dropout: LoraDropout | undefined = spec.dropout > 0 ? { rate: spec.dropout } : undefined;
+  const params: ParamMap = new Map([...base.params, ...adapters]);
+  const model = createDecoderModel(base.config, params, {
+    ...hooksOf(base),
+    linear: loraLinear(base.linear, loraScale(spec), dropout),
+  });
+  return { model, base, adapters, spec, ...(dropout ? { dropout } : {}) };
+}
+
+function hooksOf(m: DecoderModel) {
+  return {
+    linear: m.linear,
+    attention: m.attention,
+    ...(m.embedding ? { embedding: m.embedding } : {}),
+    ...(m.logprobHead ? { logprobHead: m.logprobHead } : {}),
+    ...(m.splitRow ? { splitRow: m.splitRow } : {}),
+  };
+}
+
+function checkAdapters(base: DecoderModel, adapters: ParamMap, spec: LoraSpec): void {
+  const expected = new Map<string, number[]>();
+  for (const m of loraModules(base.config, spec)) {
+    expected.set(loraAName(m.module), [spec.rank, m.in]);
+    expected.set(loraBName(m.module), [m.out, spec.rank]);
+  }
+  for (const [name, shape] of expected) {
+    const t = adapters.get(name);
+    if (!t)
+      throw new ModelsError(
+        'CHECKPOINT_ERROR',
+        `LoRA adapter "${name}" is missing (rank ${spec.rank}, target_modules ${spec.targetModules.join(',')})`,
+      );
+    if (t.shape.join(',') !== shape.join(','))
+      throw new ModelsError(
+        'SHAPE_MISMATCH',
+        `LoRA adapter "${name}" has shape [${t.shape}], rank ${spec.rank} on this model implies [${shape}]`,
+      );
+  }
+  const extra = [...adapters.keys()].filter((n) => !expected.has(n));
+  if (extra.length > 0)
+    throw new ModelsError(
+      'CHECKPOINT_ERROR',
+      `LoRA adapters for modules outside target_modules ${spec.targetModules.join(',')}: ${extra.slice(0, 3).join(', ')}`,
+    );
+}
+
+/**
+ * The merged weights W + s * B A of every adapted module, the other base parameters as they
+ * are (the same tensors): a plain checkpoint whose logits equal base + adapter's. `dispose`
+ * frees the merged tensors only.
+ */
+export function mergeLora(lora: LoraModel): { params: ParamMap; dispose(): void } {
+  const scale = loraScale(lora.spec);
+  const merged: tf.Tensor[] = [];
+  const params = new Map(lora.base.params) as Map<string, tf.Variable | tf.Tensor>;
+  for (const m of loraModules(lora.base.config, lora.spec)) {
+    const w = lora.base.params.get(`${m.module}.weight`)!;
+    const a = lora.adapters.get(loraAName(m.module))!;
+    const b = lora.adapters.get(loraBName(m.module))!;
+    const t = tf.tidy(() => tf.add(w, tf.mul(tf.matMul(b, a), scale)));
+    merged.push(t);
+    params.set(`${m.module}.weight`, t);
+  }
+  return { params: params as ParamMap, dispose: () => tf.dispose(merged) };
+}

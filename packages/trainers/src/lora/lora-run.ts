@@ -1,0 +1,167 @@
+import { dirname, join } from 'node:path';
+import {
+  type DecoderModel,
+  type LoraModel,
+  type LoraSpec,
+  type ParamMap,
+  attachLora,
+  initLoraParams,
+  isLoraParam,
+  loraParamsFromHost,
+  mergeLora,
+  peftLoraConfig,
+  readPeftAdapter,
+  writePeftAdapter,
+} from '@rl2/models';
+import * as tf from '@tensorflow/tfjs-core';
+import { modelIdentity } from '../checkpoint/model-identity.js';
+import type { ModelSection } from '../config/sections.js';
+import { TrainersError } from '../errors.js';
+import type { TrainedModel } from '../parallel-model/trained-model.js';
+
+/** The folder of a checkpoint that holds the PEFT adapter (beside `model/`, `optimizer.safetensors`). */
+export const ADAPTER_FOLDER = 'adapter';
+
+/** The LoRA spec `<key>.lora.*` asks for, or undefined when `<key>.lora.rank` is 0 (full training). */
+export function loraSpecOf(section: ModelSection, key: string): LoraSpec | undefined {
+  const l = section.lora;
+  if (l.rank === 0) return undefined;
+  const unsupported = [
+    ...(section.tp_size > 1 ? [`${key}.tp_size=${section.tp_size}`] : []),
+    ...(section.ddp_size !== null ? [`${key}.ddp_size=${section.ddp_size}`] : []),
+  ];
+  if (unsupported.length > 0)
+    throw new TrainersError(
+      'CONFIG_INVALID_VALUE',
+      `${key}.lora.rank=${l.rank} with ${unsupported.join(' and ')}: LoRA trains with data and context ` +
+        `parallelism only for now; set ${key}.tp_size=1 and ${key}.ddp_size=null, or ${key}.lora.rank=0`,
+    );
+  return {
+    rank: l.rank,
+    alpha: l.alpha,
+    dropout: l.dropout,
+    targetModules: l.target_modules,
+    useRslora: l.use_rslora,
+  };
+}
+
+/**
+ * Puts adapters on `model` (laid out as this rank runs it): new ones (PEFT's init, seeded by
+ * `seed`), or the resumed checkpoint's `adapter/` (with a value head's trained `score.*`),
+ * which must have been trained with the same `<key>.lora.*` shape from the same base.
+ */
+export function openLoraModel(
+  model: DecoderModel,
+  spec: LoraSpec,
+  section: ModelSection,
+  key: string,
+  seed: number,
+  resumeFrom?: string,
+  folder = ADAPTER_FOLDER,
+): LoraModel {
+  if (!resumeFrom) return attachLora(model, initLoraParams(model.config, spec, seed), spec);
+  const dir = join(resumeFrom, folder);
+  let saved: ReturnType<typeof readPeftAdapter>;
+  try {
+    saved = readPeftAdapter(dir);
+  } catch (err) {
+    throw new TrainersError(
+      'CHECKPOINT',
+      `trainer.load_ckpt_from with ${key}.lora.rank=${spec.rank}: ${(err as Error).message}`,
+    );
+  }
+  checkResumedAdapter(saved.spec, saved.config.base_model_name_or_path, spec, section, key, dir);
+  const adapters = loraParamsFromHost(new Map([...saved.tensors].filter(([n]) => isLoraParam(n))));
+  for (const [name, t] of saved.tensors) {
+    if (isLoraParam(name)) continue;
+    const p = model.params.get(name);
+    if (!p)
+      throw new TrainersError(
+        'CHECKPOINT',
+        `${dir}: "${name}" is no parameter of ${key}.model_name`,
+      );
+    tf.tidy(() => p.assign(tf.tensor(t.data, t.shape)));
+  }
+  try {
+    return attachLora(model, adapters, spec);
+  } catch (err) {
+    tf.dispose([...adapters.values()]);
+    throw new TrainersError('CHECKPOINT', `${dir}: ${(err as Error).message}`);
+  }
+}
+
+function checkResumedAdapter(
+  saved: LoraSpec,
+  base: string,
+  spec: LoraSpec,
+  section: ModelSection,
+  key: string,
+  dir: string,
+): void {
+  const changes = [
+    saved.rank !== spec.rank ? `rank ${saved.rank} saved, ${spec.rank} set` : '',
+    saved.alpha !== spec.alpha ? `alpha ${saved.alpha} saved, ${spec.alpha} set` : '',
+    saved.useRslora !== spec.useRslora
+      ? `use_rslora ${saved.useRslora} saved, ${spec.useRslora} set`
+      : '',
+    saved.targetModules.join(',') !== spec.targetModules.join(',')
+      ? `target_modules [${saved.targetModules}] saved, [${spec.targetModules}] set`
+      : '',
+    base && modelIdentity(base) !== modelIdentity(section.model_name)
+      ? `trained on ${key}.model_name=${base}, ${section.model_name} set`
+      : '',
+  ].filter(Boolean);
+  if (changes.length > 0)
+    throw new TrainersError(
+      'CHECKPOINT',
+      `trainer.load_ckpt_from: the adapter ${dir} does not fit ${key}.lora.* (${changes.join('; ')}); ` +
+        `resume with the settings it was trained with, or start a new run in another trainer.save_dir`,
+    );
+}
+
+/** The parameters a LoRA run trains: the adapters (and a value model's new score head). */
+export function trainableParams(lora: LoraModel): ParamMap {
+  return new Map([...lora.model.params].filter(([, v]) => v.trainable));
+}
+
+/**
+ * `trained` (laid out with data/context parallelism only) training `lora`'s adapters: AdamW
+ * and the gradients see only them; the base stays frozen and gets no optimizer state.
+ */
+export function loraTrainedModel(trained: TrainedModel, lora: LoraModel): TrainedModel {
+  const params = Object.fromEntries(trainableParams(lora));
+  return {
+    ...trained,
+    model: lora.model,
+    params,
+    fullParams: () => ({ params: new Map(Object.entries(params)), dispose: () => {} }),
+    dispose: () => {
+      tf.dispose([...lora.adapters.values()]);
+      trained.dispose();
+    },
+  };
+}
+
+/**
+ * The checkpoint writer of a LoRA run: `adapter/` (PEFT files: what PEFT, vLLM and SGLang load)
+ * beside the checkpoint's `model/`, which is written (the merged W + s B A, a plain HF model,
+ * through `saveMerged`) only with `<key>.lora.save_merged`. Called with the checkpoint's `model/` path.
+ */
+export function loraSaver(
+  lora: LoraModel,
+  section: ModelSection,
+  saveMerged: (dir: string, params: ParamMap) => Promise<void>,
+  folder = ADAPTER_FOLDER,
+) {
+  const config = peftLoraConfig(lora.spec, section.model_name, lora.base.config.head);
+  return async (modelDir: string) => {
+    await writePeftAdapter(join(dirname(modelDir), folder), trainableParams(lora), config);
+    if (!section.lora.save_merged) return;
+    const merged = mergeLora(lora);
+    try {
+      await saveMerged(modelDir, merged.params);
+    } finally {
+      merged.dispose();
+    }
+  };
+}

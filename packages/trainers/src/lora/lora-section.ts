@@ -1,0 +1,42 @@
+import { LORA_TARGET_MODULES } from '@rl2/models';
+import { z } from 'zod';
+import { option } from '../config/option.js';
+
+/**
+ * `<actor|critic>.lora.*`: train LoRA adapters (PEFT's `LoraConfig` names and defaults but r)
+ * instead of every weight; rank 0 trains the full model.
+ */
+export function loraSection() {
+  return z.strictObject({
+    rank: option(
+      z.number().int().nonnegative(),
+      0,
+      'LoRA rank r (PEFT r): >0 trains adapters on target_modules with the base frozen; 0 trains every weight',
+    ),
+    alpha: option(
+      z.number().positive(),
+      16,
+      'LoRA alpha (PEFT lora_alpha): the update is scaled by alpha/r',
+    ),
+    dropout: option(
+      z.number().min(0).lt(1),
+      0,
+      "dropout on the adapters' inputs in training passes (PEFT lora_dropout)",
+    ),
+    target_modules: option(
+      z.array(z.enum(LORA_TARGET_MODULES)).min(1),
+      [...LORA_TARGET_MODULES],
+      'projections that get adapters, by PEFT name, e.g. [q_proj, v_proj]',
+    ),
+    use_rslora: option(
+      z.boolean(),
+      false,
+      'rank-stabilised LoRA: scale by alpha/sqrt(r) instead of alpha/r',
+    ),
+    save_merged: option(
+      z.boolean(),
+      false,
+      'also write model/ in each checkpoint: the base with the adapters merged in (W + s B A), a plain HF model',
+    ),
+  });
+}

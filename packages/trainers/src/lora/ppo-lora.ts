@@ -1,0 +1,77 @@
+import {
+  type LoraModel,
+  type ParamMap,
+  mergeLora,
+  peftLoraConfig,
+  writePeftAdapter,
+} from '@rl2/models';
+import type { ModelSection } from '../config/sections.js';
+import { TrainersError } from '../errors.js';
+import type { TrainedModel } from '../parallel-model/trained-model.js';
+import {
+  ADAPTER_FOLDER,
+  loraSaver,
+  loraSpecOf,
+  loraTrainedModel,
+  openLoraModel,
+  trainableParams,
+} from './lora-run.js';
+
+/** Checkpoint folders of the PPO adapters: the actor's beside `model/`, the critic's beside `critic/`. */
+export const PPO_ADAPTER_FOLDERS = { actor: ADAPTER_FOLDER, critic: 'critic_adapter' } as const;
+
+/** One PPO model trained as LoRA adapters: what its worker trains, and how it is saved and merged. */
+export interface PpoLora {
+  readonly lora: LoraModel;
+  /** The adapters (and a critic's score head) as the worker trains them. */
+  readonly trained: TrainedModel;
+  /** The frozen base as a worker of its own (the reference), sharing the weights; disposing it frees nothing. */
+  baseWorkerModel(): TrainedModel;
+  /** The merged weights (W + s B A), e.g. to write the actor for an SGLang server. */
+  merged(): { params: ParamMap; dispose(): void };
+  /** Writes the PEFT adapter folder `dir` (the SGLang adapter sync). */
+  writeAdapter(dir: string): Promise<void>;
+  /** Writes the PEFT adapter beside `modelDir` (and, with lora.save_merged, the merged model in it). */
+  save(
+    modelDir: string,
+    saveMerged: (dir: string, params: ParamMap) => Promise<void>,
+  ): Promise<void>;
+}
+
+/** True when `<key>.lora.rank` > 0: the model loads from its model_name on a resume too (the checkpoint holds adapters). */
+export const usesLora = (section: ModelSection) => section.lora.rank > 0;
+
+/**
+ * LoRA on a PPO model laid out by `laidOut` (data/context parallel only), or undefined with
+ * `<key>.lora.rank` 0. New adapters seeded by `seed`, or the resumed checkpoint's.
+ */
+export function ppoLora(
+  laidOut: TrainedModel,
+  section: ModelSection,
+  key: 'actor' | 'critic',
+  seed: number,
+  resumeFrom?: string,
+): PpoLora | undefined {
+  const spec = loraSpecOf(section, key);
+  if (!spec) return undefined;
+  if (spec.dropout > 0)
+    throw new TrainersError(
+      'CONFIG_INVALID_VALUE',
+      `${key}.lora.dropout=${spec.dropout}: rl2 ppo trains LoRA without dropout for now; set ${key}.lora.dropout=0`,
+    );
+  const folder = PPO_ADAPTER_FOLDERS[key];
+  const lora = openLoraModel(laidOut.model, spec, section, key, seed, resumeFrom, folder);
+  return {
+    lora,
+    trained: loraTrainedModel(laidOut, lora),
+    baseWorkerModel: () => ({ ...laidOut, model: lora.base, params: {}, dispose: () => {} }),
+    merged: () => mergeLora(lora),
+    writeAdapter: (dir) =>
+      writePeftAdapter(
+        dir,
+        trainableParams(lora),
+        peftLoraConfig(spec, section.model_name, lora.base.config.head),
+      ),
+    save: (modelDir, saveMerged) => loraSaver(lora, section, saveMerged, folder)(modelDir),
+  };
+}

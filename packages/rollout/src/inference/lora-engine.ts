@@ -99,6 +99,8 @@ export async function loadLoraCheckpointEngine(
   });
   return {
     ...engine,
+    // adapters generate through the tfjs decoder over float32 weights (the fused decoder takes dense ones)
+    weightDtype: 'float32' as const,
     get modelPath() {
       return base.path;
     },

@@ -37,17 +37,21 @@ export function isFrozen(t: tf.Tensor | undefined): boolean {
  * its shape; extra ones are refused.
  */
 export function attachLora(base: DecoderModel, adapters: ParamMap, spec: LoraSpec): LoraModel {
-  checkAdapters(base, adapters, spec);
+  // in module order whatever order they came in (a file's is sorted): the gradients and the
+  // optimizer then see the same order as a fresh run, so sums over them agree to the last bit
+  const ordered: ParamMap = new Map(
+    checkAdapters(base, adapters, spec).map((n) => [n, adapters.get(n)!]),
+  );
   // a value head is new (PEFT's modules_to_save=["score"]): it trains with the adapters
   const trains = (name: string) => base.config.head === 'value' && name.startsWith('score.');
   for (const [name, v] of base.params) if (!isLoraParam(name)) v.trainable = trains(name);
   const dropout: LoraDropout | undefined = spec.dropout > 0 ? { rate: spec.dropout } : undefined;
-  const params: ParamMap = new Map([...base.params, ...adapters]);
+  const params: ParamMap = new Map([...base.params, ...ordered]);
   const model = createDecoderModel(base.config, params, {
     ...hooksOf(base),
     linear: loraLinear(base.linear, loraScale(spec), dropout),
   });
-  return { model, base, adapters, spec, ...(dropout ? { dropout } : {}) };
+  return { model, base, adapters: ordered, spec, ...(dropout ? { dropout } : {}) };
 }
 
 function hooksOf(m: DecoderModel) {
@@ -60,7 +64,8 @@ function hooksOf(m: DecoderModel) {
   };
 }
 
-function checkAdapters(base: DecoderModel, adapters: ParamMap, spec: LoraSpec): void {
+/** The adapters' names in module order, after checking each is there with its shape. */
+function checkAdapters(base: DecoderModel, adapters: ParamMap, spec: LoraSpec): string[] {
   const expected = new Map<string, number[]>();
   for (const m of loraModules(base.config, spec)) {
     expected.set(loraAName(m.module), [spec.rank, m.in]);
@@ -85,6 +90,7 @@ function checkAdapters(base: DecoderModel, adapters: ParamMap, spec: LoraSpec): 
       'CHECKPOINT_ERROR',
       `LoRA adapters for modules outside target_modules ${spec.targetModules.join(',')}: ${extra.slice(0, 3).join(', ')}`,
     );
+  return [...expected.keys()];
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { GenerationRequest } from '@rl2/models';
 import { RolloutError } from '../errors.js';
 import type {
   EngineHealth,
@@ -13,27 +14,9 @@ import type {
  * What the embedded engine asks an in-process generator for: SamplingParams in camelCase, the
  * shape of the @rl2/models generator's `GenerationRequest`.
  */
-export interface TokenGeneratorRequest {
-  inputIds: readonly number[];
+export interface TokenGeneratorRequest extends GenerationRequest {
   /** The LoRA adapter to generate with, by name (undefined: the base model). */
   lora?: string;
-  maxNewTokens?: number;
-  temperature?: number;
-  topP?: number;
-  /** undefined or 0: no top-k cut. */
-  topK?: number;
-  stopTokenIds?: readonly number[];
-  /** Stop strings (the generator needs a decoder for them). */
-  stop?: readonly string[];
-  noStopTrim?: boolean;
-  ignoreEos?: boolean;
-  seed?: number;
-  /** Aborted on pause/cancel: the generator resolves early with finishReason 'abort' and the tokens so far. */
-  signal?: AbortSignal;
-  /** Also report this many most likely tokens per step. */
-  topLogprobs?: number;
-  /** Called with each sampled token. */
-  onToken?: (token: GeneratedToken) => void;
 }
 
 /** What an in-process generator answers: `outputIds` [N] and their `logprobs` [N]. */

@@ -3,7 +3,6 @@ import { RolloutError } from '../errors.js';
 import type {
   EngineHealth,
   FinishReason,
-  GeneratedToken,
   GenerateRequest,
   GenerateResult,
   RolloutEngine,

@@ -61,10 +61,19 @@ export async function startStore(o: PeerMeshOptions, deadline: number): Promise<
           ),
         );
         const rank = glooRank(d);
-        fail(
-          `rank 0 runs the socket collectives but rank ${rank ?? '?'} runs the Gloo ` +
-            `collectives (it reached the rendezvous at ${at} from ${from}); ${SAME_COLLECTIVES}.`,
+        // fail (and so exit) only once the Gloo rank has read its refusal and hung up: a process
+        // that exits first can reset the connection and the refusal is lost ("store connection closed")
+        const failOnce = once(() =>
+          fail(
+            `rank 0 runs the socket collectives but rank ${rank ?? '?'} runs the Gloo ` +
+              `collectives (it reached the rendezvous at ${at} from ${from}); ${SAME_COLLECTIVES}.`,
+          ),
         );
+        const timer = setTimeout(failOnce, 2000);
+        sock.once('close', () => {
+          clearTimeout(timer);
+          failOnce();
+        });
         return;
       }
       text += d.toString('utf8');
@@ -235,4 +244,14 @@ export async function dial(
     'RENDEZVOUS',
     `cannot reach ${what} before the rendezvous timeout (${last || 'timed out'}).`,
   );
+}
+
+/** `fn` run at most once, whoever calls first. */
+function once(fn: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    fn();
+  };
 }

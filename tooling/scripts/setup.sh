@@ -8,6 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 PNPM_VERSION=10.34.9
+# node-llama-cpp (dev dependency of `pnpm bench decode`) uses its prebuilt binaries; never a download.
+export NODE_LLAMA_CPP_SKIP_DOWNLOAD=true
 if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   need=()
   for p in libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread libgloo-dev g++ make python3; do

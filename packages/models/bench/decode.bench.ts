@@ -6,13 +6,16 @@
 // /usr/bin/python3 has no torch). Each engine runs in its own process (peak RSS is its own).
 // The bandwidth limit: a 2-thread read of a 1 GiB buffer (best of torch sum and dot; none without
 // torch) / the weight bytes a decode step reads, tokens/s at batch 1.
-// llama.cpp (node-llama-cpp) is not part of this bench yet.
+// llama.cpp rows (bench/decode-llama.ts): node-llama-cpp's prebuilt CPU binary on F32 and BF16
+// GGUF files written by scripts/write-gguf.ts from a bf16 checkpoint of the same shape (seed 1),
+// same prompts and threads; skipped with a line when node-llama-cpp cannot load.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { initEngine, type WeightDtype } from '@rl2/engine';
 import { QWEN3_0_6B } from '../scripts/real-size-checkpoint.js';
 import { createGenerator, initRandomModel } from '../src/index.js';
+import type { LlamaOptions } from './decode-llama.js';
 
 const HERE = import.meta.dirname;
 const args = process.argv.slice(2);
@@ -34,6 +37,20 @@ interface Row {
   peakRssMb: number;
 }
 
+const promptIds = (r: number, vocab: number) =>
+  Array.from({ length: PROMPT }, (_, t) => (r * 131 + t * 17 + 1) % vocab);
+const prefillIds = (vocab: number) =>
+  Array.from({ length: PREFILL }, (_, t) => (t * 31 + 7) % vocab);
+const llamaOptions = (): LlamaOptions => ({
+  threads: THREADS,
+  batches: BATCHES,
+  newTokens: NEW,
+  prompt: PROMPT,
+  prefill: PREFILL,
+  promptIds: (r) => promptIds(r, QWEN3_0_6B.vocabSize),
+  prefillIds: prefillIds(QWEN3_0_6B.vocabSize),
+});
+
 /** Decode tokens/s of `batch` greedy requests of PROMPT tokens and `n` new tokens each. */
 async function decodeRate(
   gen: ReturnType<typeof createGenerator>,
@@ -48,7 +65,7 @@ async function decodeRate(
     Array.from({ length: batch }, (_, r) => {
       let first = true;
       return gen.generate({
-        inputIds: Array.from({ length: PROMPT }, (_, t) => (r * 131 + t * 17 + 1) % vocab),
+        inputIds: promptIds(r, vocab),
         temperature: 0,
         maxNewTokens: n,
         ignoreEos: true,
@@ -81,7 +98,7 @@ async function child(dtype: WeightDtype): Promise<Row> {
   const t0 = performance.now();
   let t1 = 0;
   await gen.generate({
-    inputIds: Array.from({ length: PREFILL }, (_, t) => (t * 31 + 7) % vocab),
+    inputIds: prefillIds(vocab),
     temperature: 0,
     maxNewTokens: 1,
     onToken: () => {
@@ -105,6 +122,18 @@ async function main() {
     console.log(JSON.stringify(await child(args[i + 1] as WeightDtype)));
     return;
   }
+  const l = args.indexOf('--llama');
+  if (l >= 0) {
+    const dtype = args[l + 2] as 'float32' | 'bfloat16';
+    const { llamaRow } = await import('./decode-llama.js');
+    console.log(JSON.stringify(await llamaRow(args[l + 1]!, dtype, llamaOptions())));
+    return;
+  }
+  if (args.includes('--write-ggufs')) {
+    const { writeBenchGgufs } = await import('./decode-llama.js');
+    console.log(JSON.stringify(await writeBenchGgufs()));
+    return;
+  }
   const tsx = join(HERE, '..', '..', '..', 'node_modules', '.bin', 'tsx');
   const self = join(HERE, 'decode.bench.ts');
   const passThrough = [
@@ -119,6 +148,7 @@ async function main() {
     rows.push(run(tsx, [self, '--child', dtype, ...passThrough]) as Row);
     console.log(JSON.stringify(rows[rows.length - 1])); // kept if a later engine fails
   }
+  rows.push(...(await llamaRows(tsx, self, passThrough)));
   const torchScript = join(HERE, '..', 'scripts', 'bench_decode_torch.py');
   const python = '/usr/bin/python3';
   const hasTorch =
@@ -165,6 +195,31 @@ async function main() {
         `${r.peakRssMb.toFixed(0)} | ${Number.isNaN(frac) ? '-' : `${(100 * frac).toFixed(0)}%`} |`,
     );
   }
+}
+
+/** The llama.cpp rows, each in its own process; none (and a line) if node-llama-cpp cannot load. */
+async function llamaRows(tsx: string, self: string, passThrough: string[]): Promise<Row[]> {
+  try {
+    await (await import('./decode-llama.js')).canLoadLlama();
+  } catch (e) {
+    console.log(
+      `llama.cpp: skipped (node-llama-cpp cannot load: ${(e as Error).message.split('\n')[0]})`,
+    );
+    return [];
+  }
+  const ggufs = run(tsx, [self, '--write-ggufs']) as { dir: string; f32: string; bf16: string };
+  const rows: Row[] = [];
+  try {
+    for (const [path, dtype] of [
+      [ggufs.f32, 'float32'],
+      [ggufs.bf16, 'bfloat16'],
+    ])
+      rows.push(run(tsx, [self, '--llama', path!, dtype!, ...passThrough]) as Row);
+    for (const r of rows) console.log(JSON.stringify(r));
+  } finally {
+    rmSync(ggufs.dir, { recursive: true, force: true });
+  }
+  return rows;
 }
 
 /** Parameters of the 0.6B shape (tied head counted once). */

@@ -7,7 +7,7 @@
 //   3. micro: one SFT step split into 2 micro-batches (`actor.max_length_per_device`), where the
 //      gradients are accumulated over the micro-batches;
 //   4. serve: `rl2 serve` greedy generation at batch 1 and 8 (concurrent /generate requests);
-//   5. grpo: one GRPO step (`rl2 ppo`, 2 prompts x 4 responses);
+//   5. grpo: GRPO steps (`rl2 ppo`, 2 prompts x 4 responses) with float32 and bfloat16 rollout weights;
 // each next to PyTorch 1.13 CPU on the same checkpoint and the same token ids
 // (packages/models/scripts/bench_scale_torch.py), every measurement in its own process (peak RSS
 // is that process's, read with /usr/bin/time or /proc). `--only` picks the parts (default all).
@@ -334,11 +334,7 @@ async function main() {
   if (runs('serve')) await generation(steps);
   if (runs('grpo')) grpo();
   printTable();
-  console.log(
-    '\n| process (same work on both sides) | rl2 wall s / CPU s | PyTorch 1.13 wall s / CPU s | ' +
-      'rl2 / PyTorch CPU s |\n| --- | --- | --- | --- |',
-  );
-  for (const r of processRows) console.log(`| ${r.join(' | ')} |`);
+  if (processRows.length > 0) printProcessTable();
   console.log(`\nload average (1, 5, 15 min): ${loadBefore} at the start, ${load()} at the end`);
   if (sftPeaks)
     memoryBreakdown(
@@ -503,15 +499,13 @@ async function generation(steps: Steps) {
   );
 }
 
-/** One GRPO step, 2 prompts x 4 responses of NEW sampled tokens. */
-function grpo() {
-  const prompts2 = [0, 1].map((i) => JSON.stringify({ prompt: words(20, 100 + i), answer: 'x' }));
-  writeFileSync(join(dir, 'prompts.jsonl'), `${prompts2.join('\n')}\n`);
-  writeFileSync(
-    join(dir, 'env.mjs'),
-    'export async function step(_s, action) { return [null, (action.length % 7) / 7, true]; }\n',
-  );
-  const ppoDir = join(dir, 'rl2-grpo');
+/**
+ * Two `rl2 ppo` GRPO steps with the rollout's weights in `dtype`: the process, step 1's rates and
+ * step 2's engine/trainer log-prob gap (step 1 samples from the checkpoint's own bf16 values, which
+ * bf16 holds exactly; step 2 from the trainer's updated float32 weights rounded to the dtype).
+ */
+function rl2GrpoStep(dtype: 'float32' | 'bfloat16') {
+  const ppoDir = join(dir, `rl2-grpo-${dtype}`);
   rmSync(ppoDir, { recursive: true, force: true });
   const ppo = rl2([
     'ppo',
@@ -522,8 +516,9 @@ function grpo() {
     'rollout.train_prompts_per_rollout=2',
     'rollout.responses_per_prompt=4',
     `rollout.train_sampling_params.max_new_tokens=${NEW}`,
+    `rollout.weight_dtype=${dtype}`,
     'rollout.dynamic_filtering=false',
-    'trainer.max_steps=1',
+    'trainer.max_steps=2',
     'trainer.test_freq=null',
     'trainer.val_before_train=false',
     'trainer.report=false',
@@ -531,7 +526,29 @@ function grpo() {
     'trainer.progress=none',
     `trainer.save_dir=${ppoDir}`,
   ]);
-  const pm = metricsOf(ppoDir).find((m) => m['time/rollout_s'] !== undefined) ?? {};
+  const [m = {}, m2 = {}] = metricsOf(ppoDir).filter((r) => r['time/rollout_s'] !== undefined);
+  const update =
+    1 /
+    (1 / (m['tokens_per_s/logps'] ?? Number.POSITIVE_INFINITY) +
+      1 / (m['tokens_per_s/update'] ?? Number.NaN));
+  // k3 KL between the engine's sampled-token log-probs and the trainer's old log-probs (float32)
+  const gap = m2['actor/engineApproxKl'] ?? Number.NaN;
+  return { ppo, rollout: (8 * NEW) / (m['time/rollout_s'] ?? Number.NaN), update, gap };
+}
+
+/**
+ * GRPO, 2 prompts x 4 responses of NEW sampled tokens, with the rollout weights in
+ * float32 (what every rollout used before 16-bit generation weights) and in bfloat16 (the default
+ * for this bf16 checkpoint): rollout and update tokens/s, and the engine/trainer log-prob gap.
+ */
+function grpo() {
+  const prompts2 = [0, 1].map((i) => JSON.stringify({ prompt: words(20, 100 + i), answer: 'x' }));
+  writeFileSync(join(dir, 'prompts.jsonl'), `${prompts2.join('\n')}\n`);
+  writeFileSync(
+    join(dir, 'env.mjs'),
+    'export async function step(_s, action) { return [null, (action.length % 7) / 7, true]; }\n',
+  );
+  const byDtype = { float32: rl2GrpoStep('float32'), bfloat16: rl2GrpoStep('bfloat16') };
   // PyTorch: the first PROMPT tokens of two SFT rows as prompts (about as long as rl2's
   // chat-templated ones)
   const tGrpo = torch([
@@ -546,27 +563,43 @@ function grpo() {
     '--new',
     String(NEW),
   ]);
-  const rl2Update =
-    1 /
-    (1 / (pm['tokens_per_s/logps'] ?? Number.POSITIVE_INFINITY) +
-      1 / (pm['tokens_per_s/update'] ?? Number.NaN));
-  const rl2Rollout = (8 * NEW) / (pm['time/rollout_s'] ?? Number.NaN);
+  const torchRollout = (8 * NEW) / (tGrpo.json.generate_s as number);
+  for (const [dtype, r] of Object.entries(byDtype)) {
+    row(
+      `GRPO step: rollout (8 x ${NEW} sampled tokens, ${dtype} weights), tokens/s`,
+      r.rollout,
+      torchRollout,
+      'tok/s',
+      true,
+    );
+    row(
+      `GRPO step: update (old logprobs + backward + AdamW; ${dtype} rollout), tokens/s`,
+      r.update,
+      tGrpo.json.update_tokens_per_s as number,
+      'tok/s',
+      true,
+    );
+  }
   row(
-    `GRPO step: rollout (8 x ${NEW} sampled tokens), tokens/s`,
-    rl2Rollout,
-    (8 * NEW) / (tGrpo.json.generate_s as number),
-    'tok/s',
-    true,
+    'GRPO step: peak RSS (bfloat16 rollout)',
+    byDtype.bfloat16.ppo.peakMiB,
+    tGrpo.peakMiB,
+    'MiB',
+    false,
   );
-  row(
-    'GRPO step: update (old logprobs + backward + AdamW), tokens/s',
-    rl2Update,
-    tGrpo.json.update_tokens_per_s as number,
-    'tok/s',
-    true,
+  console.log(
+    '\nengine/trainer log-prob gap at GRPO step 2 (actor/engineApproxKl: k3 KL of the engine log-probs ' +
+      "against the trainer's): " +
+      `float32 rollout weights ${byDtype.float32.gap.toExponential(2)}, bfloat16 ${byDtype.bfloat16.gap.toExponential(2)}`,
   );
-  row('GRPO step: peak RSS', ppo.peakMiB, tGrpo.peakMiB, 'MiB', false);
-  processRow('GRPO: load, rollout, update', ppo, tGrpo);
+}
+
+function printProcessTable() {
+  console.log(
+    '\n| process (same work on both sides) | rl2 wall s / CPU s | PyTorch 1.13 wall s / CPU s | ' +
+      'rl2 / PyTorch CPU s |\n| --- | --- | --- | --- |',
+  );
+  for (const r of processRows) console.log(`| ${r.join(' | ')} |`);
 }
 
 function printTable() {

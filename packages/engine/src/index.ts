@@ -22,6 +22,12 @@ export {
 } from './fused/fused-adamw.js';
 export type { AdamWStep } from './fused/fused-adamw.js';
 export { freeDisposedBuffers } from './free-disposed.js';
+export {
+  bufferPoolStats,
+  type BufferPoolStats,
+  resetBufferPool,
+  trimBufferPool,
+} from './buffer-pool.js';
 export { onHostBackend, readsSynchronously } from './device-reads.js';
 
 // Fused decoder-layer kernels: each returns undefined when the active backend lacks it, so the

@@ -9,6 +9,7 @@ import {
 } from '@tensorflow/tfjs-core';
 import { installEarlyTapeRelease } from './early-tape-release.js';
 import '@tensorflow/tfjs-backend-cpu';
+import { setBufferPoolLimit } from './buffer-pool.js';
 import { EngineError } from './errors.js';
 import { batchMatMulGradConfig } from './batch-mat-mul-grad.js';
 import { broadcastGradConfigs } from './broadcast-grads.js';
@@ -56,6 +57,12 @@ export interface EngineOptions {
    * Default: `RL2_RETAIN_MEMORY` (1 or 0), else `training`.
    */
   retainMemory?: boolean;
+  /**
+   * Most MiB of disposed tensors' buffers the native backend keeps for the next outputs of the
+   * same size (buffer-pool.ts; 0 turns the pool off). Default: `RL2_BUFFER_POOL_MB`, else an
+   * eighth of the machine's memory with retainMemory, 256 otherwise.
+   */
+  bufferPoolMb?: number;
 }
 
 export interface EngineInfo {
@@ -158,6 +165,17 @@ function parseRetain(value: string | undefined, fallback: boolean): boolean {
   );
 }
 
+function parsePoolMb(value: number | string | undefined, source: string, retain: boolean): number {
+  if (value === undefined || value === '') return retain ? totalmem() / 8 / 2 ** 20 : 256;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0)
+    throw new EngineError(
+      'INVALID_ARGUMENT',
+      `${source}=${value} must be a number of MiB >= 0 (0 turns the buffer pool off)`,
+    );
+  return n;
+}
+
 async function startNative(load: NativeLoad, threads: number): Promise<boolean> {
   if (!load.ok) return false;
   registerNativeBackend(load.addon);
@@ -189,6 +207,11 @@ export async function initEngine(options: EngineOptions = {}): Promise<EngineInf
   );
   const retain =
     options.retainMemory ?? parseRetain(env.RL2_RETAIN_MEMORY, options.training === true);
+  const poolMb = parsePoolMb(
+    options.bufferPoolMb ?? env.RL2_BUFFER_POOL_MB,
+    options.bufferPoolMb !== undefined ? 'initEngine({ bufferPoolMb })' : 'RL2_BUFFER_POOL_MB',
+    retain,
+  );
   const log = options.logger ?? ((line: string) => console.info(line));
   await installGradients();
 
@@ -245,13 +268,15 @@ export async function initEngine(options: EngineOptions = {}): Promise<EngineInf
   }
   if (choice === 'auto' || choice === 'native') {
     const load = loadNativeAddon(env);
-    if (load.ok && (await startNative(load, threads)))
+    if (load.ok && (await startNative(load, threads))) {
+      setBufferPoolLimit(Math.floor(poolMb * 2 ** 20));
       return done(
         'native',
         threads,
         load.from,
         retain && load.addon.retainFreedMemory(hugePageReserve()),
       );
+    }
     const reason = load.ok ? 'the native backend failed to start' : load.reason;
     if (choice === 'native')
       throw new EngineError(

@@ -2,13 +2,22 @@
 // no 4 GiB wasm heap) with every cpu kernel, and the hot ones replaced by the C addon.
 import { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import {
+  type BackendValues,
+  buffer,
+  type DataId,
+  type DataType,
   findBackendFactory,
   getBackend,
   getKernel,
   getKernelsForBackend,
   registerBackend,
+  type Rank,
   registerKernel,
+  type TensorBuffer,
+  type TensorInfo,
+  type TypedArray,
 } from '@tensorflow/tfjs-core';
+import { noteExposed, noteReleased, noteStored } from './buffer-pool.js';
 import { elementwiseOverrides } from './kernels/native-elementwise.js';
 import { indexOverrides } from './kernels/native-gather.js';
 import type { NativeKernelOverride } from './kernels/native-kernel.js';
@@ -31,9 +40,53 @@ import { countingKernel } from './dispatch-counter.js';
 /** Name under which the engine registers its backend with tfjs. */
 export const NATIVE_BACKEND = 'native';
 
-/** A MathBackendCPU without its 'install tfjs-node to speed things up' banner (we are the speed-up). */
+/**
+ * A MathBackendCPU that tells the buffer pool (buffer-pool.ts) which buffers tensor data holds,
+ * releases and hands out, so kernel outputs reuse the buffers of disposed tensors.
+ */
+export class PooledCpuBackend extends MathBackendCPU {
+  override write(values: BackendValues, shape: number[], dtype: DataType): DataId {
+    noteStored(values);
+    return super.write(values, shape, dtype);
+  }
+
+  override move(
+    dataId: DataId,
+    values: BackendValues,
+    shape: number[],
+    dtype: DataType,
+    refCount: number,
+  ): void {
+    noteStored(values);
+    super.move(dataId, values, shape, dtype, refCount);
+  }
+
+  /** The values themselves go to the caller (`dataSync`, `data`): their buffer is never reused. */
+  override readSync(dataId: DataId): BackendValues {
+    const values = super.readSync(dataId);
+    noteExposed(values);
+    return values;
+  }
+
+  /** For kernels (tensors' own bufferSync goes through dataSync): the values stay poolable. */
+  override bufferSync<R extends Rank, D extends DataType>(t: TensorInfo): TensorBuffer<R, D> {
+    const values = this.data.get(t.dataId)?.values;
+    if (t.dtype === 'string' || t.dtype === 'complex64' || !ArrayBuffer.isView(values))
+      return super.bufferSync(t);
+    return buffer(t.shape, t.dtype, values as TypedArray) as unknown as TensorBuffer<R, D>;
+  }
+
+  override disposeData(dataId: DataId, force = false): boolean {
+    const values = this.data.get(dataId)?.values;
+    const done = super.disposeData(dataId, force);
+    if (values !== undefined && !this.data.has(dataId)) noteReleased(values);
+    return done;
+  }
+}
+
+/** The pooled backend without its 'install tfjs-node to speed things up' banner (we are the speed-up). */
 function quietCpuBackend(): MathBackendCPU {
-  const backend = new MathBackendCPU();
+  const backend = new PooledCpuBackend();
   (backend as unknown as { firstUse: boolean }).firstUse = false;
   return backend;
 }

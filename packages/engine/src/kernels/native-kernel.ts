@@ -3,6 +3,7 @@
 // kernel (other dtypes, rare layouts), so behaviour never narrows.
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import type { KernelFunc, NamedAttrMap, TensorInfo } from '@tensorflow/tfjs-core';
+import { pooledF32 } from '../buffer-pool.js';
 import type { NativeAddon } from '../native-addon.js';
 
 /** What a cpu-style kernelFunc receives on the `native` backend (a MathBackendCPU). */
@@ -80,12 +81,10 @@ export function i32Values(
 /**
  * A Float32Array of `size` elements WITHOUT zero-filling, for outputs a kernel writes in full:
  * `new Float32Array(n)` memsets every output first, a third of the time of a memory-bound op.
- * Small arrays take the ordinary path (Node pools small unsafe buffers).
+ * It comes from the buffer pool (a disposed tensor's buffer of the same size when there is one).
  */
 export function uninitF32(size: number): Float32Array {
-  if (size < 1024) return new Float32Array(size);
-  const bytes = Buffer.allocUnsafeSlow(size * 4);
-  return new Float32Array(bytes.buffer, bytes.byteOffset, size);
+  return pooledF32(size);
 }
 
 /** Product of the dims (1 for a scalar shape). */

@@ -247,9 +247,9 @@ void weights_to_float(const void *w, int dtype, int64_t n, float *out) {
   else widen_f16(w, n, out);
 }
 
-/* Products of many rows (a prefill): W in panels of `panel` rows, each thread taking the next
-   panel, widening it (16-bit W) into its own scratch, where it stays in cache for the panel's
-   single-threaded sgemm over every row of x. */
+/* Products of many rows (a prefill) with 16-bit W: W in panels of `panel` rows, each thread
+   taking the next panel and widening it into its own scratch, where it stays in cache for the
+   panel's single-threaded sgemm over every row of x. */
 struct panels {
   const float *x;
   const void *w;
@@ -311,15 +311,35 @@ static int panel_linear(const float *x, const void *w, int dtype, const float *b
   return !c.failed;
 }
 
+/* float32 W: OpenBLAS's own sgemm, threaded by it when large (below 2^24 multiply-adds one thread) */
+static void sgemm_linear(const float *x, const float *w, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
+                         int accumulate) {
+  float beta = accumulate ? 1.0f : 0.0f;
+  if (bias) {
+    for (int64_t r = 0; r < rows; r++)
+      for (int64_t j = 0; j < out; j++) y[r * out + j] = (accumulate ? y[r * out + j] : 0.0f) + bias[j];
+    beta = 1.0f;
+  }
+  int configured = openblas_get_num_threads(), small = rows * in * out < (1 << 24);
+  if (small && configured > 1) openblas_set_num_threads(1);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)out, (int)in, 1.0f, x, (int)in, w, (int)in, beta, y,
+              (int)out);
+  if (small && configured > 1) openblas_set_num_threads(configured);
+}
+
 int decode_linear(const float *x, const void *w, int dtype, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
                   int accumulate) {
   int threads = openblas_get_num_threads();
   if (rows <= SKINNY_ROWS) return skinny_linear(x, w, dtype, bias, rows, in, out, y, accumulate, threads);
+  if (dtype == RL2_WT_F32) {
+    sgemm_linear(x, w, bias, rows, in, out, y, accumulate);
+    return 1;
+  }
   return panel_linear(x, w, dtype, bias, rows, in, out, y, accumulate, threads);
 }
 
 /* linear(x [rows, in], w [out, in] (Float32Array, or Uint16Array of bf16 / f16 bits), weightDtype, rows, in, out,
-   y [rows, out]): y = x W^T, the skinny product up to SKINNY_ROWS rows, sgemm over panels of W above. */
+   y [rows, out]): y = x W^T, the skinny product up to SKINNY_ROWS rows, sgemm above (over panels of a 16-bit W). */
 KERNEL(linear) {
   size_t argc = 7;
   napi_value argv[7];

@@ -21,7 +21,7 @@
  *   x += a Wo^T (+b) ; h = rms(x) ; x += (silu(h Wg^T) * (h Wu^T)) Wd^T (each + bias if given)
  * Projections are decode_linear (decode-linear.c): up to SKINNY_ROWS tokens (a decode step)
  * the skinny products on every thread, one pass over each weight; more in chunks of at most
- * DECODE_CHUNK tokens (scratch stays small for long prompts), sgemm over panels of W.
+ * DECODE_CHUNK tokens (scratch stays small for long prompts) through sgemm.
  * Attention is split over (row, kv head) groups: for one token a pass over the group's keys and
  * values for all its query heads; for S > 1 query and key tiles with an online softmax
  * (FlashAttention, Dao et al. 2022, https://arxiv.org/abs/2205.14135), so no S x S block

@@ -102,11 +102,11 @@ void online_softmax_row(float *row, int64_t cols, float *m, float *l, float *acc
 
 /* Weight element types of the decode products (decode-linear.c): float32, bfloat16, float16. */
 enum { RL2_WT_F32 = 0, RL2_WT_BF16 = 1, RL2_WT_F16 = 2 };
-/* Most rows a product takes the skinny kernel for (a decode step's batch); sgemm over panels above. */
+/* Most rows a product takes the skinny kernel for (a decode step's batch); sgemm above. */
 #define SKINNY_ROWS 64
 /* decode_linear: y [rows, out] = x [rows, in] W^T (+ bias; into y when `accumulate`) on every
-   configured thread, the skinny product up to SKINNY_ROWS rows, else sgemm over panels of W (a
-   16-bit W widened a panel at a time in each thread's cache); 0 when out of memory. */
+   configured thread, the skinny product up to SKINNY_ROWS rows, else sgemm (over panels of a
+   16-bit W, each widened in one thread's cache); 0 when out of memory. */
 #define decode_linear rl2_decode_linear
 int decode_linear(const float *x, const void *w, int dtype, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
                   int accumulate);

@@ -291,8 +291,8 @@ export interface NativeAddon {
   /**
    * y [rows, out] = x [rows, in] w^T with w [out, in] a Float32Array (weightDtype 0) or a
    * Uint16Array of bfloat16 (1) or float16 (2) bits (native/decode-linear.c): the decode-step
-   * product on every thread, one pass over w, up to 64 rows; above, sgemm over panels of w
-   * (16-bit ones widened a panel at a time).
+   * product on every thread, one pass over w, up to 64 rows; sgemm above (a 16-bit w over
+   * panels, each widened in one thread's cache).
    */
   linear(
     x: Float32Array,

@@ -132,7 +132,9 @@ describe.skipIf(!hasNative)('decode forward (one call per step)', () => {
         );
         // the same through per-layer calls
         const x = new Float32Array(ids.length * H);
-        ids.forEach((t, i) => x.set(embed.subarray(t * H, (t + 1) * H), i * H));
+        ids.forEach((t, i) => {
+          x.set(embed.subarray(t * H, (t + 1) * H), i * H);
+        });
         layers.forEach((w, l) => {
           const cache = { ...ref[l]!, capacity: CAP, length, padLeft };
           k.layer(x, w, { ...dims, tokens: s }, 1e-6, cos, sin, cache, dtype);

@@ -7,7 +7,7 @@
 #include "kernels.h"
 
 /* Bumped whenever a function is added or changes; src/native-addon.ts refuses others. */
-#define RL2_KERNELS_ABI 15
+#define RL2_KERNELS_ABI 16
 
 #define EXPORT(js, fn) {js, NULL, rl2_##fn, NULL, NULL, NULL, napi_default, NULL}
 
@@ -38,6 +38,7 @@ static napi_value init(napi_env env, napi_value exports) {
       EXPORT("logpStatsGrad", logp_stats_grad),
       EXPORT("adamw", adamw),
       EXPORT("decodeLayer", decode_layer),
+      EXPORT("decodeStep", decode_step),
       EXPORT("linear", linear),
       EXPORT("flashAttention", flash_attention),
       EXPORT("flashAttentionGrad", flash_attention_grad),

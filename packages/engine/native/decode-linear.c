@@ -2,8 +2,8 @@
  * (a decode step's batch), W [out, in] in float32, bfloat16 or float16 (converted in registers,
  * float32 accumulation). Output rows are split over all threads (parallel.c's pool); each thread
  * streams its block of W rows once and, for every W row block, runs every batch row against
- * it, so a step reads each weight once whatever the batch. Register tile: 4 W rows x 4 batch
- * rows of 16 lanes (AVX-512), 8 lanes (AVX2 + FMA), or plain C elsewhere. */
+ * it, so a step reads each weight once whatever the batch. Register tile: 4 W rows x up to 3
+ * batch rows (decode-linear-tile.h) of 16 lanes (AVX-512), 8 lanes (AVX2 + FMA), or plain C. */
 #include "kernels.h"
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -12,11 +12,12 @@
 
 /* W rows per register tile, batch rows per register tile, W rows per thread task. */
 #define TILE_J 4
-#define TILE_R 4
+#define TILE_R 3
 #define BLOCK_J 32
 
 struct skinny {
   const float *x;
+  const float *x_bf16; /* x with each block of 2 * lanes columns stored evens first (bfloat16 W) */
   const void *w;
   const float *bias;
   int64_t rows, in, out;
@@ -65,123 +66,94 @@ static inline void store(const struct skinny *c, int64_t j, int64_t r, float v) 
 }
 
 #ifdef RL2_X86
-/* The next tile's W rows, column k on: each row is its own short stream (a 1024-float row is one
-   4 KiB page, where hardware prefetchers stop), so the tile being summed fetches the next one. */
-static inline void prefetch_next(const struct skinny *c, int64_t j, int64_t k) {
-  size_t elem = c->dtype == RL2_WT_F32 ? 4 : 2;
-  if (j < c->out) _mm_prefetch((const char *)c->w + (size_t)(j * c->in + k) * elem, _MM_HINT_T0);
-}
+#define TILE_ATTR __attribute__((target("avx512f,avx512bw,avx512vl,fma"))) static
+#define VEC __m512
+#define LANES 16
+#define SUFFIX _512
+#define VLOAD _mm512_loadu_ps
+#define VZERO _mm512_setzero_ps
+#define VADD _mm512_add_ps
+#define VFMA _mm512_fmadd_ps
+#define VHSUM _mm512_reduce_add_ps
+#define LOAD_BF16(p, h0, h1)                                                                  \
+  do {                                                                                        \
+    __m512i v_ = _mm512_loadu_si512((const void *)(p));                                       \
+    *(h0) = _mm512_castsi512_ps(_mm512_slli_epi32(v_, 16));                                   \
+    *(h1) = _mm512_castsi512_ps(_mm512_and_si512(v_, _mm512_set1_epi32((int)0xffff0000u))); \
+  } while (0)
+#define LOAD_F16(p, h0, h1)                                                  \
+  do {                                                                       \
+    *(h0) = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)));      \
+    *(h1) = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p) + 1));  \
+  } while (0)
+#include "decode-linear-tile.h"
+#undef TILE_ATTR
+#undef VEC
+#undef LANES
+#undef SUFFIX
+#undef VLOAD
+#undef VZERO
+#undef VADD
+#undef VFMA
+#undef VHSUM
+#undef LOAD_BF16
+#undef LOAD_F16
 
-#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,fma"))) static
-#define AVX2 __attribute__((target("avx2,fma,f16c"))) static
-
-AVX512 inline __m512 load16(const void *w, int dtype, int64_t i) {
-  if (dtype == RL2_WT_F32) return _mm512_loadu_ps((const float *)w + i);
-  __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + i));
-  if (dtype == RL2_WT_BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-  return _mm512_cvtph_ps(h);
-}
-
-/* nj W rows from j, nr batch rows from r: columns 0 .. in/16*16 in registers, the rest in C */
-AVX512 inline __attribute__((always_inline)) void tile512_at(const struct skinny *c, int64_t j, int nj, int64_t r, int nr) {
-  __m512 acc[TILE_J][TILE_R];
-  for (int a = 0; a < TILE_J; a++)
-    for (int b = 0; b < TILE_R; b++) acc[a][b] = _mm512_setzero_ps();
-  int64_t in = c->in, kv = in / 16 * 16;
-  const float *x = c->x + r * in;
-  for (int64_t k = 0; k < kv; k += 16) {
-    __m512 xv[TILE_R], wv[TILE_J];
-    for (int b = 0; b < TILE_R; b++)
-      xv[b] = b < nr ? _mm512_loadu_ps(x + b * in + k) : _mm512_setzero_ps();
-    for (int a = 0; a < TILE_J; a++) {
-      wv[a] = a < nj ? load16(c->w, c->dtype, (j + a) * in + k) : _mm512_setzero_ps();
-      prefetch_next(c, j + TILE_J + a, k);
-    }
-    for (int a = 0; a < TILE_J; a++)
-      for (int b = 0; b < TILE_R; b++)
-        if (a < nj && b < nr) acc[a][b] = _mm512_fmadd_ps(wv[a], xv[b], acc[a][b]);
-  }
-  for (int a = 0; a < nj; a++)
-    for (int b = 0; b < nr; b++)
-      store(c, j + a, r + b, _mm512_reduce_add_ps(acc[a][b]) + (kv < in ? dot_from(c, j + a, r + b, kv) : 0.0f));
-}
-
-/* full tiles with constant sizes (the compiler keeps every accumulator in a register) */
-AVX512 void tile512(const struct skinny *c, int64_t j, int nj, int64_t r, int nr) {
-  if (nj == TILE_J && nr == 4) tile512_at(c, j, TILE_J, r, 4);
-  else if (nj == TILE_J && nr == 1) tile512_at(c, j, TILE_J, r, 1);
-  else if (nj == TILE_J && nr == 2) tile512_at(c, j, TILE_J, r, 2);
-  else if (nj == TILE_J && nr == 3) tile512_at(c, j, TILE_J, r, 3);
-  else tile512_at(c, j, nj, r, nr);
-}
-
-AVX2 inline __m256 load8(const void *w, int dtype, int64_t i) {
-  if (dtype == RL2_WT_F32) return _mm256_loadu_ps((const float *)w + i);
-  __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
-  if (dtype == RL2_WT_BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-  return _mm256_cvtph_ps(h);
-}
-
-AVX2 inline float hsum8(__m256 v) {
+#define TILE_ATTR __attribute__((target("avx2,fma,f16c"))) static
+TILE_ATTR inline float hsum8(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
   return _mm_cvtss_f32(s);
 }
-
-AVX2 inline __attribute__((always_inline)) void tile256_at(const struct skinny *c, int64_t j, int nj, int64_t r, int nr) {
-  __m256 acc[TILE_J][TILE_R];
-  for (int a = 0; a < TILE_J; a++)
-    for (int b = 0; b < TILE_R; b++) acc[a][b] = _mm256_setzero_ps();
-  int64_t in = c->in, kv = in / 8 * 8;
-  const float *x = c->x + r * in;
-  for (int64_t k = 0; k < kv; k += 8) {
-    __m256 xv[TILE_R], wv[TILE_J];
-    for (int b = 0; b < TILE_R; b++)
-      xv[b] = b < nr ? _mm256_loadu_ps(x + b * in + k) : _mm256_setzero_ps();
-    for (int a = 0; a < TILE_J; a++) {
-      wv[a] = a < nj ? load8(c->w, c->dtype, (j + a) * in + k) : _mm256_setzero_ps();
-      if (!(k & 8)) prefetch_next(c, j + TILE_J + a, k);
-    }
-    for (int a = 0; a < TILE_J; a++)
-      for (int b = 0; b < TILE_R; b++)
-        if (a < nj && b < nr) acc[a][b] = _mm256_fmadd_ps(wv[a], xv[b], acc[a][b]);
-  }
-  for (int a = 0; a < nj; a++)
-    for (int b = 0; b < nr; b++)
-      store(c, j + a, r + b, hsum8(acc[a][b]) + (kv < in ? dot_from(c, j + a, r + b, kv) : 0.0f));
-}
-
-/* full tiles with constant sizes (the compiler keeps every accumulator in a register) */
-AVX2 void tile256(const struct skinny *c, int64_t j, int nj, int64_t r, int nr) {
-  if (nj == TILE_J && nr == 4) tile256_at(c, j, TILE_J, r, 4);
-  else if (nj == TILE_J && nr == 1) tile256_at(c, j, TILE_J, r, 1);
-  else if (nj == TILE_J && nr == 2) tile256_at(c, j, TILE_J, r, 2);
-  else if (nj == TILE_J && nr == 3) tile256_at(c, j, TILE_J, r, 3);
-  else tile256_at(c, j, nj, r, nr);
-}
+#define VEC __m256
+#define LANES 8
+#define SUFFIX _256
+#define VLOAD _mm256_loadu_ps
+#define VZERO _mm256_setzero_ps
+#define VADD _mm256_add_ps
+#define VFMA _mm256_fmadd_ps
+#define VHSUM hsum8
+#define LOAD_BF16(p, h0, h1)                                                                  \
+  do {                                                                                        \
+    __m256i v_ = _mm256_loadu_si256((const __m256i *)(p));                                    \
+    *(h0) = _mm256_castsi256_ps(_mm256_slli_epi32(v_, 16));                                   \
+    *(h1) = _mm256_castsi256_ps(_mm256_and_si256(v_, _mm256_set1_epi32((int)0xffff0000u))); \
+  } while (0)
+#define LOAD_F16(p, h0, h1)                                                  \
+  do {                                                                       \
+    *(h0) = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)));         \
+    *(h1) = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p) + 1));     \
+  } while (0)
+#include "decode-linear-tile.h"
 #endif
 
-typedef void (*tile_fn)(const struct skinny *c, int64_t j, int nj, int64_t r, int nr);
+typedef void (*tile_fn)(const struct skinny *c, int64_t j, int nj, int64_t r, int nr, int prefetch);
 
-static void tile_c(const struct skinny *c, int64_t j, int nj, int64_t r, int nr) {
+static void tile_c(const struct skinny *c, int64_t j, int nj, int64_t r, int nr, int prefetch) {
+  (void)prefetch;
   for (int a = 0; a < nj; a++)
     for (int b = 0; b < nr; b++) store(c, j + a, r + b, dot_from(c, j + a, r + b, 0));
 }
 
-/* the widest tile this CPU runs (RL2_DECODE_ISA=avx2 or =c picks a narrower one, for tests) */
-static tile_fn pick_tile(void) {
-  static tile_fn chosen = NULL;
-  if (chosen) return chosen;
+/* The widest tile this CPU runs and its vector lanes (RL2_DECODE_ISA=avx2 or =c picks a
+   narrower one, for tests). */
+static struct isa {
+  tile_fn tile;
+  int lanes;
+} pick_isa(void) {
+  static struct isa chosen = {NULL, 0};
+  if (chosen.tile) return chosen;
   const char *want = getenv("RL2_DECODE_ISA");
-  tile_fn t = tile_c;
+  struct isa t = {tile_c, 0};
 #ifdef RL2_X86
   __builtin_cpu_init();
   int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   if (want && !strcmp(want, "c")) avx512 = avx2 = 0;
   if (want && !strcmp(want, "avx2")) avx512 = 0;
-  t = avx512 ? tile512 : avx2 ? tile256 : tile_c;
+  if (avx512) t = (struct isa){tile_512, 16};
+  else if (avx2) t = (struct isa){tile_256, 8};
 #else
   (void)want;
 #endif
@@ -190,11 +162,12 @@ static tile_fn pick_tile(void) {
 }
 
 static void skinny_blocks(const struct skinny *c, int64_t b0, int64_t b1) {
-  tile_fn tile = pick_tile();
+  tile_fn tile = pick_isa().tile;
   int64_t j1 = b1 * BLOCK_J < c->out ? b1 * BLOCK_J : c->out;
   for (int64_t j = b0 * BLOCK_J; j < j1; j += TILE_J) {
     int nj = j1 - j < TILE_J ? (int)(j1 - j) : TILE_J;
-    for (int64_t r = 0; r < c->rows; r += TILE_R) tile(c, j, nj, r, c->rows - r < TILE_R ? (int)(c->rows - r) : TILE_R);
+    for (int64_t r = 0; r < c->rows; r += TILE_R)
+      tile(c, j, nj, r, c->rows - r < TILE_R ? (int)(c->rows - r) : TILE_R, r == 0);
   }
 }
 
@@ -211,26 +184,162 @@ static void skinny_worker(void *vctx, int64_t t0, int64_t t1) {
   }
 }
 
-void skinny_linear(const float *x, const void *w, int dtype, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
-                   int accumulate, int threads) {
-  struct skinny c = {x, w, bias, rows, in, out, y, dtype, accumulate, 0};
+/* x [rows, in] with each full block of 2 * lanes columns reordered evens first, into out */
+static void interleave_for_bf16(const float *x, int64_t rows, int64_t in, int lanes, float *out) {
+  int64_t step = 2 * (int64_t)lanes, kv = in / step * step;
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * in;
+    float *o = out + r * in;
+    for (int64_t k = 0; k < kv; k += step)
+      for (int l = 0; l < lanes; l++) {
+        o[k + l] = xr[k + 2 * l];
+        o[k + lanes + l] = xr[k + 2 * l + 1];
+      }
+    for (int64_t k = kv; k < in; k++) o[k] = xr[k];
+  }
+}
+
+int skinny_linear(const float *x, const void *w, int dtype, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
+                  int accumulate, int threads) {
+  struct skinny c = {x, x, w, bias, rows, in, out, y, dtype, accumulate, 0};
+  struct isa isa = pick_isa();
+  if (dtype == RL2_WT_BF16 && isa.lanes) {
+    float *xb = rl2_scratch(SCRATCH_X_BF16, (size_t)(rows * in));
+    if (!xb) return 0;
+    interleave_for_bf16(x, rows, in, isa.lanes, xb);
+    c.x_bf16 = xb;
+  }
   int64_t blocks = (out + BLOCK_J - 1) / BLOCK_J;
   /* below ~64k multiply-adds a thread's wake-up costs more than its share */
   if (rows * in * out < (1 << 16) || threads < 1) threads = 1;
   if (threads == 1) skinny_blocks(&c, 0, blocks);
   else parallel_for_threads(threads, threads, skinny_worker, &c);
+  return 1;
+}
+
+/* n 16-bit weights widened to float32 (loops the compiler vectorises) */
+static void widen_bf16(const uint16_t *w, int64_t n, float *out) {
+  uint32_t *o = (uint32_t *)out;
+  for (int64_t i = 0; i < n; i++) o[i] = (uint32_t)w[i] << 16;
+}
+
+#ifdef RL2_X86
+__attribute__((target("avx2,f16c"))) static void widen_f16_f16c(const uint16_t *w, int64_t n, float *out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i))));
+  for (; i < n; i++) out[i] = half_to_float(w[i]);
+}
+#endif
+
+static void widen_f16(const uint16_t *w, int64_t n, float *out) {
+#ifdef RL2_X86
+  if (pick_isa().lanes) {
+    widen_f16_f16c(w, n, out);
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < n; i++) out[i] = half_to_float(w[i]);
 }
 
 void weights_to_float(const void *w, int dtype, int64_t n, float *out) {
-  if (dtype == RL2_WT_F32) {
-    memcpy(out, w, sizeof(float) * (size_t)n);
-    return;
+  if (dtype == RL2_WT_F32) memcpy(out, w, sizeof(float) * (size_t)n);
+  else if (dtype == RL2_WT_BF16) widen_bf16(w, n, out);
+  else widen_f16(w, n, out);
+}
+
+/* Products of many rows (a prefill) with 16-bit W: W in panels of `panel` rows, each thread
+   taking the next panel and widening it into its own scratch, where it stays in cache for the
+   panel's single-threaded sgemm over every row of x. */
+struct panels {
+  const float *x;
+  const void *w;
+  const float *bias;
+  int64_t rows, in, out, panel;
+  float *y;
+  int dtype, accumulate;
+  int64_t next;
+  volatile int failed;
+};
+
+static void panel_product(struct panels *c, int64_t j0, int64_t nj) {
+  const float *wp = (const float *)c->w + j0 * c->in;
+  if (c->dtype != RL2_WT_F32) {
+    float *buf = rl2_scratch(SCRATCH_PANEL, (size_t)(nj * c->in));
+    if (!buf) {
+      c->failed = 1;
+      return;
+    }
+    weights_to_float((const uint16_t *)c->w + j0 * c->in, c->dtype, nj * c->in, buf);
+    wp = buf;
   }
-  for (int64_t i = 0; i < n; i++) out[i] = weight_at(w, dtype, i);
+  float beta = c->accumulate ? 1.0f : 0.0f;
+  if (c->bias) {
+    for (int64_t r = 0; r < c->rows; r++) {
+      float *yr = c->y + r * c->out + j0;
+      for (int64_t j = 0; j < nj; j++) yr[j] = (c->accumulate ? yr[j] : 0.0f) + c->bias[j0 + j];
+    }
+    beta = 1.0f;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)c->rows, (int)nj, (int)c->in, 1.0f, c->x, (int)c->in, wp,
+              (int)c->in, beta, c->y + j0, (int)c->out);
+}
+
+static void panel_worker(void *vctx, int64_t t0, int64_t t1) {
+  struct panels *c = (struct panels *)vctx;
+  (void)t0, (void)t1;
+  for (;;) {
+    int64_t p = __atomic_fetch_add(&c->next, 1, __ATOMIC_RELAXED), j0 = p * c->panel;
+    if (j0 >= c->out || c->failed) return;
+    panel_product(c, j0, c->out - j0 < c->panel ? c->out - j0 : c->panel);
+  }
+}
+
+/* W rows per panel: at least two panels a thread where that leaves 64 or more, at most 256 */
+static int64_t panel_rows(int64_t out, int threads) {
+  int64_t p = (out + 2 * threads - 1) / (2 * threads);
+  p = (p + 15) / 16 * 16;
+  return p < 64 ? 64 : p > 256 ? 256 : p;
+}
+
+static int panel_linear(const float *x, const void *w, int dtype, const float *bias, int64_t rows, int64_t in, int64_t out,
+                        float *y, int accumulate, int threads) {
+  struct panels c = {x, w, bias, rows, in, out, panel_rows(out, threads), y, dtype, accumulate, 0, 0};
+  int configured = openblas_get_num_threads();
+  if (configured > 1) openblas_set_num_threads(1);
+  parallel_for_threads(threads, threads, panel_worker, &c);
+  if (configured > 1) openblas_set_num_threads(configured);
+  return !c.failed;
+}
+
+/* float32 W: OpenBLAS's own sgemm, threaded by it when large (below 2^24 multiply-adds one thread) */
+static void sgemm_linear(const float *x, const float *w, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
+                         int accumulate) {
+  float beta = accumulate ? 1.0f : 0.0f;
+  if (bias) {
+    for (int64_t r = 0; r < rows; r++)
+      for (int64_t j = 0; j < out; j++) y[r * out + j] = (accumulate ? y[r * out + j] : 0.0f) + bias[j];
+    beta = 1.0f;
+  }
+  int configured = openblas_get_num_threads(), small = rows * in * out < (1 << 24);
+  if (small && configured > 1) openblas_set_num_threads(1);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)out, (int)in, 1.0f, x, (int)in, w, (int)in, beta, y,
+              (int)out);
+  if (small && configured > 1) openblas_set_num_threads(configured);
+}
+
+int decode_linear(const float *x, const void *w, int dtype, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
+                  int accumulate) {
+  int threads = openblas_get_num_threads();
+  if (rows <= SKINNY_ROWS) return skinny_linear(x, w, dtype, bias, rows, in, out, y, accumulate, threads);
+  if (dtype == RL2_WT_F32) {
+    sgemm_linear(x, w, bias, rows, in, out, y, accumulate);
+    return 1;
+  }
+  return panel_linear(x, w, dtype, bias, rows, in, out, y, accumulate, threads);
 }
 
 /* linear(x [rows, in], w [out, in] (Float32Array, or Uint16Array of bf16 / f16 bits), weightDtype, rows, in, out,
-   y [rows, out]): y = x W^T, the skinny product up to 64 rows, sgemm (over a widened copy of a 16-bit W) above. */
+   y [rows, out]): y = x W^T, the skinny product up to SKINNY_ROWS rows, sgemm above (over panels of a 16-bit W). */
 KERNEL(linear) {
   size_t argc = 7;
   napi_value argv[7];
@@ -252,20 +361,6 @@ KERNEL(linear) {
       ty != napi_float32_array || tw != (dtype == RL2_WT_F32 ? napi_float32_array : napi_uint16_array))
     FAIL("linear expects Float32Array x, y and w a Float32Array (weightDtype 0) or Uint16Array (1, 2)");
   if (lx < (size_t)(rows * in) || lw < (size_t)(out * in) || ly < (size_t)(rows * out)) FAIL("linear: array too short for dims");
-  if (rows <= 64) {
-    skinny_linear(x, w, dtype, NULL, rows, in, out, y, 0, openblas_get_num_threads());
-    return NULL;
-  }
-  const float *wf = w;
-  float *widened = NULL;
-  if (dtype != RL2_WT_F32) {
-    widened = malloc(sizeof(float) * (size_t)(in * out));
-    if (!widened) FAIL("linear: out of memory widening 16-bit weights");
-    weights_to_float(w, dtype, in * out, widened);
-    wf = widened;
-  }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)out, (int)in, 1.0f, x, (int)in, wf, (int)in, 0.0f, y,
-              (int)out);
-  free(widened);
+  if (!decode_linear(x, w, dtype, NULL, rows, in, out, y, 0)) FAIL("linear: out of memory");
   return NULL;
 }

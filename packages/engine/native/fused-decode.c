@@ -1,5 +1,6 @@
 /* One decoder layer over S new tokens per row (S = 1: a decode step; S = the prompt length: a
-   prefill) as a single call, over a KV cache laid out for appends. */
+   prefill) as a single call, over a KV cache laid out for appends; and a whole forward (the
+   embedding, every layer, the final norm and the LM head) as a single call. */
 #include "kernels.h"
 
 /*
@@ -18,28 +19,48 @@
  *   h = rms(x) ; q, k, v = h Wq^T (+b), h Wk^T (+b), h Wv^T (+b) ; q, k = rms per head (Qwen3)
  *   q, k = rope(q), rope(k) ; cache[len + s] = k, v ; a = softmax(q K^T / sqrt(d)) V per head
  *   x += a Wo^T (+b) ; h = rms(x) ; x += (silu(h Wg^T) * (h Wu^T)) Wd^T (each + bias if given)
- * Projections of at most SKINNY_ROWS tokens (a decode step) are decode-linear.c's skinny
- * products on every thread, one pass over each weight; larger ones are cblas_sgemm over chunks
- * of at most DECODE_CHUNK tokens (scratch stays small for long prompts; 16-bit weights are
- * widened to a float32 copy first), threaded only when a product is large. Attention is
- * split over (row, kv head) groups: plain loops for one token, for S > 1 query and key tiles
- * with an online softmax (FlashAttention, Dao et al. 2022, https://arxiv.org/abs/2205.14135),
- * so no S x S block exists. It writes its output over q (each tile reads only its own queries).
+ * Projections are decode_linear (decode-linear.c): up to SKINNY_ROWS tokens (a decode step)
+ * the skinny products on every thread, one pass over each weight; more in chunks of at most
+ * DECODE_CHUNK tokens (scratch stays small for long prompts) through sgemm.
+ * Attention is split over (row, kv head) groups: for one token a pass over the group's keys and
+ * values for all its query heads; for S > 1 query and key tiles with an online softmax
+ * (FlashAttention, Dao et al. 2022, https://arxiv.org/abs/2205.14135), so no S x S block
+ * exists. It writes its output over q (each tile reads only its own queries).
+ *
+ * decodeStep(tokens, embed, layers, finalNorm, head, dims, eps, cos, sin, kCaches, vCaches,
+ *            padLeft, logits(, weightDtype)): the whole model over S new tokens per row:
+ *   tokens   Int32Array [B, S] of ids < V; x = their rows of embed [V, H] (float32)
+ *   layers   JS array of L weight arrays (decodeLayer's); kCaches / vCaches: L caches
+ *   dims     Int32Array [B, H, nH, nKv, d, F, cap, len, S, V, L]
+ *   logits   [B, V] = rms(x of each row's last token) finalNorm head^T, head [V, H] a matrix
+ *            of weightDtype (the tied embedding, or lm_head)
+ * A decode step (B * S <= SKINNY_ROWS) allocates nothing: each thread keeps its scratch.
  */
-/* Multiply-adds per product (or attention call) below which one thread does it. */
+/* Multiply-adds per call below which one thread does the prefill attention / the one-token one. */
 #define DECODE_THREAD_WORK (1 << 24)
+#define ATTN_THREAD_WORK (1 << 15)
 enum {
   W_IN_NORM, W_Q, W_K, W_V, B_Q, B_K, B_V, W_Q_NORM, W_K_NORM, W_O, B_O, W_POST_NORM, W_GATE, W_UP, W_DOWN,
   B_GATE, B_UP, B_DOWN, DECODE_SLOTS
 };
 
-/* Most tokens per call that take the skinny products. */
-#define SKINNY_ROWS 64
-
 /* Tokens per projection chunk: the chunk's scratch is DECODE_CHUNK x (H + 2 nKv d + 2 F) floats. */
 #define DECODE_CHUNK 256
 /* Query and key tile of the S > 1 attention. */
 #define DECODE_TILE 64
+
+/* One layer's arrays and sizes (a decodeLayer call, or a layer of a decodeStep). */
+struct layer_call {
+  void *w[DECODE_SLOTS];
+  size_t wl[DECODE_SLOTS];
+  int64_t B, H, nH, nKv, d, F, cap, len, S;
+  float eps;
+  const float *cs, *sn; /* [B * S, d] */
+  float *kc, *vc;
+  size_t lkc, lvc;
+  const int32_t *pad;
+  int dtype;
+};
 
 struct decode_attn {
   float *q; /* [B, S, nH*d] after norm + rope; overwritten by the output */
@@ -50,109 +71,104 @@ struct decode_attn {
   volatile int failed;
 };
 
-HOT static void rms_rows(const float *x, const float *w, int64_t rows, int64_t h, float eps, float *y) {
-  for (int64_t r = 0; r < rows; r++) {
-    const float *xr = x + r * h;
-    float *yr = y + r * h;
+/* What the row loops below share (parallel_for's context). */
+struct rows_job {
+  float *x, *y;
+  const float *w, *u, *cs, *sn;
+  int64_t h, heads;
+  float eps;
+};
+
+HOT static void rms_range(void *vctx, int64_t r0, int64_t r1) {
+  const struct rows_job *c = (const struct rows_job *)vctx;
+  int64_t h = c->h;
+  for (int64_t r = r0; r < r1; r++) {
+    const float *xr = c->x + r * h;
+    float *yr = c->y + r * h;
     float ss = 0;
     for (int64_t k = 0; k < h; k++) ss += xr[k] * xr[k];
-    float inv = 1.0f / sqrtf(ss / (float)h + eps);
-    for (int64_t k = 0; k < h; k++) yr[k] = xr[k] * inv * w[k];
+    float inv = 1.0f / sqrtf(ss / (float)h + c->eps);
+    for (int64_t k = 0; k < h; k++) yr[k] = xr[k] * inv * c->w[k];
   }
 }
 
-/* sgemm of y [rows, out] = x [rows, in] W^T (+ bias), beta 1 into y when `accumulate` */
-static void sgemm_rows(const float *x, const float *w, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
-                       int accumulate) {
-  float beta = 0.0f;
-  if (bias) {
-    for (int64_t r = 0; r < rows; r++)
-      for (int64_t j = 0; j < out; j++) y[r * out + j] = (accumulate ? y[r * out + j] : 0.0f) + bias[j];
-    beta = 1.0f;
-  } else if (accumulate) {
-    beta = 1.0f;
-  }
-  int configured = openblas_get_num_threads(), small = rows * in * out < DECODE_THREAD_WORK;
-  if (small && configured > 1) openblas_set_num_threads(1);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)out, (int)in, 1.0f, x, (int)in, w, (int)in, beta, y,
-              (int)out);
-  if (small && configured > 1) openblas_set_num_threads(configured);
+/* y [rows, h] = rms(x) w (threaded when large: a prefill) */
+static void rms_rows(const float *x, const float *w, int64_t rows, int64_t h, float eps, float *y) {
+  struct rows_job c = {(float *)x, y, w, NULL, NULL, NULL, h, 0, eps};
+  parallel_for(rows, GRAIN / h + 1, rms_range, &c);
 }
 
-/* y [rows, out] = x [rows, in] W^T (+ bias), W of `dtype`; 0 when out of memory */
-static int linear_rows(const float *x, const void *w, int dtype, const float *bias, int64_t rows, int64_t in, int64_t out,
-                       float *y, int accumulate) {
-  if (rows <= SKINNY_ROWS) {
-    skinny_linear(x, w, dtype, bias, rows, in, out, y, accumulate, openblas_get_num_threads());
-    return 1;
-  }
-  if (dtype == RL2_WT_F32) {
-    sgemm_rows(x, (const float *)w, bias, rows, in, out, y, accumulate);
-    return 1;
-  }
-  float *wf = malloc(sizeof(float) * (size_t)(in * out));
-  if (!wf) return 0;
-  weights_to_float(w, dtype, in * out, wf);
-  sgemm_rows(x, wf, bias, rows, in, out, y, accumulate);
-  free(wf);
-  return 1;
-}
-
-/* x [rows, heads, d] in place: rotate-half RoPE with cos/sin [rows, d] */
-HOT static void rope_rows(float *x, const float *cs, const float *sn, int64_t rows, int64_t heads, int64_t d) {
-  int64_t half = d / 2;
-  for (int64_t t = 0; t < rows; t++) {
-    const float *c = cs + t * d, *s = sn + t * d;
-    for (int64_t hh = 0; hh < heads; hh++) {
-      float *r = x + (t * heads + hh) * d;
+HOT static void rope_range(void *vctx, int64_t t0, int64_t t1) {
+  const struct rows_job *c = (const struct rows_job *)vctx;
+  int64_t d = c->h, half = d / 2;
+  for (int64_t t = t0; t < t1; t++) {
+    const float *cs = c->cs + t * d, *sn = c->sn + t * d;
+    for (int64_t hh = 0; hh < c->heads; hh++) {
+      float *r = c->x + (t * c->heads + hh) * d;
       for (int64_t j = 0; j < half; j++) {
         float a = r[j], b = r[j + half];
-        r[j] = a * c[j] - b * s[j];
-        r[j + half] = b * c[j + half] + a * s[j + half];
+        r[j] = a * cs[j] - b * sn[j];
+        r[j + half] = b * cs[j + half] + a * sn[j + half];
       }
     }
   }
 }
 
-HOT static void decode_attn_groups(void *vctx, int64_t g0, int64_t g1) {
-  const struct decode_attn *c = (const struct decode_attn *)vctx;
+/* x [rows, heads, d] in place: rotate-half RoPE with cos/sin [rows, d] */
+static void rope_rows(float *x, const float *cs, const float *sn, int64_t rows, int64_t heads, int64_t d) {
+  struct rows_job c = {x, NULL, NULL, NULL, cs, sn, d, heads, 0};
+  parallel_for(rows, GRAIN / (heads * d) + 1, rope_range, &c);
+}
+
+/* a . b over d floats in 16 lanes (vectorised: one running sum would be one long add chain) */
+HOT static float dot_lanes(const float *a, const float *b, int64_t d) {
+  float acc[16] = {0};
+  int64_t t = 0;
+  for (; t + 16 <= d; t += 16)
+    for (int l = 0; l < 16; l++) acc[l] += a[t + l] * b[t + l];
+  float s = 0;
+  for (; t < d; t++) s += a[t] * b[t];
+  for (int l = 0; l < 8; l++) acc[l] += acc[l + 8];
+  return s + ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+/* o[0..d) += w v[0..d) */
+HOT static void axpy(float *o, float w, const float *v, int64_t d) {
+  for (int64_t t = 0; t < d; t++) o[t] += w * v[t];
+}
+
+/* S = 1: each (row, kv head) group reads its keys and values once for all its query heads */
+static void decode_attn_groups(void *vctx, int64_t g0, int64_t g1) {
+  struct decode_attn *c = (struct decode_attn *)vctx;
   int64_t rep = c->nH / c->nKv, d = c->d, ldq = c->nH * d;
-  float *p = malloc(sizeof(float) * (size_t)(c->len + 1));
+  float *p = rl2_scratch(SCRATCH_ATTN, (size_t)(rep * (c->len + 1)));
   if (!p) {
-    ((struct decode_attn *)vctx)->failed = 1;
+    c->failed = 1;
     return;
   }
   for (int64_t g = g0; g < g1; g++) {
     int64_t b = g / c->nKv, kvh = g % c->nKv;
     int64_t start = c->pad[b], n = c->len + 1 - start;
+    float *q = c->q + b * ldq + kvh * rep * d; /* the group's query heads, one after another */
     if (n <= 0) { /* no real key (a row of padding only) */
-      for (int64_t r = 0; r < rep; r++) memset(c->q + b * ldq + (kvh * rep + r) * d, 0, sizeof(float) * (size_t)d);
+      memset(q, 0, sizeof(float) * (size_t)(rep * d));
       continue;
     }
     const float *K = c->kc + ((b * c->nKv + kvh) * c->cap + start) * d;
     const float *V = c->vc + ((b * c->nKv + kvh) * c->cap + start) * d;
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t r = 0; r < rep; r++) p[r * n + j] = dot_lanes(q + r * d, K + j * d, d) * c->scale;
     for (int64_t r = 0; r < rep; r++) {
-      int64_t h = kvh * rep + r;
-      const float *q = c->q + b * ldq + h * d;
-      float *o = c->q + b * ldq + h * d; /* q is read in full before o is written */
-      for (int64_t j = 0; j < n; j++) {
-        const float *kr = K + j * d;
-        float s = 0;
-        for (int64_t t = 0; t < d; t++) s += q[t] * kr[t];
-        p[j] = s * c->scale;
-      }
-      float m = row_max(p, n);
-      exp_shifted(p, n, m, 1.0f, p);
-      float inv = 1.0f / row_sum(p, n);
-      for (int64_t t = 0; t < d; t++) o[t] = 0;
-      for (int64_t j = 0; j < n; j++) {
-        const float *vr = V + j * d;
-        float w = p[j] * inv;
-        for (int64_t t = 0; t < d; t++) o[t] += w * vr[t];
-      }
+      float *pr = p + r * n;
+      float m = row_max(pr, n);
+      exp_shifted(pr, n, m, 1.0f, pr);
+      float inv = 1.0f / row_sum(pr, n);
+      for (int64_t j = 0; j < n; j++) pr[j] *= inv;
     }
+    memset(q, 0, sizeof(float) * (size_t)(rep * d)); /* every score is taken: o over q */
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t r = 0; r < rep; r++) axpy(q + r * d, p[r * n + j], V + j * d, d);
   }
-  free(p);
 }
 
 /* S > 1: per (row, kv head) group, query tiles against key tiles from padLeft[b] on. Query s
@@ -201,11 +217,18 @@ static void prefill_attn_groups(void *vctx, int64_t g0, int64_t g1) {
   free(s);
 }
 
-HOT static void silu_mul(float *g, const float *u, int64_t n) {
-  for (int64_t i = 0; i < n; i++) {
-    float x = g[i];
-    g[i] = x / (1.0f + fast_expf(-x)) * u[i];
+HOT static void silu_range(void *vctx, int64_t i0, int64_t i1) {
+  const struct rows_job *c = (const struct rows_job *)vctx;
+  for (int64_t i = i0; i < i1; i++) {
+    float x = c->x[i];
+    c->x[i] = x / (1.0f + fast_expf(-x)) * c->u[i];
   }
+}
+
+/* g = silu(g) * u over n values (threaded when large) */
+static void silu_mul(float *g, const float *u, int64_t n) {
+  struct rows_job c = {g, NULL, NULL, u, NULL, NULL, 0, 0, 0};
+  parallel_for(n, GRAIN, silu_range, &c);
 }
 
 /* the slots holding matrices (Uint16Array when the weights are 16-bit) */
@@ -234,127 +257,250 @@ static int read_weights(napi_env env, napi_value arr, void **w, size_t *len, int
   return 1;
 }
 
-KERNEL(decode_layer) {
-  size_t argc = 10;
-  napi_value argv[10];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 9) FAIL("decodeLayer expects x, weights[], dims, eps, cos, sin, kCache, vCache, padLeft(, weightDtype)");
-  int32_t dtype = RL2_WT_F32;
-  if (argc > 9 && (napi_get_value_int32(env, argv[9], &dtype) != napi_ok || dtype < RL2_WT_F32 || dtype > RL2_WT_F16))
-    FAIL("decodeLayer: weightDtype must be 0 (float32), 1 (bfloat16) or 2 (float16)");
-  void *WV[DECODE_SLOTS];
-  size_t WL[DECODE_SLOTS];
-  if (!read_weights(env, argv[1], WV, WL, DECODE_SLOTS, dtype))
-    FAIL("decodeLayer: weights must be an array of Float32Array (Uint16Array matrices for 16-bit weights) or null");
-  float *W[DECODE_SLOTS];
-  for (int i = 0; i < DECODE_SLOTS; i++) W[i] = (float *)WV[i];
-  float *x, *cs, *sn, *kc, *vc;
-  int32_t *pad;
-  size_t lx, lcs, lsn, lkc, lvc, lpad;
-  napi_typedarray_type ty;
-  int64_t dims[8];
-  double eps = 1e-6;
-#define TA(i, ptr, len, want)                                                                                   \
-  do {                                                                                                          \
-    void *p_;                                                                                                   \
-    if (napi_get_typedarray_info(env, argv[i], &ty, &len, &p_, NULL, NULL) != napi_ok || ty != want)            \
-      FAIL("decodeLayer expects Float32Array x, cos, sin, kCache, vCache and Int32Array dims, padLeft");        \
-    ptr = p_;                                                                                                   \
-  } while (0)
-  int32_t *dv;
-  size_t ldims;
-  TA(0, x, lx, napi_float32_array);
-  TA(2, dv, ldims, napi_int32_array);
-  TA(4, cs, lcs, napi_float32_array);
-  TA(5, sn, lsn, napi_float32_array);
-  TA(6, kc, lkc, napi_float32_array);
-  TA(7, vc, lvc, napi_float32_array);
-  TA(8, pad, lpad, napi_int32_array);
-#undef TA
-  if (napi_get_value_double(env, argv[3], &eps) != napi_ok) FAIL("decodeLayer: eps must be a number");
-  if (ldims < 8) FAIL("decodeLayer: dims must be [B, H, nH, nKv, d, F, cap, len(, S)]");
-  for (int i = 0; i < 8; i++) dims[i] = dv[i];
-  int64_t B = dims[0], H = dims[1], nH = dims[2], nKv = dims[3], d = dims[4], F = dims[5], cap = dims[6], len = dims[7];
-  int64_t S = ldims > 8 ? dv[8] : 1, n = B * S;
-  if (B < 1 || H < 1 || nH < 1 || nKv < 1 || nH % nKv || d < 2 || d % 2 || F < 1 || len < 0 || S < 1 || cap < len + S)
-    FAIL("decodeLayer: bad dims (need nH % nKv == 0, even d, S >= 1, len + S <= cap)");
+/* NULL, or what is wrong with the layer's sizes or arrays (lx, lcs, lsn, lpad: lengths of x,
+   cos, sin, padLeft) */
+static const char *check_layer(const struct layer_call *c, size_t lx, size_t lcs, size_t lsn, size_t lpad) {
+  int64_t B = c->B, H = c->H, nH = c->nH, nKv = c->nKv, d = c->d, F = c->F, len = c->len, S = c->S, n = B * S;
+  if (B < 1 || H < 1 || nH < 1 || nKv < 1 || nH % nKv || d < 2 || d % 2 || F < 1 || len < 0 || S < 1 || c->cap < len + S)
+    return "bad dims (need nH % nKv == 0, even d, S >= 1, len + S <= cap)";
   int64_t qw = nH * d, kw = nKv * d;
   size_t need[DECODE_SLOTS] = {(size_t)H, (size_t)(qw * H), (size_t)(kw * H), (size_t)(kw * H), (size_t)qw, (size_t)kw,
                                (size_t)kw, (size_t)d, (size_t)d, (size_t)(H * qw), (size_t)H, (size_t)H, (size_t)(F * H),
                                (size_t)(F * H), (size_t)(H * F), (size_t)F, (size_t)F, (size_t)H};
   static const int required[] = {W_IN_NORM, W_Q, W_K, W_V, W_O, W_POST_NORM, W_GATE, W_UP, W_DOWN};
   for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++)
-    if (!W[required[i]]) FAIL("decodeLayer: a required weight is null");
+    if (!c->w[required[i]]) return "a required weight is null";
   for (int i = 0; i < DECODE_SLOTS; i++)
-    if (W[i] && WL[i] < need[i]) FAIL("decodeLayer: a weight is shorter than dims need");
-  if (lx < (size_t)(n * H) || lcs < (size_t)(n * d) || lsn < (size_t)(n * d) || lkc < (size_t)(B * kw * cap) ||
-      lvc < (size_t)(B * kw * cap) || lpad < (size_t)B)
-    FAIL("decodeLayer: array too short for dims");
+    if (c->w[i] && c->wl[i] < need[i]) return "a weight is shorter than dims need";
+  size_t cache = (size_t)(B * kw * c->cap);
+  if (lx < (size_t)(n * H) || lcs < (size_t)(n * d) || lsn < (size_t)(n * d) || c->lkc < cache || c->lvc < cache ||
+      lpad < (size_t)B)
+    return "array too short for dims";
   for (int64_t b = 0; b < B; b++)
-    if (pad[b] < 0 || pad[b] > len + S) FAIL("decodeLayer: padLeft must be in [0, len + S]");
+    if (c->pad[b] < 0 || c->pad[b] > len + S) return "padLeft must be in [0, len + S]";
+  return NULL;
+}
 
-  /* q [n, qw] for the whole call (attention needs every token's), scratch for one chunk */
-  int64_t ch = n < DECODE_CHUNK ? n : DECODE_CHUNK;
-  float *q = malloc(sizeof(float) * (size_t)(n * qw + ch * (H + 2 * kw + 2 * F)));
-  if (!q) FAIL("decodeLayer: out of memory");
-  float *h = q + n * qw, *k = h + ch * H, *v = k + ch * kw, *g = v + ch * kw, *u = g + ch * F;
-  float e = (float)eps;
-  int ok = 1;
-
-  for (int64_t r0 = 0; r0 < n; r0 += ch) {
-    int64_t m = n - r0 < ch ? n - r0 : ch;
-    float *qc = q + r0 * qw;
-    rms_rows(x + r0 * H, W[W_IN_NORM], m, H, e, h);
-    ok = ok && linear_rows(h, WV[W_Q], dtype, W[B_Q], m, H, qw, qc, 0);
-    ok = ok && linear_rows(h, WV[W_K], dtype, W[B_K], m, H, kw, k, 0);
-    ok = ok && linear_rows(h, WV[W_V], dtype, W[B_V], m, H, kw, v, 0);
-    if (W[W_Q_NORM]) rms_rows(qc, W[W_Q_NORM], m * nH, d, e, qc);
-    if (W[W_K_NORM]) rms_rows(k, W[W_K_NORM], m * nKv, d, e, k);
-    rope_rows(qc, cs + r0 * d, sn + r0 * d, m, nH, d);
-    rope_rows(k, cs + r0 * d, sn + r0 * d, m, nKv, d);
-    for (int64_t t = 0; t < m; t++) {
-      int64_t b = (r0 + t) / S, col = len + (r0 + t) % S;
-      for (int64_t j = 0; j < nKv; j++) {
-        size_t at = (size_t)(((b * nKv + j) * cap + col) * d);
-        memcpy(kc + at, k + (t * nKv + j) * d, sizeof(float) * (size_t)d);
-        memcpy(vc + at, v + (t * nKv + j) * d, sizeof(float) * (size_t)d);
-      }
+/* q [n, qw] after norm and RoPE, and this chunk's keys and values into the cache */
+static int attention_inputs(const struct layer_call *c, const float *x, int64_t r0, int64_t m, float *qc, float *h, float *k,
+                            float *v) {
+  float **W = (float **)c->w;
+  int64_t H = c->H, d = c->d, nKv = c->nKv, kw = nKv * d, qw = c->nH * d;
+  rms_rows(x + r0 * H, W[W_IN_NORM], m, H, c->eps, h);
+  if (!decode_linear(h, c->w[W_Q], c->dtype, W[B_Q], m, H, qw, qc, 0) ||
+      !decode_linear(h, c->w[W_K], c->dtype, W[B_K], m, H, kw, k, 0) ||
+      !decode_linear(h, c->w[W_V], c->dtype, W[B_V], m, H, kw, v, 0))
+    return 0;
+  if (W[W_Q_NORM]) rms_rows(qc, W[W_Q_NORM], m * c->nH, d, c->eps, qc);
+  if (W[W_K_NORM]) rms_rows(k, W[W_K_NORM], m * nKv, d, c->eps, k);
+  rope_rows(qc, c->cs + r0 * d, c->sn + r0 * d, m, c->nH, d);
+  rope_rows(k, c->cs + r0 * d, c->sn + r0 * d, m, nKv, d);
+  for (int64_t t = 0; t < m; t++) {
+    int64_t b = (r0 + t) / c->S, col = c->len + (r0 + t) % c->S;
+    for (int64_t j = 0; j < nKv; j++) {
+      size_t at = (size_t)(((b * nKv + j) * c->cap + col) * d);
+      memcpy(c->kc + at, k + (t * nKv + j) * d, sizeof(float) * (size_t)d);
+      memcpy(c->vc + at, v + (t * nKv + j) * d, sizeof(float) * (size_t)d);
     }
   }
+  return 1;
+}
 
-  if (!ok) {
-    free(q);
-    FAIL("decodeLayer: out of memory widening 16-bit weights");
-  }
-  struct decode_attn c = {q, kc, vc, pad, nH, nKv, d, cap, len, S, 1.0f / sqrtf((float)d), 0};
+/* attention of every new token over q in place; 0 when out of memory */
+static int attend(const struct layer_call *c, float *q) {
+  struct decode_attn a = {q, c->kc, c->vc, c->pad, c->nH, c->nKv, c->d, c->cap, c->len, c->S, 1.0f / sqrtf((float)c->d), 0};
   int threads = openblas_get_num_threads();
-  if (S == 1) {
-    int64_t work = B * nH * (len + 1) * d;
-    if (work >= DECODE_THREAD_WORK / 64) parallel_for_threads(B * nKv, threads, decode_attn_groups, &c);
-    else decode_attn_groups(&c, 0, B * nKv);
+  int64_t groups = c->B * c->nKv;
+  if (c->S == 1) {
+    int64_t work = c->B * c->nH * (c->len + 1) * c->d;
+    parallel_for_threads(groups, work >= ATTN_THREAD_WORK ? threads : 1, decode_attn_groups, &a);
   } else {
     /* each group's tiles run single-threaded sgemm, the groups split over the threads */
-    int64_t work = B * nH * S * (len + (S + 1) / 2) * d;
+    int64_t work = c->B * c->nH * c->S * (c->len + (c->S + 1) / 2) * c->d;
     openblas_set_num_threads(1);
-    parallel_for_threads(B * nKv, work >= DECODE_THREAD_WORK / 4 ? threads : 1, prefill_attn_groups, &c);
+    parallel_for_threads(groups, work >= DECODE_THREAD_WORK / 4 ? threads : 1, prefill_attn_groups, &a);
     openblas_set_num_threads(threads);
   }
-  if (c.failed) {
-    free(q);
-    FAIL("decodeLayer: out of memory for attention scratch");
-  }
+  return !a.failed;
+}
 
-  for (int64_t r0 = 0; r0 < n; r0 += ch) {
-    int64_t m = n - r0 < ch ? n - r0 : ch;
-    float *xc = x + r0 * H;
-    ok = ok && linear_rows(q + r0 * qw, WV[W_O], dtype, W[B_O], m, qw, H, xc, 1);
-    rms_rows(xc, W[W_POST_NORM], m, H, e, h);
-    ok = ok && linear_rows(h, WV[W_GATE], dtype, W[B_GATE], m, H, F, g, 0);
-    ok = ok && linear_rows(h, WV[W_UP], dtype, W[B_UP], m, H, F, u, 0);
-    silu_mul(g, u, m * F);
-    ok = ok && linear_rows(g, WV[W_DOWN], dtype, W[B_DOWN], m, F, H, xc, 1);
-  }
-  free(q);
-  if (!ok) FAIL("decodeLayer: out of memory widening 16-bit weights");
+/* x += attention's output projection, then the MLP, for m tokens from r0 */
+static int output_and_mlp(const struct layer_call *c, float *x, const float *q, int64_t r0, int64_t m, float *h, float *g,
+                          float *u) {
+  float **W = (float **)c->w;
+  int64_t H = c->H, F = c->F, qw = c->nH * c->d;
+  float *xc = x + r0 * H;
+  if (!decode_linear(q + r0 * qw, c->w[W_O], c->dtype, W[B_O], m, qw, H, xc, 1)) return 0;
+  rms_rows(xc, W[W_POST_NORM], m, H, c->eps, h);
+  if (!decode_linear(h, c->w[W_GATE], c->dtype, W[B_GATE], m, H, F, g, 0) ||
+      !decode_linear(h, c->w[W_UP], c->dtype, W[B_UP], m, H, F, u, 0))
+    return 0;
+  silu_mul(g, u, m * F);
+  return decode_linear(g, c->w[W_DOWN], c->dtype, W[B_DOWN], m, F, H, xc, 1);
+}
+
+/* one layer on x [B * S, H] in place (checked by check_layer); 0 when out of memory. A decode
+   step's buffers are the thread's scratch, a prefill's are allocated. */
+static int run_layer(const struct layer_call *c, float *x) {
+  int64_t n = c->B * c->S, H = c->H, qw = c->nH * c->d, kw = c->nKv * c->d, F = c->F;
+  int64_t ch = n < DECODE_CHUNK ? n : DECODE_CHUNK;
+  size_t floats = (size_t)(n * qw + ch * (H + 2 * kw + 2 * F));
+  int small = n <= SKINNY_ROWS;
+  float *q = small ? rl2_scratch(SCRATCH_LAYER, floats) : malloc(sizeof(float) * floats);
+  if (!q) return 0;
+  float *h = q + n * qw, *k = h + ch * H, *v = k + ch * kw, *g = v + ch * kw, *u = g + ch * F;
+  int ok = 1;
+  for (int64_t r0 = 0; ok && r0 < n; r0 += ch)
+    ok = attention_inputs(c, x, r0, n - r0 < ch ? n - r0 : ch, q + r0 * qw, h, k, v);
+  ok = ok && attend(c, q);
+  for (int64_t r0 = 0; ok && r0 < n; r0 += ch) ok = output_and_mlp(c, x, q, r0, n - r0 < ch ? n - r0 : ch, h, g, u);
+  if (!small) free(q);
+  return ok;
+}
+
+/* Throws "rl2 native: <kernel>: <what>" (a message built at run time) and returns NULL. */
+static napi_value fail_with(napi_env env, const char *kernel, const char *what) {
+  char message[256];
+  snprintf(message, sizeof(message), "rl2 native: %s: %s", kernel, what);
+  napi_throw_error(env, NULL, message);
   return NULL;
+}
+
+/* A typed array argument of type `want`; 0 when it is not one. */
+static int typed(napi_env env, napi_value v, napi_typedarray_type want, void **ptr, size_t *len) {
+  napi_typedarray_type t;
+  return napi_get_typedarray_info(env, v, &t, len, ptr, NULL, NULL) == napi_ok && t == want;
+}
+
+/* weightDtype from argument `v`: 0 (float32, also when absent), 1 (bfloat16) or 2 (float16); -1 when another */
+static int32_t weight_dtype(napi_env env, napi_value *v) {
+  int32_t dtype = RL2_WT_F32;
+  if (v && (napi_get_value_int32(env, *v, &dtype) != napi_ok || dtype < RL2_WT_F32 || dtype > RL2_WT_F16)) return -1;
+  return dtype;
+}
+
+KERNEL(decode_layer) {
+  size_t argc = 10;
+  napi_value argv[10];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 9) FAIL("decodeLayer expects x, weights[], dims, eps, cos, sin, kCache, vCache, padLeft(, weightDtype)");
+  struct layer_call c = {0};
+  c.dtype = weight_dtype(env, argc > 9 ? &argv[9] : NULL);
+  if (c.dtype < 0) FAIL("decodeLayer: weightDtype must be 0 (float32), 1 (bfloat16) or 2 (float16)");
+  if (!read_weights(env, argv[1], c.w, c.wl, DECODE_SLOTS, c.dtype))
+    FAIL("decodeLayer: weights must be an array of Float32Array (Uint16Array matrices for 16-bit weights) or null");
+  float *x;
+  int32_t *dv, *pad;
+  size_t lx, ldims, lcs, lsn, lpad;
+  double eps = 1e-6;
+  if (!typed(env, argv[0], napi_float32_array, (void **)&x, &lx) ||
+      !typed(env, argv[2], napi_int32_array, (void **)&dv, &ldims) ||
+      !typed(env, argv[4], napi_float32_array, (void **)&c.cs, &lcs) ||
+      !typed(env, argv[5], napi_float32_array, (void **)&c.sn, &lsn) ||
+      !typed(env, argv[6], napi_float32_array, (void **)&c.kc, &c.lkc) ||
+      !typed(env, argv[7], napi_float32_array, (void **)&c.vc, &c.lvc) ||
+      !typed(env, argv[8], napi_int32_array, (void **)&pad, &lpad))
+    FAIL("decodeLayer expects Float32Array x, cos, sin, kCache, vCache and Int32Array dims, padLeft");
+  if (napi_get_value_double(env, argv[3], &eps) != napi_ok) FAIL("decodeLayer: eps must be a number");
+  if (ldims < 8) FAIL("decodeLayer: dims must be [B, H, nH, nKv, d, F, cap, len(, S)]");
+  c.B = dv[0], c.H = dv[1], c.nH = dv[2], c.nKv = dv[3], c.d = dv[4], c.F = dv[5], c.cap = dv[6], c.len = dv[7];
+  c.S = ldims > 8 ? dv[8] : 1;
+  c.eps = (float)eps;
+  c.pad = pad;
+  const char *bad = check_layer(&c, lx, lcs, lsn, lpad);
+  if (bad) return fail_with(env, "decodeLayer", bad);
+  if (!run_layer(&c, x)) FAIL("decodeLayer: out of memory");
+  return NULL;
+}
+
+/* element i of the JS array `arr` as a Float32Array; 0 when it is not one */
+static int float_element(napi_env env, napi_value arr, uint32_t i, float **ptr, size_t *len) {
+  napi_value v;
+  return napi_get_element(env, arr, i, &v) == napi_ok && typed(env, v, napi_float32_array, (void **)ptr, len);
+}
+
+/* every layer of a decodeStep on x; NULL, or what went wrong */
+static const char *step_layers(napi_env env, napi_value *argv, struct layer_call *c, int64_t L, float *x, size_t lx,
+                               size_t lcs, size_t lsn, size_t lpad) {
+  uint32_t nl = 0, nk = 0, nv = 0;
+  if (napi_get_array_length(env, argv[2], &nl) != napi_ok || napi_get_array_length(env, argv[9], &nk) != napi_ok ||
+      napi_get_array_length(env, argv[10], &nv) != napi_ok || nl < (uint32_t)L || nk < (uint32_t)L || nv < (uint32_t)L)
+    return "layers, kCaches and vCaches must be arrays of dims[10] (L) entries";
+  for (uint32_t l = 0; l < (uint32_t)L; l++) {
+    napi_value lw;
+    if (napi_get_element(env, argv[2], l, &lw) != napi_ok || !read_weights(env, lw, c->w, c->wl, DECODE_SLOTS, c->dtype))
+      return "each layer's weights must be an array of Float32Array (Uint16Array matrices for 16-bit weights) or null";
+    if (!float_element(env, argv[9], l, &c->kc, &c->lkc) || !float_element(env, argv[10], l, &c->vc, &c->lvc))
+      return "kCaches and vCaches must hold Float32Arrays";
+    const char *bad = check_layer(c, lx, lcs, lsn, lpad);
+    if (bad) return bad;
+    if (!run_layer(c, x)) return "out of memory";
+  }
+  return NULL;
+}
+
+/* x [n, H]: the embedding rows of `tokens`; 0 when an id is outside [0, V) */
+static int embed_rows(const int32_t *tokens, int64_t n, const float *table, int64_t V, int64_t H, float *x) {
+  for (int64_t t = 0; t < n; t++) {
+    if (tokens[t] < 0 || tokens[t] >= V) return 0;
+    memcpy(x + t * H, table + (int64_t)tokens[t] * H, sizeof(float) * (size_t)H);
+  }
+  return 1;
+}
+
+/* the rows' last tokens of x [B, S, H] through the final norm and the head into logits */
+static int step_head(const struct layer_call *c, const float *x, const float *norm, const void *head, int64_t V,
+                     float *last, float *logits) {
+  for (int64_t b = 0; b < c->B; b++)
+    memcpy(last + b * c->H, x + ((b + 1) * c->S - 1) * c->H, sizeof(float) * (size_t)c->H);
+  rms_rows(last, norm, c->B, c->H, c->eps, last);
+  return decode_linear(last, head, c->dtype, NULL, c->B, c->H, V, logits, 0);
+}
+
+KERNEL(decode_step) {
+  size_t argc = 14;
+  napi_value argv[14];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 13)
+    FAIL("decodeStep expects tokens, embed, layers[], finalNorm, head, dims, eps, cos, sin, kCaches[], vCaches[], padLeft, "
+         "logits(, weightDtype)");
+  struct layer_call c = {0};
+  c.dtype = weight_dtype(env, argc > 13 ? &argv[13] : NULL);
+  if (c.dtype < 0) FAIL("decodeStep: weightDtype must be 0 (float32), 1 (bfloat16) or 2 (float16)");
+  int32_t *tokens, *dv, *pad;
+  float *embed, *norm, *logits;
+  void *head;
+  size_t ltok, lemb, lnorm, lhead, ldims, lcs, lsn, lpad, llog;
+  double eps = 1e-6;
+  if (!typed(env, argv[0], napi_int32_array, (void **)&tokens, &ltok) ||
+      !typed(env, argv[1], napi_float32_array, (void **)&embed, &lemb) ||
+      !typed(env, argv[3], napi_float32_array, (void **)&norm, &lnorm) ||
+      !typed(env, argv[4], c.dtype == RL2_WT_F32 ? napi_float32_array : napi_uint16_array, &head, &lhead) ||
+      !typed(env, argv[5], napi_int32_array, (void **)&dv, &ldims) ||
+      !typed(env, argv[7], napi_float32_array, (void **)&c.cs, &lcs) ||
+      !typed(env, argv[8], napi_float32_array, (void **)&c.sn, &lsn) ||
+      !typed(env, argv[11], napi_int32_array, (void **)&pad, &lpad) ||
+      !typed(env, argv[12], napi_float32_array, (void **)&logits, &llog))
+    FAIL("decodeStep expects Int32Array tokens, dims, padLeft, Float32Array embed, finalNorm, cos, sin, logits and head a "
+         "Float32Array (weightDtype 0) or Uint16Array (1, 2)");
+  if (napi_get_value_double(env, argv[6], &eps) != napi_ok) FAIL("decodeStep: eps must be a number");
+  if (ldims < 11) FAIL("decodeStep: dims must be [B, H, nH, nKv, d, F, cap, len, S, V, L]");
+  c.B = dv[0], c.H = dv[1], c.nH = dv[2], c.nKv = dv[3], c.d = dv[4], c.F = dv[5], c.cap = dv[6], c.len = dv[7];
+  c.S = dv[8];
+  c.eps = (float)eps;
+  c.pad = pad;
+  int64_t V = dv[9], L = dv[10], n = c.B * c.S;
+  if (c.B < 1 || c.H < 1 || c.S < 1 || V < 1 || L < 0) FAIL("decodeStep: bad dims (need B, H, S, V >= 1, L >= 0)");
+  if (ltok < (size_t)n || lemb < (size_t)(V * c.H) || lnorm < (size_t)c.H || lhead < (size_t)(V * c.H) ||
+      llog < (size_t)(c.B * V))
+    FAIL("decodeStep: array too short for dims");
+  size_t floats = (size_t)((n + c.B) * c.H);
+  int small = n <= SKINNY_ROWS;
+  float *x = small ? rl2_scratch(SCRATCH_STEP, floats) : malloc(sizeof(float) * floats);
+  if (!x) FAIL("decodeStep: out of memory");
+  const char *bad = embed_rows(tokens, n, embed, V, c.H, x) ? NULL : "a token id is outside [0, V)";
+  if (!bad) bad = step_layers(env, argv, &c, L, x, (size_t)(n * c.H), lcs, lsn, lpad);
+  if (!bad && !step_head(&c, x, norm, head, V, x + n * c.H, logits)) bad = "out of memory";
+  if (!small) free(x);
+  return bad ? fail_with(env, "decodeStep", bad) : NULL;
 }

@@ -102,14 +102,28 @@ void online_softmax_row(float *row, int64_t cols, float *m, float *l, float *acc
 
 /* Weight element types of the decode products (decode-linear.c): float32, bfloat16, float16. */
 enum { RL2_WT_F32 = 0, RL2_WT_BF16 = 1, RL2_WT_F16 = 2 };
+/* Most rows a product takes the skinny kernel for (a decode step's batch); sgemm above. */
+#define SKINNY_ROWS 64
+/* decode_linear: y [rows, out] = x [rows, in] W^T (+ bias; into y when `accumulate`) on every
+   configured thread, the skinny product up to SKINNY_ROWS rows, else sgemm (over panels of a
+   16-bit W, each widened in one thread's cache); 0 when out of memory. */
+#define decode_linear rl2_decode_linear
+int decode_linear(const float *x, const void *w, int dtype, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
+                  int accumulate);
 /* y [rows, out] = x [rows, in] W^T (+ bias; added into y when `accumulate`), W [out, in] of
-   `dtype`, over `threads` threads (parallel_for's pool): the decode-step product, one pass over W.
-   weights_to_float: n elements of W as float32 into out. */
+   `dtype`, over `threads` threads (parallel_for's pool): the decode-step product, one pass over W;
+   0 when out of memory. weights_to_float: n elements of W as float32 into out. */
 #define skinny_linear rl2_skinny_linear
 #define weights_to_float rl2_weights_to_float
-void skinny_linear(const float *x, const void *w, int dtype, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
+int skinny_linear(const float *x, const void *w, int dtype, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
                    int accumulate, int threads);
 void weights_to_float(const void *w, int dtype, int64_t n, float *out);
+
+/* rl2_scratch(slot, n): the calling thread's buffer `slot` of at least n floats, kept and grown
+   between calls (no allocation per decode step; each slot is one caller's, see the enum);
+   NULL when out of memory. For what stays small (a decode step's rows, one panel of W): it is never freed. */
+enum { SCRATCH_X_BF16, SCRATCH_LAYER, SCRATCH_ATTN, SCRATCH_STEP, SCRATCH_PANEL, RL2_SCRATCH_SLOTS };
+float *rl2_scratch(int slot, size_t n);
 
 /* Row-wise kernels (softmax, cross-entropy) share this context for parallel_for. */
 struct rows_ctx {
@@ -148,6 +162,7 @@ KERNEL(logp_stats);
 KERNEL(logp_stats_grad);
 KERNEL(adamw);
 KERNEL(decode_layer);
+KERNEL(decode_step);
 KERNEL(linear);
 KERNEL(flash_attention);
 KERNEL(flash_attention_grad);

@@ -39,3 +39,17 @@ KERNEL(retain_freed_memory) {
   if (napi_get_boolean(env, ok, &result) != napi_ok) return NULL;
   return result;
 }
+
+/* The calling thread's scratch buffers (kernels.h): kept and grown, never freed (a thread's
+   largest decode step stays allocated, which is small). */
+float *rl2_scratch(int slot, size_t n) {
+  static __thread float *buf[RL2_SCRATCH_SLOTS];
+  static __thread size_t cap[RL2_SCRATCH_SLOTS];
+  if (slot < 0 || slot >= RL2_SCRATCH_SLOTS) return NULL;
+  if (n <= cap[slot]) return buf[slot];
+  float *grown = realloc(buf[slot], sizeof(float) * n);
+  if (!grown) return NULL;
+  buf[slot] = grown;
+  cap[slot] = n;
+  return grown;
+}

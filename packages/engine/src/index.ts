@@ -39,13 +39,17 @@ export { fusedAttention } from './fused/fused-attention.js';
 export { flashAttention, hasFlashAttention } from './fused/fused-flash-attention.js';
 export { hasLogprobStats, logprobStats, logprobStatsGrad } from './fused/fused-logprob-stats.js';
 
-// Decoding as one native call per layer over an append-friendly KV cache (undefined off `native`).
-export { decodeKernels, WEIGHT_DTYPES } from './fused/fused-decode.js';
+// Decoding as one native call per step (or per layer) over an append-friendly KV cache
+// (undefined off `native`).
+export { decodeKernels, prepareDecodeModel, WEIGHT_DTYPES } from './fused/fused-decode.js';
 export type {
+  DecodeCaches,
   DecodeDims,
   DecodeKernels,
   DecodeLayerWeights,
   DecodeMatrix,
+  DecodeModelWeights,
+  PreparedDecodeModel,
   WeightDtype,
 } from './fused/fused-decode.js';
 // How many kernels ran: the figure to watch per decode step or training step.

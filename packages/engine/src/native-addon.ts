@@ -44,7 +44,7 @@ export const UnaryOp = {
 export const ReduceOp = { sum: 0, max: 1, min: 2, mean: 3 } as const;
 
 /** RL2_KERNELS_ABI (native/addon.c) of the addon this TypeScript expects. */
-export const NATIVE_ABI = 15;
+export const NATIVE_ABI = 16;
 
 /** The functions exported by rl2_kernels.node; every output array is allocated by the caller. */
 export interface NativeAddon {
@@ -267,9 +267,32 @@ export interface NativeAddon {
     weightDtype?: number,
   ): void;
   /**
+   * The whole model over S new tokens per row (native/fused-decode.c): tokens [B, S] embedded
+   * from embed [V, H], every layer as `decodeLayer` (layers[l] its weights, kCaches[l] /
+   * vCaches[l] its cache), then logits [B, V] of each row's last token through finalNorm and
+   * head [V, H] (a matrix of weightDtype). dims [B, H, nH, nKv, d, F, cap, len, S, V, L].
+   */
+  decodeStep(
+    tokens: Int32Array,
+    embed: Float32Array,
+    layers: (Float32Array | Uint16Array | null)[][],
+    finalNorm: Float32Array,
+    head: Float32Array | Uint16Array,
+    dims: Int32Array,
+    eps: number,
+    cos: Float32Array,
+    sin: Float32Array,
+    kCaches: Float32Array[],
+    vCaches: Float32Array[],
+    padLeft: Int32Array,
+    logits: Float32Array,
+    weightDtype?: number,
+  ): void;
+  /**
    * y [rows, out] = x [rows, in] w^T with w [out, in] a Float32Array (weightDtype 0) or a
    * Uint16Array of bfloat16 (1) or float16 (2) bits (native/decode-linear.c): the decode-step
-   * product on every thread, one pass over w, up to 64 rows; sgemm above.
+   * product on every thread, one pass over w, up to 64 rows; sgemm above (a 16-bit w over
+   * panels, each widened in one thread's cache).
    */
   linear(
     x: Float32Array,

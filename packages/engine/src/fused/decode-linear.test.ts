@@ -7,7 +7,7 @@ import { decodeKernels, type WeightDtype } from './fused-decode.js';
 
 // The decode-step products (native/decode-linear.c) against a float64 product written here,
 // for float32, bfloat16 and float16 weights, batch sizes on both sides of the register tiles
-// (4 x 4) and of the sgemm cut (64 rows), widths that leave vector tails; and a layer with
+// (4 x 3) and of the sgemm cut (64 rows; panels of W above), widths that leave vector tails; and a layer with
 // 16-bit weights against the same layer given those weights widened to float32.
 const native = nativeForTests();
 const hasNative = native.ok;
@@ -105,6 +105,13 @@ describe.skipIf(!hasNative)('decode-step products', () => {
     [8, 96, 129],
     [64, 48, 33],
     [65, 20, 7],
+    // whole 16- and 32-column steps at 1, 2, 4 and 7 rows (every tile height), and more than one
+    // panel of W above the skinny cut
+    [1, 1024, 40],
+    [2, 256, 33],
+    [4, 160, 9],
+    [7, 48, 70],
+    [130, 70, 300],
   ];
   for (const dtype of ['float32', 'bfloat16', 'float16'] as const)
     it.each(shapes)(

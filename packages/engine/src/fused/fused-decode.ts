@@ -78,6 +78,52 @@ export interface DecodeDims {
   tokens?: number;
 }
 
+/** A whole model's weights for `DecodeKernels.forward`, HF layout. */
+export interface DecodeModelWeights {
+  /** Token embedding [V, H], float32. */
+  embed: Float32Array;
+  layers: DecodeLayerWeights[];
+  /** The final RMSNorm weight [H]. */
+  finalNorm: Float32Array;
+  /** The LM head [V, H] (the embedding when tied), of the forward's weight dtype. */
+  head: DecodeMatrix;
+}
+
+/**
+ * `DecodeModelWeights` in the addon's layout (`prepareDecodeModel`): made once and passed to
+ * every `forward` while the weights stay the same, so a step builds no per-layer arrays.
+ */
+export interface PreparedDecodeModel {
+  readonly embed: Float32Array;
+  readonly layers: (DecodeMatrix | null)[][];
+  readonly finalNorm: Float32Array;
+  readonly head: DecodeMatrix;
+  readonly weightDtype: WeightDtype;
+}
+
+/** `weights` (matrices of `weightDtype`) in the layout `DecodeKernels.forward` reads. */
+export function prepareDecodeModel(
+  weights: DecodeModelWeights,
+  weightDtype: WeightDtype = 'float32',
+): PreparedDecodeModel {
+  return {
+    embed: weights.embed,
+    layers: weights.layers.map((w) => DECODE_WEIGHT_SLOTS.map((name) => w[name] ?? null)),
+    finalNorm: weights.finalNorm,
+    head: weights.head,
+    weightDtype,
+  };
+}
+
+/** Per-layer KV caches of a forward (each [B, nKv, capacity, d], as `DecodeKernels.layer`'s). */
+export interface DecodeCaches {
+  k: Float32Array[];
+  v: Float32Array[];
+  capacity: number;
+  length: number;
+  padLeft: Int32Array;
+}
+
 /** The decode kernels of the active backend; each call is one dispatch. */
 export interface DecodeKernels {
   /**
@@ -103,6 +149,22 @@ export interface DecodeKernels {
       padLeft: Int32Array;
     },
     weightDtype?: WeightDtype,
+  ): void;
+  /**
+   * The whole model over S = `dims.tokens` new tokens per row as one call: `tokens` [B, S]
+   * embedded, every layer as `layer` (writing each layer's cache from column `caches.length`),
+   * and `logits` [B, V] of each row's last token (final norm, head). V = `dims.vocab`. A
+   * decode step (B * S <= 64) allocates nothing in the addon.
+   */
+  forward(
+    model: PreparedDecodeModel,
+    tokens: Int32Array,
+    dims: DecodeDims & { vocab: number },
+    eps: number,
+    cos: Float32Array,
+    sin: Float32Array,
+    caches: DecodeCaches,
+    logits: Float32Array,
   ): void;
   /**
    * y [rows, outFeatures] = x [rows, inFeatures] w^T, w [outFeatures, inFeatures] of
@@ -153,6 +215,38 @@ export function decodeKernels(): DecodeKernels | undefined {
       countDispatches();
       const code = WEIGHT_DTYPES.indexOf(weightDtype);
       addon.decodeLayer(x, slots, d, eps, cos, sin, cache.k, cache.v, cache.padLeft, code);
+    },
+    forward(model, tokens, dims, eps, cos, sin, caches, logits) {
+      const d = Int32Array.of(
+        dims.rows,
+        dims.hidden,
+        dims.heads,
+        dims.kvHeads,
+        dims.headDim,
+        dims.intermediate,
+        caches.capacity,
+        caches.length,
+        dims.tokens ?? 1,
+        dims.vocab,
+        model.layers.length,
+      );
+      countDispatches();
+      addon.decodeStep(
+        tokens,
+        model.embed,
+        model.layers,
+        model.finalNorm,
+        model.head,
+        d,
+        eps,
+        cos,
+        sin,
+        caches.k,
+        caches.v,
+        caches.padLeft,
+        logits,
+        WEIGHT_DTYPES.indexOf(model.weightDtype),
+      );
     },
     linear(x, w, weightDtype, rows, inFeatures, outFeatures, y) {
       countDispatches();

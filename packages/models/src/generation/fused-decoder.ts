@@ -3,6 +3,8 @@ import {
   type DecodeLayerWeights,
   type DecodeMatrix,
   decodeKernels,
+  type PreparedDecodeModel,
+  prepareDecodeModel,
   type WeightDtype,
 } from '@rl2/engine';
 import type * as tf from '@tensorflow/tfjs-core';
@@ -130,6 +132,42 @@ function layerWeights(
   };
 }
 
+/**
+ * The model's weights as one `PreparedDecodeModel` of `dtype`, remade only when a parameter
+ * changed since the last call (a new tensor, or new data: an optimizer step, a weight load);
+ * the check is one pass over the parameter map, so a step builds no per-layer arrays.
+ */
+function preparedWeights(model: DecoderModel, dtype: WeightDtype): () => PreparedDecodeModel {
+  let prepared: PreparedDecodeModel | undefined;
+  let seen: [tf.Variable, object][] = [];
+  const dataId = (t: tf.Variable) => (t as unknown as { dataId: object }).dataId;
+  const unchanged = () => {
+    if (seen.length !== model.params.size) return false;
+    let i = 0;
+    for (const t of model.params.values()) {
+      const [was, id] = seen[i++]!;
+      if (t !== was || dataId(t) !== id) return false;
+    }
+    return true;
+  };
+  return () => {
+    if (prepared && unchanged()) return prepared;
+    prepared = prepareDecodeModel(
+      {
+        embed: values(model, 'model.embed_tokens.weight')!,
+        layers: Array.from({ length: model.config.numLayers }, (_, i) =>
+          layerWeights(model, i, dtype),
+        ),
+        finalNorm: values(model, 'model.norm.weight')!,
+        head: decodeMatrix(lmHeadWeight(model), dtype)!,
+      },
+      dtype,
+    );
+    seen = [...model.params.values()].map((t) => [t, dataId(t)]);
+    return prepared;
+  };
+}
+
 /** RoPE tables [N, d] (rotate-half layout) of N positions. */
 function ropeRows(
   positions: number[],
@@ -184,9 +222,9 @@ export interface FusedDecoderOptions {
 }
 
 /**
- * The fused native decoder: a prefill and each decode step are numLayers + 2 addon calls
- * (layers, final norm, LM head) over an `AppendKv`; the prefill's layers take all prompt
- * tokens at once (tiled causal attention) and write the cache directly. The logits it returns
+ * The fused native decoder: a prefill and each decode step are one addon call each (the
+ * embedding, every layer, the final norm and the LM head) over an `AppendKv`; the prefill's
+ * layers take all prompt tokens at once (tiled causal attention) and write the cache directly. The logits it returns
  * are a view of one buffer, valid until its next prefill or step. Undefined off the
  * `native` backend or for models with replaced linear layers, attention or embedding
  * (tensor/context parallel, LoRA): those take `tfjsDecoder`.
@@ -220,47 +258,36 @@ export function fusedDecoder(
           c.numKvHeads,
           d,
         );
-  /** x [N, H]: the embedding rows of `tokens`. */
-  const embed = (tokens: number[]): Float32Array => {
-    const table = values(model, 'model.embed_tokens.weight')!;
-    const x = new Float32Array(tokens.length * h);
-    tokens.forEach((t, r) => {
-      x.set(table.subarray(t * h, (t + 1) * h), r * h);
-    });
-    return x;
-  };
-  /** Runs every layer on S new tokens per row of `x` [B, S, H], writing the cache from column kv.length. */
-  const layers = (x: Float32Array, positions: number[], kv: AppendKv, tokens: number) => {
-    const { cos, sin } = ropeRows(positions, model.invFreq);
-    for (let i = 0; i < c.numLayers; i++) {
-      const cache = {
-        ...kv.layers[i]!,
-        capacity: kv.capacity,
-        length: kv.length,
-        padLeft: kv.padLeft,
-      };
-      kernels.layer(
-        x,
-        layerWeights(model, i, dtype),
-        dims(kv.rows, tokens),
-        c.rmsNormEps,
-        cos,
-        sin,
-        cache,
-        dtype,
-      );
-    }
-  };
+  const weights = preparedWeights(model, dtype);
   // one logits buffer for every call: a fresh [B, V] array per token is garbage V8 collects
   // late (tens of MiB of dead logits at the bench's 16 x 8192)
   let logitsBuffer = new Float32Array(0);
-  /** Next-token logits [B, V] of hidden states `x` [B, H] (overwritten by their norm). */
-  const head = (x: Float32Array, b: number): Float32Array => {
-    kernels.rmsNorm(x, values(model, 'model.norm.weight')!, b, h, c.rmsNormEps, x);
+  /**
+   * Next-token logits [B, V] of `tokens` (S per row, at `positions`), the whole model in one
+   * addon call that writes the cache from column kv.length.
+   */
+  const forward = (tokens: number[], positions: number[], kv: AppendKv, s: number) => {
+    const b = kv.rows;
+    const { cos, sin } = ropeRows(positions, model.invFreq);
     if (logitsBuffer.length < b * c.vocabSize) logitsBuffer = new Float32Array(b * c.vocabSize);
     const logits = logitsBuffer.subarray(0, b * c.vocabSize);
-    const w = decodeMatrix(lmHeadWeight(model), dtype)!;
-    kernels.linear(x, w, dtype, b, h, c.vocabSize, logits);
+    const caches = {
+      k: kv.layers.map((l) => l.k),
+      v: kv.layers.map((l) => l.v),
+      capacity: kv.capacity,
+      length: kv.length,
+      padLeft: kv.padLeft,
+    };
+    kernels.forward(
+      weights(),
+      Int32Array.from(tokens),
+      { ...dims(b, s), vocab: c.vocabSize },
+      c.rmsNormEps,
+      cos,
+      sin,
+      caches,
+      logits,
+    );
     return logits;
   };
   return {
@@ -278,18 +305,12 @@ export function fusedDecoder(
         length: 0,
         padLeft: Int32Array.from(pad),
       };
-      const x = embed(tokens.flat());
-      layers(x, positions.flat(), kv, s);
-      const last = new Float32Array(b * h);
-      for (let r = 0; r < b; r++)
-        last.set(x.subarray(((r + 1) * s - 1) * h, (r + 1) * s * h), r * h);
-      return { logits: head(last, b), kv: { ...kv, length: s } };
+      const logits = forward(tokens.flat(), positions.flat(), kv, s);
+      return { logits, kv: { ...kv, length: s } };
     },
     async step(kv0, tokens, positions) {
       const kv = grow(kv0);
-      const x = embed(tokens);
-      layers(x, positions, kv, 1);
-      return { logits: head(x, tokens.length), kv: { ...kv, length: kv.length + 1 } };
+      return { logits: forward(tokens, positions, kv, 1), kv: { ...kv, length: kv.length + 1 } };
     },
     merge(a, b) {
       if (!a) return b;

@@ -35,8 +35,8 @@ export interface InPlacePass {
 const pipelines = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
 
 function pipelineFor(device: GPUDevice, key: string, code: string): GPUComputePipeline {
-  let cache = pipelines.get(device);
-  if (!cache) pipelines.set(device, (cache = new Map()));
+  const cache = pipelines.get(device) ?? new Map<string, GPUComputePipeline>();
+  pipelines.set(device, cache);
   let pipeline = cache.get(key);
   if (!pipeline) {
     const module = device.createShaderModule({ code, label: key });

@@ -3,6 +3,7 @@
 // their registration once the backend has started.
 import { getKernel, registerKernel, type TensorInfo } from '@tensorflow/tfjs-core';
 import { ADAMW_KERNELS } from './wgsl-adamw.js';
+import { FLASH_ATTENTION_KERNELS } from './wgsl-flash-attention.js';
 import { LOGPROB_STATS_KERNELS } from './wgsl-logprob-stats.js';
 import { RMS_NORM_KERNELS } from './wgsl-rms-norm.js';
 import { SWIGLU_KERNELS } from './wgsl-swiglu.js';
@@ -41,6 +42,7 @@ export function registerWgslKernels(): void {
     ...SWIGLU_KERNELS,
     ...LOGPROB_STATS_KERNELS,
     ...ADAMW_KERNELS,
+    ...FLASH_ATTENTION_KERNELS,
   ])
     if (!getKernel(k.kernelName, k.backendName)) registerKernel(k);
 }

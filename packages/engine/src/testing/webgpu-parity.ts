@@ -28,6 +28,27 @@ interface ProgramRunner {
 }
 
 /**
+ * Records the shader key of every WGSL program the active backend runs until `stop()` (none
+ * off webgpu): a test's proof that a fused WGSL kernel, not the composite ops, did the work.
+ */
+export function recordShaderKeys(): { keys: string[]; stop(): void } {
+  const keys: string[] = [];
+  const be = tf.backend() as unknown as ProgramRunner;
+  const original = be.runWebGPUProgram;
+  if (original)
+    be.runWebGPUProgram = (p, ...rest) => {
+      keys.push(p.shaderKey);
+      return original.call(be, p, ...rest);
+    };
+  return {
+    keys,
+    stop: () => {
+      if (original) be.runWebGPUProgram = original;
+    },
+  };
+}
+
+/**
  * Starts `backend` (one thread, quiet), runs `compute` in a tidy (the inputs it makes go with
  * it), reads every output back asynchronously and, on webgpu, records each program's shader key.
  */
@@ -36,22 +57,15 @@ export async function runRecorded(
   compute: () => Outputs,
 ): Promise<{ values: Record<string, Float32Array>; shaderKeys: string[] }> {
   await initEngine({ backend, threads: 1, env: {}, logger: () => {} });
-  const shaderKeys: string[] = [];
-  const be = tf.backend() as unknown as ProgramRunner;
-  const original = be.runWebGPUProgram?.bind(be);
-  if (original)
-    be.runWebGPUProgram = (p, ...rest) => {
-      shaderKeys.push(p.shaderKey);
-      return original(p, ...rest);
-    };
+  const recording = recordShaderKeys();
   try {
     const outs = tf.tidy(compute);
     const values: Record<string, Float32Array> = {};
     for (const [name, t] of Object.entries(outs)) values[name] = Float32Array.from(await t.data());
     tf.dispose(Object.values(outs));
-    return { values, shaderKeys };
+    return { values, shaderKeys: recording.keys };
   } finally {
-    if (original) be.runWebGPUProgram = original;
+    recording.stop();
   }
 }
 

@@ -149,6 +149,25 @@ const KEY_TILE_MEMORY = (d: number, tile: number) => `
   var<workgroup> vt : array<f32, ${tile * d}>;
   var<workgroup> st : array<i32, ${tile}>;`;
 
+/** A program by query blocks over key tiles: `setup` per thread, `body` per tile, `finish` where the thread writes. */
+function queryBlockCode(
+  d: number,
+  tile: number,
+  setup: string,
+  body: string,
+  finish: string,
+): string {
+  return `
+    ${PRELUDE}
+    ${KEY_TILE_MEMORY(d, tile)}
+    fn main(index : i32) {
+      ${QUERY_ROW(d)}
+      ${setup}
+      ${KEY_TILES(d, tile, body)}
+      if (live) { ${finish} }
+    }`;
+}
+
 /** Allowed: key j0 + jj is at or before the query's position, in its segment. */
 const OK = (jj: string) => `(j0 + ${jj} <= at && st[${jj}] == segAt)`;
 
@@ -196,21 +215,15 @@ function forwardProgram(x: Dims, tile: number, total: number): Program {
       }
       m = mnew;
     }`;
-  const code = `
-    ${PRELUDE}
-    ${KEY_TILE_MEMORY(d, tile)}
-    fn main(index : i32) {
-      ${QUERY_ROW(d)}
-      var m = -3.402823e+38;
-      var l = 0.0;
-      var acc : array<f32, ${d}>;
-      ${KEY_TILES(d, tile, body)}
-      if (live) {
-        let inv = select(0.0, 1.0 / l, l > 0.0);
-        for (var t = 0; t < ${d}; t++) { result[qbase + t] = acc[t] * inv; }
-        result[uniforms.outn + row] = select(uniforms.INFINITY, m + log(l), l > 0.0);
-      }
-    }`;
+  const setup = `
+    var m = -3.402823e+38;
+    var l = 0.0;
+    var acc : array<f32, ${d}>;`;
+  const finish = `
+    let inv = select(0.0, 1.0 / l, l > 0.0);
+    for (var t = 0; t < ${d}; t++) { result[qbase + t] = acc[t] * inv; }
+    result[uniforms.outn + row] = select(uniforms.INFINITY, m + log(l), l > 0.0);`;
+  const code = queryBlockCode(d, tile, setup, body, finish);
   const size = x.b * x.tq * x.nH * d + x.b * x.nH * x.tq;
   return program(
     `rl2FlashAttention_${d}_${tile}`,
@@ -257,22 +270,14 @@ function dqProgram(x: Dims, tile: number, total: number): Program {
         for (var t = 0; t < ${d}; t++) { dq[t] += ds * kt[jj * ${d} + t]; }
       }
     }`;
-  const code = `
-    ${PRELUDE}
-    ${KEY_TILE_MEMORY(d, tile)}
-    fn main(index : i32) {
-      ${QUERY_ROW(d)}
-      let rows = uniforms.rows;
-      let lse = stats[row];
-      let dd = stats[rows + row];
-      var dov : array<f32, ${d}>;
-      for (var t = 0; t < ${d}; t++) { dov[t] = dys[qbase + t]; }
-      var dq : array<f32, ${d}>;
-      ${KEY_TILES(d, tile, body)}
-      if (live) {
-        for (var t = 0; t < ${d}; t++) { result[qbase + t] = dq[t] * uniforms.scale; }
-      }
-    }`;
+  const setup = `
+    let lse = stats[row];
+    let dd = stats[uniforms.rows + row];
+    var dov : array<f32, ${d}>;
+    for (var t = 0; t < ${d}; t++) { dov[t] = dys[qbase + t]; }
+    var dq : array<f32, ${d}>;`;
+  const finish = `for (var t = 0; t < ${d}; t++) { result[qbase + t] = dq[t] * uniforms.scale; }`;
+  const code = queryBlockCode(d, tile, setup, body, finish);
   const size = x.b * x.tq * x.nH * d;
   const names = ['qs', 'ks', 'vs', 'segs', 'qposs', 'stats', 'dys'];
   return program(`rl2FlashAttentionDq_${d}_${tile}`, names, size, total, code);

@@ -1,9 +1,10 @@
 // The decoder models on the webgpu backend (CI: Mesa's lavapipe, a software Vulkan adapter)
 // against the native backend: log-probs, entropies and every parameter's gradient (one
-// vocabulary chunk and several), and greedy generation through the KV cache, token for token.
+// vocabulary chunk and several), and greedy generation through the KV cache, token for token;
+// the training pass attends through the WGSL tiled attention kernels.
 import { join } from 'node:path';
 import { initEngine } from '@rl2/engine';
-import { nativeForTests, webgpuForTests } from '@rl2/engine/testing';
+import { nativeForTests, recordShaderKeys, webgpuForTests } from '@rl2/engine/testing';
 import * as tf from '@tensorflow/tfjs-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadModel } from '../src/checkpoint/load-checkpoint.js';
@@ -33,11 +34,13 @@ async function runModel(backend: 'native' | 'webgpu', name: string, vocabChunk: 
   const { model } = await loadModel(join(FIX, name));
   const params = [...model.params.values()] as tf.Variable[];
   let stats: tf.Tensor[] = [];
+  const recording = recordShaderKeys();
   const { grads, value } = tf.variableGrads(() => {
     const { logprobs, entropy } = tokenLogprobs(model, BATCH, TARGETS, { vocabChunk });
     stats = [tf.keep(tf.clone(logprobs)), tf.keep(tf.clone(entropy))];
     return tf.add(tf.sum(logprobs), tf.mul(tf.sum(entropy), 0.3)) as tf.Scalar;
   }, params);
+  recording.stop();
   const read = async (t: tf.Tensor) => Float32Array.from(await t.data());
   const out = {
     stats: await Promise.all(stats.map(read)),
@@ -47,6 +50,7 @@ async function runModel(backend: 'native' | 'webgpu', name: string, vocabChunk: 
       ),
     ),
     tokens: [] as number[][],
+    shaderKeys: recording.keys,
   };
   tf.dispose([value, ...stats, ...Object.values(grads)]);
   const gen = createGenerator(model, { maxBatch: 4 });
@@ -88,6 +92,12 @@ describe.skipIf(!gpu.ok || !native.ok)('decoder models on webgpu equal native', 
       expect(Object.keys(got.grads).sort()).toEqual(Object.keys(want.grads).sort());
       for (const [k, g] of Object.entries(want.grads)) expectClose(got.grads[k]!, g, `grad ${k}`);
       expect(got.tokens).toEqual(want.tokens);
+      // the forward and backward attend through the WGSL tiled kernels (no [T, T] mask path)
+      for (const key of ['rl2FlashAttention_', 'rl2FlashAttentionDq_', 'rl2FlashAttentionDkv_'])
+        expect(
+          got.shaderKeys.some((k) => k.startsWith(key)),
+          key,
+        ).toBe(true);
     },
     180_000,
   );

@@ -167,48 +167,34 @@ describe.skipIf(!gpu.ok)('a PPO step on webgpu equals native', () => {
 describe.skipIf(!gpu.ok)(
   'data parallel on webgpu (one adapter per rank, collectives on the host)',
   () => {
-    it("rl2 sft on 2 webgpu ranks: both ranks see the single native process's losses and grad norms (1e-4)", async () => {
-      const single = await runSingle('sft', dir, join(dir, 'dp-single'), [
-        'trainer.backend=native',
-      ]);
-      const ranks = await runOnRanks('sft', 2, dir, join(dir, 'dp-webgpu'), [
-        'trainer.backend=webgpu',
-      ]);
-      expect(ranks.map((r) => r.rank)).toEqual([0, 1]);
-      for (const r of ranks) {
-        expect(r.steps).toHaveLength(2);
-        for (const [i, step] of r.steps.entries()) {
-          expectRelClose(step.loss, single.losses[i]!, `rank ${r.rank} step ${i + 1} loss`);
-          expectRelClose(
-            step.gradNorm,
-            single.gradNorms[i]!,
-            `rank ${r.rank} step ${i + 1} grad norm`,
-          );
+    it.each([
+      ['data parallel', 'dp', []],
+      ['FSDP (ZeRO-3, actor.ddp_size=1)', 'fsdp', ['actor.ddp_size=1']],
+    ])(
+      "rl2 sft with %s on 2 webgpu ranks: both ranks see the single native process's losses and grad norms (1e-4)",
+      async (_, name, extra) => {
+        const single = await runSingle('sft', dir, join(dir, `${name}-single`), [
+          'trainer.backend=native',
+        ]);
+        const ranks = await runOnRanks('sft', 2, dir, join(dir, `${name}-webgpu`), [
+          'trainer.backend=webgpu',
+          ...extra,
+        ]);
+        expect(ranks.map((r) => r.rank)).toEqual([0, 1]);
+        for (const r of ranks) {
+          expect(r.steps).toHaveLength(2);
+          for (const [i, step] of r.steps.entries()) {
+            expectRelClose(step.loss, single.losses[i]!, `rank ${r.rank} step ${i + 1} loss`);
+            expectRelClose(
+              step.gradNorm,
+              single.gradNorms[i]!,
+              `rank ${r.rank} step ${i + 1} grad norm`,
+            );
+          }
         }
-      }
-    }, 240_000);
-
-    it("rl2 sft with FSDP (ZeRO-3, actor.ddp_size=1) on 2 webgpu ranks: the single native process's losses and grad norms", async () => {
-      const single = await runSingle('sft', dir, join(dir, 'fsdp-single'), [
-        'trainer.backend=native',
-      ]);
-      const ranks = await runOnRanks('sft', 2, dir, join(dir, 'fsdp-webgpu'), [
-        'trainer.backend=webgpu',
-        'actor.ddp_size=1',
-      ]);
-      expect(ranks.map((r) => r.rank)).toEqual([0, 1]);
-      for (const r of ranks) {
-        expect(r.steps).toHaveLength(2);
-        for (const [i, step] of r.steps.entries()) {
-          expectRelClose(step.loss, single.losses[i]!, `rank ${r.rank} step ${i + 1} loss`);
-          expectRelClose(
-            step.gradNorm,
-            single.gradNorms[i]!,
-            `rank ${r.rank} step ${i + 1} grad norm`,
-          );
-        }
-      }
-    }, 240_000);
+      },
+      240_000,
+    );
 
     it("rl2 ppo (GRPO) with FSDP (actor.ddp_size=1) on 2 webgpu ranks: one native process's step metrics (1e-4)", async () => {
       const t = tinyRun('webgpu-fsdp-ppo');

@@ -1,5 +1,6 @@
 // One AdamW step per parameter as a single native pass (the composite is ~15 elementwise
-// kernels, each a full pass over the parameter), composite tfjs ops on other backends.
+// kernels, each a full pass over the parameter), one WGSL pass in place on webgpu
+// (webgpu/wgsl-adamw.ts), composite tfjs ops on other backends.
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import * as tf from '@tensorflow/tfjs-core';
 import { asKernelFunc, f32Values, uninitF32 } from '../kernels/native-kernel.js';
@@ -57,9 +58,9 @@ export function adamWUpdate(
 }
 
 /**
- * One AdamW step that updates `param`, `m` and `v` themselves. On the native backend, when
- * each of the three variables is the only holder of its buffer, the fused kernel writes over
- * those buffers: no new parameter-sized arrays (a step on a 0.6B model would otherwise allocate
+ * One AdamW step that updates `param`, `m` and `v` themselves. On the native backend (and on
+ * webgpu, over GPU buffers), when each of the three variables is the only holder of its buffer,
+ * the fused kernel writes over those buffers: no new parameter-sized arrays (a step on a 0.6B model would otherwise allocate
  * three more copies of its largest tensor at a time, and leave them to the garbage collector).
  * Elsewhere (or when a buffer is shared, e.g. with a clone) it is `adamWUpdate` + `assign`.
  */
@@ -73,7 +74,7 @@ export function adamWInPlace(
   if (
     hasKernel(ADAMW_IN_PLACE) &&
     [param, grad, m, v].every((t) => t.dtype === 'float32' && t.size === param.size) &&
-    [param, m, v].every(ownsF32Buffer)
+    [param, m, v].every(ownsBuffer)
   ) {
     const hp = [
       h.lr,
@@ -123,11 +124,17 @@ export function sumOfSquares(t: tf.Tensor): number {
 /** Whether `t` is the only tensor over its Float32Array on a cpu-style backend (safe to write in place). */
 function ownsF32Buffer(t: tf.Tensor): boolean {
   const backend = tf.backend() as unknown as Partial<MathBackendCPU>;
-  return (
-    typeof backend.refCount === 'function' &&
-    backend.refCount(t.dataId) === 1 &&
-    backend.data?.get(t.dataId)?.values instanceof Float32Array
-  );
+  return ownsBuffer(t) && backend.data?.get(t.dataId)?.values instanceof Float32Array;
+}
+
+/**
+ * Whether `t` is the only tensor over its buffer, so a kernel may write over it: on a cpu-style
+ * backend a Float32Array; on webgpu (no host `data` map) its GPU buffer.
+ */
+function ownsBuffer(t: tf.Tensor): boolean {
+  const backend = tf.backend() as unknown as Partial<MathBackendCPU>;
+  if (typeof backend.refCount !== 'function' || backend.refCount(t.dataId) !== 1) return false;
+  return backend.data ? backend.data.get(t.dataId)?.values instanceof Float32Array : true;
 }
 
 /** The kernel for `backendName` on the addon. */

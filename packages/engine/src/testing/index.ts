@@ -5,3 +5,12 @@ export type { RunResult, TensorSpec } from './backend-check.js';
 export { nativeForTests } from './native-for-tests.js';
 export { webgpuForTests } from './webgpu-for-tests.js';
 export type { WebGpuForTests } from './webgpu-for-tests.js';
+export {
+  parityError,
+  parityFailures,
+  recordShaderKeys,
+  runRecorded,
+  valueAndGrads,
+  webgpuAgainstNative,
+} from './webgpu-parity.js';
+export type { Parity, ParityError } from './webgpu-parity.js';

@@ -4,26 +4,16 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { logprobStats, logprobStatsGrad } from '../fused/fused-logprob-stats.js';
-import { initEngine } from '../init-engine.js';
 import { randomValues } from '../testing/backend-check.js';
 import { nativeForTests } from '../testing/native-for-tests.js';
+import { parityFailures, webgpuAgainstNative } from '../testing/webgpu-parity.js';
 import { webgpuForTests } from '../testing/webgpu-for-tests.js';
 
 const gpu = webgpuForTests();
 const native = nativeForTests();
 
-async function run(backend: 'native' | 'webgpu', rows: number, v: number) {
-  await initEngine({ backend, threads: 1, env: {}, logger: () => {} });
-  const keys: string[] = [];
-  const be = tf.backend() as unknown as {
-    runWebGPUProgram?: (p: { shaderKey: string }, ...rest: unknown[]) => unknown;
-  };
-  const original = be.runWebGPUProgram?.bind(be);
-  if (original)
-    be.runWebGPUProgram = (p, ...rest) => {
-      keys.push(p.shaderKey);
-      return original(p, ...rest);
-    };
+/** (logp, entropy), lse and dz of a [rows, v] logits block at temperature 0.7. */
+function statsAndGrad(rows: number, v: number) {
   const z = tf.tensor2d(randomValues(rows * v, 3, 6), [rows, v]);
   const targets = tf.tensor1d(
     Int32Array.from({ length: rows }, (_, i) => (i * 37) % v),
@@ -31,20 +21,7 @@ async function run(backend: 'native' | 'webgpu', rows: number, v: number) {
   );
   const dy = tf.tensor2d(randomValues(rows * 2, 5), [rows, 2]);
   const [stats, lse] = logprobStats(z, targets);
-  const dz = logprobStatsGrad(z, targets, lse, stats, dy, 1 / 0.7);
-  const read = async (t: tf.Tensor) => Float32Array.from(await t.data());
-  const out = { stats: await read(stats), lse: await read(lse), dz: await read(dz), keys };
-  if (original) be.runWebGPUProgram = original;
-  tf.dispose([z, targets, dy, stats, lse, dz]);
-  return out;
-}
-
-function expectClose(got: Float32Array, want: Float32Array, what: string) {
-  expect(got.length, what).toBe(want.length);
-  let scale = 0;
-  for (const v of want) scale = Math.max(scale, Math.abs(v));
-  for (let i = 0; i < want.length; i++)
-    expect(Math.abs(got[i]! - want[i]!), `${what}[${i}]`).toBeLessThan(1e-4 * scale + 1e-6);
+  return { stats, lse, dz: logprobStatsGrad(z, targets, lse, stats, dy, 1 / 0.7) };
 }
 
 describe.skipIf(!gpu.ok || !native.ok)('WGSL log-prob stats on webgpu', () => {
@@ -58,13 +35,11 @@ describe.skipIf(!gpu.ok || !native.ok)('WGSL log-prob stats on webgpu', () => {
   ])(
     '%d rows x vocabulary %d: stats, lse, dz equal the native kernels within 1e-4',
     async (rows, v) => {
-      const want = await run('native', rows, v);
-      const got = await run('webgpu', rows, v);
-      expectClose(got.stats, want.stats, 'stats');
-      expectClose(got.lse, want.lse, 'lse');
-      expectClose(got.dz, want.dz, 'dz');
+      const { errors, shaderKeys } = await webgpuAgainstNative(() => statsAndGrad(rows, v));
+      expect(Object.keys(errors)).toEqual(['stats', 'lse', 'dz']);
+      expect(parityFailures(errors)).toBe('');
       for (const key of ['rl2LogprobStats', 'rl2LogprobStatsGrad'])
-        expect(got.keys.includes(key), key).toBe(true);
+        expect(shaderKeys.includes(key), key).toBe(true);
     },
     120_000,
   );

@@ -2,6 +2,8 @@
 // runWebGPUProgram), typed structurally so the engine loads without the webgpu package, and
 // their registration once the backend has started.
 import { getKernel, registerKernel, type TensorInfo } from '@tensorflow/tfjs-core';
+import { ADAMW_KERNELS } from './wgsl-adamw.js';
+import { FLASH_ATTENTION_KERNELS } from './wgsl-flash-attention.js';
 import { LOGPROB_STATS_KERNELS } from './wgsl-logprob-stats.js';
 import { RMS_NORM_KERNELS } from './wgsl-rms-norm.js';
 import { SWIGLU_KERNELS } from './wgsl-swiglu.js';
@@ -30,10 +32,17 @@ export interface WebGpuBackendLike {
     uniforms?: { type: 'float32' | 'int32'; data: number[] }[],
   ): TensorInfo;
   disposeData(dataId: object): void;
+  makeTensorInfo(shape: number[], dtype: 'float32', values?: Float32Array): TensorInfo;
 }
 
 /** Registers the WGSL kernels for the webgpu backend (once; after it started). */
 export function registerWgslKernels(): void {
-  for (const k of [...RMS_NORM_KERNELS, ...SWIGLU_KERNELS, ...LOGPROB_STATS_KERNELS])
+  for (const k of [
+    ...RMS_NORM_KERNELS,
+    ...SWIGLU_KERNELS,
+    ...LOGPROB_STATS_KERNELS,
+    ...ADAMW_KERNELS,
+    ...FLASH_ATTENTION_KERNELS,
+  ])
     if (!getKernel(k.kernelName, k.backendName)) registerKernel(k);
 }

@@ -77,7 +77,7 @@ export class AdamW {
       const g =
         gradScale === 1 || (release && scaleInPlace(raw, gradScale)) ? raw : tf.mul(raw, gradScale);
       if (release && g !== raw) raw.dispose();
-      // one fused pass over the variables' own buffers on the native backend (~15 tfjs ops and new tensors otherwise)
+      // one fused pass over the variables' own buffers on native and webgpu (~15 tfjs ops and new tensors otherwise)
       adamWInPlace(p, g, m, v, {
         lr,
         beta1: b1,

@@ -7,7 +7,9 @@
  * is the LoRA SFT checkpoint's merged model/ with a new adapter). Prints the greedy test reward
  * after SFT and after GRPO per seed, the means and the gap (goal: LoRA within 0.05 of full).
  * Needs a build (apps/cli/dist). Options: --seeds=0,1,2 --threads=1, `full.sft.KEY=VALUE`,
- * `lora.ppo.KEY=VALUE` (etc.) overrides. Runs go to runs/bench-lora-demo/seed-S.
+ * `lora.ppo.KEY=VALUE` (etc.) overrides, --reuse-full (read the full arm's rewards from an
+ * earlier run's folders: rerun only the base and the LoRA arm). Runs go to
+ * runs/bench-lora-demo/seed-S.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -24,6 +26,7 @@ const args = process.argv.slice(2);
 const opt = (name: string) => args.find((x) => x.startsWith(`--${name}=`))?.slice(name.length + 3);
 const seeds = (opt('seeds') ?? '0,1,2').split(',').map(Number);
 const threads = opt('threads') ?? '1';
+const reuseFull = args.includes('--reuse-full');
 const overrides = (prefix: string) =>
   args.filter((x) => x.startsWith(`${prefix}.`)).map((x) => x.slice(prefix.length + 1));
 
@@ -75,16 +78,35 @@ function arm(name: 'full' | 'lora', seed: number, dir: string, base: string) {
     ...common,
     ...overrides(`${name}.ppo`),
   ]);
-  const curve = readFileSync(join(root, save, 'grpo', 'metrics.jsonl'), 'utf8')
-    .split('\n')
-    .filter((line) => line.includes('"test/reward/mean"'))
-    .map((line) => (JSON.parse(line) as Record<string, number>)['test/reward/mean'] as number);
+  const curve = testCurve(save);
   const seconds = (performance.now() - t0) / 1000;
   console.log(
     `seed ${seed} ${name}: test reward ${curve.map((v) => v.toFixed(3)).join(' -> ')} ` +
       `(${seconds.toFixed(0)} s, CPU ${cpu.toFixed(0)} s)`,
   );
   return { sft: curve[0] as number, grpo: curve[curve.length - 1] as number, seconds, cpu };
+}
+
+/** The greedy test rewards of the GRPO run under `save`, step 0 (after SFT) first. */
+function testCurve(save: string): number[] {
+  return readFileSync(join(root, save, 'grpo', 'metrics.jsonl'), 'utf8')
+    .split('\n')
+    .filter((line) => line.includes('"test/reward/mean"'))
+    .map((line) => (JSON.parse(line) as Record<string, number>)['test/reward/mean'] as number);
+}
+
+/** The full arm of an earlier run (--reuse-full): its rewards, no times. */
+function reusedFull(seed: number, dir: string) {
+  const curve = testCurve(join(dir, 'full'));
+  console.log(
+    `seed ${seed} full (reused): test reward ${curve.map((v) => v.toFixed(3)).join(' -> ')}`,
+  );
+  return {
+    sft: curve[0] as number,
+    grpo: curve[curve.length - 1] as number,
+    seconds: NaN,
+    cpu: NaN,
+  };
 }
 
 type Arm = ReturnType<typeof arm>;
@@ -121,7 +143,8 @@ for (const seed of seeds) {
     ...quiet,
   ]);
   const base = `${dir}/pretrain/latest/model`;
-  rows.push({ seed, full: arm('full', seed, dir, base), lora: arm('lora', seed, dir, base) });
+  const full = reuseFull ? reusedFull(seed, dir) : arm('full', seed, dir, base);
+  rows.push({ seed, full, lora: arm('lora', seed, dir, base) });
 }
 rmSync(cpuDir, { recursive: true, force: true });
 
@@ -138,7 +161,8 @@ console.log(
     '(after GRPO) | full: wall / CPU | LoRA: wall / CPU |',
 );
 console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
-const time = (a: Arm) => `${a.seconds.toFixed(0)} s / ${a.cpu.toFixed(0)} s`;
+const time = (a: Arm) =>
+  Number.isNaN(a.seconds) ? 'reused' : `${a.seconds.toFixed(0)} s / ${a.cpu.toFixed(0)} s`;
 for (const { seed, full, lora } of rows)
   console.log(
     `| ${seed} | ${f3(full.sft)} | ${f3(full.grpo)} | ${f3(lora.sft)} | ${f3(lora.grpo)} | ` +

@@ -10,6 +10,15 @@ function binKey(seed: number, bin: PackedBin): number {
 }
 
 /**
+ * The dropout seed of optimizer step `update` of a run seeded `seed` (rl2 ppo's updates): a bin
+ * with the same tokens in another step, or another PPO epoch, draws other masks; a resumed run
+ * numbers its steps as an unbroken one does, so it draws the same.
+ */
+export function updateDropoutSeed(seed: number, update: number): number {
+  return (Math.imul(seed ^ 0x9e3779b9, 0x01000193) ^ Math.imul(update + 1, 0x85ebca6b)) >>> 0;
+}
+
+/**
  * `objective` with LoRA dropout keyed per micro-batch (see @rl2/models `LoraDropout`): each
  * bin's masks follow from `seed` and its tokens alone, so a recomputed layer's backward sees
  * its forward's masks and a resumed run draws what an unbroken one does. (A bin packed again

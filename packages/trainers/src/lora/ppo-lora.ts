@@ -6,7 +6,6 @@ import {
   writePeftAdapter,
 } from '@rl2/models';
 import type { ModelSection } from '../config/sections.js';
-import { TrainersError } from '../errors.js';
 import type { TrainedModel } from '../parallel-model/trained-model.js';
 import {
   ADAPTER_FOLDER,
@@ -54,11 +53,6 @@ export function ppoLora(
 ): PpoLora | undefined {
   const spec = loraSpecOf(section, key);
   if (!spec) return undefined;
-  if (spec.dropout > 0)
-    throw new TrainersError(
-      'CONFIG_INVALID_VALUE',
-      `${key}.lora.dropout=${spec.dropout}: rl2 ppo trains LoRA without dropout for now; set ${key}.lora.dropout=0`,
-    );
   const folder = PPO_ADAPTER_FOLDERS[key];
   const lora = openLoraModel(laidOut.model, spec, section, key, seed, resumeFrom, folder);
   return {

@@ -114,7 +114,13 @@ export async function openPpoModels(
   const actor = new PpoWorker(
     trainedActor,
     actorLayout,
-    ppoWorkerOptions(a, 'actor', trainedActor, actorUpdates),
+    ppoWorkerOptions(
+      a,
+      'actor',
+      trainedActor,
+      actorUpdates,
+      actorLora && { lora: actorLora.lora, seed: sections.seed },
+    ),
   );
   let ref: PpoWorker | undefined;
   if (sections.ref && actorLora && sections.ref.model_name === a.model_name) {
@@ -142,7 +148,13 @@ export async function openPpoModels(
     critic = new PpoWorker(
       trainedCritic,
       criticLayout,
-      ppoWorkerOptions(c, 'critic', trainedCritic, totalSteps * c.update_per_rollout),
+      ppoWorkerOptions(
+        c,
+        'critic',
+        trainedCritic,
+        totalSteps * c.update_per_rollout,
+        criticLora && { lora: criticLora.lora, seed: sections.seed + 1 },
+      ),
     );
   }
   // ZeRO-3 on a device backend: the shards are gathered before any pass (no-op elsewhere)

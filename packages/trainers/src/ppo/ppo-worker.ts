@@ -1,4 +1,6 @@
+import type { LoraModel } from '@rl2/models';
 import type { TrainingSequence } from '@rl2/rollout';
+import { updateDropoutSeed, withLoraDropout } from '../lora/lora-objective.js';
 import { stepTotals } from '../bins/pack-bins.js';
 import type { AdamW, AdamWState } from '../optim/adamw.js';
 import { type SectionOptimizer, sectionOptimizer } from '../optim/section-optimizer.js';
@@ -48,6 +50,11 @@ export interface PpoWorkerOptions {
   readonly maxGradNorm: number | null;
   /** The optimizer and its learning rate per step; none for the frozen reference. */
   readonly optim?: SectionOptimizer;
+  /**
+   * `<key>.lora.dropout` > 0: the adapters whose inputs drop out in the update's passes (keyed by
+   * `seed`, the optimizer step and the micro-batch's tokens), never in computeLogps/computeValues.
+   */
+  readonly loraDropout?: { readonly lora: LoraModel; readonly seed: number };
 }
 
 /**
@@ -60,6 +67,7 @@ export function ppoWorkerOptions(
   key: 'actor' | 'critic',
   trained: TrainedModel,
   totalUpdates?: number,
+  loraDropout?: PpoWorkerOptions['loraDropout'],
 ): PpoWorkerOptions {
   return {
     budget: microBatchBudget(section, key),
@@ -68,6 +76,7 @@ export function ppoWorkerOptions(
     ...(totalUpdates === undefined
       ? {}
       : { optim: sectionOptimizer(section, trained.params, totalUpdates) }),
+    ...(loraDropout?.lora.dropout ? { loraDropout } : {}),
   };
 }
 
@@ -122,14 +131,15 @@ export class PpoWorker {
    * RL2's ppo_update: update_per_rollout optimizer steps on contiguous chunks of the rollout,
    * each as the SFT loop takes one (`layoutStep`): balanced packing into micro-batches, gradient
    * accumulation with the loss divided by the chunk's global totals, clipping by the global
-   * norm, AdamW. `firstUpdate` numbers the first step on the learning-rate schedule.
+   * norm, AdamW. `firstUpdate` numbers the first step on the learning-rate schedule (and
+   * keys the LoRA dropout masks, see `loraDropout`).
    */
   async update(
     sequences: readonly TrainingSequence[],
     objective: Objective,
     firstUpdate: number,
   ): Promise<UpdateOutcome> {
-    const { optim, updatesPerRollout, maxGradNorm } = this.options;
+    const { optim, updatesPerRollout, maxGradNorm, loraDropout } = this.options;
     const { optimizer, lrAt } = optim as SectionOptimizer;
     const { layout, trained } = this;
     const began = performance.now();
@@ -147,7 +157,13 @@ export class PpoWorker {
         layout,
         bins,
         totals,
-        objective,
+        objective: loraDropout
+          ? withLoraDropout(
+              objective,
+              loraDropout.lora,
+              updateDropoutSeed(loraDropout.seed, firstUpdate + c),
+            )
+          : objective,
         trained,
         optimizer,
         lr,

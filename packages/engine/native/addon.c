@@ -7,7 +7,7 @@
 #include "kernels.h"
 
 /* Bumped whenever a function is added or changes; src/native-addon.ts refuses others. */
-#define RL2_KERNELS_ABI 15
+#define RL2_KERNELS_ABI 16
 
 #define EXPORT(js, fn) {js, NULL, rl2_##fn, NULL, NULL, NULL, napi_default, NULL}
 
@@ -39,6 +39,7 @@ static napi_value init(napi_env env, napi_value exports) {
       EXPORT("adamw", adamw),
       EXPORT("decodeLayer", decode_layer),
       EXPORT("linear", linear),
+      EXPORT("frozenLinear", frozen_linear),
       EXPORT("flashAttention", flash_attention),
       EXPORT("flashAttentionGrad", flash_attention_grad),
       EXPORT("sampleRows", sample_rows),

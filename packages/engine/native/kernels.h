@@ -110,6 +110,11 @@ enum { RL2_WT_F32 = 0, RL2_WT_BF16 = 1, RL2_WT_F16 = 2 };
 void skinny_linear(const float *x, const void *w, int dtype, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
                    int accumulate, int threads);
 void weights_to_float(const void *w, int dtype, int64_t n, float *out);
+/* frozen-linear.c: y = x W^T (transpose 0) or y = x W (1, x [rows, out]) with a 16-bit W widened a tile at a
+   time into buf (TILE_ELEMS floats, or 16 rows of W when wider). */
+#define frozen_product rl2_frozen_product
+void frozen_product(const float *x, const uint16_t *w, int dtype, int64_t rows, int64_t in, int64_t out, float *y,
+                   int transpose, float *buf);
 
 /* Row-wise kernels (softmax, cross-entropy) share this context for parallel_for. */
 struct rows_ctx {
@@ -149,6 +154,7 @@ KERNEL(logp_stats_grad);
 KERNEL(adamw);
 KERNEL(decode_layer);
 KERNEL(linear);
+KERNEL(frozen_linear);
 KERNEL(flash_attention);
 KERNEL(flash_attention_grad);
 KERNEL(retain_freed_memory);

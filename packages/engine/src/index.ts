@@ -34,7 +34,13 @@ export { flashAttention, hasFlashAttention } from './fused/fused-flash-attention
 export { hasLogprobStats, logprobStats, logprobStatsGrad } from './fused/fused-logprob-stats.js';
 
 // Products with frozen 16-bit weights (a LoRA base kept as stored), forward and input gradient.
-export { FROZEN_LINEAR, frozenLinear, frozenRows, hasFrozenLinear } from './fused/frozen-linear.js';
+export {
+  FROZEN_LINEAR,
+  frozenInputGrad,
+  frozenLinear,
+  frozenRows,
+  hasFrozenLinear,
+} from './fused/frozen-linear.js';
 export type { FrozenMatrix } from './fused/frozen-linear.js';
 
 // Decoding as one native call per layer over an append-friendly KV cache (undefined off `native`).

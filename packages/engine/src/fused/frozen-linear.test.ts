@@ -75,31 +75,37 @@ describe.skipIf(!hasNative)('frozenLinear', () => {
     ['float16', 70, 96, 33],
     ['bfloat16', 67, 2048, 1100],
   ];
-  it.each(cases)('%s: rows %i, in %i, out %i: y and dx within 1e-5 of float64', (dtype, rows, inF, out) => {
-    const { w, vals } = matrixOf(dtype, out, inF, out + 7);
-    const xv = values(rows * inF, rows);
-    const gv = values(rows * out, rows + 1);
-    const x = tf.tensor2d(xv, [rows, inF]);
-    const g = tf.tensor2d(gv, [rows, out]);
-    const { value, grads } = tf.valueAndGrads((xi: tf.Tensor) =>
-      tf.sum(tf.mul(frozenLinear(xi as tf.Tensor2D, w), g)),
-    )([x]);
-    const y = frozenLinear(x, w).dataSync();
-    const yRef = new Float64Array(rows * out);
-    const dxRef = new Float64Array(rows * inF);
-    for (let r = 0; r < rows; r++)
-      for (let j = 0; j < out; j++) {
-        let s = 0;
-        for (let k = 0; k < inF; k++) s += xv[r * inF + k]! * vals[j * inF + k]!;
-        yRef[r * out + j] = s;
-        const gj = gv[r * out + j]!;
-        for (let k = 0; k < inF; k++) dxRef[r * inF + k]! += gj * vals[j * inF + k]!;
-      }
-    expect(relErr(y, yRef)).toBeLessThan(1e-5);
-    expect(relErr(grads[0]!.dataSync(), dxRef)).toBeLessThan(1e-5);
-    expect(value.dataSync()[0]).toBeCloseTo(yRef.reduce((a, v, i) => a + v * gv[i]!, 0), 0);
-    tf.dispose([x, g, value, ...grads]);
-  });
+  it.each(cases)(
+    '%s: rows %i, in %i, out %i: y and dx within 1e-5 of float64',
+    (dtype, rows, inF, out) => {
+      const { w, vals } = matrixOf(dtype, out, inF, out + 7);
+      const xv = values(rows * inF, rows);
+      const gv = values(rows * out, rows + 1);
+      const x = tf.tensor2d(xv, [rows, inF]);
+      const g = tf.tensor2d(gv, [rows, out]);
+      const { value, grads } = tf.valueAndGrads((xi: tf.Tensor) =>
+        tf.sum(tf.mul(frozenLinear(xi as tf.Tensor2D, w), g)),
+      )([x]);
+      const y = frozenLinear(x, w).dataSync();
+      const yRef = new Float64Array(rows * out);
+      const dxRef = new Float64Array(rows * inF);
+      for (let r = 0; r < rows; r++)
+        for (let j = 0; j < out; j++) {
+          let s = 0;
+          for (let k = 0; k < inF; k++) s += xv[r * inF + k]! * vals[j * inF + k]!;
+          yRef[r * out + j] = s;
+          const gj = gv[r * out + j]!;
+          for (let k = 0; k < inF; k++) dxRef[r * inF + k]! += gj * vals[j * inF + k]!;
+        }
+      expect(relErr(y, yRef)).toBeLessThan(1e-5);
+      expect(relErr(grads[0]!.dataSync(), dxRef)).toBeLessThan(1e-5);
+      expect(value.dataSync()[0]).toBeCloseTo(
+        yRef.reduce((a, v, i) => a + v * gv[i]!, 0),
+        0,
+      );
+      tf.dispose([x, g, value, ...grads]);
+    },
+  );
 
   it('a row view of W (an LM head chunk) multiplies by those rows only', () => {
     const { w, vals } = matrixOf('bfloat16', 20, 24, 3);

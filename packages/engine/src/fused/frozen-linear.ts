@@ -50,12 +50,19 @@ export function frozenLinear(x: Tensor2D, w: FrozenMatrix): Tensor2D {
   const f = customGrad((...args: (Tensor | GradSaveFunc)[]) => {
     const xi = args[0] as Tensor2D;
     return {
-      value: engine().runKernel(FROZEN_LINEAR, { x: xi }, { w, transpose: false } as never) as Tensor2D,
-      gradFunc: (dy: Tensor) =>
-        engine().runKernel(FROZEN_LINEAR, { x: dy }, { w, transpose: true } as never) as Tensor,
+      value: engine().runKernel(FROZEN_LINEAR, { x: xi }, {
+        w,
+        transpose: false,
+      } as never) as Tensor2D,
+      gradFunc: (dy: Tensor) => frozenInputGrad(dy as Tensor2D, w),
     };
   });
   return f(x) as Tensor2D;
+}
+
+/** dx [N, in] = dy [N, out] W with `w` [out, in] frozen 16-bit bits (the input gradient of `frozenLinear`). */
+export function frozenInputGrad(dy: Tensor2D, w: FrozenMatrix): Tensor2D {
+  return engine().runKernel(FROZEN_LINEAR, { x: dy }, { w, transpose: true } as never) as Tensor2D;
 }
 
 /** The kernel for `backendName` on the addon: attrs `w` (a FrozenMatrix) and `transpose`. */
@@ -68,7 +75,16 @@ export function frozenLinearKernels(addon: NativeAddon, backendName: string): Ke
     const [out, inF] = w.shape;
     const rows = x.shape[0]!;
     const y = uninitF32(rows * (transpose ? inF : out));
-    addon.frozenLinear(xs, w.bits, WEIGHT_DTYPES.indexOf(w.dtype), rows, inF, out, y, transpose ? 1 : 0);
+    addon.frozenLinear(
+      xs,
+      w.bits,
+      WEIGHT_DTYPES.indexOf(w.dtype),
+      rows,
+      inF,
+      out,
+      y,
+      transpose ? 1 : 0,
+    );
     return backend.makeTensorInfo([rows, transpose ? inF : out], 'float32', y);
   });
   return [{ kernelName: FROZEN_LINEAR, backendName, kernelFunc: kernel }];

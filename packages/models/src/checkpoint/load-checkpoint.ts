@@ -74,7 +74,7 @@ export async function loadModel(
     : { weights: await readCheckpointWeights(dir), frozen: undefined };
   const params = createParamMap(config, weights, dir, frozen);
   return {
-    model: createDecoderModel(config, params, { ...options, ...(frozen ? { frozen } : {}) }),
+    model: createDecoderModel(config, params, { ...options, ...(frozen?.size ? { frozen } : {}) }),
     generationConfig: await readGenerationConfig(dir),
   };
 }

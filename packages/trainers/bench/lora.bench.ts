@@ -36,23 +36,39 @@ const option = (name: string, fallback: string) =>
   args.includes(name) ? String(args[args.indexOf(name) + 1]) : fallback;
 const BIG = option('--shape', 'qwen3-0.6b') === 'qwen2.5-3b';
 const TORCH_COMPUTE = option('--torch-compute', 'fp32');
-const QWEN25_3B = ['--arch', 'qwen2', '--hidden-size', '2048', '--layers', String(flag('--layers', 36))].concat(
-  ['--heads', '16', '--kv-heads', '2', '--head-dim', '128', '--intermediate-size', '11008', '--vocab-size', '151936'],
-);
+const QWEN25_3B = [
+  '--arch',
+  'qwen2',
+  '--hidden-size',
+  '2048',
+  '--layers',
+  String(flag('--layers', 36)),
+].concat([
+  '--heads',
+  '16',
+  '--kv-heads',
+  '2',
+  '--head-dim',
+  '128',
+  '--intermediate-size',
+  '11008',
+  '--vocab-size',
+  '151936',
+]);
 const SHAPE = args.includes('--tiny')
   ? ['--hidden-size', '64', '--layers', '2', '--heads', '4', '--kv-heads', '2', '--head-dim', '16']
   : BIG
     ? QWEN25_3B
     : [
-      '--hidden-size',
-      '1024',
-      '--layers',
-      String(flag('--layers', 28)),
-      '--heads',
-      '16',
-      '--kv-heads',
-      '8',
-    ].concat(['--head-dim', '128', '--intermediate-size', '3072']);
+        '--hidden-size',
+        '1024',
+        '--layers',
+        String(flag('--layers', 28)),
+        '--heads',
+        '16',
+        '--kv-heads',
+        '8',
+      ].concat(['--head-dim', '128', '--intermediate-size', '3072']);
 const dir = args.includes('--dir')
   ? resolve(args[args.indexOf('--dir') + 1]!)
   : mkdtempSync(join(tmpdir(), 'rl2-bench-lora-'));
@@ -219,8 +235,18 @@ async function main() {
 function bigRows(common: string[], before: string) {
   const save = join(dir, 'lora');
   rmSync(save, { recursive: true, force: true });
-  const lora = [`actor.lora.rank=${RANK}`, `actor.lora.alpha=${2 * RANK}`, 'actor.lora.base_dtype=bfloat16'];
-  const run = rl2(['sft', ...common, ...lora, `trainer.save_dir=${save}`, 'trainer.save_freq=null']);
+  const lora = [
+    `actor.lora.rank=${RANK}`,
+    `actor.lora.alpha=${2 * RANK}`,
+    'actor.lora.base_dtype=bfloat16',
+  ];
+  const run = rl2([
+    'sft',
+    ...common,
+    ...lora,
+    `trainer.save_dir=${save}`,
+    'trainer.save_freq=null',
+  ]);
   const rate = trainRate(save);
   const rank = ['--rank', String(RANK), '--alpha', String(2 * RANK), '--base-dtype', 'bfloat16'];
   const [theirs, theirRate] = torch([...rank, '--compute', TORCH_COMPUTE]);
@@ -229,9 +255,15 @@ function bigRows(common: string[], before: string) {
   );
   for (const [name, r, t] of [
     ['rl2 sft', run, rate],
-    [`PyTorch 1.13 (bf16 weights, ${TORCH_COMPUTE === 'fp32' ? 'float32 compute' : 'bf16 autocast'})`, theirs, theirRate],
+    [
+      `PyTorch 1.13 (bf16 weights, ${TORCH_COMPUTE === 'fp32' ? 'float32 compute' : 'bf16 autocast'})`,
+      theirs,
+      theirRate,
+    ],
   ] as const)
-    console.log(`| ${name} | ${t.toFixed(1)} | ${r.seconds.toFixed(0)} / ${r.cpuSeconds.toFixed(0)} | ${r.peakMiB.toFixed(0)} MiB |`);
+    console.log(
+      `| ${name} | ${t.toFixed(1)} | ${r.seconds.toFixed(0)} / ${r.cpuSeconds.toFixed(0)} | ${r.peakMiB.toFixed(0)} MiB |`,
+    );
   console.log(
     `| rl2 / PyTorch | ${(rate / theirRate).toFixed(2)}x | | ${(run.peakMiB / theirs.peakMiB).toFixed(2)}x |`,
   );

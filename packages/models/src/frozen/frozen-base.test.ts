@@ -39,12 +39,13 @@ const spec: LoraSpec = {
 };
 // two packed rows of two sequences each; 80 tokens so the frozen products take the sgemm path
 const T = 40;
+const ids = Array.from({ length: 2 * T }, (_, i) => (i * 37 + 11) % 300);
 const batch: TokenBatch = {
-  inputIds: Array.from({ length: 2 * T }, (_, i) => (i * 37 + 11) % 300),
+  inputIds: ids,
   positionIds: Array.from({ length: 2 * T }, (_, i) => (i % T) % 23),
   segmentIds: Array.from({ length: 2 * T }, (_, i) => Math.floor(i / T) * 2 + (i % T < 23 ? 0 : 1)),
 };
-const targets = batch.inputIds.map((_, i) => batch.inputIds[(i + 1) % batch.inputIds.length]!);
+const targets = ids.map((_, i) => ids[(i + 1) % ids.length]!);
 
 const MODELS: [string, ModelSpec][] = [
   [
@@ -135,7 +136,8 @@ describe.skipIf(!hasNative).each(MODELS)('a bfloat16 frozen base, %s', (label, m
       expect(relDiff(bf16.logits, f32.logits)).toBeLessThan(1e-5);
       expect(relDiff(bf16.logprobs, f32.logprobs)).toBeLessThan(1e-5);
       expect(relDiff(bf16.entropy, f32.entropy)).toBeLessThan(1e-5);
-      f32.grads.forEach((g, i) => expect(relDiff(bf16.grads[i]!, g)).toBeLessThan(1e-5));
+      for (const [i, g] of f32.grads.entries())
+        expect(relDiff(bf16.grads[i]!, g)).toBeLessThan(1e-5);
       expect(Math.max(...f32.grads.map((g) => Math.max(...g.map(Math.abs))))).toBeGreaterThan(0);
     });
 });

@@ -106,7 +106,12 @@ describe.skipIf(!hasNative)('LoRA on a bfloat16 base', () => {
       const go = kind === 'sft' ? runSft : runDpo;
       const f32 = await go(run(kind, `${kind}-f32`, 'float32') as never, quiet);
       let said = '';
-      const stdout = new Writable({ write: (c, _e, cb) => cb(void (said += String(c))) });
+      const stdout = new Writable({
+        write: (c, _e, cb) => {
+          said += String(c);
+          cb();
+        },
+      });
       const bf16 = await go(run(kind, `${kind}-bf16`, 'auto') as never, {
         stdout: stdout as never,
       });

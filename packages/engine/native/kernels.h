@@ -118,6 +118,11 @@ int decode_linear(const float *x, const void *w, int dtype, const float *bias, i
 int skinny_linear(const float *x, const void *w, int dtype, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
                    int accumulate, int threads);
 void weights_to_float(const void *w, int dtype, int64_t n, float *out);
+/* frozen-linear.c: y = x W^T (transpose 0) or y = x W (1, x [rows, out]) with a 16-bit W widened a tile at a
+   time into buf (TILE_ELEMS floats, or 16 rows of W when wider). */
+#define frozen_product rl2_frozen_product
+void frozen_product(const float *x, const uint16_t *w, int dtype, int64_t rows, int64_t in, int64_t out, float *y,
+                   int transpose, float *buf);
 
 /* rl2_scratch(slot, n): the calling thread's buffer `slot` of at least n floats, kept and grown
    between calls (no allocation per decode step; each slot is one caller's, see the enum);
@@ -164,6 +169,7 @@ KERNEL(adamw);
 KERNEL(decode_layer);
 KERNEL(decode_step);
 KERNEL(linear);
+KERNEL(frozen_linear);
 KERNEL(flash_attention);
 KERNEL(flash_attention_grad);
 KERNEL(retain_freed_memory);

@@ -39,6 +39,16 @@ export { fusedAttention } from './fused/fused-attention.js';
 export { flashAttention, hasFlashAttention } from './fused/fused-flash-attention.js';
 export { hasLogprobStats, logprobStats, logprobStatsGrad } from './fused/fused-logprob-stats.js';
 
+// Products with frozen 16-bit weights (a LoRA base kept as stored), forward and input gradient.
+export {
+  FROZEN_LINEAR,
+  frozenInputGrad,
+  frozenLinear,
+  frozenRows,
+  hasFrozenLinear,
+} from './fused/frozen-linear.js';
+export type { FrozenMatrix } from './fused/frozen-linear.js';
+
 // Decoding as one native call per step (or per layer) over an append-friendly KV cache
 // (undefined off `native`).
 export { decodeKernels, prepareDecodeModel, WEIGHT_DTYPES } from './fused/fused-decode.js';

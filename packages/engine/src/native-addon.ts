@@ -44,7 +44,7 @@ export const UnaryOp = {
 export const ReduceOp = { sum: 0, max: 1, min: 2, mean: 3 } as const;
 
 /** RL2_KERNELS_ABI (native/addon.c) of the addon this TypeScript expects. */
-export const NATIVE_ABI = 16;
+export const NATIVE_ABI = 17;
 
 /** The functions exported by rl2_kernels.node; every output array is allocated by the caller. */
 export interface NativeAddon {
@@ -302,6 +302,21 @@ export interface NativeAddon {
     inFeatures: number,
     outFeatures: number,
     y: Float32Array,
+  ): void;
+  /**
+   * A product with a frozen 16-bit W [out, in] (Uint16Array of bfloat16 (1) or float16 (2) bits,
+   * native/frozen-linear.c): transpose 0, y [rows, out] = x [rows, in] W^T; transpose 1,
+   * y [rows, in] = x [rows, out] W (the input gradient). W is widened a tile at a time for sgemm.
+   */
+  frozenLinear(
+    x: Float32Array,
+    w: Uint16Array,
+    weightDtype: number,
+    rows: number,
+    inFeatures: number,
+    outFeatures: number,
+    y: Float32Array,
+    transpose: number,
   ): void;
   /**
    * Causal attention within segments, tiled (native/fused-flash-attention.c): q/out [B, T, nH, d],

@@ -41,6 +41,7 @@ describe.skipIf(!load.ok)('native backend registration', () => {
         'Rl2LogprobStatsGrad',
         'Rl2AdamW',
         'Rl2AdamWInPlace',
+        'Rl2FrozenLinear',
       ].sort(),
     );
     for (const o of nativeKernelOverrides()) expect(cpu).toContain(o.kernelName);

@@ -32,6 +32,7 @@ import { flashAttentionKernels } from './fused/fused-flash-attention.js';
 import { rmsNormKernels } from './fused/fused-rms-norm.js';
 import { rotaryKernels } from './fused/fused-rotary.js';
 import { swiGluKernels } from './fused/fused-swiglu.js';
+import { frozenLinearKernels } from './fused/frozen-linear.js';
 import { logprobStatsKernels } from './fused/fused-logprob-stats.js';
 import { adamWKernels } from './fused/fused-adamw.js';
 import { useJsSegmentSum } from './kernels/js-segment-sum.js';
@@ -150,6 +151,7 @@ export function registerNativeBackend(
       flashAttentionKernels,
       logprobStatsKernels,
       adamWKernels,
+      frozenLinearKernels,
     ].flatMap((k) => k(addon, backendName));
     for (const config of fused) {
       if (!getKernel(config.kernelName, backendName))

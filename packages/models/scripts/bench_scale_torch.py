@@ -87,17 +87,25 @@ class Layer(torch.nn.Module):
         self.nh, self.nkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
         self.d = cfg.get("head_dim") or H // self.nh
         self.eps = cfg["rms_norm_eps"]
-        lin = lambda i, o: torch.nn.Linear(i, o, bias=False)
-        self.q, self.k, self.v, self.o = lin(H, self.nh * self.d), lin(H, self.nkv * self.d), lin(H, self.nkv * self.d), lin(self.nh * self.d, H)
+        # Qwen2: q/k/v biases and no q/k norms; Qwen3: the reverse
+        self.qwen2 = cfg.get("model_type") == "qwen2"
+        lin = lambda i, o, bias=False: torch.nn.Linear(i, o, bias=bias)
+        qkv = self.qwen2
+        self.q, self.k, self.v = lin(H, self.nh * self.d, qkv), lin(H, self.nkv * self.d, qkv), lin(H, self.nkv * self.d, qkv)
+        self.o = lin(self.nh * self.d, H)
         self.gate, self.up, self.down = lin(H, I), lin(H, I), lin(I, H)
         self.n1, self.n2 = torch.nn.Parameter(torch.ones(H)), torch.nn.Parameter(torch.ones(H))
-        self.qn, self.kn = torch.nn.Parameter(torch.ones(self.d)), torch.nn.Parameter(torch.ones(self.d))
+        if not self.qwen2:
+            self.qn, self.kn = torch.nn.Parameter(torch.ones(self.d)), torch.nn.Parameter(torch.ones(self.d))
+
+    def qk_norm(self, t, w):
+        return t if self.qwen2 else rms(t, w, self.eps)
 
     def forward(self, x, cos, sin, mask, cache=None, start=0):
         B, T, _ = x.shape
         h = rms(x, self.n1, self.eps)
-        q = rotate(rms(self.q(h).view(B, T, self.nh, self.d), self.qn, self.eps).transpose(1, 2), cos, sin)
-        k = rotate(rms(self.k(h).view(B, T, self.nkv, self.d), self.kn, self.eps).transpose(1, 2), cos, sin)
+        q = rotate(self.qk_norm(self.q(h).view(B, T, self.nh, self.d), getattr(self, "qn", None)).transpose(1, 2), cos, sin)
+        k = rotate(self.qk_norm(self.k(h).view(B, T, self.nkv, self.d), getattr(self, "kn", None)).transpose(1, 2), cos, sin)
         v = self.v(h).view(B, T, self.nkv, self.d).transpose(1, 2)
         if cache is not None:  # preallocated [B, nkv, max, d]
             cache[0][:, :, start : start + T] = k
@@ -125,8 +133,13 @@ class Model(torch.nn.Module):
         names = {"model.embed_tokens.weight": self.emb.weight, "model.norm.weight": self.norm}
         for i, l in enumerate(self.layers):
             p = f"model.layers.{i}."
-            for hf, t in (("input_layernorm", l.n1), ("post_attention_layernorm", l.n2), ("self_attn.q_norm", l.qn), ("self_attn.k_norm", l.kn)):
+            for hf, t in (("input_layernorm", l.n1), ("post_attention_layernorm", l.n2)):
                 names[p + hf + ".weight"] = t
+            if l.qwen2:
+                for hf, m in (("self_attn.q_proj", l.q), ("self_attn.k_proj", l.k), ("self_attn.v_proj", l.v)):
+                    names[p + hf + ".bias"] = m.bias
+            else:
+                names[p + "self_attn.q_norm.weight"], names[p + "self_attn.k_norm.weight"] = l.qn, l.kn
             for hf, m in (("self_attn.q_proj", l.q), ("self_attn.k_proj", l.k), ("self_attn.v_proj", l.v), ("self_attn.o_proj", l.o),
                           ("mlp.gate_proj", l.gate), ("mlp.up_proj", l.up), ("mlp.down_proj", l.down)):
                 names[p + hf + ".weight"] = m.weight

@@ -70,6 +70,8 @@ export { LORA_TARGET_MODULES, isLoraParam, loraModules, loraScale } from './lora
 export type { LoraModule, LoraSpec, LoraTargetModule } from './lora/lora-spec.js';
 export { initLoraParams, loraParamsFromHost } from './lora/lora-params.js';
 export { attachLora, mergeLora } from './lora/lora-model.js';
+export { frozenAwareLinear, isFrozenMatrixName } from './frozen/frozen-weights.js';
+export type { FrozenWeights } from './frozen/frozen-weights.js';
 export type { LoraModel } from './lora/lora-model.js';
 export type { LoraDropout } from './lora/lora-linear.js';
 export {

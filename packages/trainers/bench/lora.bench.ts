@@ -1,4 +1,5 @@
-// `pnpm bench lora [--steps N] [--rows R] [--words W] [--rank R] [--layers L] [--tiny] [--dir DIR]`:
+// `pnpm bench lora [--steps N] [--rows R] [--words W] [--rank R] [--layers L] [--tiny] [--shape qwen2.5-3b]
+// [--torch-compute fp32|autocast] [--dir DIR]`:
 // full fine-tuning vs LoRA SFT (`actor.lora.rank`, all seven projections) on the same checkpoint at
 // the Qwen3-0.6B shape (hidden 1024, 28 layers, 16 heads / 8 kv heads of 128, MLP 3072, the Qwen3
 // tokenizer's 151669 rows, tied embeddings, bf16 weights on disk, float32 in memory), the same
@@ -8,6 +9,11 @@
 // same rank, alpha and modules). The machine's load average (uptime) is printed with the
 // table: rates on a shared machine swing with the load, the RSS columns do not. --layers 4 keeps
 // the real widths with fewer layers, --tiny (hidden 64, 2 layers) checks the plumbing.
+// --shape qwen2.5-3b: the Qwen2.5-3B shape (Qwen2 with q/k/v biases, hidden 2048, 36 layers, 16
+// heads / 2 kv heads of 128, MLP 11008, vocab 151936, tied, bf16 on disk: ~6.2 GB written here
+// and deleted after) with LoRA only (full fine-tuning does not fit): rl2 keeps the base in
+// bfloat16 (actor.lora.base_dtype=bfloat16), PyTorch too (--base-dtype bfloat16: each weight
+// widened to float32 where it is used, or --torch-compute autocast for bf16 autocast).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir, totalmem } from 'node:os';
@@ -26,18 +32,43 @@ const STEPS = flag('--steps', 3);
 const ROWS = flag('--rows', 2);
 const WORDS = flag('--words', 100);
 const RANK = flag('--rank', 16);
+const option = (name: string, fallback: string) =>
+  args.includes(name) ? String(args[args.indexOf(name) + 1]) : fallback;
+const BIG = option('--shape', 'qwen3-0.6b') === 'qwen2.5-3b';
+const TORCH_COMPUTE = option('--torch-compute', 'fp32');
+const QWEN25_3B = [
+  '--arch',
+  'qwen2',
+  '--hidden-size',
+  '2048',
+  '--layers',
+  String(flag('--layers', 36)),
+].concat([
+  '--heads',
+  '16',
+  '--kv-heads',
+  '2',
+  '--head-dim',
+  '128',
+  '--intermediate-size',
+  '11008',
+  '--vocab-size',
+  '151936',
+]);
 const SHAPE = args.includes('--tiny')
   ? ['--hidden-size', '64', '--layers', '2', '--heads', '4', '--kv-heads', '2', '--head-dim', '16']
-  : [
-      '--hidden-size',
-      '1024',
-      '--layers',
-      String(flag('--layers', 28)),
-      '--heads',
-      '16',
-      '--kv-heads',
-      '8',
-    ].concat(['--head-dim', '128', '--intermediate-size', '3072']);
+  : BIG
+    ? QWEN25_3B
+    : [
+        '--hidden-size',
+        '1024',
+        '--layers',
+        String(flag('--layers', 28)),
+        '--heads',
+        '16',
+        '--kv-heads',
+        '8',
+      ].concat(['--head-dim', '128', '--intermediate-size', '3072']);
 const dir = args.includes('--dir')
   ? resolve(args[args.indexOf('--dir') + 1]!)
   : mkdtempSync(join(tmpdir(), 'rl2-bench-lora-'));
@@ -156,6 +187,7 @@ async function main() {
   );
   writeFileSync(join(dir, 'steps.json'), JSON.stringify({ steps }));
   stepTokens = steps.map((q) => q.reduce((a, x) => a + x.ids.length, 0));
+  if (BIG) return bigRows(common, before);
   const results: [string, Run, number][] = [];
   for (const [name, extra] of [
     ['full fine-tuning', []],
@@ -195,6 +227,46 @@ async function main() {
       `| ${name} | ${ours[2].toFixed(1)} | ${theirs[1].toFixed(1)} | ${(ours[2] / theirs[1]).toFixed(2)}x | ` +
         `${ours[1].peakMiB.toFixed(0)} MiB | ${theirs[0].peakMiB.toFixed(0)} MiB | ${(ours[1].peakMiB / theirs[0].peakMiB).toFixed(2)}x |`,
     );
+  console.log(`\nuptime before: ${before}\nuptime after:  ${uptime()}`);
+  if (!args.includes('--dir')) rmSync(dir, { recursive: true, force: true });
+}
+
+/** The Qwen2.5-3B rows: LoRA SFT on a bfloat16 base, rl2 then PyTorch on the same steps. */
+function bigRows(common: string[], before: string) {
+  const save = join(dir, 'lora');
+  rmSync(save, { recursive: true, force: true });
+  const lora = [
+    `actor.lora.rank=${RANK}`,
+    `actor.lora.alpha=${2 * RANK}`,
+    'actor.lora.base_dtype=bfloat16',
+  ];
+  const run = rl2([
+    'sft',
+    ...common,
+    ...lora,
+    `trainer.save_dir=${save}`,
+    'trainer.save_freq=null',
+  ]);
+  const rate = trainRate(save);
+  const rank = ['--rank', String(RANK), '--alpha', String(2 * RANK), '--base-dtype', 'bfloat16'];
+  const [theirs, theirRate] = torch([...rank, '--compute', TORCH_COMPUTE]);
+  console.log(
+    `\n| LoRA r=${RANK}, all 7 projections, bf16 base | train tokens/s | process wall s / CPU s | peak RSS |\n| --- | --- | --- | --- |`,
+  );
+  for (const [name, r, t] of [
+    ['rl2 sft', run, rate],
+    [
+      `PyTorch 1.13 (bf16 weights, ${TORCH_COMPUTE === 'fp32' ? 'float32 compute' : 'bf16 autocast'})`,
+      theirs,
+      theirRate,
+    ],
+  ] as const)
+    console.log(
+      `| ${name} | ${t.toFixed(1)} | ${r.seconds.toFixed(0)} / ${r.cpuSeconds.toFixed(0)} | ${r.peakMiB.toFixed(0)} MiB |`,
+    );
+  console.log(
+    `| rl2 / PyTorch | ${(rate / theirRate).toFixed(2)}x | | ${(run.peakMiB / theirs.peakMiB).toFixed(2)}x |`,
+  );
   console.log(`\nuptime before: ${before}\nuptime after:  ${uptime()}`);
   if (!args.includes('--dir')) rmSync(dir, { recursive: true, force: true });
 }

@@ -91,6 +91,13 @@ export class CheckpointReader {
     return reader.read(name);
   }
 
+  /** BF16/F16 tensor `name` as its 16-bit bits. */
+  readBits(name: string): Uint16Array {
+    const reader = this.fileOf.get(name);
+    if (!reader) throw checkpointError(this.dir, `has no tensor "${name}"`);
+    return reader.readBits(name);
+  }
+
   close(): void {
     for (const r of this.readers) r.close();
   }

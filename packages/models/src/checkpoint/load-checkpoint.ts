@@ -10,7 +10,10 @@ import {
   type DecoderModelOptions,
 } from '../model/decoder-model.js';
 import { createParamMap } from '../model/param-map.js';
-import { readCheckpointWeights, readJsonFile } from './checkpoint-reader.js';
+import { CheckpointReader, readCheckpointWeights, readJsonFile } from './checkpoint-reader.js';
+import type { HostTensor } from './host-tensor.js';
+import type { FrozenMatrix } from '@rl2/engine';
+import { isFrozenMatrixName } from '../frozen/frozen-weights.js';
 import { resolveModelDir } from './resolve-model-dir.js';
 
 /** Reads and validates `config.json` of a checkpoint folder. */
@@ -40,6 +43,12 @@ export interface LoadModelOptions extends DecoderModelOptions {
   head?: ModelHead;
   /** How to reach the hub when `dir` is a hub id (default: from HF_* variables), and download progress. */
   hub?: HubModelOptions;
+  /**
+   * A frozen base (LoRA): the projections, the embedding and an untied LM head stored as BF16
+   * stay 16-bit bits (`DecoderModel.frozen`, half the memory, no variables) instead of float32
+   * parameters. Needs the native backend's `frozenLinear`. Tensors stored as F32 load as usual.
+   */
+  frozenBase?: boolean;
 }
 
 /** A loaded model plus its generation defaults. */
@@ -60,11 +69,44 @@ export async function loadModel(
   const dir = await resolveModelDir(nameOrDir, options.hub);
   let config = await readModelConfig(dir);
   if (options.head && options.head !== config.head) config = withHead(config, options.head);
-  const params = createParamMap(config, await readCheckpointWeights(dir), dir);
+  const { weights, frozen } = options.frozenBase
+    ? readFrozenBase(dir, config)
+    : { weights: await readCheckpointWeights(dir), frozen: undefined };
+  const params = createParamMap(config, weights, dir, frozen);
   return {
-    model: createDecoderModel(config, params, options),
+    model: createDecoderModel(config, params, { ...options, ...(frozen?.size ? { frozen } : {}) }),
     generationConfig: await readGenerationConfig(dir),
   };
+}
+
+/**
+ * The tensors of checkpoint `dir`, one at a time: BF16 matrices a frozen base keeps in 16 bits
+ * (see `isFrozenMatrixName`) as their bits, the rest widened to float32 (a tied model's extra
+ * `lm_head.weight` is not read).
+ */
+function readFrozenBase(
+  dir: string,
+  config: ModelConfig,
+): { weights: Map<string, HostTensor>; frozen: Map<string, FrozenMatrix> } {
+  const reader = CheckpointReader.open(dir);
+  const weights = new Map<string, HostTensor>();
+  const frozen = new Map<string, FrozenMatrix>();
+  try {
+    for (const name of reader.names()) {
+      const e = reader.entry(name)!;
+      if (name === 'lm_head.weight' && config.tieWordEmbeddings) continue;
+      if (e.dtype === 'BF16' && e.shape.length === 2 && isFrozenMatrixName(config, name))
+        frozen.set(name, {
+          bits: reader.readBits(name),
+          dtype: 'bfloat16',
+          shape: [e.shape[0]!, e.shape[1]!],
+        });
+      else weights.set(name, reader.read(name));
+    }
+  } finally {
+    reader.close();
+  }
+  return { weights, frozen };
 }
 
 /** The same decoder with another head (`architectures` renamed accordingly). */

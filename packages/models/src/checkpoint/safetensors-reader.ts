@@ -72,6 +72,19 @@ export class SafetensorsReader {
     return { shape: [...e.shape], data };
   }
 
+  /** Reads a BF16/F16 tensor `name` as its 16-bit bits (no widening). */
+  readBits(name: string): Uint16Array {
+    const e = this.header.entries.get(name);
+    if (!e || e.dtype === 'F32')
+      throw checkpointError(
+        this.path,
+        `has no 16-bit tensor "${name}" (${e ? e.dtype : 'absent'})`,
+      );
+    const bits = new Uint16Array(elementCount(e.shape));
+    this.source.readInto(new Uint8Array(bits.buffer, 0, e.byteLength), e.start);
+    return bits;
+  }
+
   /** Reads `entry` into `dst` (its element count long). */
   readInto(entry: TensorEntry, dst: Float32Array): void {
     if (entry.dtype === 'F32') {

@@ -6,6 +6,9 @@ import type { TokenBatch } from '../model/token-batch.js';
 import { chunkedLogprobsEntropy } from './chunked-logprobs.js';
 import { type TiedEmbeddingGrad, untrackedView } from './tied-embedding-grad.js';
 import { isFrozen } from '../lora/lora-model.js';
+import { frozenLinear } from '@rl2/engine';
+import { frozenHead } from '../frozen/frozen-weights.js';
+import { frozenHeadLogprobs } from './frozen-head-logprobs.js';
 
 /** Options of `tokenLogprobs`. */
 export interface LogprobOptions extends ForwardOptions {
@@ -56,7 +59,12 @@ export function tokenLogprobs(
   const run = shard ? { ...model, attention: shard.attention } : model;
   const localTargets = shard ? Int32Array.from(shard.targets ?? []) : tgt;
   const chunk = options.vocabChunk ?? 8192;
+  const frozen = frozenHead(model.config, model.frozen);
   const both = tf.tidy(() => {
+    if (frozen && !model.logprobHead) {
+      const hidden = forwardHidden(run, shard?.batch ?? batch, options);
+      return frozenHeadLogprobs(hidden, frozen, localTargets, temperature, chunk);
+    }
     // tied embeddings over several vocabulary chunks: one [V, H] gradient array instead of three
     // a frozen head (LoRA's base) gets no dW: nothing to share with the embedding either
     const frozenHead = isFrozen(lmHeadWeight(model));
@@ -97,7 +105,11 @@ export function tokenLogits(
   batch: TokenBatch,
   options: ForwardOptions = {},
 ): tf.Tensor2D {
-  return tf.tidy(() =>
-    tf.matMul(forwardHidden(model, batch, options), lmHeadWeight(model), false, true),
-  );
+  const frozen = frozenHead(model.config, model.frozen);
+  return tf.tidy(() => {
+    const hidden = forwardHidden(model, batch, options);
+    return frozen
+      ? frozenLinear(hidden, frozen)
+      : tf.matMul(hidden, lmHeadWeight(model), false, true);
+  });
 }

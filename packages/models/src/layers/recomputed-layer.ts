@@ -37,8 +37,8 @@ export function recomputedDecoderLayer(
 ): tf.Tensor2D {
   const all = [...layerParamNames(ctx.config, layer), ...adapterNames(p, layer)];
   // frozen variables (a LoRA base) are no inputs: variables outlive the backward, and no
-  // gradient is taken for them
-  const names = all.filter((n) => !isFrozen(p.get(n)));
+  // gradient is taken for them; nor are matrices a frozen base keeps in 16 bits (absent from p)
+  const names = all.filter((n) => (p.get(n) !== undefined || p.layerSource) && !isFrozen(p.get(n)));
   const frozen = all.filter((n) => isFrozen(p.get(n)));
   const source = p.layerSource?.(all);
   const paramInputs = source ? source.inputs : names.map((n) => p.get(n)!);

@@ -61,6 +61,7 @@ function hooksOf(m: DecoderModel) {
     ...(m.embedding ? { embedding: m.embedding } : {}),
     ...(m.logprobHead ? { logprobHead: m.logprobHead } : {}),
     ...(m.splitRow ? { splitRow: m.splitRow } : {}),
+    ...(m.frozen ? { frozen: m.frozen } : {}),
   };
 }
 
@@ -99,6 +100,12 @@ function checkAdapters(base: DecoderModel, adapters: ParamMap, spec: LoraSpec): 
  * frees the merged tensors only.
  */
 export function mergeLora(lora: LoraModel): { params: ParamMap; dispose(): void } {
+  if (lora.base.frozen)
+    throw new ModelsError(
+      'INVALID_ARGUMENT',
+      'mergeLora: the base is kept in 16 bits (lora.base_dtype=bfloat16); merge from a float32 base ' +
+        '(lora.base_dtype=float32) or with `rl2 export --merge`',
+    );
   const scale = loraScale(lora.spec);
   const merged: tf.Tensor[] = [];
   const params = new Map(lora.base.params) as Map<string, tf.Variable | tf.Tensor>;

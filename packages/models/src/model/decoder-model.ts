@@ -4,6 +4,7 @@ import { type AttentionKernel, groupedQueryAttention } from '../layers/attention
 import { denseLinear, type LinearFactory, type ParamLookup } from '../layers/linear.js';
 import { ropeInverseFrequencies } from '../layers/rotary.js';
 import type { ParamMap } from './param-map.js';
+import { type FrozenWeights, frozenAwareLinear } from '../frozen/frozen-weights.js';
 import type { TokenBatch } from './token-batch.js';
 import { ModelsError } from '../errors.js';
 
@@ -63,6 +64,11 @@ export interface DecoderModel {
    * model it returns: parameters fetched per pass, e.g. gathered from ZeRO-3 shards.
    */
   readonly forPass?: () => DecoderModel;
+  /**
+   * Frozen base matrices kept in 16 bits instead of parameters (a LoRA base loaded with
+   * `frozenBase`): the default linear layers, the embedding lookup and the LM head read them.
+   */
+  readonly frozen?: FrozenWeights;
   /** RoPE inverse frequencies (float64), derived from the config. */
   readonly invFreq: Float64Array;
 }
@@ -75,6 +81,7 @@ export interface DecoderModelOptions {
   logprobHead?: LogprobHeadFn;
   splitRow?: RowSplitFn;
   forPass?: () => DecoderModel;
+  frozen?: FrozenWeights;
 }
 
 /** Wraps a config and its parameters (see `createParamMap` / `loadModel`) as a `DecoderModel`. */
@@ -86,13 +93,14 @@ export function createDecoderModel(
   return {
     config,
     params,
-    linear: options.linear ?? denseLinear,
+    linear: options.linear ?? (options.frozen ? frozenAwareLinear(options.frozen) : denseLinear),
     attention: options.attention ?? groupedQueryAttention,
     invFreq: ropeInverseFrequencies(config),
     ...(options.embedding ? { embedding: options.embedding } : {}),
     ...(options.logprobHead ? { logprobHead: options.logprobHead } : {}),
     ...(options.splitRow ? { splitRow: options.splitRow } : {}),
     ...(options.forPass ? { forPass: options.forPass } : {}),
+    ...(options.frozen ? { frozen: options.frozen } : {}),
   };
 }
 

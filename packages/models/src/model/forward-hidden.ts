@@ -12,6 +12,7 @@ import { type TiedEmbeddingGrad, tiedEmbeddingLookup } from '../heads/tied-embed
 import { rmsNorm } from '../layers/rms-norm.js';
 import { ropeTables, rotateHalfMatrix } from '../layers/rotary.js';
 import type { DecoderModel } from './decoder-model.js';
+import { EMBED_NAME, frozenRowsGather } from '../frozen/frozen-weights.js';
 import { resolveBatch, type TokenBatch } from './token-batch.js';
 
 /** Options of a training/scoring forward. */
@@ -67,11 +68,14 @@ export function forwardHidden(
       };
     else ctx.mask = packedCausalMask(segmentIds, rows);
     const table = model.params.get('model.embed_tokens.weight')!;
+    const frozenTable = model.frozen?.get(EMBED_NAME);
     let x = model.embedding
       ? model.embedding(ids, model.params)
-      : tied
-        ? tiedEmbeddingLookup(table as tf.Tensor2D, Int32Array.from(batch.inputIds), tied)
-        : (tf.gather(table, ids) as tf.Tensor2D);
+      : frozenTable
+        ? frozenRowsGather(frozenTable, batch.inputIds)
+        : tied
+          ? tiedEmbeddingLookup(table as tf.Tensor2D, Int32Array.from(batch.inputIds), tied)
+          : (tf.gather(table, ids) as tf.Tensor2D);
     for (let i = 0; i < c.numLayers; i++) {
       x = options.recompute
         ? recomputedDecoderLayer(x, i, model.params, ctx)

@@ -3,6 +3,7 @@ import type { HostTensor } from '../checkpoint/host-tensor.js';
 import type { ModelConfig } from '../config/model-config.js';
 import { ModelsError } from '../errors.js';
 import { paramShapes } from './param-shapes.js';
+import type { FrozenWeights } from '../frozen/frozen-weights.js';
 
 /** A model's trainable parameters by HF name; iterate it to build an optimizer or gradients. */
 export type ParamMap = Map<string, tf.Variable>;
@@ -20,10 +21,13 @@ export function createParamMap(
   config: ModelConfig,
   weights: Map<string, HostTensor>,
   source = 'checkpoint',
+  frozen?: FrozenWeights,
 ): ParamMap {
   const shapes = paramShapes(config);
+  checkFrozenShapes(shapes, source, frozen);
   const missing = [...shapes.keys()].filter(
-    (n) => !weights.has(n) && !(config.head === 'value' && n.startsWith('score.')),
+    (n) =>
+      !weights.has(n) && !frozen?.has(n) && !(config.head === 'value' && n.startsWith('score.')),
   );
   if (missing.length > 0) {
     throw new ModelsError(
@@ -48,6 +52,7 @@ export function createParamMap(
   }
   const params: ParamMap = new Map();
   for (const [name, shape] of shapes) {
+    if (frozen?.has(name)) continue;
     const w = weights.get(name) ?? {
       shape,
       data: new Float32Array(shape.reduce((a, b) => a * b, 1)),
@@ -64,6 +69,18 @@ export function createParamMap(
     init.dispose();
   }
   return params;
+}
+
+/** Throws naming the first frozen matrix whose shape config.json does not imply. */
+function checkFrozenShapes(shapes: Map<string, number[]>, source: string, frozen?: FrozenWeights) {
+  for (const [name, m] of frozen ?? []) {
+    const shape = shapes.get(name);
+    if (!shape || shape.join(',') !== m.shape.join(','))
+      throw new ModelsError(
+        'SHAPE_MISMATCH',
+        `${source}: tensor "${name}" has shape [${m.shape}], config.json implies ${shape ? `[${shape}]` : 'no such tensor'}`,
+      );
+  }
 }
 
 /** Copies parameters to host memory (float32), e.g. for saving. */

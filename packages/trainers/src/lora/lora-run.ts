@@ -1,6 +1,7 @@
 import { dirname, join } from 'node:path';
 import {
   type DecoderModel,
+  type FrozenWeights,
   type LoraModel,
   type LoraSpec,
   type ParamMap,
@@ -14,6 +15,7 @@ import {
   writePeftAdapter,
 } from '@rl2/models';
 import * as tf from '@tensorflow/tfjs-core';
+import { hasFrozenLinear } from '@rl2/engine';
 import { modelIdentity } from '../checkpoint/model-identity.js';
 import type { ModelSection } from '../config/sections.js';
 import { TrainersError } from '../errors.js';
@@ -43,6 +45,44 @@ export function loraSpecOf(section: ModelSection, key: string): LoraSpec | undef
     targetModules: l.target_modules,
     useRslora: l.use_rslora,
   };
+}
+
+/**
+ * Whether the run loads `<key>.model_name` with its BF16 matrices kept in 16 bits (`loadModel`'s
+ * `frozenBase`), from `<key>.lora.base_dtype`: auto when the native engine has the frozen
+ * kernels and no merged checkpoint is written; bfloat16 insists (an error names what to change).
+ */
+export function frozenBaseOf(section: ModelSection, key: string, spec?: LoraSpec): boolean {
+  const want = section.lora.base_dtype;
+  if (!spec || want === 'float32') return false;
+  const blocker = !hasFrozenLinear()
+    ? `the active engine backend (${tf.getBackend()}) has no frozen 16-bit kernels; use trainer.engine=native with the C addon built`
+    : section.lora.save_merged
+      ? `${key}.lora.save_merged=true merges into float32 weights; merge afterwards with rl2 export --merge`
+      : undefined;
+  if (blocker && want === 'bfloat16')
+    throw new TrainersError(
+      'CONFIG_INVALID_VALUE',
+      `${key}.lora.base_dtype=bfloat16: ${blocker}, or set ${key}.lora.base_dtype=float32`,
+    );
+  return !blocker;
+}
+
+/** With `<key>.lora.base_dtype=bfloat16`: fails when the loaded base kept nothing in 16 bits (a float32 checkpoint). */
+export function checkFrozenBase(model: DecoderModel, section: ModelSection, key: string): void {
+  if (section.lora.base_dtype !== 'bfloat16' || (model.frozen?.size ?? 0) > 0) return;
+  throw new TrainersError(
+    'CONFIG_INVALID_VALUE',
+    `${key}.lora.base_dtype=bfloat16 keeps a base stored in bfloat16 as it is, but ${key}.model_name=` +
+      `${section.model_name} stores no BF16 matrices; set ${key}.lora.base_dtype=auto or float32 ` +
+      '(or convert it with rl2 export --dtype bfloat16)',
+  );
+}
+
+/** The run's line about a base kept in 16 bits: how many matrices and how much memory. */
+export function describeFrozenBase(frozen: FrozenWeights, key: string): string {
+  const bytes = [...frozen.values()].reduce((a, m) => a + m.bits.byteLength, 0);
+  return `LoRA base kept in bfloat16 (${key}): ${frozen.size} matrices, ${(bytes / 2 ** 30).toFixed(2)} GiB`;
 }
 
 /**

@@ -33,6 +33,14 @@ export function loraSection() {
       false,
       'rank-stabilised LoRA: scale by alpha/sqrt(r) instead of alpha/r',
     ),
+    base_dtype: option(
+      z.enum(['auto', 'float32', 'bfloat16']),
+      'auto',
+      'element type of the frozen base in memory (rl2 sft, rm, dpo): bfloat16 keeps a bfloat16 ' +
+        "checkpoint's projections, embedding and LM head as stored (half the memory, converted in the " +
+        'native kernels); auto: bfloat16 for a bfloat16 checkpoint on the native engine unless ' +
+        'save_merged, else float32; rl2 ppo keeps a float32 base',
+    ),
     save_merged: option(
       z.boolean(),
       false,

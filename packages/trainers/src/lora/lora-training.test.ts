@@ -47,6 +47,7 @@ describe('actor.lora.* config keys', () => {
       dropout: 0,
       target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'],
       use_rslora: false,
+      base_dtype: 'auto',
       save_merged: false,
     });
     const set = loadConfig(sftConfigSchema, {

@@ -125,6 +125,7 @@ export function trainModel(
     ...(model.embedding ? { embedding: model.embedding } : {}),
     ...(model.logprobHead ? { logprobHead: model.logprobHead } : {}),
     ...(model.splitRow ? { splitRow: model.splitRow } : {}),
+    ...(model.frozen ? { frozen: model.frozen } : {}),
   };
   const passModel = () => createDecoderModel(model.config, zero3.passLookup() as ParamMap, hooks);
   return {

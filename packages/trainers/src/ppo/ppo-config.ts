@@ -393,6 +393,12 @@ export function checkPpoConfig(config: PpoConfig): void {
         `kl.coef=0; set kl.coef > 0 (e.g. 0.05) or kl.target=null`,
     );
   }
+  for (const key of ['actor', 'critic'] as const)
+    if (config[key].lora.base_dtype === 'bfloat16')
+      fail(
+        `${key}.lora.base_dtype=bfloat16: rl2 ppo keeps the LoRA base in float32 for now (its generator ` +
+          `reads float32 weights); set ${key}.lora.base_dtype=auto or float32`,
+      );
   if (kl.target !== null && kl.type === null) {
     fail(
       `kl.target=${kl.target} (adaptive KL) needs the KL applied somewhere; set kl.type to one of reward, advantage, loss`,

@@ -19,7 +19,15 @@ import {
 } from './run-setup.js';
 import type { RunIo } from './run-session.js';
 import { releaseSaveDir } from './save-dir-lock.js';
-import { loraSaver, loraSpecOf, loraTrainedModel, openLoraModel } from '../lora/lora-run.js';
+import {
+  checkFrozenBase,
+  describeFrozenBase,
+  frozenBaseOf,
+  loraSaver,
+  loraSpecOf,
+  loraTrainedModel,
+  openLoraModel,
+} from '../lora/lora-run.js';
 import type { LoopSpec } from './train-loop.js';
 
 /** The config parts every SFT/RM/DPO run reads before its objective. */
@@ -87,9 +95,12 @@ export async function openRun(
         ? section.model_name
         : startingWeights(section.model_name, resumeFrom, `${key}.model_name`),
       `${key}.model_name`,
-      modelOptions,
+      { ...modelOptions, frozenBase: frozenBaseOf(section, key, loraSpec) },
     ),
   );
+  await unlockOnError(trainer, (async () => checkFrozenBase(full, section, key))());
+  if (full.frozen)
+    out.write(`rl2 ${kind}: ${describeFrozenBase(full.frozen, `${key}.lora.base_dtype`)}\n`);
   const modelDir = resumeFrom && !loraSpec ? join(resumeFrom, 'model') : section.model_name;
   await unlockOnError(
     trainer,

@@ -56,7 +56,7 @@ export function frozenBaseOf(section: ModelSection, key: string, spec?: LoraSpec
   const want = section.lora.base_dtype;
   if (!spec || want === 'float32') return false;
   const blocker = !hasFrozenLinear()
-    ? `the active engine backend (${tf.getBackend()}) has no frozen 16-bit kernels; use trainer.engine=native with the C addon built`
+    ? `the active engine backend (${tf.getBackend()}) has no frozen 16-bit kernels; use trainer.backend=native with the C addon built`
     : section.lora.save_merged
       ? `${key}.lora.save_merged=true merges into float32 weights; merge afterwards with rl2 export --merge`
       : undefined;

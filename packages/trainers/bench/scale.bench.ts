@@ -518,6 +518,7 @@ function rl2GrpoStep(dtype: 'float32' | 'bfloat16') {
     `rollout.train_sampling_params.max_new_tokens=${NEW}`,
     `rollout.weight_dtype=${dtype}`,
     'rollout.dynamic_filtering=false',
+    'trainer.n_epochs=2',
     'trainer.max_steps=2',
     'trainer.test_freq=null',
     'trainer.val_before_train=false',

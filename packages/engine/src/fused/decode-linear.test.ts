@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '../init-engine.js';
 import { activeNativeAddon } from '../native-backend.js';
 import { nativeForTests } from '../testing/native-for-tests.js';
+import { bf16Bits, bf16Value, f16Bits, f16Value, values } from '../testing/sixteen-bit-values.js';
 import { decodeKernels, type WeightDtype } from './fused-decode.js';
 
 // The decode-step products (native/decode-linear.c) against a float64 product written here,
@@ -11,45 +12,6 @@ import { decodeKernels, type WeightDtype } from './fused-decode.js';
 // 16-bit weights against the same layer given those weights widened to float32.
 const native = nativeForTests();
 const hasNative = native.ok;
-
-/** Deterministic values in [-1, 1) (a linear congruential stream). */
-function values(n: number, seed: number): Float32Array {
-  const out = new Float32Array(n);
-  let s = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = s / 2 ** 31 - 1;
-  }
-  return out;
-}
-
-/** bfloat16 bits of a float32 (round to nearest even), written out here on purpose. */
-function bf16Bits(x: number): number {
-  const u = new Uint32Array(Float32Array.of(x).buffer)[0]!;
-  return ((u + 0x7fff + ((u >>> 16) & 1)) >>> 16) & 0xffff;
-}
-
-/** A bfloat16 value as a number: its bits are the top half of a float32. */
-function bf16Value(bits: number): number {
-  return new Float32Array(Uint32Array.of(bits << 16).buffer)[0]!;
-}
-
-/** float16 bits of values that are exact in float16 (k / 1024 with |k| < 1024): sign, exponent, mantissa. */
-function f16Bits(x: number): number {
-  if (x === 0) return 0;
-  const sign = x < 0 ? 0x8000 : 0;
-  const a = Math.abs(x);
-  const e = Math.floor(Math.log2(a));
-  const mant = Math.round((a / 2 ** e - 1) * 1024);
-  return sign | ((e + 15) << 10) | mant;
-}
-
-function f16Value(bits: number): number {
-  const e = (bits >> 10) & 0x1f;
-  const m = bits & 0x3ff;
-  const v = e === 0 ? m * 2 ** -24 : (1 + m / 1024) * 2 ** (e - 15);
-  return bits & 0x8000 ? -v : v;
-}
 
 /** y [rows, out] = x w^T in float64 from the weights' values. */
 function reference(

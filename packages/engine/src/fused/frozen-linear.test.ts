@@ -2,46 +2,13 @@ import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '../init-engine.js';
 import { nativeForTests } from '../testing/native-for-tests.js';
+import { bf16Bits, bf16Value, f16Bits, f16Value, values } from '../testing/sixteen-bit-values.js';
 import { type FrozenMatrix, frozenLinear, frozenRows } from './frozen-linear.js';
 
 // The frozen 16-bit product (native/frozen-linear.c) and its input gradient against float64
 // sums written here over the bfloat16 / float16 values: few rows (the skinny forward), many rows
 // (sgemm over widened tiles), and a W of three tiles (512 rows of 2048, the last short).
 const hasNative = nativeForTests().ok;
-
-/** Deterministic values in [-1, 1) (a linear congruential stream). */
-function values(n: number, seed: number): Float32Array {
-  const out = new Float32Array(n);
-  let s = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = s / 2 ** 31 - 1;
-  }
-  return out;
-}
-
-/** bfloat16 bits of a float32, rounded to nearest even, written out here on purpose. */
-function bf16Bits(x: number): number {
-  const u = new Uint32Array(Float32Array.of(x).buffer)[0]!;
-  return ((u + 0x7fff + ((u >>> 16) & 1)) >>> 16) & 0xffff;
-}
-
-const bf16Value = (bits: number) => new Float32Array(Uint32Array.of(bits << 16).buffer)[0]!;
-
-/** float16 bits of k / 1024 (|k| < 1024, exact in float16) and back. */
-function f16Bits(x: number): number {
-  if (x === 0) return 0;
-  const a = Math.abs(x);
-  const e = Math.floor(Math.log2(a));
-  return (x < 0 ? 0x8000 : 0) | ((e + 15) << 10) | Math.round((a / 2 ** e - 1) * 1024);
-}
-
-function f16Value(bits: number): number {
-  const e = (bits >> 10) & 0x1f;
-  const m = bits & 0x3ff;
-  const v = e === 0 ? m * 2 ** -24 : (1 + m / 1024) * 2 ** (e - 15);
-  return bits & 0x8000 ? -v : v;
-}
 
 function matrixOf(dtype: 'bfloat16' | 'float16', out: number, inF: number, seed: number) {
   const f = values(out * inF, seed);

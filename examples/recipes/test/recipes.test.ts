@@ -37,60 +37,43 @@ function expectSteps(saveDir: string, key: string, steps: number[]) {
   for (const m of logged) expect(Number.isFinite(m[key])).toBe(true);
 }
 
+/** A supervised recipe (sft, rm, dpo) for 2 steps on its stand-in; returns where it saved. */
+async function runSupervised(
+  command: string,
+  recipe: string,
+  maxLength: number,
+  section: 'actor' | 'critic',
+) {
+  const saveDir = join(dir, recipe);
+  const r = await rl2([
+    command,
+    ...config(recipe),
+    `data.train.path=${data(recipe, 'standin.jsonl')}`,
+    'data.test_ratio=0.2',
+    `data.train.max_length=${maxLength}`,
+    'data.train.batch_size=4',
+    ...small(section),
+    'trainer.max_steps=2',
+    `trainer.save_dir=${saveDir}`,
+    ...QUIET,
+  ]);
+  expect(r.code, r.stderr).toBe(0);
+  expectSteps(saveDir, 'train/loss', [1, 2]);
+  return saveDir;
+}
+
 describe('RL2 recipes on their stand-ins, 2 steps each', () => {
   it('openthoughts-sft: rl2 sft', async () => {
-    const saveDir = join(dir, 'openthoughts');
-    const r = await rl2([
-      'sft',
-      ...config('openthoughts-sft'),
-      `data.train.path=${data('openthoughts-sft', 'standin.jsonl')}`,
-      'data.test_ratio=0.2',
-      'data.train.max_length=256',
-      'data.train.batch_size=4',
-      ...small('actor'),
-      'trainer.max_steps=2',
-      `trainer.save_dir=${saveDir}`,
-      ...QUIET,
-    ]);
-    expect(r.code, r.stderr).toBe(0);
-    expectSteps(saveDir, 'train/loss', [1, 2]);
+    await runSupervised('sft', 'openthoughts-sft', 256, 'actor');
   });
 
   it('skywork-rm: rl2 rm on {chosen, rejected} conversations', async () => {
-    const saveDir = join(dir, 'skywork');
-    const r = await rl2([
-      'rm',
-      ...config('skywork-rm'),
-      `data.train.path=${data('skywork-rm', 'standin.jsonl')}`,
-      'data.test_ratio=0.2',
-      'data.train.max_length=128',
-      'data.train.batch_size=4',
-      ...small('critic'),
-      'trainer.max_steps=2',
-      `trainer.save_dir=${saveDir}`,
-      ...QUIET,
-    ]);
-    expect(r.code, r.stderr).toBe(0);
-    expectSteps(saveDir, 'train/loss', [1, 2]);
+    const saveDir = await runSupervised('rm', 'skywork-rm', 128, 'critic');
     expect(metrics(saveDir).some((m) => m['train/accuracy'] !== undefined)).toBe(true);
   });
 
   it('ultrafeedback-dpo: rl2 dpo on {chosen, rejected} conversations', async () => {
-    const saveDir = join(dir, 'ultrafeedback');
-    const r = await rl2([
-      'dpo',
-      ...config('ultrafeedback-dpo'),
-      `data.train.path=${data('ultrafeedback-dpo', 'standin.jsonl')}`,
-      'data.test_ratio=0.2',
-      'data.train.max_length=128',
-      'data.train.batch_size=4',
-      ...small('actor'),
-      'trainer.max_steps=2',
-      `trainer.save_dir=${saveDir}`,
-      ...QUIET,
-    ]);
-    expect(r.code, r.stderr).toBe(0);
-    expectSteps(saveDir, 'train/loss', [1, 2]);
+    await runSupervised('dpo', 'ultrafeedback-dpo', 128, 'actor');
   });
 
   const ppo = (recipe: string, train: string, test: string, extra: string[] = []) => [

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { EXAMPLE_TOKENIZER, rl2, tmp, writeTinyData } from './helpers.js';
+import { EXAMPLE_TOKENIZER, initTinyModel, rl2, tmp, writeTinyData } from './helpers.js';
 
 describe('rl2 <trainer> --help', () => {
   it('prints the config tree with defaults and docs', async () => {
@@ -237,19 +237,7 @@ describe('bad data', () => {
   it('names the file and row of a malformed row, and the missing key', async () => {
     const dir = tmp('bad');
     const model = join(dir, 'model');
-    await rl2([
-      'init-model',
-      '--tokenizer',
-      EXAMPLE_TOKENIZER,
-      '--out',
-      model,
-      '--hidden-size',
-      '8',
-      '--layers',
-      '1',
-      '--heads',
-      '2',
-    ]);
+    await initTinyModel(model, 8);
     const file = join(dir, 'train.jsonl');
     writeFileSync(file, '{"prompt": "1+1=", "response": "2"}\n{"prompt": "2+2="}\n');
     const r = await rl2(base(file, model, join(dir, 'run')));
@@ -270,19 +258,7 @@ describe('bad data', () => {
   it('a sequence longer than max_length_per_device names the row and the key', async () => {
     const dir = tmp('long');
     const model = join(dir, 'model');
-    await rl2([
-      'init-model',
-      '--tokenizer',
-      EXAMPLE_TOKENIZER,
-      '--out',
-      model,
-      '--hidden-size',
-      '8',
-      '--layers',
-      '1',
-      '--heads',
-      '2',
-    ]);
+    await initTinyModel(model, 8);
     const files = writeTinyData(dir);
     const r = await rl2([
       ...base(files.sftTrain, model, join(dir, 'run')),

@@ -93,17 +93,20 @@ export function trainLosses(runDir: string): Map<number, number> {
   return out;
 }
 
-/** `rl2 init-model` of the tiny Qwen3 (hidden 16, 1 layer, 2 heads) the e2e tests train. */
-export async function initTinyModel(out: string): Promise<void> {
-  const r = await rl2(
-    ['init-model', '--arch', 'qwen3', '--tokenizer', EXAMPLE_TOKENIZER, '--out', out].concat([
-      '--hidden-size',
-      '16',
-      '--layers',
-      '1',
-      '--heads',
-      '2',
-    ]),
-  );
+/**
+ * `rl2 init-model` of the tiny Qwen3 the e2e tests train: 1 layer, 2 heads, hidden 16 unless
+ * `hidden` says otherwise; `extra` are further init-model flags.
+ */
+export async function initTinyModel(out: string, hidden = 16, extra: string[] = []): Promise<void> {
+  const shape = ['--hidden-size', String(hidden), '--layers', '1', '--heads', '2'];
+  const r = await rl2([
+    'init-model',
+    '--tokenizer',
+    EXAMPLE_TOKENIZER,
+    '--out',
+    out,
+    ...shape,
+    ...extra,
+  ]);
   if (r.code !== 0) throw new Error(`rl2 init-model failed (${r.code}): ${r.stderr}`);
 }

@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { rankCommand } from '../src/commands/launch-command.js';
-import { EXAMPLE_TOKENIZER, rl2, tmp, trainLosses, writeTinyData } from './helpers.js';
+import { initTinyModel, rl2, tmp, trainLosses, writeTinyData } from './helpers.js';
 
 // Qwen2.5-0.5B: 494,032,768 parameters (its published count), tied embeddings
 const qwen05b = {
@@ -168,25 +168,7 @@ describe('rl2 launch -- rl2 sft (data parallel through the CLI)', () => {
     const dir = tmp('launch-sft');
     const model = join(dir, 'model');
     const data = writeTinyData(dir);
-    expect(
-      (
-        await rl2([
-          'init-model',
-          '--arch',
-          'qwen3',
-          '--tokenizer',
-          EXAMPLE_TOKENIZER,
-          '--out',
-          model,
-          '--hidden-size',
-          '16',
-          '--layers',
-          '1',
-          '--heads',
-          '2',
-        ])
-      ).code,
-    ).toBe(0);
+    await initTinyModel(model);
     const sft = (saveDir: string) => [
       'sft',
       `actor.model_name=${model}`,

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { EXAMPLE_TOKENIZER, rl2, tmp, trainLosses, writeTinyData } from './helpers.js';
+import { initTinyModel, rl2, tmp, trainLosses, writeTinyData } from './helpers.js';
 
 // Without native kernels and tfjs-node, `auto` would pick wasm, which cannot train: the engine,
 // started for training, skips it for cpu and says so.
@@ -11,23 +11,7 @@ describe('backend fallback', () => {
     const dir = tmp('wasm');
     const model = join(dir, 'model');
     const data = writeTinyData(dir);
-    expect(
-      (
-        await rl2([
-          'init-model',
-          '--tokenizer',
-          EXAMPLE_TOKENIZER,
-          '--out',
-          model,
-          '--hidden-size',
-          '8',
-          '--layers',
-          '1',
-          '--heads',
-          '2',
-        ])
-      ).code,
-    ).toBe(0);
+    await initTinyModel(model, 8);
     const args = [
       'sft',
       `actor.model_name=${model}`,

@@ -82,15 +82,55 @@ export function writeTinyData(dir: string) {
   return files;
 }
 
+/** Every record of RUN_DIR/metrics.jsonl, in order (NaN and Infinity are logged as null). */
+export function metricRecords(runDir: string): Record<string, number>[] {
+  return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, number>);
+}
+
 /** train/loss by step from RUN_DIR/metrics.jsonl. */
 export function trainLosses(runDir: string): Map<number, number> {
   const out = new Map<number, number>();
-  for (const line of readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').split('\n')) {
-    if (!line.trim()) continue;
-    const r = JSON.parse(line) as Record<string, number>;
+  for (const r of metricRecords(runDir))
     if (r['train/loss'] !== undefined) out.set(r.step, r['train/loss']);
-  }
   return out;
+}
+
+/**
+ * A folder for tiny `rl2 ppo` runs: the tiny model, train and test rows of the given arithmetic
+ * prompts, `env(name, source)` to write an environment file and `args(saveDir, envFile, epochs,
+ * extra)` for `rl2 ppo` (2 prompts a step, 2 responses each, 4 new tokens).
+ */
+export async function tinyPpoRun(name: string, prompts: string[]) {
+  const dir = tmp(name);
+  const model = join(dir, 'model');
+  await initTinyModel(model);
+  const rows = prompts.map((q) =>
+    JSON.stringify({ messages: [{ role: 'user', content: q }], answer: 0 }),
+  );
+  for (const split of ['train', 'test'])
+    writeFileSync(join(dir, `${split}.jsonl`), `${rows.join('\n')}\n`);
+  const env = (file: string, source: string) => {
+    writeFileSync(join(dir, file), source);
+    return join(dir, file);
+  };
+  const args = (saveDir: string, envFile: string, epochs: number, extra: string[] = []) => [
+    'ppo',
+    `actor.model_name=${model}`,
+    `data.train.path=${join(dir, 'train.jsonl')}`,
+    `data.test.path=${join(dir, 'test.jsonl')}`,
+    `rollout.env_path=${envFile}`,
+    'rollout.train_prompts_per_rollout=2',
+    'rollout.responses_per_prompt=2',
+    'rollout.train_sampling_params.max_new_tokens=4',
+    `trainer.n_epochs=${epochs}`,
+    `trainer.save_dir=${saveDir}`,
+    ...QUIET_RUN,
+    ...extra,
+  ];
+  return { dir, model, env, args };
 }
 
 /**

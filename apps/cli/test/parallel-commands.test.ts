@@ -1,8 +1,8 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { rankCommand } from '../src/commands/launch-command.js';
-import { initTinyModel, rl2, tmp, trainLosses, writeTinyData } from './helpers.js';
+import { initTinyModel, metricRecords, rl2, tmp, trainLosses, writeTinyData } from './helpers.js';
 
 // Qwen2.5-0.5B: 494,032,768 parameters (its published count), tied embeddings
 const qwen05b = {
@@ -221,10 +221,7 @@ describe('rl2 launch -- rl2 sft (data parallel through the CLI)', () => {
       expect(Math.abs((b.get(step) as number) - loss) / loss, `step ${step}`).toBeLessThan(1e-5);
     // validation (test bins split over the ranks, sums all-reduced) gives the one-process test loss
     const testLoss = (run: string) =>
-      readFileSync(join(dir, run, 'metrics.jsonl'), 'utf8')
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l) as Record<string, number>)
+      metricRecords(join(dir, run))
         .filter((r) => r['test/loss'] !== undefined)
         .map((r) => r['test/loss'] as number);
     const [ta, tb] = [testLoss('one'), testLoss('two')];

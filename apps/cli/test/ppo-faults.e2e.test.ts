@@ -1,47 +1,16 @@
-import { existsSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { initTinyModel, QUIET_RUN, rl2, tmp } from './helpers.js';
+import { metricRecords, rl2, tinyPpoRun, tmp } from './helpers.js';
 import { spawnCli } from './spawn-cli.js';
 
-let dir: string;
-let model: string;
-const env = (name: string, source: string) => {
-  const file = join(dir, name);
-  writeFileSync(file, source);
-  return file;
-};
-
+let tiny: Awaited<ReturnType<typeof tinyPpoRun>>;
 beforeAll(async () => {
-  dir = tmp('ppo-faults');
-  model = join(dir, 'model');
-  await initTinyModel(model);
-  const rows = `${['1+2=', '3+4=', '5+6=', '7+8=']
-    .map((q) => JSON.stringify({ messages: [{ role: 'user', content: q }], answer: 0 }))
-    .join('\n')}\n`;
-  writeFileSync(join(dir, 'train.jsonl'), rows);
-  writeFileSync(join(dir, 'test.jsonl'), rows);
+  tiny = await tinyPpoRun('ppo-faults', ['1+2=', '3+4=', '5+6=', '7+8=']);
 });
-
-const ppo = (saveDir: string, envFile: string, extra: string[] = []) => [
-  'ppo',
-  `actor.model_name=${model}`,
-  `data.train.path=${join(dir, 'train.jsonl')}`,
-  `data.test.path=${join(dir, 'test.jsonl')}`,
-  `rollout.env_path=${envFile}`,
-  'rollout.train_prompts_per_rollout=2',
-  'rollout.responses_per_prompt=2',
-  'rollout.train_sampling_params.max_new_tokens=4',
-  'trainer.n_epochs=20',
-  `trainer.save_dir=${saveDir}`,
-  ...QUIET_RUN,
-  ...extra,
-];
-const metricRecords = (saveDir: string) =>
-  readFileSync(join(saveDir, 'metrics.jsonl'), 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as Record<string, number>);
+const env = (name: string, source: string) => tiny.env(name, source);
+const ppo = (saveDir: string, envFile: string, extra: string[] = []) =>
+  tiny.args(saveDir, envFile, 20, extra);
 
 describe('rl2 ppo stops when it trains on nothing (it used to finish, save and exit 0)', () => {
   it('an env whose step() always throws: exit 1 at the first step, naming the cause and rollout.max_failed_steps', async () => {
@@ -97,9 +66,12 @@ describe('rl2 ppo stops when it trains on nothing (it used to finish, save and e
 
   it('an SGLang server (rl2 serve) killed mid-run: exit 1 at once, naming rollout.server_urls, with the steps done saved', async () => {
     let url = '';
-    const server = spawnCli(['serve', '--model', model, '--port', '0', '--threads', '1'], (out) => {
-      url ||= /ready: (http:\/\/\S+)/.exec(out)?.[1] ?? '';
-    });
+    const server = spawnCli(
+      ['serve', '--model', tiny.model, '--port', '0', '--threads', '1'],
+      (out) => {
+        url ||= /ready: (http:\/\/\S+)/.exec(out)?.[1] ?? '';
+      },
+    );
     for (let i = 0; i < 600 && !url; i++) await new Promise((r) => setTimeout(r, 100));
     expect(url, server.output()).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     // two turns with a pause between them: the turn after the kill always asks the dead server

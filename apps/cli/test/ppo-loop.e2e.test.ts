@@ -1,15 +1,8 @@
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initTinyModel, QUIET_RUN, rl2, tmp } from './helpers.js';
+import { metricRecords, rl2, tinyPpoRun } from './helpers.js';
 
-let dir: string;
-let model: string;
-const env = (name: string, source: string) => {
-  const file = join(dir, name);
-  writeFileSync(file, source);
-  return file;
-};
 /** Rewards the share of digits in the reply: the responses of a group differ. */
 const DIGITS = `export async function step(state, action) {
   const chars = [...action.replace('<|im_end|>', '')];
@@ -17,38 +10,20 @@ const DIGITS = `export async function step(state, action) {
 }
 `;
 
+let tiny: Awaited<ReturnType<typeof tinyPpoRun>>;
+let dir: string;
 beforeAll(async () => {
-  dir = tmp('ppo-loop');
-  model = join(dir, 'model');
-  await initTinyModel(model);
   // 5 prompts at 2 per step: 2 steps per epoch, one prompt left out of each
-  const rows = `${['1+2=', '3+4=', '5+6=', '7+8=', '9+1=']
-    .map((q) => JSON.stringify({ messages: [{ role: 'user', content: q }], answer: 0 }))
-    .join('\n')}\n`;
-  writeFileSync(join(dir, 'train.jsonl'), rows);
-  writeFileSync(join(dir, 'test.jsonl'), rows);
+  tiny = await tinyPpoRun('ppo-loop', ['1+2=', '3+4=', '5+6=', '7+8=', '9+1=']);
+  dir = tiny.dir;
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const ppo = (saveDir: string, envFile: string, extra: string[] = []) => [
-  'ppo',
-  `actor.model_name=${model}`,
-  `data.train.path=${join(dir, 'train.jsonl')}`,
-  `data.test.path=${join(dir, 'test.jsonl')}`,
-  `rollout.env_path=${envFile}`,
-  'rollout.train_prompts_per_rollout=2',
-  'rollout.responses_per_prompt=2',
-  'rollout.train_sampling_params.max_new_tokens=4',
-  'trainer.n_epochs=2',
-  `trainer.save_dir=${saveDir}`,
-  ...QUIET_RUN,
-  ...extra,
-];
+const env = (name: string, source: string) => tiny.env(name, source);
+const ppo = (saveDir: string, envFile: string, extra: string[] = []) =>
+  tiny.args(saveDir, envFile, 2, extra);
 const testSteps = (saveDir: string) =>
-  readFileSync(join(saveDir, 'metrics.jsonl'), 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as Record<string, number>)
+  metricRecords(saveDir)
     .filter((r) => r['test/reward/mean'] !== undefined)
     .map((r) => r.step);
 

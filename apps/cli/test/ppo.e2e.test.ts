@@ -1,7 +1,7 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { initTinyModel, rl2, tmp } from './helpers.js';
+import { initTinyModel, metricRecords, rl2, tmp } from './helpers.js';
 
 let dir: string;
 let model: string;
@@ -54,10 +54,7 @@ describe('rl2 ppo end to end', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/evaluation @ step 0: reward/);
     expect(r.stdout).toMatch(/done: 3 steps, test reward \d\.\d{4} -> \d\.\d{4}, checkpoint/);
-    const records = readFileSync(join(saveDir, 'metrics.jsonl'), 'utf8')
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as Record<string, number>);
+    const records = metricRecords(saveDir);
     expect(records.filter((x) => x['train/reward/mean'] !== undefined).map((x) => x.step)).toEqual([
       1, 2, 3,
     ]);

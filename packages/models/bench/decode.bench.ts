@@ -5,7 +5,9 @@
 // and for PyTorch 1.13 (scripts/bench_decode_torch.py, float32; skipped with a line when
 // /usr/bin/python3 has no torch). Each engine runs in its own process (peak RSS is its own).
 // The bandwidth limit: a 2-thread read of a 1 GiB buffer (best of torch sum and dot; none without
-// torch) / the weight bytes a decode step reads, tokens/s at batch 1.
+// torch) / the weight bytes a decode step reads, tokens/s at batch 1. The compute limit: torch's
+// float32 GFLOP/s on a 2048^3 product / 2 flops per weight per token, tokens/s at any batch; it
+// bounds batch 64 / batch 8 (printed beside the table).
 // llama.cpp rows (bench/decode-llama.ts): node-llama-cpp's prebuilt CPU binary on F32 and BF16
 // GGUF files written by scripts/write-gguf.ts from a bf16 checkpoint of the same shape (seed 1),
 // same prompts and threads; skipped with a line when node-llama-cpp cannot load.
@@ -155,6 +157,7 @@ async function main() {
     existsSync(python) &&
     spawnSync(python, ['-c', 'import torch'], { encoding: 'utf8' }).status === 0;
   let gbPerS: number;
+  let gflops = Number.NaN;
   let bwHow: string;
   if (hasTorch) {
     const batches = BATCHES.join(',');
@@ -168,9 +171,11 @@ async function main() {
       batches,
     ]) as Row & {
       bandwidthGbPerS: number;
+      sgemmGflopS: number;
     };
     rows.push(t);
     gbPerS = t.bandwidthGbPerS;
+    gflops = t.sgemmGflopS;
     bwHow = `best of torch sum and dot over 1 GiB, ${THREADS} threads`;
   } else {
     console.log('PyTorch: skipped (/usr/bin/python3 has no torch); bandwidth not measured');
@@ -183,6 +188,7 @@ async function main() {
     `bandwidth ${gbPerS.toFixed(1)} GB/s (${bwHow}); decode limit at batch 1: ` +
       `${limit(f32Bytes).toFixed(1)} tok/s float32, ${limit(f32Bytes / 2).toFixed(1)} tok/s 16-bit`,
   );
+  sayComputeLimit(gflops, rows);
   console.log(
     `\n| engine | ${BATCHES.map((b) => `decode tok/s b${b}`).join(' | ')} | prefill ${PREFILL} tok/s | peak RSS MB | b1 / limit |`,
   );
@@ -220,6 +226,25 @@ async function llamaRows(tsx: string, self: string, passThrough: string[]): Prom
     rmSync(ggufs.dir, { recursive: true, force: true });
   }
   return rows;
+}
+
+/**
+ * The compute limit (2 flops per weight per token at the measured float32 GFLOP/s) and, for each
+ * rl2 row, the largest batch 64 / batch 8 ratio it leaves: b64 can be at most limit / b8 times b8.
+ */
+function sayComputeLimit(gflops: number, rows: Row[]): void {
+  if (Number.isNaN(gflops)) return;
+  const tokS = (gflops * 1e9) / (2 * paramCount());
+  const ratios = rows
+    .filter((r) => r.engine.startsWith('rl2') && r.decode[8] && r.decode[64])
+    .map(
+      (r) =>
+        `${r.engine} b64/b8 ${(r.decode[64]! / r.decode[8]!).toFixed(2)}x of at most ${(tokS / r.decode[8]!).toFixed(2)}x`,
+    );
+  console.log(
+    `compute ${gflops.toFixed(1)} GFLOP/s (torch float32 2048^3, ${THREADS} threads); decode limit at any batch: ` +
+      `${tokS.toFixed(1)} tok/s${ratios.length ? `; ${ratios.join('; ')}` : ''}`,
+  );
 }
 
 /** Parameters of the 0.6B shape (tied head counted once). */

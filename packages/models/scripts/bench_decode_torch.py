@@ -2,7 +2,7 @@
 """PyTorch 1.13 CPU side of `pnpm bench decode`: a Qwen3-0.6B-shaped decoder (random float32
 weights, q/k RMSNorm, grouped-query attention, tied head) with a KV cache: greedy decode
 tokens/s per batch, prefill tokens/s of a 512-token prompt, peak RSS, and the read bandwidth
-of a 1 GiB sum with the same threads. Prints one JSON line. Usage:
+of a 1 GiB sum and the float32 GFLOP/s of a 2048^3 product with the same threads. Prints one JSON line. Usage:
     python3 bench_decode_torch.py --threads N --new N --batches 1,8,64
 """
 import argparse
@@ -91,6 +91,13 @@ def main():
         op(buf)
         bandwidth = max(bandwidth, buf.numel() * 4 / (time.perf_counter() - t0) / 1e9)
     del buf
+    a2, b2 = torch.randn(2048, 2048), torch.randn(2048, 2048)
+    sgemm = 0.0
+    for _ in range(3):  # best of 3 float32 2048^3 products: the compute limit
+        t0 = time.perf_counter()
+        a2 @ b2
+        sgemm = max(sgemm, 2 * 2048**3 / (time.perf_counter() - t0) / 1e9)
+    del a2, b2
     g = torch.Generator().manual_seed(1)
     layers = [Layer(g) for _ in range(L)]
     embed, norm = torch.randn(V, H, generator=g) * 0.02, torch.ones(H)
@@ -103,7 +110,7 @@ def main():
         forward(layers, embed, norm, ids, 0, [{} for _ in layers]).argmax(-1)
         prefill = PREFILL / (time.perf_counter() - t0)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    row = {"engine": "PyTorch 1.13 float32", "decode": decode, "prefill": prefill, "peakRssMb": rss, "bandwidthGbPerS": bandwidth}
+    row = {"engine": "PyTorch 1.13 float32", "decode": decode, "prefill": prefill, "peakRssMb": rss, "bandwidthGbPerS": bandwidth, "sgemmGflopS": sgemm}
     print(json.dumps(row))
 
 

@@ -68,10 +68,7 @@ function masterPort(env: Env): number {
   return port;
 }
 
-function check(
-  e: LaunchEnv,
-  names: Record<'rank' | 'worldSize' | 'localRank' | 'localWorldSize', string>,
-): LaunchEnv {
+function check(e: LaunchEnv, names: Names): LaunchEnv {
   const bad = (msg: string) =>
     new ParallelError('LAUNCH_ENV', `${e.source} environment is inconsistent: ${msg}`);
   if (e.worldSize < 1) throw bad(`${names.worldSize}=${e.worldSize} must be >= 1.`);
@@ -106,144 +103,146 @@ function check(
  */
 export function readLaunchEnv(env: Env = process.env): LaunchEnv {
   const port = masterPort(env);
-  if (env.RANK !== undefined || env.WORLD_SIZE !== undefined || env.LOCAL_RANK !== undefined) {
-    const why = 'other torchrun variables are set';
-    const rank = required(env, 'RANK', 0, why);
-    const worldSize = required(env, 'WORLD_SIZE', 1, why);
-    const masterAddr = env.MASTER_ADDR;
-    if (env.LOCAL_RANK === undefined) {
-      if (!masterAddr && worldSize > 1) {
-        throw new ParallelError(
-          'LAUNCH_ENV',
-          `RANK and WORLD_SIZE are set (PyTorchJob style) but MASTER_ADDR is not; set MASTER_ADDR to rank 0's host.`,
-        );
-      }
-      const e: LaunchEnv = {
-        rank,
-        worldSize,
-        localRank: 0,
-        localWorldSize: 1,
-        nodeRank: rank,
-        masterAddr: masterAddr || '127.0.0.1',
-        masterPort: port,
-        source: 'pytorchjob',
-      };
-      return check(e, {
-        rank: 'RANK',
-        worldSize: 'WORLD_SIZE',
-        localRank: 'LOCAL_RANK',
-        localWorldSize: 'LOCAL_WORLD_SIZE',
-      });
-    }
-    const localRank = required(env, 'LOCAL_RANK', 0, why);
-    const localWorldSize = int(env, 'LOCAL_WORLD_SIZE', 1) ?? worldSize;
-    const nodeRank = int(env, 'GROUP_RANK', 0) ?? Math.floor(rank / localWorldSize);
-    if (!masterAddr && localWorldSize < worldSize) {
-      throw new ParallelError(
-        'LAUNCH_ENV',
-        `WORLD_SIZE=${worldSize} spans several nodes (LOCAL_WORLD_SIZE=${localWorldSize}) but MASTER_ADDR is not set.`,
-      );
-    }
-    const e: LaunchEnv = {
-      rank,
-      worldSize,
-      localRank,
-      localWorldSize,
-      nodeRank,
-      masterAddr: masterAddr || '127.0.0.1',
-      masterPort: port,
-      source: 'torchrun',
-    };
-    if (worldSize % localWorldSize !== 0) {
-      throw new ParallelError(
-        'LAUNCH_ENV',
-        `torchrun environment is inconsistent: WORLD_SIZE=${worldSize} is not a multiple of LOCAL_WORLD_SIZE=${localWorldSize}.`,
-      );
-    }
-    return check(e, {
-      rank: 'RANK',
-      worldSize: 'WORLD_SIZE',
-      localRank: 'LOCAL_RANK',
-      localWorldSize: 'LOCAL_WORLD_SIZE',
-    });
+  if (env.RANK !== undefined || env.WORLD_SIZE !== undefined || env.LOCAL_RANK !== undefined)
+    return env.LOCAL_RANK === undefined ? fromPyTorchJob(env, port) : fromTorchrun(env, port);
+  if (env.OMPI_COMM_WORLD_RANK !== undefined) return fromOpenMpi(env, port);
+  if (env.SLURM_PROCID !== undefined) return fromSlurm(env, port);
+  return { ...SINGLE, masterAddr: env.MASTER_ADDR || '127.0.0.1', masterPort: port };
+}
+
+type Names = Record<'rank' | 'worldSize' | 'localRank' | 'localWorldSize', string>;
+type Layout = Pick<LaunchEnv, 'rank' | 'worldSize' | 'localRank' | 'localWorldSize' | 'nodeRank'>;
+
+const TORCHRUN_NAMES: Names = {
+  rank: 'RANK',
+  worldSize: 'WORLD_SIZE',
+  localRank: 'LOCAL_RANK',
+  localWorldSize: 'LOCAL_WORLD_SIZE',
+};
+const SINGLE: Omit<LaunchEnv, 'masterAddr' | 'masterPort'> = {
+  rank: 0,
+  worldSize: 1,
+  localRank: 0,
+  localWorldSize: 1,
+  nodeRank: 0,
+  source: 'single',
+};
+
+/** The launch env of one launcher's layout, checked against the variables it came from. */
+function launched(
+  source: LaunchSource,
+  layout: Layout,
+  masterAddr: string | undefined,
+  port: number,
+  names: Names,
+) {
+  return check(
+    { ...layout, masterAddr: masterAddr || '127.0.0.1', masterPort: port, source },
+    names,
+  );
+}
+
+/** Kubernetes PyTorchJob: RANK and WORLD_SIZE without LOCAL_RANK, one process per pod. */
+function fromPyTorchJob(env: Env, port: number): LaunchEnv {
+  const why = 'other torchrun variables are set';
+  const rank = required(env, 'RANK', 0, why);
+  const worldSize = required(env, 'WORLD_SIZE', 1, why);
+  if (!env.MASTER_ADDR && worldSize > 1) {
+    throw new ParallelError(
+      'LAUNCH_ENV',
+      `RANK and WORLD_SIZE are set (PyTorchJob style) but MASTER_ADDR is not; set MASTER_ADDR to rank 0's host.`,
+    );
   }
-  if (env.OMPI_COMM_WORLD_RANK !== undefined) {
-    const why = 'OMPI_COMM_WORLD_RANK is set';
-    const rank = required(env, 'OMPI_COMM_WORLD_RANK', 0, why);
-    const worldSize = required(env, 'OMPI_COMM_WORLD_SIZE', 1, why);
-    const localRank = int(env, 'OMPI_COMM_WORLD_LOCAL_RANK', 0) ?? 0;
-    const localWorldSize = int(env, 'OMPI_COMM_WORLD_LOCAL_SIZE', 1) ?? 1;
-    if (!env.MASTER_ADDR && localWorldSize < worldSize) {
+  const layout = { rank, worldSize, localRank: 0, localWorldSize: 1, nodeRank: rank };
+  return launched('pytorchjob', layout, env.MASTER_ADDR, port, TORCHRUN_NAMES);
+}
+
+/** torchrun / `rl2 launch`: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK. */
+function fromTorchrun(env: Env, port: number): LaunchEnv {
+  const why = 'other torchrun variables are set';
+  const rank = required(env, 'RANK', 0, why);
+  const worldSize = required(env, 'WORLD_SIZE', 1, why);
+  const localRank = required(env, 'LOCAL_RANK', 0, why);
+  const localWorldSize = int(env, 'LOCAL_WORLD_SIZE', 1) ?? worldSize;
+  const nodeRank = int(env, 'GROUP_RANK', 0) ?? Math.floor(rank / localWorldSize);
+  if (!env.MASTER_ADDR && localWorldSize < worldSize) {
+    throw new ParallelError(
+      'LAUNCH_ENV',
+      `WORLD_SIZE=${worldSize} spans several nodes (LOCAL_WORLD_SIZE=${localWorldSize}) but MASTER_ADDR is not set.`,
+    );
+  }
+  if (worldSize % localWorldSize !== 0) {
+    throw new ParallelError(
+      'LAUNCH_ENV',
+      `torchrun environment is inconsistent: WORLD_SIZE=${worldSize} is not a multiple of LOCAL_WORLD_SIZE=${localWorldSize}.`,
+    );
+  }
+  const layout = { rank, worldSize, localRank, localWorldSize, nodeRank };
+  return launched('torchrun', layout, env.MASTER_ADDR, port, TORCHRUN_NAMES);
+}
+
+/** Open MPI: OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE (MASTER_ADDR needed across nodes). */
+function fromOpenMpi(env: Env, port: number): LaunchEnv {
+  const why = 'OMPI_COMM_WORLD_RANK is set';
+  const rank = required(env, 'OMPI_COMM_WORLD_RANK', 0, why);
+  const worldSize = required(env, 'OMPI_COMM_WORLD_SIZE', 1, why);
+  const localRank = int(env, 'OMPI_COMM_WORLD_LOCAL_RANK', 0) ?? 0;
+  const localWorldSize = int(env, 'OMPI_COMM_WORLD_LOCAL_SIZE', 1) ?? 1;
+  if (!env.MASTER_ADDR && localWorldSize < worldSize) {
+    throw new ParallelError(
+      'LAUNCH_ENV',
+      `Open MPI job spans several nodes (OMPI_COMM_WORLD_SIZE=${worldSize}, ` +
+        `OMPI_COMM_WORLD_LOCAL_SIZE=${localWorldSize}) but MASTER_ADDR is not set; pass -x ` +
+        `MASTER_ADDR=<host of rank 0> to mpirun.`,
+    );
+  }
+  const layout = {
+    rank,
+    worldSize,
+    localRank,
+    localWorldSize,
+    nodeRank: Math.floor(rank / localWorldSize),
+  };
+  return launched('openmpi', layout, env.MASTER_ADDR, port, {
+    rank: 'OMPI_COMM_WORLD_RANK',
+    worldSize: 'OMPI_COMM_WORLD_SIZE',
+    localRank: 'OMPI_COMM_WORLD_LOCAL_RANK',
+    localWorldSize: 'OMPI_COMM_WORLD_LOCAL_SIZE',
+  });
+}
+
+/** Slurm srun: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID; MASTER_ADDR from the node list. */
+function fromSlurm(env: Env, port: number): LaunchEnv {
+  const why = 'SLURM_PROCID is set (run under srun)';
+  const rank = required(env, 'SLURM_PROCID', 0, why);
+  const worldSize = required(env, 'SLURM_NTASKS', 1, why);
+  const localRank = int(env, 'SLURM_LOCALID', 0) ?? 0;
+  const nodeRank = int(env, 'SLURM_NODEID', 0) ?? 0;
+  const perNode = env.SLURM_TASKS_PER_NODE
+    ? slurmTasksOnNode(env.SLURM_TASKS_PER_NODE, nodeRank)
+    : undefined;
+  const localWorldSize = int(env, 'SLURM_NTASKS_PER_NODE', 1) ?? perNode ?? worldSize;
+  let masterAddr = env.MASTER_ADDR;
+  if (!masterAddr) {
+    const list = env.SLURM_JOB_NODELIST ?? env.SLURM_NODELIST;
+    if (list) masterAddr = firstSlurmHost(list);
+    else if (localWorldSize < worldSize) {
       throw new ParallelError(
         'LAUNCH_ENV',
-        `Open MPI job spans several nodes (OMPI_COMM_WORLD_SIZE=${worldSize}, ` +
-          `OMPI_COMM_WORLD_LOCAL_SIZE=${localWorldSize}) but MASTER_ADDR is not set; pass -x ` +
-          `MASTER_ADDR=<host of rank 0> to mpirun.`,
+        'Slurm job spans several nodes but neither MASTER_ADDR nor SLURM_JOB_NODELIST is set.',
       );
     }
-    const e: LaunchEnv = {
-      rank,
-      worldSize,
-      localRank,
-      localWorldSize,
-      nodeRank: Math.floor(rank / localWorldSize),
-      masterAddr: env.MASTER_ADDR || '127.0.0.1',
-      masterPort: port,
-      source: 'openmpi',
-    };
-    return check(e, {
-      rank: 'OMPI_COMM_WORLD_RANK',
-      worldSize: 'OMPI_COMM_WORLD_SIZE',
-      localRank: 'OMPI_COMM_WORLD_LOCAL_RANK',
-      localWorldSize: 'OMPI_COMM_WORLD_LOCAL_SIZE',
-    });
   }
-  if (env.SLURM_PROCID !== undefined) {
-    const why = 'SLURM_PROCID is set (run under srun)';
-    const rank = required(env, 'SLURM_PROCID', 0, why);
-    const worldSize = required(env, 'SLURM_NTASKS', 1, why);
-    const localRank = int(env, 'SLURM_LOCALID', 0) ?? 0;
-    const nodeRank = int(env, 'SLURM_NODEID', 0) ?? 0;
-    const perNode = env.SLURM_TASKS_PER_NODE
-      ? slurmTasksOnNode(env.SLURM_TASKS_PER_NODE, nodeRank)
-      : undefined;
-    const localWorldSize = int(env, 'SLURM_NTASKS_PER_NODE', 1) ?? perNode ?? worldSize;
-    let masterAddr = env.MASTER_ADDR;
-    if (!masterAddr) {
-      const list = env.SLURM_JOB_NODELIST ?? env.SLURM_NODELIST;
-      if (list) masterAddr = firstSlurmHost(list);
-      else if (localWorldSize < worldSize) {
-        throw new ParallelError(
-          'LAUNCH_ENV',
-          'Slurm job spans several nodes but neither MASTER_ADDR nor SLURM_JOB_NODELIST is set.',
-        );
-      }
-    }
-    const e: LaunchEnv = {
-      rank,
-      worldSize,
-      localRank,
-      localWorldSize,
-      nodeRank,
-      masterAddr: masterAddr || '127.0.0.1',
-      masterPort: port,
-      source: 'slurm',
-    };
-    return check(e, {
+  return launched(
+    'slurm',
+    { rank, worldSize, localRank, localWorldSize, nodeRank },
+    masterAddr,
+    port,
+    {
       rank: 'SLURM_PROCID',
       worldSize: 'SLURM_NTASKS',
       localRank: 'SLURM_LOCALID',
       localWorldSize: 'SLURM_NTASKS_PER_NODE',
-    });
-  }
-  return {
-    rank: 0,
-    worldSize: 1,
-    localRank: 0,
-    localWorldSize: 1,
-    nodeRank: 0,
-    masterAddr: env.MASTER_ADDR || '127.0.0.1',
-    masterPort: port,
-    source: 'single',
-  };
+    },
+  );
 }

@@ -5,6 +5,7 @@ import { nativeForTests } from '@rl2/engine/testing';
 import { loadModel } from '../checkpoint/load-checkpoint.js';
 import type { DecoderModel } from '../model/decoder-model.js';
 import { fusedDecoder } from './fused-decoder.js';
+import { createGenerator } from './generator.js';
 import type { KvDecoder } from './kv-decoder.js';
 import { pagedDecoder } from './paged-decoder.js';
 
@@ -183,4 +184,29 @@ describe.skipIf(!hasNative)('pagedDecoder', () => {
     expect(pool.segments).toBe(0);
     expect(pool.bytes).toBe(0);
   });
+
+  it.each([0, 1])(
+    'the generator at temperature %s: a paged cache gives the tokens of a contiguous one (groups, joining rows)',
+    async (temperature) => {
+      const model = models.qwen3!;
+      // a group of 3 responses per prompt; 3 rows at a time, so rows join as others finish
+      const prompts = [
+        [1, 17, 99, 5, 64],
+        [1, 8],
+        [1, 120, 33, 2, 91, 60, 7, 7, 100],
+      ].flatMap((p) => [p, p, p]);
+      const results = async (kvCache: 'paged' | 'contiguous') => {
+        const gen = createGenerator(model, { maxBatch: 3, kvCache, seed: 3 });
+        return Promise.all(
+          prompts.map((p, i) => gen.generate({ inputIds: p, temperature, maxNewTokens: 6 + 3 * (i % 4), ignoreEos: true })),
+        );
+      };
+      const paged = await results('paged');
+      const contiguous = await results('contiguous');
+      paged.forEach((r, i) => {
+        expect(r.outputIds).toEqual(contiguous[i]!.outputIds);
+        r.logprobs.forEach((lp, j) => expect(Math.abs(lp - contiguous[i]!.logprobs[j]!)).toBeLessThan(1e-5));
+      });
+    },
+  );
 });

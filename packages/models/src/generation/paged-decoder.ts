@@ -138,7 +138,7 @@ export function pagedDecoder(
         reserve(row, s - pad[i]!);
         return row;
       });
-      const pick = <T>(xs: T[]) => unique.flatMap((i) => xs[i]!);
+      const pick = (xs: number[][]) => unique.flatMap((i) => xs[i]!);
       const logits = forward(pick(tokens), pick(positions), own, s, unique.map((i) => pad[i]!));
       own.forEach((row, u) => {
         row.length = s - pad[unique[u]!]!;

@@ -27,7 +27,8 @@ static const float *block_of(const struct paged_kv *pg, int64_t b, int64_t jb, i
 }
 
 const char *paged_check(const struct paged_kv *pg, int64_t B, int64_t S, const int32_t *pad) {
-  if (pg->bs < 1 || pg->tw < 1 || pg->seg_blocks < 1 || pg->nseg < 1) return "bad paged dims (need blockSize, tableWidth, segmentBlocks >= 1 and a segment)";
+  if (pg->bs < 1 || pg->tw < 1 || pg->seg_blocks < 1 || pg->nseg < 1)
+    return "bad paged dims (need blockSize, tableWidth, segmentBlocks >= 1 and a segment)";
   int64_t blocks = pg->nseg * pg->seg_blocks;
   for (int64_t b = 0; b < B; b++) {
     if (pad[b] < 0 || pad[b] >= S) return "padLeft must be in [0, S) for a paged cache";

@@ -54,7 +54,17 @@ export class BlockPool {
 
   /** Bytes of keys and values the pool holds (every layer's segments). */
   get bytes(): number {
-    return this.segments * this.segmentBlocks * this.blockFloats * 4 * 2 * this.shape.layers;
+    return this.segments * this.segmentBlocks * this.blockBytes;
+  }
+
+  /** Bytes of keys and values in held blocks (what `bytes` would be with segments of one block). */
+  get heldBytes(): number {
+    return this.heldBlocks * this.blockBytes;
+  }
+
+  /** Bytes of one block's keys and values over every layer. */
+  private get blockBytes(): number {
+    return this.blockFloats * 4 * 2 * this.shape.layers;
   }
 
   /** References to block `id` (0: free). */
@@ -75,13 +85,15 @@ export class BlockPool {
 
   /** One more reference to a held block (a row sharing it). */
   retain(id: number): void {
-    if (this.count(id) < 1) throw new ModelsError('INVALID_ARGUMENT', `BlockPool.retain: block ${id} is free`);
+    if (this.count(id) < 1)
+      throw new ModelsError('INVALID_ARGUMENT', `BlockPool.retain: block ${id} is free`);
     this.refs[id]! += 1;
   }
 
   /** Drops one reference; at 0 the block is free, and empty trailing segments are dropped. */
   release(id: number): void {
-    if (this.count(id) < 1) throw new ModelsError('INVALID_ARGUMENT', `BlockPool.release: block ${id} is free`);
+    if (this.count(id) < 1)
+      throw new ModelsError('INVALID_ARGUMENT', `BlockPool.release: block ${id} is free`);
     this.refs[id]! -= 1;
     if (this.refs[id]! > 0) return;
     this.segmentHeld[Math.floor(id / this.segmentBlocks)]! -= 1;

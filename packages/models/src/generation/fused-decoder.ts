@@ -137,7 +137,10 @@ function layerWeights(
  * changed since the last call (a new tensor, or new data: an optimizer step, a weight load);
  * the check is one pass over the parameter map, so a step builds no per-layer arrays.
  */
-export function preparedWeights(model: DecoderModel, dtype: WeightDtype): () => PreparedDecodeModel {
+export function preparedWeights(
+  model: DecoderModel,
+  dtype: WeightDtype,
+): () => PreparedDecodeModel {
   let prepared: PreparedDecodeModel | undefined;
   let seen: [tf.Variable, object][] = [];
   const dataId = (t: tf.Variable) => (t as unknown as { dataId: object }).dataId;

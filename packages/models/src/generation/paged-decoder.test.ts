@@ -38,7 +38,9 @@ function padded(ps: number[][]) {
   const len = Math.max(...ps.map((p) => p.length));
   return {
     tokens: ps.map((p) => [...new Array<number>(len - p.length).fill(0), ...p]),
-    positions: ps.map((p) => Array.from({ length: len }, (_, t) => Math.max(0, t - (len - p.length)))),
+    positions: ps.map((p) =>
+      Array.from({ length: len }, (_, t) => Math.max(0, t - (len - p.length))),
+    ),
     pad: ps.map((p) => len - p.length),
   };
 }
@@ -52,7 +54,9 @@ function pair(model: DecoderModel, blockSize: number) {
   const compare = (a: Float32Array, b: Float32Array, what: string) => {
     const scale = Math.max(...b.map(Math.abs));
     expect(maxDiff(a, b) / scale, what).toBeLessThan(1e-5);
-    expect(argmaxRows(a, a.length / model.config.vocabSize)).toEqual(argmaxRows(b, b.length / model.config.vocabSize));
+    expect(argmaxRows(a, a.length / model.config.vocabSize)).toEqual(
+      argmaxRows(b, b.length / model.config.vocabSize),
+    );
   };
   return {
     paged,
@@ -86,7 +90,8 @@ function pair(model: DecoderModel, blockSize: number) {
 describe.skipIf(!hasNative)('pagedDecoder', () => {
   beforeAll(async () => {
     await initEngine({ backend: 'native', threads: 2, logger: () => {}, env: {} });
-    for (const name of ['llama', 'qwen2', 'qwen3']) models[name] = (await loadModel(join(FIX, name))).model;
+    for (const name of ['llama', 'qwen2', 'qwen3'])
+      models[name] = (await loadModel(join(FIX, name))).model;
   });
 
   it.each(['llama', 'qwen2', 'qwen3'])(
@@ -127,12 +132,7 @@ describe.skipIf(!hasNative)('pagedDecoder', () => {
       const p = [1, 40, 7, 99, 3, 12, 5, 64, 18, 2];
       const q = [1, 9, 9];
       let next = await run.join([p, p, q, p]);
-      expect(run.rows().map((r) => r.blocks)).toEqual([
-        [0, 1, 2],
-        [0, 1, 2],
-        [3],
-        [0, 1, 2],
-      ]);
+      expect(run.rows().map((r) => r.blocks)).toEqual([[0, 1, 2], [0, 1, 2], [3], [0, 1, 2]]);
       expect(run.paged.pool.heldBlocks).toBe(4);
       // the group's rows diverge: each takes a different token
       next = next.map((t, i) => (t + 5 * i) % model.config.vocabSize);
@@ -149,19 +149,22 @@ describe.skipIf(!hasNative)('pagedDecoder', () => {
     },
   );
 
-  it.each(['llama', 'qwen3'])('%s: a long prefill (several query tiles, padding across tiles) and its steps', async (name) => {
-    const model = models[name]!;
-    const run = pair(model, 16);
-    const prompts = [150, 70, 1, 129].map((n, r) =>
-      Array.from({ length: n }, (_, t) => (t * 37 + r * 11 + 1) % model.config.vocabSize),
-    );
-    let next = await run.join(prompts);
-    let pos = [150, 70, 1, 129];
-    for (let step = 0; step < 4; step++) {
-      next = await run.step(next, pos, `step ${step}`);
-      pos = pos.map((p) => p + 1);
-    }
-  });
+  it.each(['llama', 'qwen3'])(
+    '%s: a long prefill (several query tiles, padding across tiles) and its steps',
+    async (name) => {
+      const model = models[name]!;
+      const run = pair(model, 16);
+      const prompts = [150, 70, 1, 129].map((n, r) =>
+        Array.from({ length: n }, (_, t) => (t * 37 + r * 11 + 1) % model.config.vocabSize),
+      );
+      let next = await run.join(prompts);
+      let pos = [150, 70, 1, 129];
+      for (let step = 0; step < 4; step++) {
+        next = await run.step(next, pos, `step ${step}`);
+        pos = pos.map((p) => p + 1);
+      }
+    },
+  );
 
   it('a leaving row frees its blocks, and the pool its empty segments', async () => {
     const model = models.qwen3!;
@@ -172,7 +175,16 @@ describe.skipIf(!hasNative)('pagedDecoder', () => {
     const out = await paged.prefill(p.tokens, p.positions, p.pad);
     // eight rows of a 10-token prompt hold its 3 blocks once
     expect(pool.heldBlocks).toBe(3);
-    expect(pool.bytes).toBe(2 * pool.segmentBlocks * model.config.numKvHeads * 4 * model.config.headDim * 4 * 2 * model.config.numLayers);
+    expect(pool.bytes).toBe(
+      2 *
+        pool.segmentBlocks *
+        model.config.numKvHeads *
+        4 *
+        model.config.headDim *
+        4 *
+        2 *
+        model.config.numLayers,
+    );
     let kv = out.kv;
     kv = (await paged.step(kv, [5, 6, 7, 8, 9, 10, 11, 12], new Array(8).fill(10))).kv;
     // the shared partial block: 7 rows copied it, the last wrote into it
@@ -198,14 +210,23 @@ describe.skipIf(!hasNative)('pagedDecoder', () => {
       const results = async (kvCache: 'paged' | 'contiguous') => {
         const gen = createGenerator(model, { maxBatch: 3, kvCache, seed: 3 });
         return Promise.all(
-          prompts.map((p, i) => gen.generate({ inputIds: p, temperature, maxNewTokens: 6 + 3 * (i % 4), ignoreEos: true })),
+          prompts.map((p, i) =>
+            gen.generate({
+              inputIds: p,
+              temperature,
+              maxNewTokens: 6 + 3 * (i % 4),
+              ignoreEos: true,
+            }),
+          ),
         );
       };
       const paged = await results('paged');
       const contiguous = await results('contiguous');
       paged.forEach((r, i) => {
         expect(r.outputIds).toEqual(contiguous[i]!.outputIds);
-        r.logprobs.forEach((lp, j) => expect(Math.abs(lp - contiguous[i]!.logprobs[j]!)).toBeLessThan(1e-5));
+        r.logprobs.forEach((lp, j) => {
+          expect(Math.abs(lp - contiguous[i]!.logprobs[j]!)).toBeLessThan(1e-5);
+        });
       });
     },
   );

@@ -65,11 +65,19 @@ export function pagedDecoder(
   });
 
   /** Logits [B, V] of `s` tokens per row (after `pad[r]` padding), written from each row's length. */
-  const forward = (tokens: number[], positions: number[], rows: PagedRow[], s: number, pad: number[]) => {
+  const forward = (
+    tokens: number[],
+    positions: number[],
+    rows: PagedRow[],
+    s: number,
+    pad: number[],
+  ) => {
     const b = rows.length;
     const tableWidth = Math.max(1, ...rows.map((r) => r.blocks.length));
     const table = new Int32Array(b * tableWidth).fill(-1);
-    rows.forEach((r, i) => table.set(r.blocks, i * tableWidth));
+    rows.forEach((r, i) => {
+      table.set(r.blocks, i * tableWidth);
+    });
     const { cos, sin } = ropeRows(positions, model.invFreq);
     if (logitsBuffer.length < b * c.vocabSize) logitsBuffer = new Float32Array(b * c.vocabSize);
     const logits = logitsBuffer.subarray(0, b * c.vocabSize);
@@ -83,7 +91,16 @@ export function pagedDecoder(
       lens: Int32Array.from(rows, (r) => r.length),
       padLeft: Int32Array.from(pad),
     };
-    kernels.forwardPaged(weights(), Int32Array.from(tokens), dims(b, s), c.rmsNormEps, cos, sin, caches, logits);
+    kernels.forwardPaged(
+      weights(),
+      Int32Array.from(tokens),
+      dims(b, s),
+      c.rmsNormEps,
+      cos,
+      sin,
+      caches,
+      logits,
+    );
     return logits;
   };
 
@@ -114,7 +131,9 @@ export function pagedDecoder(
   const spread = (logits: Float32Array, of: number[]) => {
     const v = c.vocabSize;
     if (sharedLogits.length < of.length * v) sharedLogits = new Float32Array(of.length * v);
-    of.forEach((u, i) => sharedLogits.set(logits.subarray(u * v, (u + 1) * v), i * v));
+    of.forEach((u, i) => {
+      sharedLogits.set(logits.subarray(u * v, (u + 1) * v), i * v);
+    });
     return sharedLogits.subarray(0, of.length * v);
   };
 
@@ -139,16 +158,31 @@ export function pagedDecoder(
         return row;
       });
       const pick = (xs: number[][]) => unique.flatMap((i) => xs[i]!);
-      const logits = forward(pick(tokens), pick(positions), own, s, unique.map((i) => pad[i]!));
+      const logits = forward(
+        pick(tokens),
+        pick(positions),
+        own,
+        s,
+        unique.map((i) => pad[i]!),
+      );
       own.forEach((row, u) => {
         row.length = s - pad[unique[u]!]!;
       });
       const rows = of.map((u, i) => (unique[u] === i ? own[u]! : share(own[u]!)));
-      return { logits: unique.length === tokens.length ? logits : spread(logits, of), kv: { rows } };
+      return {
+        logits: unique.length === tokens.length ? logits : spread(logits, of),
+        kv: { rows },
+      };
     },
     async step(kv, tokens, positions) {
       for (const row of kv.rows) reserve(row, 1);
-      const logits = forward(tokens, positions, kv.rows, 1, new Array<number>(kv.rows.length).fill(0));
+      const logits = forward(
+        tokens,
+        positions,
+        kv.rows,
+        1,
+        new Array<number>(kv.rows.length).fill(0),
+      );
       for (const row of kv.rows) row.length += 1;
       return { logits, kv };
     },

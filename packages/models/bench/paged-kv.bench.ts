@@ -5,7 +5,8 @@
 // each response then forced onto its own tokens so the group's rows diverge. Steps alternate
 // between the two caches (load affects both alike). Prints the KV bytes each holds after the
 // prefill, after the decode and after half the rows leave (the paged pool's segments, and its held
-// blocks: a segment is dropped once none of its blocks is held), and decode tokens/s (wall, CPU).
+// blocks: a segment is dropped once none of its blocks is held), the prefill's time and decode
+// tokens/s (wall, CPU).
 import { loadavg } from 'node:os';
 import { initEngine } from '@rl2/engine';
 import { QWEN3_0_6B } from '../scripts/real-size-checkpoint.js';
@@ -60,8 +61,11 @@ async function main() {
     tokens: p.rows.reduce((a, r) => a + r.length, 0),
   });
 
+  const t0 = performance.now();
   let c = (await contiguous.prefill(tokens, positions, pad, NEW)).kv;
+  const t1 = performance.now();
   const pf = await paged.prefill(tokens, positions, pad, NEW);
+  const prefillMs = { contiguous: t1 - t0, paged: performance.now() - t1 };
   let p = pf.kv;
   // each response of a group takes its own first token, so the group's rows diverge
   let next = argmaxRows(pf.logits, B).map((t, r) => (t + (r % GROUP) * 7) % vocab);

@@ -506,7 +506,7 @@ KERNEL(decode_step) {
   c.pad = pad;
   int64_t V = dv[9], L = dv[10], n = c.B * c.S;
   if (c.B < 1 || c.H < 1 || c.S < 1 || V < 1 || L < 0) FAIL("decodeStep: bad dims (need B, H, S, V >= 1, L >= 0)");
-  struct paged_kv pg; /* 8 KiB of segment pointers */
+  struct paged_kv pg; /* 64 KiB of segment pointers */
   if (!paged_args(env, argv, argc, dv, ldims, c.B, &pg, &c))
     FAIL("decodeStep: a paged cache needs Int32Array table [B, tw], lens [B] and dims [.., blockSize, tw, segmentBlocks]");
   if (ltok < (size_t)n || lemb < (size_t)(V * c.H) || lnorm < (size_t)c.H || lhead < (size_t)(V * c.H) ||

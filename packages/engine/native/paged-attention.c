@@ -63,7 +63,7 @@ const char *paged_read_layer(napi_env env, napi_value kPools, napi_value vPools,
       napi_get_array_length(env, ka, &nk) != napi_ok || napi_get_array_length(env, va, &nv) != napi_ok)
     return "a paged cache's kCaches[l] / vCaches[l] must be arrays of segments";
   if (nk != nv || nk < 1 || nk > PAGED_MAX_SEGS || (l > 0 && (int64_t)nk != pg->nseg))
-    return "every layer's key and value pools must have the same number of segments (1 to 512)";
+    return "every layer's key and value pools must have the same number of segments (1 to 4096)";
   pg->nseg = nk;
   size_t n = (size_t)(pg->seg_blocks * nKv * pg->bs * d);
   for (uint32_t i = 0; i < nk; i++)

@@ -12,7 +12,7 @@
 #include "kernels.h"
 
 /* Most segments a pool passes in one call. */
-#define PAGED_MAX_SEGS 512
+#define PAGED_MAX_SEGS 4096
 
 struct paged_kv {
   const int32_t *table; /* [B, tw] block ids */

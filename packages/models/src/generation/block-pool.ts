@@ -1,7 +1,7 @@
 import { ModelsError } from '../errors.js';
 
 /** Most segments the native decode step takes per layer (PAGED_MAX_SEGS in engine native/paged-kv.h). */
-export const MAX_SEGMENTS = 512;
+export const MAX_SEGMENTS = 4096;
 
 /** Sizes of a {@link BlockPool}. */
 export interface BlockPoolShape {

@@ -144,8 +144,19 @@ describe.skipIf(!hasNative)('pagedDecoder', () => {
       const rows = run.rows();
       // the two full prompt blocks stay shared; each group row has its own third block
       for (const r of [0, 1, 3]) expect(rows[r]!.blocks.slice(0, 2)).toEqual([0, 1]);
-      expect(new Set([rows[0]!.blocks[2], rows[1]!.blocks[2], rows[3]!.blocks[2]]).size).toBe(3);
-      expect(run.paged.pool.count(0)).toBe(3);
+      expect(new Set([2, rows[0]!.blocks[2], rows[1]!.blocks[2], rows[3]!.blocks[2]]).size).toBe(4);
+      // three rows and the held prompt
+      expect(run.paged.pool.count(0)).toBe(4);
+      // a later prefill of the same prompt (a response of the group joining late) shares its blocks
+      const held = run.paged.pool.heldBlocks;
+      next = [...next, ...(await run.join([[1, 5], p]))];
+      pos = [...pos, 2, 10];
+      expect(run.rows()[5]!.blocks).toEqual([0, 1, 2]);
+      expect(run.paged.pool.heldBlocks).toBe(held + 1);
+      for (let step = 0; step < 4; step++) {
+        next = await run.step(next, pos, `after the late join, step ${step}`);
+        pos = pos.map((x) => x + 1);
+      }
     },
   );
 
@@ -187,10 +198,10 @@ describe.skipIf(!hasNative)('pagedDecoder', () => {
     );
     let kv = out.kv;
     kv = (await paged.step(kv, [5, 6, 7, 8, 9, 10, 11, 12], new Array(8).fill(10))).kv;
-    // the shared partial block: 7 rows copied it, the last wrote into it
-    expect(pool.heldBlocks).toBe(3 + 7);
+    // the shared partial block: each row copied it (the held prompt keeps it)
+    expect(pool.heldBlocks).toBe(3 + 8);
     kv = paged.select(kv, [0, 1])!;
-    expect(pool.heldBlocks).toBe(2 + 2);
+    expect(pool.heldBlocks).toBe(3 + 2);
     paged.select(kv, []);
     expect(pool.heldBlocks).toBe(0);
     expect(pool.segments).toBe(0);

@@ -30,9 +30,10 @@ export type PagedDecoder = KvDecoder<PagedKv> & { readonly pool: BlockPool };
  * `fusedDecoder` over a KV cache in fixed-size blocks (vLLM's PagedAttention, Kwon et al. 2023,
  * https://arxiv.org/abs/2309.06180): each row has a block table into one pool, so an append
  * writes into the row's last block (a new one every `blockSize` tokens) and copies nothing, rows
- * joining or leaving move no keys, and a row leaving frees its blocks. Rows of one prefill with
- * the same prompt (a GRPO group's responses) are prefilled once and reference the prompt's
- * blocks; a row gets its own copy of a shared, partly filled last block before writing into it.
+ * joining or leaving move no keys, and a row leaving frees its blocks. A prompt (a GRPO group's,
+ * sent once per response) is prefilled once: its blocks and last logits stay held while a row
+ * shares them, so rows of the same prompt in this prefill or a later one reference its blocks;
+ * a row gets its own copy of a shared, partly filled last block before writing into it.
  * Rows need no left padding: each attends to its own tokens. Undefined where `fusedDecoder` is.
  */
 export function pagedDecoder(
@@ -127,52 +128,59 @@ export function pagedDecoder(
     for (const row of rows) for (const id of row.blocks) pool.release(id);
   };
 
-  /** `logits` rows [U, V] repeated as rows `of` [B, V] (into a buffer of its own). */
-  const spread = (logits: Float32Array, of: number[]) => {
-    const v = c.vocabSize;
-    if (sharedLogits.length < of.length * v) sharedLogits = new Float32Array(of.length * v);
-    of.forEach((u, i) => {
-      sharedLogits.set(logits.subarray(u * v, (u + 1) * v), i * v);
+  /**
+   * Prompts held for sharing, by their tokens: a row of the prompt's blocks (the entry's own
+   * reference) and the logits of its last token. An entry goes once no row shares its first block.
+   */
+  const prompts = new Map<string, { row: PagedRow; logits: Float32Array }>();
+  const forget = (all: boolean) => {
+    for (const [key, entry] of prompts) {
+      if (!all && pool.count(entry.row.blocks[0]!) > 1) continue;
+      free([entry.row]);
+      prompts.delete(key);
+    }
+  };
+
+  /** Prefills the first row of each prompt in `keys` not held yet, into `prompts`. */
+  const prefillNew = (tokens: number[][], positions: number[][], pad: number[], keys: string[]) => {
+    const s = tokens[0]!.length;
+    const todo = [...new Map(keys.map((k, i) => [k, i])).entries()]
+      .filter(([k]) => !prompts.has(k))
+      .map(([, i]) => i);
+    if (todo.length === 0) return;
+    const own = todo.map((i) => {
+      const row: PagedRow = { blocks: [], length: 0 };
+      reserve(row, s - pad[i]!);
+      return row;
     });
-    return sharedLogits.subarray(0, of.length * v);
+    const pick = (xs: number[][]) => todo.flatMap((i) => xs[i]!);
+    const logits = forward(
+      pick(tokens),
+      pick(positions),
+      own,
+      s,
+      todo.map((i) => pad[i]!),
+    );
+    const v = c.vocabSize;
+    own.forEach((row, u) => {
+      row.length = s - pad[todo[u]!]!;
+      prompts.set(keys[todo[u]!]!, { row, logits: logits.slice(u * v, (u + 1) * v) });
+    });
   };
 
   return {
     pool,
     async prefill(tokens, positions, pad) {
-      const s = tokens[0]!.length;
-      const firstOf = new Map<string, number>();
-      const unique: number[] = [];
-      const of = tokens.map((t, i) => {
-        const key = `${pad[i]}:${t.join(',')}`;
-        let u = firstOf.get(key);
-        if (u === undefined) {
-          u = unique.push(i) - 1;
-          firstOf.set(key, u);
-        }
-        return u;
+      const keys = tokens.map((t, i) => `${positions[i]![pad[i]!]}:${t.slice(pad[i]).join(',')}`);
+      prefillNew(tokens, positions, pad, keys);
+      const v = c.vocabSize;
+      if (sharedLogits.length < keys.length * v) sharedLogits = new Float32Array(keys.length * v);
+      const rows = keys.map((k, i) => {
+        const entry = prompts.get(k)!;
+        sharedLogits.set(entry.logits, i * v);
+        return share(entry.row);
       });
-      const own = unique.map((i) => {
-        const row: PagedRow = { blocks: [], length: 0 };
-        reserve(row, s - pad[i]!);
-        return row;
-      });
-      const pick = (xs: number[][]) => unique.flatMap((i) => xs[i]!);
-      const logits = forward(
-        pick(tokens),
-        pick(positions),
-        own,
-        s,
-        unique.map((i) => pad[i]!),
-      );
-      own.forEach((row, u) => {
-        row.length = s - pad[unique[u]!]!;
-      });
-      const rows = of.map((u, i) => (unique[u] === i ? own[u]! : share(own[u]!)));
-      return {
-        logits: unique.length === tokens.length ? logits : spread(logits, of),
-        kv: { rows },
-      };
+      return { logits: sharedLogits.subarray(0, keys.length * v), kv: { rows } };
     },
     async step(kv, tokens, positions) {
       for (const row of kv.rows) reserve(row, 1);
@@ -190,10 +198,12 @@ export function pagedDecoder(
     select(kv, keep) {
       const rows = keep.map((r) => share(kv.rows[r]!));
       free(kv.rows);
+      forget(rows.length === 0);
       return rows.length > 0 ? { rows } : undefined;
     },
     dispose(kv) {
       if (kv) free(kv.rows);
+      forget(true);
     },
   };
 }

@@ -109,7 +109,7 @@ async function main() {
         .map((l) => l.toFixed(1))
         .join(' ')}`,
   );
-  console.log('| KV bytes held | tokens held | contiguous | paged (pool) | paged (held blocks) |');
+  console.log('| KV bytes held | rows' tokens | contiguous | paged (pool) | paged (held blocks) |');
   console.log('|---|---:|---:|---:|---:|');
   for (const [what, k] of [
     ['after the prefill', afterPrefill],
@@ -120,6 +120,10 @@ async function main() {
       `| ${what} | ${k.tokens} | ${mib(k.contiguous)} | ${mib(k.paged)} | ${mib(k.blocks)} |`,
     );
   const rate = (ms: number) => ((B * NEW) / (ms / 1000)).toFixed(1);
+  const sec = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+  console.log(
+    `prefill of the ${B} rows: contiguous ${sec(prefillMs.contiguous)}, paged ${sec(prefillMs.paged)} (a row per prompt)`,
+  );
   console.log(
     `decode tokens/s (wall): contiguous ${rate(wall.contiguous)}, paged ${rate(wall.paged)}`,
   );

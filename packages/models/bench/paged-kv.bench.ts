@@ -109,7 +109,9 @@ async function main() {
         .map((l) => l.toFixed(1))
         .join(' ')}`,
   );
-  console.log('| KV bytes held | tokens in rows | contiguous | paged (pool) | paged (held blocks) |');
+  console.log(
+    '| KV bytes held | tokens in rows | contiguous | paged (pool) | paged (held blocks) |',
+  );
   console.log('|---|---:|---:|---:|---:|');
   for (const [what, k] of [
     ['after the prefill', afterPrefill],

@@ -143,27 +143,29 @@ export function pagedDecoder(
 
   /** Prefills the first row of each prompt in `keys` not held yet, into `prompts`. */
   const prefillNew = (tokens: number[][], positions: number[][], pad: number[], keys: string[]) => {
-    const s = tokens[0]!.length;
     const todo = [...new Map(keys.map((k, i) => [k, i])).entries()]
       .filter(([k]) => !prompts.has(k))
       .map(([, i]) => i);
     if (todo.length === 0) return;
+    // padding all of these rows share is cut (the longest prompt may be held already)
+    const cut = Math.min(...todo.map((i) => pad[i]!));
+    const s = tokens[0]!.length - cut;
     const own = todo.map((i) => {
       const row: PagedRow = { blocks: [], length: 0 };
-      reserve(row, s - pad[i]!);
+      reserve(row, s - (pad[i]! - cut));
       return row;
     });
-    const pick = (xs: number[][]) => todo.flatMap((i) => xs[i]!);
+    const pick = (xs: number[][]) => todo.flatMap((i) => xs[i]!.slice(cut));
     const logits = forward(
       pick(tokens),
       pick(positions),
       own,
       s,
-      todo.map((i) => pad[i]!),
+      todo.map((i) => pad[i]! - cut),
     );
     const v = c.vocabSize;
     own.forEach((row, u) => {
-      row.length = s - pad[todo[u]!]!;
+      row.length = s - (pad[todo[u]!]! - cut);
       prompts.set(keys[todo[u]!]!, { row, logits: logits.slice(u * v, (u + 1) * v) });
     });
   };

@@ -1,7 +1,7 @@
 /* One decoder layer over S new tokens per row (S = 1: a decode step; S = the prompt length: a
    prefill) as a single call, over a KV cache laid out for appends; and a whole forward (the
    embedding, every layer, the final norm and the LM head) as a single call. */
-#include "kernels.h"
+#include "paged-kv.h"
 
 /*
  * decodeLayer(x, weights, dims, eps, cos, sin, kCache, vCache, padLeft(, weightDtype))
@@ -34,6 +34,11 @@
  *   dims     Int32Array [B, H, nH, nKv, d, F, cap, len, S, V, L]
  *   logits   [B, V] = rms(x of each row's last token) finalNorm head^T, head [V, H] a matrix
  *            of weightDtype (the tied embedding, or lm_head)
+ *   table, lens (optional): a KV cache in blocks instead (paged-kv.h): kCaches[l] / vCaches[l] arrays
+ *            of pool segments, table Int32Array [B, tw] of block ids, lens [B] the tokens each row
+ *            holds, dims [.., bs, tw, segBlocks] (cap and len unread); token s >= padLeft[b] of row b
+ *            is written at the row's token lens[b] + s - padLeft[b] (a token before padLeft[b] is
+ *            neither written nor attended, and gets zeros)
  * A decode step (B * S <= SKINNY_ROWS) allocates nothing: each thread keeps its scratch.
  */
 /* Multiply-adds per call below which one thread does the prefill attention / the one-token one. */
@@ -60,6 +65,7 @@ struct layer_call {
   size_t lkc, lvc;
   const int32_t *pad;
   int dtype;
+  struct paged_kv *pg; /* a cache in blocks (paged-kv.h; kc, vc, cap and len unused), or NULL */
 };
 
 struct decode_attn {
@@ -118,23 +124,6 @@ HOT static void rope_range(void *vctx, int64_t t0, int64_t t1) {
 static void rope_rows(float *x, const float *cs, const float *sn, int64_t rows, int64_t heads, int64_t d) {
   struct rows_job c = {x, NULL, NULL, NULL, cs, sn, d, heads, 0};
   parallel_for(rows, GRAIN / (heads * d) + 1, rope_range, &c);
-}
-
-/* a . b over d floats in 16 lanes (vectorised: one running sum would be one long add chain) */
-HOT static float dot_lanes(const float *a, const float *b, int64_t d) {
-  float acc[16] = {0};
-  int64_t t = 0;
-  for (; t + 16 <= d; t += 16)
-    for (int l = 0; l < 16; l++) acc[l] += a[t + l] * b[t + l];
-  float s = 0;
-  for (; t < d; t++) s += a[t] * b[t];
-  for (int l = 0; l < 8; l++) acc[l] += acc[l + 8];
-  return s + ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
-/* o[0..d) += w v[0..d) */
-HOT static void axpy(float *o, float w, const float *v, int64_t d) {
-  for (int64_t t = 0; t < d; t++) o[t] += w * v[t];
 }
 
 /* S = 1: each (row, kv head) group reads its keys and values once for all its query heads */
@@ -272,10 +261,11 @@ static const char *check_layer(const struct layer_call *c, size_t lx, size_t lcs
     if (!c->w[required[i]]) return "a required weight is null";
   for (int i = 0; i < DECODE_SLOTS; i++)
     if (c->w[i] && c->wl[i] < need[i]) return "a weight is shorter than dims need";
-  size_t cache = (size_t)(B * kw * c->cap);
+  size_t cache = c->pg ? 0 : (size_t)(B * kw * c->cap);
   if (lx < (size_t)(n * H) || lcs < (size_t)(n * d) || lsn < (size_t)(n * d) || c->lkc < cache || c->lvc < cache ||
       lpad < (size_t)B)
     return "array too short for dims";
+  if (c->pg) return paged_check(c->pg, B, S, c->pad);
   for (int64_t b = 0; b < B; b++)
     if (c->pad[b] < 0 || c->pad[b] > len + S) return "padLeft must be in [0, len + S]";
   return NULL;
@@ -297,6 +287,10 @@ static int attention_inputs(const struct layer_call *c, const float *x, int64_t 
   rope_rows(k, c->cs + r0 * d, c->sn + r0 * d, m, nKv, d);
   for (int64_t t = 0; t < m; t++) {
     int64_t b = (r0 + t) / c->S, col = c->len + (r0 + t) % c->S;
+    if (c->pg) {
+      if ((r0 + t) % c->S >= c->pad[b]) paged_write(c->pg, b, (r0 + t) % c->S, c->pad, k + t * kw, v + t * kw, nKv, d);
+      continue;
+    }
     for (int64_t j = 0; j < nKv; j++) {
       size_t at = (size_t)(((b * nKv + j) * c->cap + col) * d);
       memcpy(c->kc + at, k + (t * nKv + j) * d, sizeof(float) * (size_t)d);
@@ -308,6 +302,7 @@ static int attention_inputs(const struct layer_call *c, const float *x, int64_t 
 
 /* attention of every new token over q in place; 0 when out of memory */
 static int attend(const struct layer_call *c, float *q) {
+  if (c->pg) return paged_attend(c->pg, q, c->pad, c->B, c->S, c->nH, c->nKv, c->d);
   struct decode_attn a = {q, c->kc, c->vc, c->pad, c->nH, c->nKv, c->d, c->cap, c->len, c->S, 1.0f / sqrtf((float)c->d), 0};
   int threads = openblas_get_num_threads();
   int64_t groups = c->B * c->nKv;
@@ -430,7 +425,10 @@ static const char *step_layers(napi_env env, napi_value *argv, struct layer_call
     napi_value lw;
     if (napi_get_element(env, argv[2], l, &lw) != napi_ok || !read_weights(env, lw, c->w, c->wl, DECODE_SLOTS, c->dtype))
       return "each layer's weights must be an array of Float32Array (Uint16Array matrices for 16-bit weights) or null";
-    if (!float_element(env, argv[9], l, &c->kc, &c->lkc) || !float_element(env, argv[10], l, &c->vc, &c->lvc))
+    if (c->pg) {
+      const char *bad = paged_read_layer(env, argv[9], argv[10], l, c->nKv, c->d, c->pg);
+      if (bad) return bad;
+    } else if (!float_element(env, argv[9], l, &c->kc, &c->lkc) || !float_element(env, argv[10], l, &c->vc, &c->lvc))
       return "kCaches and vCaches must hold Float32Arrays";
     const char *bad = check_layer(c, lx, lcs, lsn, lpad);
     if (bad) return bad;
@@ -457,13 +455,30 @@ static int step_head(const struct layer_call *c, const float *x, const float *no
   return decode_linear(last, head, c->dtype, NULL, c->B, c->H, V, logits, 0);
 }
 
+/* A decodeStep's optional cache in blocks: table argv[14], lens argv[15], dims [.., bs, tw, segBlocks];
+   1 when there is none or it reads, 0 when it is malformed. */
+static int paged_args(napi_env env, napi_value *argv, size_t argc, const int32_t *dv, size_t ldims, int64_t B,
+                      struct paged_kv *pg, struct layer_call *c) {
+  napi_valuetype t;
+  if (argc < 15 || napi_typeof(env, argv[14], &t) != napi_ok || t == napi_undefined || t == napi_null) return 1;
+  size_t ltab, llens;
+  if (argc < 16 || ldims < 14 || !typed(env, argv[14], napi_int32_array, (void **)&pg->table, &ltab) ||
+      !typed(env, argv[15], napi_int32_array, (void **)&pg->lens, &llens))
+    return 0;
+  pg->bs = dv[11], pg->tw = dv[12], pg->seg_blocks = dv[13];
+  if (pg->tw < 1 || ltab < (size_t)(B * pg->tw) || llens < (size_t)B) return 0;
+  c->pg = pg;
+  c->cap = c->S, c->len = 0; /* unused by a paged cache */
+  return 1;
+}
+
 KERNEL(decode_step) {
-  size_t argc = 14;
-  napi_value argv[14];
+  size_t argc = 16;
+  napi_value argv[16];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 13)
     FAIL("decodeStep expects tokens, embed, layers[], finalNorm, head, dims, eps, cos, sin, kCaches[], vCaches[], padLeft, "
-         "logits(, weightDtype)");
+         "logits(, weightDtype(, table, lens)))");
   struct layer_call c = {0};
   c.dtype = weight_dtype(env, argc > 13 ? &argv[13] : NULL);
   if (c.dtype < 0) FAIL("decodeStep: weightDtype must be 0 (float32), 1 (bfloat16) or 2 (float16)");
@@ -491,6 +506,9 @@ KERNEL(decode_step) {
   c.pad = pad;
   int64_t V = dv[9], L = dv[10], n = c.B * c.S;
   if (c.B < 1 || c.H < 1 || c.S < 1 || V < 1 || L < 0) FAIL("decodeStep: bad dims (need B, H, S, V >= 1, L >= 0)");
+  struct paged_kv pg; /* 64 KiB of segment pointers */
+  if (!paged_args(env, argv, argc, dv, ldims, c.B, &pg, &c))
+    FAIL("decodeStep: a paged cache needs Int32Array table [B, tw], lens [B] and dims [.., blockSize, tw, segmentBlocks]");
   if (ltok < (size_t)n || lemb < (size_t)(V * c.H) || lnorm < (size_t)c.H || lhead < (size_t)(V * c.H) ||
       llog < (size_t)(c.B * V))
     FAIL("decodeStep: array too short for dims");

@@ -82,6 +82,24 @@ static inline float fast_expf(float x) {
   return x != x ? x : y;
 }
 
+/* a . b over d floats in 16 lanes (vectorised: one running sum would be one long add chain); the
+   decode attention's scores (fused-decode.c, paged-attention.c: the same sums in both) */
+HOT static inline float dot_lanes(const float *a, const float *b, int64_t d) {
+  float acc[16] = {0};
+  int64_t t = 0;
+  for (; t + 16 <= d; t += 16)
+    for (int l = 0; l < 16; l++) acc[l] += a[t + l] * b[t + l];
+  float s = 0;
+  for (; t < d; t++) s += a[t] * b[t];
+  for (int l = 0; l < 8; l++) acc[l] += acc[l + 8];
+  return s + ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+/* o[0..d) += w v[0..d) */
+HOT static inline void axpy(float *o, float w, const float *v, int64_t d) {
+  for (int64_t t = 0; t < d; t++) o[t] += w * v[t];
+}
+
 /* Row helpers (reduce.c), 8 float lanes so the loops vectorise: max; sum of exp(row - m);
    sum; out = scale * exp(row - m); and log(sum(exp(row))), stable. */
 #define row_max rl2_row_max

@@ -54,6 +54,7 @@ export type { FrozenMatrix } from './fused/frozen-linear.js';
 export { decodeKernels, prepareDecodeModel, WEIGHT_DTYPES } from './fused/fused-decode.js';
 export type {
   DecodeCaches,
+  PagedDecodeCaches,
   DecodeDims,
   DecodeKernels,
   DecodeLayerWeights,

@@ -44,7 +44,7 @@ export const UnaryOp = {
 export const ReduceOp = { sum: 0, max: 1, min: 2, mean: 3 } as const;
 
 /** RL2_KERNELS_ABI (native/addon.c) of the addon this TypeScript expects. */
-export const NATIVE_ABI = 17;
+export const NATIVE_ABI = 18;
 
 /** The functions exported by rl2_kernels.node; every output array is allocated by the caller. */
 export interface NativeAddon {
@@ -271,6 +271,9 @@ export interface NativeAddon {
    * from embed [V, H], every layer as `decodeLayer` (layers[l] its weights, kCaches[l] /
    * vCaches[l] its cache), then logits [B, V] of each row's last token through finalNorm and
    * head [V, H] (a matrix of weightDtype). dims [B, H, nH, nKv, d, F, cap, len, S, V, L].
+   * With `table` and `lens` the cache is in blocks (native/paged-kv.h): kCaches[l] / vCaches[l]
+   * arrays of pool segments, table [B, tw] block ids, lens [B] tokens held, dims
+   * [.., blockSize, tw, segmentBlocks].
    */
   decodeStep(
     tokens: Int32Array,
@@ -282,11 +285,13 @@ export interface NativeAddon {
     eps: number,
     cos: Float32Array,
     sin: Float32Array,
-    kCaches: Float32Array[],
-    vCaches: Float32Array[],
+    kCaches: Float32Array[] | Float32Array[][],
+    vCaches: Float32Array[] | Float32Array[][],
     padLeft: Int32Array,
     logits: Float32Array,
     weightDtype?: number,
+    table?: Int32Array,
+    lens?: Int32Array,
   ): void;
   /**
    * y [rows, out] = x [rows, in] w^T with w [out, in] a Float32Array (weightDtype 0) or a

@@ -5,7 +5,9 @@ export type ModelsErrorCode =
   | 'CHECKPOINT_ERROR'
   | 'SHAPE_MISMATCH'
   /** A tensor-parallel op failed partway: the other ranks wait inside its collectives. */
-  | 'GROUP_OUT_OF_STEP';
+  | 'GROUP_OUT_OF_STEP'
+  /** A bounded resource (the paged KV cache's segments) would be exceeded. */
+  | 'RESOURCE_EXHAUSTED';
 
 /** Base error of @rl2/models: every message names the offending value and how to fix it. */
 export class ModelsError extends Error {

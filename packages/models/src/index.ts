@@ -107,6 +107,7 @@ export type {
 } from './generation/generation-request.js';
 export type { SamplingParams } from './generation/sample-token.js';
 export type { BatchStepper, SamplingRow } from './generation/batch-stepper.js';
+export type { KvCacheLayout } from './generation/kv-decoder.js';
 
 // Tensor-parallel generation: the lead's stepper, the followers' loop, a rank's shards.
 export {

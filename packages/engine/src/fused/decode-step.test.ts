@@ -185,3 +185,136 @@ describe.skipIf(!hasNative)('decode forward (one call per step)', () => {
     expect(call).toThrow(/decodeStep: a token id is outside \[0, V\)/);
   });
 });
+
+// `forwardPaged` (decodeStep over a cache in blocks, native/paged-attention.c) against `forward`
+// over the contiguous cache: block ids scattered over several segments, a left-padded prefill
+// then decode steps, the same logits within 1e-5.
+describe.skipIf(!hasNative)('decode forward over a paged cache', () => {
+  beforeAll(async () => {
+    await initEngine({ backend: 'native', threads: 2, logger: () => {}, env: {} });
+  });
+
+  const BS = 2;
+  const SEG = 2;
+  const segments = () =>
+    Array.from({ length: L }, () =>
+      Array.from({ length: 4 }, () => new Float32Array(SEG * nKv * BS * d)),
+    );
+  // row 0: 5 prompt tokens + 3 new in 4 blocks; row 1: 3 + 3 in 3 blocks, ids over all 4 segments
+  const table = Int32Array.of(5, 0, 7, 2, 6, 3, 1, -1);
+
+  it.each(['float32', 'bfloat16'] as const)(
+    '%s: a prefill and steps equal the contiguous cache within 1e-5',
+    (dtype) => {
+      const k = decodeKernels()!;
+      const head = values(V * H, 22, 0.3);
+      const layers = Array.from({ length: L }, (_, l) => layerWeights(l, dtype));
+      const model = prepareDecodeModel(
+        {
+          embed: values(V * H, 20),
+          layers,
+          finalNorm: values(H, 21, 0.2).map((v) => 1 + v),
+          head: dtype === 'float32' ? head : bf16(head),
+        },
+        dtype,
+      );
+      const contiguous = caches();
+      const pk = segments();
+      const pv = segments();
+      const run = (
+        ids: number[],
+        pos: number[],
+        s: number,
+        length: number,
+        pad: Int32Array,
+        lens: Int32Array,
+      ) => {
+        const { cos, sin } = rope(pos);
+        const want = new Float32Array(B * V);
+        const got = new Float32Array(B * V);
+        const size = { ...dims, tokens: s, vocab: V };
+        const c = {
+          k: contiguous.map((x) => x.k),
+          v: contiguous.map((x) => x.v),
+          capacity: CAP,
+          length,
+          padLeft: Int32Array.of(0, 2),
+        };
+        k.forward(model, Int32Array.from(ids), size, 1e-6, cos, sin, c, want);
+        const p = {
+          k: pk,
+          v: pv,
+          blockSize: BS,
+          segmentBlocks: SEG,
+          table,
+          tableWidth: 4,
+          lens,
+          padLeft: pad,
+        };
+        k.forwardPaged(model, Int32Array.from(ids), size, 1e-6, cos, sin, p, got);
+        return { got, want };
+      };
+      const pre = run(
+        [3, 14, 15, 9, 2, 0, 0, 65, 35, 8],
+        [0, 1, 2, 3, 4, 0, 0, 0, 1, 2],
+        5,
+        0,
+        Int32Array.of(0, 2),
+        Int32Array.of(0, 0),
+      );
+      expect(maxRelDiff(pre.got, pre.want)).toBeLessThan(1e-5);
+      const next = [
+        [7, 40],
+        [11, 2],
+        [60, 33],
+      ];
+      next.forEach((ids, i) => {
+        const step = run(
+          ids,
+          [5 + i, 3 + i],
+          1,
+          5 + i,
+          Int32Array.of(0, 0),
+          Int32Array.of(5 + i, 3 + i),
+        );
+        expect(maxRelDiff(step.got, step.want), `step ${i}`).toBeLessThan(1e-5);
+        expect(Math.max(...step.got.map(Math.abs))).toBeGreaterThan(1e-3);
+      });
+      // row 0's 4th token (block 0's second slot, segment 0) holds layer 0's keys of position 3
+      expect(Math.max(...pk[0]![0]!.subarray(d, 2 * d).map(Math.abs))).toBeGreaterThan(0);
+    },
+  );
+
+  it('names the pool when a block id is outside it', () => {
+    const k = decodeKernels()!;
+    const model = prepareDecodeModel({
+      embed: values(V * H, 1),
+      layers: [layerWeights(0, 'float32')],
+      finalNorm: new Float32Array(H).fill(1),
+      head: values(V * H, 2),
+    });
+    const { cos, sin } = rope([0, 0]);
+    const p = segments();
+    const call = () =>
+      k.forwardPaged(
+        model,
+        Int32Array.of(1, 2),
+        { ...dims, tokens: 1, vocab: V },
+        1e-6,
+        cos,
+        sin,
+        {
+          k: [p[0]!],
+          v: [p[1]!],
+          blockSize: BS,
+          segmentBlocks: SEG,
+          table: Int32Array.of(0, 8),
+          tableWidth: 1,
+          lens: Int32Array.of(0, 0),
+          padLeft: Int32Array.of(0, 0),
+        },
+        new Float32Array(B * V),
+      );
+    expect(call).toThrow(/decodeStep: a block id of a row's tokens is outside the pool's segments/);
+  });
+});

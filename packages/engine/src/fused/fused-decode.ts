@@ -124,6 +124,24 @@ export interface DecodeCaches {
   padLeft: Int32Array;
 }
 
+/**
+ * Per-layer KV caches of a forward in fixed-size blocks (native/paged-kv.h): `k[l]` / `v[l]` the
+ * layer's pool segments, each `segmentBlocks` blocks of [nKv, blockSize, d]; row b's token j in
+ * block table[b * tableWidth + floor(j / blockSize)] (ids count blocks over the segments) at
+ * offset j % blockSize. Row b holds `lens[b]` tokens; of its S new tokens the first `padLeft[b]`
+ * are padding (neither written nor attended), the rest are written from token lens[b] on.
+ */
+export interface PagedDecodeCaches {
+  k: Float32Array[][];
+  v: Float32Array[][];
+  blockSize: number;
+  segmentBlocks: number;
+  table: Int32Array;
+  tableWidth: number;
+  lens: Int32Array;
+  padLeft: Int32Array;
+}
+
 /** The decode kernels of the active backend; each call is one dispatch. */
 export interface DecodeKernels {
   /**
@@ -164,6 +182,17 @@ export interface DecodeKernels {
     cos: Float32Array,
     sin: Float32Array,
     caches: DecodeCaches,
+    logits: Float32Array,
+  ): void;
+  /** `forward` over a cache in blocks (the caller owns the blocks each row's new tokens land in). */
+  forwardPaged(
+    model: PreparedDecodeModel,
+    tokens: Int32Array,
+    dims: DecodeDims & { vocab: number },
+    eps: number,
+    cos: Float32Array,
+    sin: Float32Array,
+    caches: PagedDecodeCaches,
     logits: Float32Array,
   ): void;
   /**
@@ -246,6 +275,43 @@ export function decodeKernels(): DecodeKernels | undefined {
         caches.padLeft,
         logits,
         WEIGHT_DTYPES.indexOf(model.weightDtype),
+      );
+    },
+    forwardPaged(model, tokens, dims, eps, cos, sin, caches, logits) {
+      const d = Int32Array.of(
+        dims.rows,
+        dims.hidden,
+        dims.heads,
+        dims.kvHeads,
+        dims.headDim,
+        dims.intermediate,
+        0,
+        0,
+        dims.tokens ?? 1,
+        dims.vocab,
+        model.layers.length,
+        caches.blockSize,
+        caches.tableWidth,
+        caches.segmentBlocks,
+      );
+      countDispatches();
+      addon.decodeStep(
+        tokens,
+        model.embed,
+        model.layers,
+        model.finalNorm,
+        model.head,
+        d,
+        eps,
+        cos,
+        sin,
+        caches.k,
+        caches.v,
+        caches.padLeft,
+        logits,
+        WEIGHT_DTYPES.indexOf(model.weightDtype),
+        caches.table,
+        caches.lens,
       );
     },
     linear(x, w, weightDtype, rows, inFeatures, outFeatures, y) {

@@ -1,7 +1,7 @@
 import type { WeightDtype } from '@rl2/engine';
 import type { SeededRng } from '@rl2/data';
 import type { DecoderModel } from '../model/decoder-model.js';
-import { chooseDecoder, type KvDecoder } from './kv-decoder.js';
+import { chooseDecoder, type KvCacheLayout, type KvDecoder } from './kv-decoder.js';
 import { type SampledToken, type SamplingParams, sampleRows } from './sample-token.js';
 
 /** How one running row samples: its parameters, its own seeded stream, top logprobs asked for; `skip`: no token needed (aborted). */
@@ -61,18 +61,19 @@ export function sampleBatch(
  * The one-process stepper: the fastest {@link KvDecoder} the model and backend allow (`fused`
  * false: the tfjs one), chosen whenever the batch is empty so a backend set after
  * `createGenerator` is used, and `sampleRows` over the full vocabulary. `weightDtype`: of the
- * fused decoder's weight matrices (the tfjs path always runs float32).
+ * fused decoder's weight matrices (the tfjs path always runs float32); `kvCache`: its cache layout.
  */
 export function localStepper(
   model: DecoderModel,
   fused = true,
   weightDtype: WeightDtype = 'float32',
+  kvCache: KvCacheLayout = 'paged',
 ): BatchStepper {
   let decoder: KvDecoder<unknown> | undefined;
   let kv: unknown;
   return {
     async prefill(tokens, positions, pad, rows, room) {
-      if (kv === undefined) decoder = chooseDecoder(model, fused, weightDtype);
+      if (kv === undefined) decoder = chooseDecoder(model, fused, weightDtype, kvCache);
       const out = await decoder!.prefill(tokens, positions, pad, room);
       kv = decoder!.merge(kv, out.kv);
       return sampleBatch(out.logits, rows);

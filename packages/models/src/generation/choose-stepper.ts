@@ -2,6 +2,7 @@ import { readsSynchronously, type WeightDtype } from '@rl2/engine';
 import type { DecoderModel } from '../model/decoder-model.js';
 import { type BatchStepper, localStepper } from './batch-stepper.js';
 import { deviceStepper } from './device-stepper.js';
+import type { KvCacheLayout } from './kv-decoder.js';
 
 /**
  * The generator's default stepper: on a device backend (webgpu: no synchronous reads)
@@ -13,13 +14,14 @@ export function backendStepper(
   model: DecoderModel,
   fused = true,
   weightDtype?: WeightDtype,
+  kvCache?: KvCacheLayout,
 ): BatchStepper {
   let host: BatchStepper | undefined;
   let device: BatchStepper | undefined;
   let current: BatchStepper | undefined;
   const choose = (): BatchStepper => {
     if (readsSynchronously()) {
-      host ??= localStepper(model, fused, weightDtype);
+      host ??= localStepper(model, fused, weightDtype, kvCache);
       return host;
     }
     device ??= deviceStepper(model);

@@ -137,7 +137,10 @@ function layerWeights(
  * changed since the last call (a new tensor, or new data: an optimizer step, a weight load);
  * the check is one pass over the parameter map, so a step builds no per-layer arrays.
  */
-function preparedWeights(model: DecoderModel, dtype: WeightDtype): () => PreparedDecodeModel {
+export function preparedWeights(
+  model: DecoderModel,
+  dtype: WeightDtype,
+): () => PreparedDecodeModel {
   let prepared: PreparedDecodeModel | undefined;
   let seen: [tf.Variable, object][] = [];
   const dataId = (t: tf.Variable) => (t as unknown as { dataId: object }).dataId;
@@ -169,7 +172,7 @@ function preparedWeights(model: DecoderModel, dtype: WeightDtype): () => Prepare
 }
 
 /** RoPE tables [N, d] (rotate-half layout) of N positions. */
-function ropeRows(
+export function ropeRows(
   positions: number[],
   invFreq: Float64Array,
 ): { cos: Float32Array; sin: Float32Array } {
@@ -188,7 +191,7 @@ function ropeRows(
 }
 
 /** Whether every weight the fused step reads is a float32 parameter of the plain dense model. */
-function fusable(model: DecoderModel): boolean {
+export function fusable(model: DecoderModel): boolean {
   const c = model.config;
   if (
     model.linear !== denseLinear ||

@@ -5,6 +5,7 @@ import type { DecoderModel } from '../model/decoder-model.js';
 import type { FinishReason, GenerationRequest, GenerationResult } from './generation-request.js';
 import type { BatchStepper, SamplingRow } from './batch-stepper.js';
 import { backendStepper } from './choose-stepper.js';
+import type { KvCacheLayout } from './kv-decoder.js';
 import type { SampledToken, TokenLogprob } from './sample-token.js';
 import { deriveSeed } from './derive-seed.js';
 
@@ -30,6 +31,12 @@ export interface GeneratorOptions {
    * `defaultWeightDtype` for a checkpoint's): bfloat16 / float16 read half the bytes per step.
    */
   weightDtype?: WeightDtype;
+  /**
+   * The fused decoder's KV cache layout (default paged: blocks from a pool, memory follows the
+   * tokens held, a prompt's blocks shared by the rows of one prefill that repeat it; contiguous:
+   * the left-padded `AppendKv`).
+   */
+  kvCache?: KvCacheLayout;
   /** Runs the batch on the model (default: this process, `backendStepper`); tensor parallelism passes its own. */
   stepper?: BatchStepper;
 }
@@ -84,7 +91,8 @@ export function createGenerator(model: DecoderModel, options: GeneratorOptions =
   const queue: Row[] = [];
   let rows: Row[] = [];
   const stepper =
-    options.stepper ?? backendStepper(model, options.fusedDecode ?? true, options.weightDtype);
+    options.stepper ??
+    backendStepper(model, options.fusedDecode ?? true, options.weightDtype, options.kvCache);
   let loop: Promise<void> | undefined;
   let counter = 0;
   let steps = 0;

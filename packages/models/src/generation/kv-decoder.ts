@@ -2,6 +2,14 @@ import type { WeightDtype } from '@rl2/engine';
 import type { DecoderModel } from '../model/decoder-model.js';
 import { cachedForward, disposeKv, type KvBatch, mergeKv, selectKvRows } from './cached-forward.js';
 import { fusedDecoder } from './fused-decoder.js';
+import { pagedDecoder } from './paged-decoder.js';
+
+/**
+ * How the fused decoder lays out its KV cache: `paged` (default), blocks from a pool with a table
+ * per row (appends copy nothing, a leaving row frees its blocks, rows of one prompt share its
+ * blocks); `contiguous`, one left-padded [B, nKv, capacity, d] array per layer (`AppendKv`).
+ */
+export type KvCacheLayout = 'paged' | 'contiguous';
 
 /**
  * How the generator runs the model on a batch of left-padded rows and keeps their KV cache
@@ -60,13 +68,15 @@ export function tfjsDecoder(model: DecoderModel): KvDecoder<KvBatch> {
 
 /**
  * The fastest decoder the model and the active backend allow (`fused` false: the tfjs one);
- * `weightDtype` is the fused decoder's (the tfjs one runs float32).
+ * `weightDtype` and `kvCache` are the fused decoder's (the tfjs one runs float32 over tensors).
  */
 export function chooseDecoder(
   model: DecoderModel,
   fused = true,
   weightDtype: WeightDtype = 'float32',
+  kvCache: KvCacheLayout = 'paged',
 ): KvDecoder<unknown> {
-  const f = fused ? fusedDecoder(model, { weightDtype }) : undefined;
+  const fusedOf = kvCache === 'paged' ? pagedDecoder : fusedDecoder;
+  const f = fused ? (fusedOf(model, { weightDtype }) as KvDecoder<unknown> | undefined) : undefined;
   return (f ?? tfjsDecoder(model)) as KvDecoder<unknown>;
 }

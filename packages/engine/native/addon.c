@@ -7,7 +7,7 @@
 #include "kernels.h"
 
 /* Bumped whenever a function is added or changes; src/native-addon.ts refuses others. */
-#define RL2_KERNELS_ABI 17
+#define RL2_KERNELS_ABI 18
 
 #define EXPORT(js, fn) {js, NULL, rl2_##fn, NULL, NULL, NULL, napi_default, NULL}
 
@@ -41,6 +41,7 @@ static napi_value init(napi_env env, napi_value exports) {
       EXPORT("decodeStep", decode_step),
       EXPORT("linear", linear),
       EXPORT("frozenLinear", frozen_linear),
+      EXPORT("halfBits", half_bits),
       EXPORT("flashAttention", flash_attention),
       EXPORT("flashAttentionGrad", flash_attention_grad),
       EXPORT("sampleRows", sample_rows),

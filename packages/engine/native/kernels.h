@@ -170,6 +170,7 @@ KERNEL(decode_layer);
 KERNEL(decode_step);
 KERNEL(linear);
 KERNEL(frozen_linear);
+KERNEL(half_bits);
 KERNEL(flash_attention);
 KERNEL(flash_attention_grad);
 KERNEL(retain_freed_memory);

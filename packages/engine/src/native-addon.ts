@@ -44,7 +44,7 @@ export const UnaryOp = {
 export const ReduceOp = { sum: 0, max: 1, min: 2, mean: 3 } as const;
 
 /** RL2_KERNELS_ABI (native/addon.c) of the addon this TypeScript expects. */
-export const NATIVE_ABI = 17;
+export const NATIVE_ABI = 18;
 
 /** The functions exported by rl2_kernels.node; every output array is allocated by the caller. */
 export interface NativeAddon {
@@ -318,6 +318,11 @@ export interface NativeAddon {
     y: Float32Array,
     transpose: number,
   ): void;
+  /**
+   * y[i] = the bfloat16 (weightDtype 1) or float16 (2) bits of x[i], rounded to nearest even
+   * (native/half-bits.c, on every thread); y at least as long as x.
+   */
+  halfBits(x: Float32Array, weightDtype: number, y: Uint16Array): void;
   /**
    * Causal attention within segments, tiled (native/fused-flash-attention.c): q/out [B, T, nH, d],
    * k/v [B, nKv, T, d], seg [B, T]; key j is seen by query i iff j <= i and seg[j] == seg[i].

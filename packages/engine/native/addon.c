@@ -41,6 +41,7 @@ static napi_value init(napi_env env, napi_value exports) {
       EXPORT("decodeStep", decode_step),
       EXPORT("linear", linear),
       EXPORT("frozenLinear", frozen_linear),
+      EXPORT("halfBits", half_bits),
       EXPORT("flashAttention", flash_attention),
       EXPORT("flashAttentionGrad", flash_attention_grad),
       EXPORT("sampleRows", sample_rows),

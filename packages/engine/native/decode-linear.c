@@ -217,6 +217,60 @@ int skinny_linear(const float *x, const void *w, int dtype, const float *bias, i
   return 1;
 }
 
+/* Products of one x by several W (q, k and v; gate and up) as one job: the threads take the blocks
+   of every W in turn from one counter and meet once for all of them, not once per product. */
+#define MAX_PARTS 4
+struct skinny_group {
+  struct skinny part[MAX_PARTS];
+  int64_t first[MAX_PARTS + 1]; /* part p holds the group's blocks first[p] .. first[p + 1] - 1 */
+  int parts;
+  int64_t next;
+};
+
+static void group_worker(void *vctx, int64_t t0, int64_t t1) {
+  struct skinny_group *g = (struct skinny_group *)vctx;
+  (void)t0, (void)t1;
+  for (;;) {
+    int64_t b = __atomic_fetch_add(&g->next, 1, __ATOMIC_RELAXED);
+    if (b >= g->first[g->parts]) return;
+    int p = 0;
+    while (b >= g->first[p + 1]) p++;
+    skinny_blocks(&g->part[p], b - g->first[p], b - g->first[p] + 1);
+  }
+}
+
+static int skinny_linears(const float *x, int dtype, int64_t rows, int64_t in, int n, const struct linear_out *outs,
+                          int threads) {
+  struct skinny_group g = {.parts = n, .next = 0};
+  const float *xb = x;
+  struct isa isa = pick_isa();
+  if (dtype == RL2_WT_BF16 && isa.lanes) {
+    float *buf = rl2_scratch(SCRATCH_X_BF16, (size_t)(rows * in));
+    if (!buf) return 0;
+    interleave_for_bf16(x, rows, in, isa.lanes, buf);
+    xb = buf;
+  }
+  int64_t work = 0;
+  g.first[0] = 0;
+  for (int p = 0; p < n; p++) {
+    g.part[p] = (struct skinny){x, xb, outs[p].w, outs[p].bias, rows, in, outs[p].out, outs[p].y, dtype, 0, 0};
+    g.first[p + 1] = g.first[p] + (outs[p].out + BLOCK_J - 1) / BLOCK_J;
+    work += rows * in * outs[p].out;
+  }
+  if (work < (1 << 16) || threads < 1) threads = 1;
+  if (threads == 1)
+    for (int p = 0; p < n; p++) skinny_blocks(&g.part[p], 0, g.first[p + 1] - g.first[p]);
+  else parallel_for_threads(threads, threads, group_worker, &g);
+  return 1;
+}
+
+int decode_linears(const float *x, int dtype, int64_t rows, int64_t in, int n, const struct linear_out *outs) {
+  if (rows <= SKINNY_ROWS && n <= MAX_PARTS) return skinny_linears(x, dtype, rows, in, n, outs, openblas_get_num_threads());
+  for (int p = 0; p < n; p++)
+    if (!decode_linear(x, outs[p].w, dtype, outs[p].bias, rows, in, outs[p].out, outs[p].y, 0)) return 0;
+  return 1;
+}
+
 /* n 16-bit weights widened to float32 (loops the compiler vectorises) */
 static void widen_bf16(const uint16_t *w, int64_t n, float *out) {
   uint32_t *o = (uint32_t *)out;

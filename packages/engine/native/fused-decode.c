@@ -20,7 +20,8 @@
  *   q, k = rope(q), rope(k) ; cache[len + s] = k, v ; a = softmax(q K^T / sqrt(d)) V per head
  *   x += a Wo^T (+b) ; h = rms(x) ; x += (silu(h Wg^T) * (h Wu^T)) Wd^T (each + bias if given)
  * Projections are decode_linear (decode-linear.c): up to SKINNY_ROWS tokens (a decode step)
- * the skinny products on every thread, one pass over each weight; more in chunks of at most
+ * the skinny products on every thread, one pass over each weight (q, k and v as one job over the
+ * threads, gate and up as another, since each reads the same input); more in chunks of at most
  * DECODE_CHUNK tokens (scratch stays small for long prompts) through sgemm.
  * Attention is split over (row, kv head) groups: for one token a pass over the group's keys and
  * values for all its query heads; for S > 1 query and key tiles with an online softmax
@@ -277,10 +278,8 @@ static int attention_inputs(const struct layer_call *c, const float *x, int64_t 
   float **W = (float **)c->w;
   int64_t H = c->H, d = c->d, nKv = c->nKv, kw = nKv * d, qw = c->nH * d;
   rms_rows(x + r0 * H, W[W_IN_NORM], m, H, c->eps, h);
-  if (!decode_linear(h, c->w[W_Q], c->dtype, W[B_Q], m, H, qw, qc, 0) ||
-      !decode_linear(h, c->w[W_K], c->dtype, W[B_K], m, H, kw, k, 0) ||
-      !decode_linear(h, c->w[W_V], c->dtype, W[B_V], m, H, kw, v, 0))
-    return 0;
+  struct linear_out qkv[3] = {{c->w[W_Q], W[B_Q], qw, qc}, {c->w[W_K], W[B_K], kw, k}, {c->w[W_V], W[B_V], kw, v}};
+  if (!decode_linears(h, c->dtype, m, H, 3, qkv)) return 0;
   if (W[W_Q_NORM]) rms_rows(qc, W[W_Q_NORM], m * c->nH, d, c->eps, qc);
   if (W[W_K_NORM]) rms_rows(k, W[W_K_NORM], m * nKv, d, c->eps, k);
   rope_rows(qc, c->cs + r0 * d, c->sn + r0 * d, m, c->nH, d);
@@ -327,9 +326,8 @@ static int output_and_mlp(const struct layer_call *c, float *x, const float *q, 
   float *xc = x + r0 * H;
   if (!decode_linear(q + r0 * qw, c->w[W_O], c->dtype, W[B_O], m, qw, H, xc, 1)) return 0;
   rms_rows(xc, W[W_POST_NORM], m, H, c->eps, h);
-  if (!decode_linear(h, c->w[W_GATE], c->dtype, W[B_GATE], m, H, F, g, 0) ||
-      !decode_linear(h, c->w[W_UP], c->dtype, W[B_UP], m, H, F, u, 0))
-    return 0;
+  struct linear_out gate_up[2] = {{c->w[W_GATE], W[B_GATE], F, g}, {c->w[W_UP], W[B_UP], F, u}};
+  if (!decode_linears(h, c->dtype, m, H, 2, gate_up)) return 0;
   silu_mul(g, u, m * F);
   return decode_linear(g, c->w[W_DOWN], c->dtype, W[B_DOWN], m, F, H, xc, 1);
 }

@@ -128,6 +128,16 @@ enum { RL2_WT_F32 = 0, RL2_WT_BF16 = 1, RL2_WT_F16 = 2 };
 #define decode_linear rl2_decode_linear
 int decode_linear(const float *x, const void *w, int dtype, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
                   int accumulate);
+/* decode_linears: decode_linear of one x by n W (each into its own y, no accumulate); up to
+   SKINNY_ROWS rows (and 4 W) as one job over the threads, so they meet once for all n. */
+struct linear_out {
+  const void *w;
+  const float *bias;
+  int64_t out;
+  float *y;
+};
+#define decode_linears rl2_decode_linears
+int decode_linears(const float *x, int dtype, int64_t rows, int64_t in, int n, const struct linear_out *outs);
 /* y [rows, out] = x [rows, in] W^T (+ bias; added into y when `accumulate`), W [out, in] of
    `dtype`, over `threads` threads (parallel_for's pool): the decode-step product, one pass over W;
    0 when out of memory. weights_to_float: n elements of W as float32 into out. */
@@ -188,6 +198,7 @@ KERNEL(decode_layer);
 KERNEL(decode_step);
 KERNEL(linear);
 KERNEL(frozen_linear);
+KERNEL(half_bits);
 KERNEL(flash_attention);
 KERNEL(flash_attention_grad);
 KERNEL(retain_freed_memory);

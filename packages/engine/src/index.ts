@@ -29,6 +29,8 @@ export {
   trimBufferPool,
 } from './buffer-pool.js';
 export { onHostBackend, readsSynchronously } from './device-reads.js';
+// In-place writes (which keep a tensor's dataId), for copies made from a tensor's values.
+export { writeCount } from './write-count.js';
 
 // Fused decoder-layer kernels: each returns undefined when the active backend lacks it, so the
 // caller runs its composite ops instead (how @rl2/models' layers use them).

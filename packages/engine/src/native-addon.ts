@@ -324,6 +324,11 @@ export interface NativeAddon {
     transpose: number,
   ): void;
   /**
+   * y[i] = the bfloat16 (weightDtype 1) or float16 (2) bits of x[i], rounded to nearest even
+   * (native/half-bits.c, on every thread); y at least as long as x.
+   */
+  halfBits(x: Float32Array, weightDtype: number, y: Uint16Array): void;
+  /**
    * Causal attention within segments, tiled (native/fused-flash-attention.c): q/out [B, T, nH, d],
    * k/v [B, nKv, T, d], seg [B, T]; key j is seen by query i iff j <= i and seg[j] == seg[i].
    * dims [B, T, nH, nKv, d]; writes out and lse [B, nH, T] (log-sum-exp of each query's scores).

@@ -500,9 +500,11 @@ async function generation(steps: Steps) {
 }
 
 /**
- * Two `rl2 ppo` GRPO steps with the rollout's weights in `dtype`: the process, step 1's rates and
- * step 2's engine/trainer log-prob gap (step 1 samples from the checkpoint's own bf16 values, which
- * bf16 holds exactly; step 2 from the trainer's updated float32 weights rounded to the dtype).
+ * Two `rl2 ppo` GRPO steps with the rollout's weights in `dtype`: the process, step 1's rates (a
+ * 16-bit rollout's includes making its copies), step 2's rollout rate (the copies remade over
+ * their arrays after the update) and engine/trainer log-prob gap (step 1 samples from the
+ * checkpoint's own bf16 values, which bf16 holds exactly; step 2 from the trainer's updated
+ * float32 weights rounded to the dtype).
  */
 function rl2GrpoStep(dtype: 'float32' | 'bfloat16') {
   const ppoDir = join(dir, `rl2-grpo-${dtype}`);
@@ -534,7 +536,8 @@ function rl2GrpoStep(dtype: 'float32' | 'bfloat16') {
       1 / (m['tokens_per_s/update'] ?? Number.NaN));
   // k3 KL between the engine's sampled-token log-probs and the trainer's old log-probs (float32)
   const gap = m2['actor/engineApproxKl'] ?? Number.NaN;
-  return { ppo, rollout: (8 * NEW) / (m['time/rollout_s'] ?? Number.NaN), update, gap };
+  const rate = (row: Record<string, number>) => (8 * NEW) / (row['time/rollout_s'] ?? Number.NaN);
+  return { ppo, rollout: rate(m), rollout2: rate(m2), update, gap };
 }
 
 /**
@@ -567,8 +570,15 @@ function grpo() {
   const torchRollout = (8 * NEW) / (tGrpo.json.generate_s as number);
   for (const [dtype, r] of Object.entries(byDtype)) {
     row(
-      `GRPO step: rollout (8 x ${NEW} sampled tokens, ${dtype} weights), tokens/s`,
+      `GRPO step 1: rollout (8 x ${NEW} sampled tokens, ${dtype} weights), tokens/s`,
       r.rollout,
+      torchRollout,
+      'tok/s',
+      true,
+    );
+    row(
+      `GRPO step 2: rollout (${dtype} weights, after step 1's in-place update), tokens/s`,
+      r.rollout2,
       torchRollout,
       'tok/s',
       true,

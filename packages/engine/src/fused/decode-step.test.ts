@@ -160,6 +160,49 @@ describe.skipIf(!hasNative)('decode forward (one call per step)', () => {
     },
   );
 
+  it.each(['float32', 'bfloat16'] as const)(
+    '%s: 1 and 2 threads give the same decode-step layer (q/k/v, then gate/up, one job over the threads)',
+    async (dtype) => {
+      // wide enough that each group of products is split over 2 threads
+      const w = { rows: 3, hidden: 256, heads: 4, kvHeads: 2, headDim: 64, intermediate: 512 };
+      const m = (n: number, seed: number) =>
+        dtype === 'float32' ? values(n, seed, 0.1) : bf16(values(n, seed, 0.1));
+      const [qw, kw, h, f] = [w.heads * w.headDim, w.kvHeads * w.headDim, w.hidden, w.intermediate];
+      const weights: DecodeLayerWeights = {
+        inputNorm: new Float32Array(h).fill(1),
+        q: m(qw * h, 1),
+        k: m(kw * h, 2),
+        v: m(kw * h, 3),
+        o: m(h * qw, 4),
+        postNorm: new Float32Array(h).fill(1),
+        gate: m(f * h, 5),
+        up: m(f * h, 6),
+        down: m(h * f, 7),
+      };
+      const cos = new Float32Array(w.rows * w.headDim).fill(1);
+      const sin = new Float32Array(w.rows * w.headDim);
+      const run = async (threads: number, seed = 8) => {
+        await initEngine({ backend: 'native', threads, logger: () => {}, env: {} });
+        const x = values(w.rows * h, seed);
+        const cache = {
+          k: new Float32Array(w.rows * kw * 4),
+          v: new Float32Array(w.rows * kw * 4),
+          capacity: 4,
+          length: 0,
+          padLeft: new Int32Array(w.rows),
+        };
+        decodeKernels()!.layer(x, weights, w, 1e-6, cos, sin, cache, dtype);
+        return { x, k: cache.k };
+      };
+      await run(1, 9); // other values in the layer's scratch first: a product left out shows
+      const two = await run(2);
+      const one = await run(1);
+      expect([...two.x]).toEqual([...one.x]);
+      expect([...two.k]).toEqual([...one.k]);
+      expect(maxRelDiff(one.x, values(w.rows * h, 8))).toBeGreaterThan(1e-3); // the layer did something
+    },
+  );
+
   it('names the vocabulary range when a token id is outside it', () => {
     const k = decodeKernels()!;
     const layers = [layerWeights(0, 'float32')];

@@ -6,6 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '../init-engine.js';
 import { NATIVE_BACKEND } from '../native-backend.js';
 import { nativeForTests } from '../testing/native-for-tests.js';
+import { writeCount } from '../write-count.js';
 import { adamWInPlace, sumOfSquares } from './fused-adamw.js';
 
 const load = nativeForTests();
@@ -29,6 +30,7 @@ function stepOn(backend: string, shareParam: boolean) {
   const g = tf.tensor(values(300, 4), [20, 15]);
   const shared = shareParam ? tf.clone(p) : undefined;
   const before = (tf.backend() as MathBackendCPU).data.get(p.dataId)?.values;
+  const writesBefore = writeCount(p);
   adamWInPlace(p, g, m, v, H);
   const sameBuffer = (tf.backend() as MathBackendCPU).data.get(p.dataId)?.values === before;
   const out = {
@@ -36,6 +38,7 @@ function stepOn(backend: string, shareParam: boolean) {
     m: m.dataSync().slice(),
     v: v.dataSync().slice(),
     sameBuffer,
+    writes: writeCount(p) - writesBefore,
     shared: shared?.dataSync().slice(),
   };
   tf.dispose([p, m, v, g, ...(shared ? [shared] : [])]);
@@ -52,6 +55,7 @@ describe.skipIf(!load.ok)('adamWInPlace', () => {
     const got = stepOn(NATIVE_BACKEND, false);
     expect(ref.sameBuffer).toBe(false);
     expect(got.sameBuffer).toBe(true);
+    expect(got.writes).toBe(1); // counted, so copies made from p's values see it changed
     for (const k of ['p', 'm', 'v'] as const) {
       for (let i = 0; i < ref[k].length; i++)
         expect(Math.abs(got[k][i]! - ref[k][i]!)).toBeLessThan(1e-6 * (1 + Math.abs(ref[k][i]!)));
@@ -62,6 +66,7 @@ describe.skipIf(!load.ok)('adamWInPlace', () => {
   it('leaves a tensor that shares the parameter buffer untouched (falls back to new buffers)', () => {
     const got = stepOn(NATIVE_BACKEND, true);
     expect(got.sameBuffer).toBe(false);
+    expect(got.writes).toBe(0); // a new dataId: nothing to count
     expect(Array.from(got.shared!)).toEqual(Array.from(values(300, 1)));
     expect(tf.memory().numTensors).toBe(0);
   });

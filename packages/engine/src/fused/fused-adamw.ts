@@ -7,6 +7,7 @@ import { asKernelFunc, f32Values, uninitF32 } from '../kernels/native-kernel.js'
 import type { NativeAddon } from '../native-addon.js';
 import { readsSynchronously } from '../device-reads.js';
 import { hasKernel } from './fused-kernel.js';
+import { countWrite } from '../write-count.js';
 
 export const ADAMW = 'Rl2AdamW';
 /** The same pass writing p, m and v over their own buffers (returns a scalar 0 to dispose). */
@@ -86,6 +87,7 @@ export function adamWInPlace(
       1 - h.beta2 ** h.step,
     ];
     (tf.engine().runKernel(ADAMW_IN_PLACE, { param, grad, m, v }, { hp }) as tf.Tensor).dispose();
+    for (const t of [param, m, v]) countWrite(t);
     return;
   }
   const next = adamWUpdate(param, grad, m, v, h);
@@ -103,7 +105,10 @@ export function scaleInPlace(t: tf.Tensor, c: number): boolean {
   if (t.dtype !== 'float32' || !ownsF32Buffer(t)) return false;
   const values = (tf.backend() as unknown as MathBackendCPU).data.get(t.dataId)!
     .values as Float32Array;
-  if (c !== 1) for (let i = 0; i < values.length; i++) values[i]! *= c;
+  if (c !== 1) {
+    for (let i = 0; i < values.length; i++) values[i]! *= c;
+    countWrite(t);
+  }
   return true;
 }
 

@@ -208,6 +208,11 @@ export interface DecodeKernels {
     outFeatures: number,
     y: Float32Array,
   ): void;
+  /**
+   * y[i] = the `weightDtype` bits of x[i] (rounded to nearest even) on every thread: a 16-bit
+   * copy of a float32 weight. y is at least as long as x.
+   */
+  halfBits(x: Float32Array, weightDtype: 'bfloat16' | 'float16', y: Uint16Array): void;
   /** y [rows, h] = rmsNorm(x) w: the addon's `rmsNorm`. */
   rmsNorm: NativeAddon['rmsNorm'];
   /** out [m, n] = a [m, k] b^T with b [n, k]. */
@@ -317,6 +322,10 @@ export function decodeKernels(): DecodeKernels | undefined {
     linear(x, w, weightDtype, rows, inFeatures, outFeatures, y) {
       countDispatches();
       addon.linear(x, w, WEIGHT_DTYPES.indexOf(weightDtype), rows, inFeatures, outFeatures, y);
+    },
+    halfBits(x, weightDtype, y) {
+      countDispatches();
+      addon.halfBits(x, WEIGHT_DTYPES.indexOf(weightDtype), y);
     },
     rmsNorm(...args) {
       countDispatches();

@@ -6,6 +6,7 @@ import {
   type PreparedDecodeModel,
   prepareDecodeModel,
   type WeightDtype,
+  writeCount,
 } from '@rl2/engine';
 import type * as tf from '@tensorflow/tfjs-core';
 import { groupedQueryAttention } from '../layers/attention.js';
@@ -134,22 +135,23 @@ function layerWeights(
 
 /**
  * The model's weights as one `PreparedDecodeModel` of `dtype`, remade only when a parameter
- * changed since the last call (a new tensor, or new data: an optimizer step, a weight load);
- * the check is one pass over the parameter map, so a step builds no per-layer arrays.
+ * changed since the last call (a new tensor; new data: a weight load; or a write over its own
+ * data: an in-place optimizer step, see `writeCount`); the check is one pass over the
+ * parameter map, so a step builds no per-layer arrays.
  */
 export function preparedWeights(
   model: DecoderModel,
   dtype: WeightDtype,
 ): () => PreparedDecodeModel {
   let prepared: PreparedDecodeModel | undefined;
-  let seen: [tf.Variable, object][] = [];
+  let seen: [tf.Variable, object, number][] = [];
   const dataId = (t: tf.Variable) => (t as unknown as { dataId: object }).dataId;
   const unchanged = () => {
     if (seen.length !== model.params.size) return false;
     let i = 0;
     for (const t of model.params.values()) {
-      const [was, id] = seen[i++]!;
-      if (t !== was || dataId(t) !== id) return false;
+      const [was, id, writes] = seen[i++]!;
+      if (t !== was || dataId(t) !== id || writeCount(t) !== writes) return false;
     }
     return true;
   };
@@ -166,7 +168,7 @@ export function preparedWeights(
       },
       dtype,
     );
-    seen = [...model.params.values()].map((t) => [t, dataId(t)]);
+    seen = [...model.params.values()].map((t) => [t, dataId(t), writeCount(t)]);
     return prepared;
   };
 }

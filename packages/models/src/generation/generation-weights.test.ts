@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { initEngine } from '@rl2/engine';
+import { adamWInPlace, decodeKernels, initEngine } from '@rl2/engine';
 import { nativeForTests } from '@rl2/engine/testing';
 import { loadModel } from '../checkpoint/load-checkpoint.js';
 import type { DecoderModel } from '../model/decoder-model.js';
@@ -10,6 +10,7 @@ import { createGenerator } from './generator.js';
 import {
   decodeMatrix,
   defaultWeightDtype,
+  halfCopiesMade,
   parseWeightDtype,
   toHalfBits,
 } from './generation-weights.js';
@@ -199,6 +200,61 @@ describe.skipIf(!hasNative)('generation with 16-bit weights', () => {
     expect([...(decodeMatrix(v, 'bfloat16') as Uint16Array)]).toEqual([0x3f80, 0x4000, 0x40a0]);
     expect([...(decodeMatrix(v, 'float16') as Uint16Array)]).toEqual([0x3c00, 0x4000, 0x4500]);
     v.dispose();
+  });
+
+  it('the native 16-bit copies are the bits toHalfBits gives, over every exponent', () => {
+    // float32 bit patterns from an LCG: every exponent (subnormals, infinities, NaNs) and sign
+    let s = 12345;
+    const bits = Uint32Array.from({ length: 100_003 }, () => {
+      s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+      return s;
+    });
+    const x = new Float32Array(bits.buffer);
+    for (const dtype of ['bfloat16', 'float16'] as const) {
+      const y = new Uint16Array(x.length);
+      decodeKernels()!.halfBits(x, dtype, y);
+      const want = toHalfBits(x, dtype);
+      let bad = -1;
+      for (let i = 0; i < x.length && bad < 0; i++) if (y[i] !== want[i]) bad = i;
+      expect(bad, `${dtype}: first differing element`).toBe(-1);
+    }
+  });
+
+  it('bfloat16 generation makes each 16-bit copy once per weight version, natively, and sees an in-place AdamW step', async () => {
+    // a model of its own: the AdamW step below changes its weights
+    const own = (await loadModel(join(FIX, 'qwen3'))).model;
+    const matrices = 7 * own.config.numLayers + 1; // the layers' seven and the LM head
+    const request = { inputIds: [1, 17, 99, 5], temperature: 0, maxNewTokens: 4, ignoreEos: true };
+    const gen = createGenerator(own, { weightDtype: 'bfloat16' });
+    const fused = fusedDecoder(own, { weightDtype: 'bfloat16' })!;
+    const tokens = [1, 17, 99];
+    const c0 = halfCopiesMade();
+    await gen.generate(request);
+    await fused.prefill([tokens], [[0, 1, 2]], [0]);
+    const c1 = halfCopiesMade();
+    expect([c1.native - c0.native, c1.js - c0.js]).toEqual([matrices, 0]);
+    await gen.generate(request);
+    await createGenerator(own, { weightDtype: 'bfloat16' }).generate(request);
+    expect(halfCopiesMade().native).toBe(c1.native); // other requests, another generator: no copy
+    // one optimizer step over one matrix, in place (its dataId stays)
+    const name = 'model.layers.1.mlp.down_proj.weight';
+    const p = own.params.get(name) as tf.Variable;
+    const id = (p as unknown as { dataId: object }).dataId;
+    // moments that alone hold their buffers, as the optimizer's (else AdamW assigns new data)
+    const [m, v] = [0, 1].map(() => tf.tidy(() => tf.variable(tf.zerosLike(p), false))) as [
+      tf.Variable,
+      tf.Variable,
+    ];
+    const g = tf.randomNormal(p.shape, 0, 1, 'float32', 3);
+    const h = { lr: 0.05, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, step: 1 };
+    adamWInPlace(p, g, m, v, h);
+    expect((own.params.get(name) as unknown as { dataId: object }).dataId).toBe(id);
+    const pf = await fused.prefill([tokens], [[0, 1, 2]], [0]);
+    expect(halfCopiesMade().native - c1.native).toBe(1); // that matrix only
+    const want = referenceLogits(own, tokens);
+    const scale = Math.max(...want.map(Math.abs));
+    expect(maxDiff(pf.logits, want) / scale).toBeLessThan(1e-5);
+    tf.dispose([m, v, g]);
   });
 
   it('with bfloat16 weights, a request joining a running batch gets the tokens it gets alone', async () => {

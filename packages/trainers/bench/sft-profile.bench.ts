@@ -7,7 +7,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
-import { type KernelProfile, setProfilePhase, startKernelProfile, stopKernelProfile } from '@rl2/engine';
+import {
+  type KernelProfile,
+  setProfilePhase,
+  startKernelProfile,
+  stopKernelProfile,
+} from '@rl2/engine';
 import * as tf from '@tensorflow/tfjs-core';
 import { loadConfig, runSft, sftConfigSchema } from '../src/index.js';
 import { AdamW } from '../src/optim/adamw.js';
@@ -16,7 +21,8 @@ const args = process.argv.slice(2);
 const opt = (name: string, fallback?: string) => {
   const i = args.indexOf(name);
   const v = i >= 0 ? args[i + 1] : fallback;
-  if (v === undefined) throw new Error(`${name} is required (see the header of sft-profile.bench.ts)`);
+  if (v === undefined)
+    throw new Error(`${name} is required (see the header of sft-profile.bench.ts)`);
   return v;
 };
 const MODEL = opt('--model');
@@ -24,18 +30,26 @@ const DATA = opt('--data');
 const STEPS = Number(opt('--steps', '3'));
 const TOP = Number(opt('--top', '20'));
 
-/** Marks the phases: the tape's forward and backward tidies, the optimizer step, the rest. */
+/**
+ * Marks the phases: the tape's forward and backward tidies (a forward inside the backward is a
+ * checkpointed layer's recompute), the optimizer step, the rest ('norm, reduce' between the
+ * backward and the optimizer: the gradient norm and the step's read-back).
+ */
 function markPhases(counting: () => boolean, afterStep: () => void): void {
   const engine = tf.engine() as unknown as { tidy: (...a: unknown[]) => unknown };
   const tidy = engine.tidy.bind(engine);
+  const stack: string[] = [];
   engine.tidy = (nameOrFn: unknown, fn?: unknown) => {
     const name = typeof nameOrFn === 'string' ? nameOrFn : undefined;
     if (!counting() || (name !== 'forward' && name !== 'backward')) return tidy(nameOrFn, fn);
-    setProfilePhase(name);
+    const phase = name === 'forward' && stack.includes('backward') ? 'recompute' : name;
+    stack.push(phase);
+    setProfilePhase(phase);
     try {
       return tidy(nameOrFn, fn);
     } finally {
-      setProfilePhase(name === 'forward' ? 'tape' : 'norm, reduce');
+      stack.pop();
+      setProfilePhase(stack.at(-1) ?? (name === 'forward' ? 'tape' : 'norm, reduce'));
     }
   };
   const step = AdamW.prototype.step;
@@ -62,10 +76,14 @@ async function main(): Promise<void> {
   );
   const gcs: { start: number; ms: number }[] = [];
   const obs = new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) if (started) gcs.push({ start: e.startTime, ms: e.duration });
+    for (const e of list.getEntries())
+      if (started) gcs.push({ start: e.startTime, ms: e.duration });
   });
   obs.observe({ entryTypes: ['gc'] });
-  writeFileSync(join(dir, 'test.jsonl'), `${JSON.stringify({ prompt: 'the', response: 'of and' })}\n`);
+  writeFileSync(
+    join(dir, 'test.jsonl'),
+    `${JSON.stringify({ prompt: 'the', response: 'of and' })}\n`,
+  );
   const overrides = [
     `actor.model_name=${MODEL}`,
     `data.train.path=${DATA}`,
@@ -85,7 +103,7 @@ async function main(): Promise<void> {
   const config = loadConfig(sftConfigSchema, { overrides });
   let stepsDone = 0;
   const cpu0 = { v: process.cpuUsage(), wall: 0 };
-  let prof: KernelProfile | undefined;
+  const done: { prof?: KernelProfile } = {};
   let cpu = cpu0.v;
   let wall = 0;
   afterOptimizer = () => {
@@ -96,13 +114,14 @@ async function main(): Promise<void> {
       cpu0.wall = performance.now();
       startKernelProfile();
     } else if (stepsDone === STEPS + 1) {
-      prof = stopKernelProfile();
+      done.prof = stopKernelProfile();
       cpu = process.cpuUsage(cpu0.v);
       wall = performance.now() - cpu0.wall;
       started = false;
     }
   };
   await runSft(config);
+  const prof = done.prof;
   if (!prof) throw new Error('fewer optimizer steps than --steps + 1 ran');
   obs.disconnect();
   const per = (x: number) => (x / STEPS).toFixed(0);
@@ -116,11 +135,17 @@ async function main(): Promise<void> {
       .reduce((s, g) => s + g.ms, 0);
     console.log(`| ${phase} | ${per(t.cpuMs)} | ${per(t.wallMs)} | ${per(k)} | ${per(gc)} |`);
   }
-  const rows = [...prof.kernels].flatMap(([phase, ks]) => [...ks].map(([name, k]) => ({ phase, name, ...k })));
+  const rows = [...prof.kernels].flatMap(([phase, ks]) =>
+    [...ks].map(([name, k]) => ({ phase, name, ...k })),
+  );
   rows.sort((a, b) => b.cpuMs - a.cpuMs);
-  console.log(`\nkernels by self CPU ms per step (top ${TOP})\n| kernel | phase | calls | CPU | wall |\n|---|---|---:|---:|---:|`);
+  console.log(
+    `\nkernels by self CPU ms per step (top ${TOP})\n| kernel | phase | calls | CPU | wall |\n|---|---|---:|---:|---:|`,
+  );
   for (const r of rows.slice(0, TOP))
-    console.log(`| ${r.name} | ${r.phase} | ${per(r.calls)} | ${per(r.cpuMs)} | ${per(r.wallMs)} |`);
+    console.log(
+      `| ${r.name} | ${r.phase} | ${per(r.calls)} | ${per(r.cpuMs)} | ${per(r.wallMs)} |`,
+    );
   console.log(`end: ${uptime()}`);
   rmSync(dir, { recursive: true, force: true });
 }

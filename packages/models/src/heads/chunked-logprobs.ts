@@ -215,7 +215,7 @@ function nativeSingleChunk(
           const dz = logprobStatsGrad(zs!, is!, ls!, ss!, dy, inv);
           const dh = tf.matMul(dz, ws!);
           if (!weightGrad) return [dh, tf.zeros([1, 1])];
-          const dw = tf.matMul(dz, hs!, true, false);
+          const dw = tf.matMul(dz, hs!, true, false) as tf.Tensor2D;
           const values = tied ? untrackedValues(dw) : undefined;
           if (tied && values) tied.headGrad = { tensor: dw, values };
           return [dh, dw];

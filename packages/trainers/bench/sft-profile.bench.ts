@@ -3,7 +3,7 @@
 // and per kernel. DIR and STEPS.json come from `pnpm bench scale --only sft --layers 4 --dir D`
 // (D/model, D/sft.jsonl). The first step is a warm-up; the figures are per step over the rest.
 import { execSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
@@ -146,6 +146,13 @@ async function main(): Promise<void> {
     console.log(
       `| ${r.name} | ${r.phase} | ${per(r.calls)} | ${per(r.cpuMs)} | ${per(r.wallMs)} |`,
     );
+  // the steps' loss and gradient norm, to compare two builds on the same model and data
+  const metrics = readFileSync(join(dir, 'out', 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n');
+  for (const m of metrics.map((l) => JSON.parse(l) as Record<string, number>))
+    if (m['train/loss'] !== undefined)
+      console.log(`step ${m.step}: loss ${m['train/loss']}, grad_norm ${m['train/grad_norm']}`);
   console.log(`end: ${uptime()}`);
   rmSync(dir, { recursive: true, force: true });
 }

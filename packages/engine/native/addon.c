@@ -7,7 +7,7 @@
 #include "kernels.h"
 
 /* Bumped whenever a function is added or changes; src/native-addon.ts refuses others. */
-#define RL2_KERNELS_ABI 18
+#define RL2_KERNELS_ABI 19
 
 #define EXPORT(js, fn) {js, NULL, rl2_##fn, NULL, NULL, NULL, napi_default, NULL}
 
@@ -37,6 +37,7 @@ static napi_value init(napi_env env, napi_value exports) {
       EXPORT("logpStats", logp_stats),
       EXPORT("logpStatsGrad", logp_stats_grad),
       EXPORT("adamw", adamw),
+      EXPORT("sumSquares", sum_squares),
       EXPORT("decodeLayer", decode_layer),
       EXPORT("decodeStep", decode_step),
       EXPORT("linear", linear),

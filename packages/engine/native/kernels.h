@@ -194,6 +194,7 @@ KERNEL(attention_grad);
 KERNEL(logp_stats);
 KERNEL(logp_stats_grad);
 KERNEL(adamw);
+KERNEL(sum_squares);
 KERNEL(decode_layer);
 KERNEL(decode_step);
 KERNEL(linear);

@@ -139,3 +139,35 @@ void online_softmax_row(float *row, int64_t cols, float *m, float *l, float *acc
   if (corr != 1.0f)
     for (int64_t t = 0; t < d; t++) acc[t] *= corr;
 }
+
+/* sumSquares(x): sum of x^2 in double precision (a gradient's squared norm), over the threads. */
+struct sumsq_ctx {
+  const float *x;
+  double total;
+  pthread_mutex_t lock;
+};
+
+HOT static void sumsq_range(void *vctx, int64_t i0, int64_t i1) {
+  struct sumsq_ctx *c = (struct sumsq_ctx *)vctx;
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = i0;
+  /* 8 double lanes (vectorises; the sum is memory-bound either way) */
+  for (; i + 8 <= i1; i += 8)
+    for (int k = 0; k < 8; k++) acc[k] += (double)c->x[i + k] * (double)c->x[i + k];
+  for (; i < i1; i++) acc[0] += (double)c->x[i] * c->x[i];
+  double s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  pthread_mutex_lock(&c->lock);
+  c->total += s;
+  pthread_mutex_unlock(&c->lock);
+}
+
+KERNEL(sum_squares) {
+  float *x;
+  size_t n;
+  if (!read_args(env, info, "sumSquares expects a Float32Array", "f", &x, &n)) return NULL;
+  struct sumsq_ctx c = {x, 0, PTHREAD_MUTEX_INITIALIZER};
+  parallel_for((int64_t)n, GRAIN * 4, sumsq_range, &c);
+  napi_value out;
+  CHECK(napi_create_double(env, c.total, &out));
+  return out;
+}

@@ -44,7 +44,7 @@ export const UnaryOp = {
 export const ReduceOp = { sum: 0, max: 1, min: 2, mean: 3 } as const;
 
 /** RL2_KERNELS_ABI (native/addon.c) of the addon this TypeScript expects. */
-export const NATIVE_ABI = 18;
+export const NATIVE_ABI = 19;
 
 /** The functions exported by rl2_kernels.node; every output array is allocated by the caller. */
 export interface NativeAddon {
@@ -236,7 +236,10 @@ export interface NativeAddon {
     inv: number,
     dz: Float32Array,
   ): void;
-  /** One AdamW step into pOut, mOut, vOut; hp = [lr, beta1, beta2, eps, weightDecay, 1 - beta1^t, 1 - beta2^t]. */
+  /**
+   * One AdamW step into pOut, mOut, vOut; hp = [lr, beta1, beta2, eps, weightDecay, 1 - beta1^t, 1 - beta2^t,
+   * gradScale] (the gradient is multiplied by gradScale, 1 when hp has 7 values).
+   */
   adamw(
     p: Float32Array,
     g: Float32Array,
@@ -247,6 +250,8 @@ export interface NativeAddon {
     mOut: Float32Array,
     vOut: Float32Array,
   ): void;
+  /** sum(x^2) in double precision, over the threads (a gradient's squared norm). */
+  sumSquares(x: Float32Array): number;
   /**
    * One decoder layer over S new tokens per row in place on x [B, S, H] (see
    * native/fused-decode.c): weights in `DECODE_WEIGHT_SLOTS` order (null where absent; the

@@ -45,8 +45,12 @@ for (const p of ONLY)
   if (!(PARTS as readonly string[]).includes(p))
     throw new Error(`--only ${p}: not a part; use a comma list of ${PARTS.join(', ')}`);
 const runs = (part: (typeof PARTS)[number]) => ONLY.includes(part);
-/** rl2's vocabulary chunk for the log-prob head (@rl2/models tokenLogprobs' default). */
+/**
+ * rl2's vocabulary chunk for the log-prob head (@rl2/models tokenLogprobs' default on native):
+ * the whole vocabulary while tokens x rows fit HEAD_LOGITS_BUDGET (2^26 floats), else 8192 rows.
+ */
 const VOCAB_CHUNK = 8192;
+const HEAD_LOGITS_BUDGET = 2 ** 26;
 /** `--tiny`: hidden 64, 2 layers (same tokenizer and vocabulary): checks the bench's plumbing in a minute. */
 const SHAPE = args.includes('--tiny')
   ? [
@@ -634,13 +638,15 @@ function parameterCount(): { params: number; vocab: number } {
 function memoryBreakdown(tokens: number, rl2Peak: number, torchPeak: number) {
   const { params, vocab } = parameterCount();
   const mib = (bytes: number) => bytes / 2 ** 20;
+  const whole = tokens * vocab <= HEAD_LOGITS_BUDGET;
+  const rl2Rows = whole ? vocab : VOCAB_CHUNK;
   const parts: [string, number, number][] = [
     [`parameters (${(params / 1e6).toFixed(0)}M, float32)`, mib(4 * params), mib(4 * params)],
     ['gradients (float32)', mib(4 * params), mib(4 * params)],
     ['AdamW moments m and v', mib(8 * params), mib(8 * params)],
     [
-      `logits of the longest step (${tokens} tokens; rl2: one ${VOCAB_CHUNK}-row vocabulary chunk, PyTorch: the full ${vocab})`,
-      mib(4 * tokens * VOCAB_CHUNK),
+      `logits of the longest step (${tokens} tokens; rl2: ${whole ? 'the full' : `one ${VOCAB_CHUNK}-row chunk of the`} ${vocab}, PyTorch: the full ${vocab})`,
+      mib(4 * tokens * rl2Rows),
       mib(4 * tokens * vocab),
     ],
   ];

@@ -22,16 +22,16 @@ function own(x: number[] | Float32Array): tf.Variable {
   return v;
 }
 
-function stepOn(backend: string, shareParam: boolean) {
+function stepOn(backend: string, shareParam: boolean, gradScale = 1, gradValues = values(300, 4)) {
   tf.setBackend(backend);
   const p = own(values(300, 1));
   const m = own(values(300, 2).map((x) => 0.1 * x));
   const v = own(values(300, 3).map((x) => x * x));
-  const g = tf.tensor(values(300, 4), [20, 15]);
+  const g = tf.tensor(gradValues, [20, 15]);
   const shared = shareParam ? tf.clone(p) : undefined;
   const before = (tf.backend() as MathBackendCPU).data.get(p.dataId)?.values;
   const writesBefore = writeCount(p);
-  adamWInPlace(p, g, m, v, H);
+  adamWInPlace(p, g, m, v, { ...H, gradScale });
   const sameBuffer = (tf.backend() as MathBackendCPU).data.get(p.dataId)?.values === before;
   const out = {
     p: p.dataSync().slice(),
@@ -63,6 +63,28 @@ describe.skipIf(!load.ok)('adamWInPlace', () => {
     expect(Math.abs(got.p[0]! - values(1, 1)[0]!)).toBeGreaterThan(1e-4); // it did move
   });
 
+  it('scales the gradient inside the native kernel: the same as stepping on the scaled gradient', () => {
+    const scaled = values(300, 4).map((x) => Math.fround(x * 0.25));
+    const ref = stepOn('cpu', false, 1, scaled);
+    const got = stepOn(NATIVE_BACKEND, false, 0.25);
+    const unscaled = stepOn(NATIVE_BACKEND, false);
+    expect(got.sameBuffer).toBe(true);
+    for (const k of ['p', 'm', 'v'] as const) {
+      for (let i = 0; i < ref[k].length; i++)
+        expect(Math.abs(got[k][i]! - ref[k][i]!)).toBeLessThan(1e-6 * (1 + Math.abs(ref[k][i]!)));
+    }
+    expect(Math.abs(got.m[1]! - unscaled.m[1]!)).toBeGreaterThan(1e-3); // the scale did change it
+    expect(tf.memory().numTensors).toBe(0);
+  });
+
+  it('scales the gradient on the cpu backend too (a scaled copy first)', () => {
+    const scaled = values(300, 4).map((x) => Math.fround(x * 0.25));
+    const ref = stepOn('cpu', false, 1, scaled);
+    const got = stepOn('cpu', false, 0.25);
+    for (let i = 0; i < ref.p.length; i++) expect(got.p[i]).toBeCloseTo(ref.p[i]!, 6);
+    expect(tf.memory().numTensors).toBe(0);
+  });
+
   it('leaves a tensor that shares the parameter buffer untouched (falls back to new buffers)', () => {
     const got = stepOn(NATIVE_BACKEND, true);
     expect(got.sameBuffer).toBe(false);
@@ -89,6 +111,23 @@ describe('sumOfSquares', () => {
     expect(Math.abs(sumOfSquares(t) / (2 ** 20 * x * x) - 1)).toBeLessThan(1e-9);
     t.dispose();
   });
+
+  it.skipIf(!load.ok)(
+    'sums in the addon on native, over 2 threads, as the double loop does',
+    async () => {
+      await initEngine({ backend: 'native', threads: 2, logger: () => {}, env: {} });
+      const n = 3 * 2 ** 18 + 5; // several ranges of the addon's split and a tail of 5
+      const x = Float32Array.from({ length: n }, (_, i) => Math.sin(i * 0.01) * (1 + (i % 7)));
+      let ref = 0;
+      for (let i = 0; i < n; i++) ref += x[i]! * x[i]!;
+      const t = tf.tensor(x);
+      expect(Math.abs(sumOfSquares(t) / ref - 1)).toBeLessThan(1e-12);
+      t.dispose();
+      const small = tf.tensor([1, -2, 3, 0.5], [2, 2]);
+      expect(sumOfSquares(small)).toBe(1 + 4 + 9 + 0.25);
+      small.dispose();
+    },
+  );
 
   it('falls back to the composite ops for an int32 tensor', () => {
     tf.setBackend('cpu');

@@ -7,6 +7,7 @@ import { asKernelFunc, f32Values, uninitF32 } from '../kernels/native-kernel.js'
 import type { NativeAddon } from '../native-addon.js';
 import { readsSynchronously } from '../device-reads.js';
 import { hasKernel } from './fused-kernel.js';
+import { activeNativeAddon } from '../native-backend.js';
 import { countWrite } from '../write-count.js';
 
 export const ADAMW = 'Rl2AdamW';
@@ -21,6 +22,8 @@ export interface AdamWStep {
   eps: number;
   weightDecay: number;
   step: number;
+  /** `adamWInPlace` only: the gradient is multiplied by this first (the clipping factor); default 1. */
+  gradScale?: number;
 }
 
 /**
@@ -72,11 +75,19 @@ export function adamWInPlace(
   v: tf.Variable,
   h: AdamWStep,
 ): void {
-  if (
+  const scale = h.gradScale ?? 1;
+  const inPlace =
     hasKernel(ADAMW_IN_PLACE) &&
     [param, grad, m, v].every((t) => t.dtype === 'float32' && t.size === param.size) &&
-    [param, m, v].every(ownsBuffer)
-  ) {
+    [param, m, v].every(ownsBuffer);
+  // the native kernel scales the gradient as it reads it; elsewhere a scaled copy first
+  if (scale !== 1 && !(inPlace && activeNativeAddon())) {
+    const scaled = tf.mul(grad, scale);
+    adamWInPlace(param, scaled, m, v, { ...h, gradScale: 1 });
+    scaled.dispose();
+    return;
+  }
+  if (inPlace) {
     const hp = [
       h.lr,
       h.beta1,
@@ -85,6 +96,7 @@ export function adamWInPlace(
       h.weightDecay,
       1 - h.beta1 ** h.step,
       1 - h.beta2 ** h.step,
+      ...(scale === 1 ? [] : [scale]),
     ];
     (tf.engine().runKernel(ADAMW_IN_PLACE, { param, grad, m, v }, { hp }) as tf.Tensor).dispose();
     for (const t of [param, m, v]) countWrite(t);
@@ -114,13 +126,16 @@ export function scaleInPlace(t: tf.Tensor, c: number): boolean {
 
 /**
  * sum(t^2) in double precision (a gradient's squared norm) read straight from `t`'s float32
- * buffer on a cpu-style backend, without the temporary `tf.square(t)` (a whole gradient's size);
+ * buffer on a cpu-style backend (over the threads in the addon on `native`), without the temporary
+ * `tf.square(t)` (a whole gradient's size);
  * the composite ops elsewhere.
  */
 export function sumOfSquares(t: tf.Tensor): number {
   const values = (tf.backend() as unknown as Partial<MathBackendCPU>).data?.get(t.dataId)?.values;
   if (t.dtype !== 'float32' || !(values instanceof Float32Array))
     return tf.tidy(() => tf.sum(tf.square(t)).dataSync()[0] as number);
+  const addon = activeNativeAddon();
+  if (addon) return addon.sumSquares(values);
   let s = 0;
   for (let i = 0; i < values.length; i++) s += values[i]! * values[i]!;
   return s;

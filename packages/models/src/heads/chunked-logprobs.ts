@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { hasLogprobStats, logprobStats, logprobStatsGrad, readsSynchronously } from '@rl2/engine';
-import type { TiedEmbeddingGrad } from './tied-embedding-grad.js';
+import { type TiedEmbeddingGrad, untrackedValues } from './tied-embedding-grad.js';
 
 /**
  * Fused lm_head + log-softmax + entropy with a vocabulary-chunked custom gradient, so neither
@@ -14,7 +14,8 @@ import type { TiedEmbeddingGrad } from './tied-embedding-grad.js';
  *   dh = dz W,  dW = dz^T h.
  * The g_H term is skipped when the entropy output receives no gradient.
  * `hidden` [N, H], `weight` [V, H]; returns [N, 2] = (logp, entropy), float32.
- * With `tied` (several chunks only), dW is also left there for the tied embedding lookup.
+ * With `tied` (several chunks, or one on the native backend), dW is also left there for the tied
+ * embedding lookup.
  * `weightGrad` false (a frozen head, e.g. LoRA's base): the host backward skips dW ([V, H] and a
  * third of the head's backward) and gives W a placeholder gradient, which the tape drops (W is
  * no input it differentiates).
@@ -40,7 +41,8 @@ export function chunkedLogprobsEntropy(
     const z: tf.Tensor2D = tf.matMul(h, wc, false, true);
     return inv === 1 ? z : (tf.mul(z, inv) as tf.Tensor2D);
   };
-  if (single && hasLogprobStats()) return nativeSingleChunk(hidden, weight, targets, inv, logitsOf);
+  if (single && hasLogprobStats())
+    return nativeSingleChunk(hidden, weight, targets, inv, logitsOf, tied, weightGrad);
   const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const [h, w, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.GradSaveFunc];
     // each chunk in its own tidy: only the running (m, s, t) outlive it, never all chunks' logits
@@ -186,7 +188,8 @@ function deviceBackward(
 
 /**
  * The one-chunk case on the `native` backend: logits z once (kept for the backward), then
- * the fused stats kernel forward and dz kernel backward; dh = dz W, dW = dz^T h.
+ * the fused stats kernel forward and dz kernel backward; dh = dz W, dW = dz^T h (left in `tied`
+ * too; skipped when `weightGrad` is false).
  */
 function nativeSingleChunk(
   hidden: tf.Tensor2D,
@@ -194,6 +197,8 @@ function nativeSingleChunk(
   targets: Int32Array,
   inv: number,
   logitsOf: (h: tf.Tensor2D, w: tf.Tensor2D) => tf.Tensor2D,
+  tied: TiedEmbeddingGrad | undefined,
+  weightGrad: boolean,
 ): tf.Tensor2D {
   const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const [h, w, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.GradSaveFunc];
@@ -208,7 +213,12 @@ function nativeSingleChunk(
         const [hs, ws, zs, is, ls, ss] = saved as tf.Tensor2D[];
         return tf.tidy(() => {
           const dz = logprobStatsGrad(zs!, is!, ls!, ss!, dy, inv);
-          return [tf.matMul(dz, ws!), tf.matMul(dz, hs!, true, false)];
+          const dh = tf.matMul(dz, ws!);
+          if (!weightGrad) return [dh, tf.zeros([1, 1])];
+          const dw = tf.matMul(dz, hs!, true, false) as tf.Tensor2D;
+          const values = tied ? untrackedValues(dw) : undefined;
+          if (tied && values) tied.headGrad = { tensor: dw, values };
+          return [dh, dw];
         });
       },
     };

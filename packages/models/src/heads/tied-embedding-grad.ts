@@ -19,11 +19,15 @@ export interface TiedEmbeddingGrad {
  * whose buffers are not plain arrays (webgl, wasm), where the tied path is not taken.
  */
 export function untrackedView(w: tf.Tensor2D): tf.Tensor2D | undefined {
+  const values = untrackedValues(w);
+  return values ? tf.tensor2d(values, w.shape) : undefined;
+}
+
+/** `t`'s own Float32Array on a cpu-style backend (no copy); undefined elsewhere. */
+export function untrackedValues(t: tf.Tensor): Float32Array | undefined {
   const backend = tf.backend() as unknown as Partial<MathBackendCPU>;
-  const values = backend.data?.get(w.dataId)?.values;
-  return values instanceof Float32Array && values.length === w.size
-    ? tf.tensor2d(values, w.shape)
-    : undefined;
+  const values = backend.data?.get(t.dataId)?.values;
+  return values instanceof Float32Array && values.length === t.size ? values : undefined;
 }
 
 /**

@@ -6,7 +6,7 @@ import type { TokenBatch } from '../model/token-batch.js';
 import { chunkedLogprobsEntropy } from './chunked-logprobs.js';
 import { type TiedEmbeddingGrad, untrackedView } from './tied-embedding-grad.js';
 import { isFrozen } from '../lora/lora-model.js';
-import { frozenLinear } from '@rl2/engine';
+import { frozenLinear, hasLogprobStats } from '@rl2/engine';
 import { frozenHead } from '../frozen/frozen-weights.js';
 import { frozenHeadLogprobs } from './frozen-head-logprobs.js';
 
@@ -16,7 +16,9 @@ export interface LogprobOptions extends ForwardOptions {
   temperature?: number;
   /**
    * Vocabulary chunk of the streamed logsumexp (memory is N x chunk). When the vocabulary fits in
-   * one chunk its logits are kept for the backward instead of recomputed. Default 8192.
+   * one chunk its logits are kept for the backward instead of recomputed. Default: the whole
+   * vocabulary on the native backend while N x V logits fit in `HEAD_LOGITS_BUDGET` floats (one
+   * fused pass each way, no recomputed logits), else 8192.
    */
   vocabChunk?: number;
 }
@@ -58,8 +60,8 @@ export function tokenLogprobs(
   const shard = model.splitRow?.(batch, tgt);
   const run = shard ? { ...model, attention: shard.attention } : model;
   const localTargets = shard ? Int32Array.from(shard.targets ?? []) : tgt;
-  const chunk = options.vocabChunk ?? 8192;
   const frozen = frozenHead(model.config, model.frozen);
+  const chunk = options.vocabChunk ?? (frozen ? 8192 : defaultVocabChunk(localTargets.length, v));
   const both = tf.tidy(() => {
     if (frozen && !model.logprobHead) {
       const hidden = forwardHidden(run, shard?.batch ?? batch, options);
@@ -74,7 +76,7 @@ export function tokenLogprobs(
       !model.embedding &&
       !shard &&
       model.config.tieWordEmbeddings &&
-      lmHeadWeight(model).shape[0] > chunk;
+      (lmHeadWeight(model).shape[0] > chunk || hasLogprobStats());
     const view = plainTied ? untrackedView(lmHeadWeight(model)) : undefined;
     const tied: TiedEmbeddingGrad | undefined = view ? {} : undefined;
     const hidden = forwardHidden(run, shard?.batch ?? batch, options, tied);
@@ -97,6 +99,17 @@ export function tokenLogprobs(
   });
   both.dispose();
   return { logprobs, entropy };
+}
+
+/**
+ * Logits the log-prob head may hold at once for the whole vocabulary (floats; 256 MiB, and as
+ * much again for their gradient): Qwen3-0.6B's 151,936 rows up to 441 tokens.
+ */
+export const HEAD_LOGITS_BUDGET = 2 ** 26;
+
+/** `tokenLogprobs`' default vocabulary chunk for `n` tokens over `v` rows (see `vocabChunk`). */
+export function defaultVocabChunk(n: number, v: number): number {
+  return hasLogprobStats() && n * v <= HEAD_LOGITS_BUDGET ? v : 8192;
 }
 
 /** Full logits [N, V] (float32) of a causal-LM model; for inspection and tests. */

@@ -1,4 +1,4 @@
-import { adamWInPlace, readsSynchronously, scaleInPlace } from '@rl2/engine';
+import { adamWInPlace, readsSynchronously } from '@rl2/engine';
 import * as tf from '@tensorflow/tfjs-core';
 import { TrainersError } from '../errors.js';
 import type { NamedGrads } from './clip-grad-norm.js';
@@ -74,20 +74,17 @@ export class AdamW {
       const m = this.moment(this.m, name);
       const v = this.moment(this.v, name);
       // a released gradient is scaled over its own buffer; otherwise into a new tensor (one parameter's size at a time)
-      const g =
-        gradScale === 1 || (release && scaleInPlace(raw, gradScale)) ? raw : tf.mul(raw, gradScale);
-      if (release && g !== raw) raw.dispose();
-      // one fused pass over the variables' own buffers on native and webgpu (~15 tfjs ops and new tensors otherwise)
-      adamWInPlace(p, g, m, v, {
+      // the clipping factor goes into the update itself (the native kernel scales g as it reads it)
+      adamWInPlace(p, raw, m, v, {
         lr,
         beta1: b1,
         beta2: b2,
         eps: this.opts.eps,
         weightDecay: this.opts.weightDecay,
         step: this.t,
+        gradScale,
       });
-      if (g !== raw) g.dispose();
-      else if (release) raw.dispose();
+      if (release) raw.dispose();
     }
   }
 

@@ -47,6 +47,7 @@ describe('actor.lora.* config keys', () => {
       dropout: 0,
       target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'],
       use_rslora: false,
+      modules_to_save: [],
       base_dtype: 'auto',
       save_merged: false,
     });
@@ -61,6 +62,7 @@ describe('actor.lora.* config keys', () => {
     ['actor.lora.rank=2.5', /actor\.lora\.rank/],
     ['actor.lora.dropout=1', /actor\.lora\.dropout/],
     ['actor.lora.ranks=4', /unknown config key "actor\.lora\.ranks"/],
+    ['actor.lora.modules_to_save=[embed tokens]', /actor\.lora\.modules_to_save/],
   ])('%s is refused naming the key', (arg, message) => {
     expect(() => loadConfig(sftConfigSchema, { overrides: [...base, arg] })).toThrow(message);
   });
@@ -169,6 +171,84 @@ describe('rl2 sft with LoRA', () => {
       ...adapted.params.values(),
       ...baseLogits.params.values(),
     ]);
+  }, 60_000);
+});
+
+describe('actor.lora.modules_to_save', () => {
+  const SAVE = [...LORA, 'actor.lora.modules_to_save=[embed_tokens, norm]', 'trainer.max_steps=2'];
+  const NORMS = 1 + 2 * 4; // model.norm, and per layer input/post-attention layernorm, q_norm, k_norm
+
+  it('trains copies of the named modules beside the adapters: optimizer state for them, PEFT keys, the base file untouched', async () => {
+    const save = join(dir, 'mts');
+    await runSft(caseConfig('sft', dir, save, SAVE), quiet);
+    const ckpt = join(save, 'step-2');
+    const keys = optimizerKeys(ckpt);
+    expect(keys.length).toBe(2 * (2 * 7 * 2 + 1 + NORMS));
+    expect(keys.filter((k) => !k.includes('.lora_')).length).toBe(2 * (1 + NORMS));
+    const file = parseSafetensors(
+      new Uint8Array(readFileSync(join(ckpt, 'adapter', 'adapter_model.safetensors'))),
+    );
+    const emb = file.get('base_model.model.model.embed_tokens.weight')!;
+    expect(file.has('base_model.model.model.layers.0.self_attn.q_norm.weight')).toBe(true);
+    const adapter = readPeftAdapter(join(ckpt, 'adapter'));
+    expect(adapter.config).toMatchObject({
+      modules_to_save: ['embed_tokens', 'norm'],
+      ensure_weight_tying: true, // the case model ties its LM head to the embedding
+    });
+    expect(adapter.spec.modulesToSave).toEqual(['embed_tokens', 'norm']);
+    const { model: base } = await loadModel(join(dir, 'model'));
+    const before = base.params.get('model.embed_tokens.weight')!.dataSync();
+    let moved = 0;
+    for (let i = 0; i < before.length; i++) moved = Math.max(moved, Math.abs(emb.data[i]! - before[i]!));
+    expect(moved).toBeGreaterThan(1e-4); // the copy trained
+    tf.dispose([...base.params.values()]);
+  }, 60_000);
+
+  it('resumes exactly with the saved copies, and refuses another modules_to_save naming the key', async () => {
+    const over = [...LORA, 'actor.lora.modules_to_save=[embed_tokens, norm]', 'trainer.max_steps=4'];
+    const whole = await runSft(caseConfig('sft', dir, join(dir, 'mts-whole'), over), quiet);
+    const parted = join(dir, 'mts-parted');
+    const stop = new AbortController();
+    const first = await runSft(caseConfig('sft', dir, parted, over), {
+      ...quiet,
+      signal: stop.signal,
+      onStep: (r) => (r.step === 2 ? stop.abort() : undefined),
+    });
+    const resume = [...over, 'trainer.load_ckpt_from=latest'];
+    const rest = await runSft(caseConfig('sft', dir, parted, resume), quiet);
+    const losses = [...first.trainLoss.values(), ...rest.trainLoss.values()];
+    expect(losses).toEqual([...whole.trainLoss.values()]);
+    const other = [...resume, 'actor.lora.modules_to_save=[norm]'];
+    await expect(runSft(caseConfig('sft', dir, parted, other), quiet)).rejects.toThrow(
+      /modules_to_save \[embed_tokens,norm\] saved, \[norm\] set/,
+    );
+  }, 120_000);
+
+  it('a name that matches no module is refused naming it', async () => {
+    const config = caseConfig('sft', dir, join(dir, 'mts-bad'), [
+      ...LORA,
+      'actor.lora.modules_to_save=[embed_token5]',
+    ]);
+    await expect(runSft(config, quiet)).rejects.toThrow(/modules_to_save "embed_token5" names no module/);
+  });
+
+  it('with actor.lora.base_dtype=bfloat16 is refused naming both keys', async () => {
+    const config = caseConfig('sft', dir, join(dir, 'mts-bf16'), [
+      ...SAVE,
+      'actor.lora.base_dtype=bfloat16',
+    ]);
+    await expect(runSft(config, quiet)).rejects.toThrow(
+      /actor\.lora\.base_dtype=bfloat16: .*actor\.lora\.modules_to_save/,
+    );
+  });
+
+  it('dpo: the reference stays the base (step 1 at log 2) while the copies train', async () => {
+    const config = caseConfig('dpo', dir, join(dir, 'mts-dpo'), SAVE);
+    const res = await runDpo(config, quiet);
+    expect(res.trainLoss.get(1)).toBeCloseTo(Math.log(2), 6);
+    expect(res.trainLoss.get(2)).not.toBeCloseTo(Math.log(2), 6);
+    const keys = optimizerKeys(join(dir, 'mts-dpo', 'step-2'));
+    expect(keys.filter((k) => k.endsWith('.model.embed_tokens.weight')).length).toBe(2);
   }, 60_000);
 });
 

@@ -64,10 +64,17 @@ export async function loadLoraCheckpointEngine(
     const tensors = new Map([...saved.tensors].filter(([n]) => isLoraParam(n)));
     const params = loraParamsFromHost(tensors);
     // the modules_to_save copies (e.g. the embedding, the norms): the adapter's own, not the base's
-    const modules = loraParamsFromHost(new Map([...saved.tensors].filter(([n]) => !isLoraParam(n))));
+    const modules = loraParamsFromHost(
+      new Map([...saved.tensors].filter(([n]) => !isLoraParam(n))),
+    );
     try {
       const lora = attachLora(on, params, saved.spec, modules);
-      return { path, model: lora.model, adapters: lora.adapters, generator: generatorOf(lora.model, eos) };
+      return {
+        path,
+        model: lora.model,
+        adapters: lora.adapters,
+        generator: generatorOf(lora.model, eos),
+      };
     } catch (err) {
       disposeParams(params);
       throw new RolloutError('INVALID_ARGUMENT', `${path}: ${(err as Error).message}`);
@@ -117,7 +124,8 @@ export async function loadLoraCheckpointEngine(
     get rankParamBytes() {
       let bytes = 0;
       for (const t of base.model.params.values()) bytes += t.size * 4;
-      for (const s of served.values()) for (const t of s.adapters?.values() ?? []) bytes += t.size * 4;
+      for (const s of served.values())
+        for (const t of s.adapters?.values() ?? []) bytes += t.size * 4;
       return [bytes];
     },
     get loraAdapters() {

@@ -199,13 +199,18 @@ describe('actor.lora.modules_to_save', () => {
     const { model: base } = await loadModel(join(dir, 'model'));
     const before = base.params.get('model.embed_tokens.weight')!.dataSync();
     let moved = 0;
-    for (let i = 0; i < before.length; i++) moved = Math.max(moved, Math.abs(emb.data[i]! - before[i]!));
+    for (let i = 0; i < before.length; i++)
+      moved = Math.max(moved, Math.abs(emb.data[i]! - before[i]!));
     expect(moved).toBeGreaterThan(1e-4); // the copy trained
     tf.dispose([...base.params.values()]);
   }, 60_000);
 
   it('resumes exactly with the saved copies, and refuses another modules_to_save naming the key', async () => {
-    const over = [...LORA, 'actor.lora.modules_to_save=[embed_tokens, norm]', 'trainer.max_steps=4'];
+    const over = [
+      ...LORA,
+      'actor.lora.modules_to_save=[embed_tokens, norm]',
+      'trainer.max_steps=4',
+    ];
     const whole = await runSft(caseConfig('sft', dir, join(dir, 'mts-whole'), over), quiet);
     const parted = join(dir, 'mts-parted');
     const stop = new AbortController();
@@ -229,7 +234,9 @@ describe('actor.lora.modules_to_save', () => {
       ...LORA,
       'actor.lora.modules_to_save=[embed_token5]',
     ]);
-    await expect(runSft(config, quiet)).rejects.toThrow(/modules_to_save "embed_token5" names no module/);
+    await expect(runSft(config, quiet)).rejects.toThrow(
+      /modules_to_save "embed_token5" names no module/,
+    );
   });
 
   it('with actor.lora.base_dtype=bfloat16 is refused naming both keys', async () => {
@@ -262,6 +269,7 @@ describe('LoRA runs leave no tensors behind', () => {
       'trainer.test_freq=1',
       'trainer.save_freq=1',
       'actor.lora.save_merged=true',
+      'actor.lora.modules_to_save=[norm]',
     ];
     await runSft(caseConfig('sft', dir, join(dir, 'leak-warm'), every), quiet);
     const before = tf.memory().numTensors;
@@ -286,7 +294,7 @@ describe('rl2 dpo and rl2 rm with LoRA', () => {
     expect(optimizerKeys(join(dir, 'dpo', 'step-2')).every((k) => k.includes('.lora_'))).toBe(true);
   }, 60_000);
 
-  it('rm: adapters and the new score head train; PEFT saves the head as modules_to_save', async () => {
+  it('rm: adapters, the new score head and critic.lora.modules_to_save train; PEFT saves head and norms as modules_to_save', async () => {
     const save = join(dir, 'rm');
     const config = loadConfig(rmConfigSchema, {
       overrides: [
@@ -298,6 +306,7 @@ describe('rl2 dpo and rl2 rm with LoRA', () => {
         'critic.max_length_per_device=40',
         'critic.lr=0.01',
         'critic.lora.rank=2',
+        'critic.lora.modules_to_save=[norm]',
         'critic.gradient_checkpointing=false',
         'trainer.max_steps=2',
         'trainer.backend=cpu',
@@ -310,8 +319,15 @@ describe('rl2 dpo and rl2 rm with LoRA', () => {
     });
     await runRm(config, quiet);
     const adapter = readPeftAdapter(join(save, 'step-2', 'adapter'));
-    expect(adapter.config).toMatchObject({ task_type: 'TOKEN_CLS', modules_to_save: ['score'] });
+    expect(adapter.config).toMatchObject({
+      task_type: 'TOKEN_CLS',
+      modules_to_save: ['norm', 'score'],
+    });
+    expect(adapter.tensors.has('model.layers.1.post_attention_layernorm.weight')).toBe(true);
     expect(Math.abs(adapter.tensors.get('score.weight')!.data[0]!)).toBeGreaterThan(0);
     expect(optimizerKeys(join(save, 'step-2')).filter((k) => k.includes('score.')).length).toBe(4);
+    expect(
+      optimizerKeys(join(save, 'step-2')).filter((k) => k.endsWith('norm.weight')).length,
+    ).toBe(2 * 9);
   }, 60_000);
 });

@@ -221,7 +221,7 @@ describe('modules_to_save (PEFT ModulesToSaveWrapper)', () => {
     );
   });
 
-  it('train copies: gradients for the adapters and the copies alone, equal to full training at B = 0; the base keeps its weights', async () => {
+  it('train copies: gradients for the adapters and copies alone, as full training at B = 0; the base unchanged', async () => {
     const { model } = await loadModel(join(FIX, 'qwen3'));
     const saved = savedModuleParams(model.params.keys(), spec.modulesToSave!);
     expect(saved.length).toBe(1 + 1 + 4 * model.config.numLayers); // embed, model.norm, 4 norms a layer

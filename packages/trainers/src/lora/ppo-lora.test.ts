@@ -198,4 +198,36 @@ describe('rl2 ppo with LoRA', () => {
       await server.close();
     }
   }, 120_000);
+
+  it('rollout.engine=sglang with actor.lora.modules_to_save syncs the merged actor (SGLang loads LoRA matrices only)', async () => {
+    const t = tinyRun('lora-sglang-mts');
+    const server = await serveModel({ model: t.model, port: 0, threads: 1, log: () => {} });
+    try {
+      const saveDir = join(t.dir, 'run');
+      const res = await runPpo(
+        loadConfig(ppoConfigSchema, {
+          overrides: [
+            ...t.overrides(),
+            'rollout.engine=sglang',
+            `rollout.server_urls=["${server.url}"]`,
+            'rollout.train_prompts_per_rollout=4',
+            'rollout.responses_per_prompt=4',
+            'rollout.train_sampling_params.max_new_tokens=3',
+            'actor.lora.rank=4',
+            'actor.lora.modules_to_save=[norm]',
+            'trainer.max_steps=2',
+            `trainer.save_dir=${saveDir}`,
+            ...QUIET_TRAINER,
+          ],
+        }),
+        quiet,
+      );
+      expect(res.step).toBe(2);
+      const synced = join(saveDir, 'weights');
+      expect(existsSync(join(synced, 'model.safetensors'))).toBe(true);
+      expect(existsSync(join(synced, 'adapter_model.safetensors'))).toBe(false);
+    } finally {
+      await server.close();
+    }
+  }, 120_000);
 });

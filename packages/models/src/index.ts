@@ -66,7 +66,13 @@ export type { ParamMap } from './model/param-map.js';
 export { paramShapes } from './model/param-shapes.js';
 
 // LoRA (PEFT's names and init): adapters on the projections, the base frozen, merged weights.
-export { LORA_TARGET_MODULES, isLoraParam, loraModules, loraScale } from './lora/lora-spec.js';
+export {
+  LORA_TARGET_MODULES,
+  isLoraParam,
+  loraModules,
+  loraScale,
+  savedModuleParams,
+} from './lora/lora-spec.js';
 export type { LoraModule, LoraSpec, LoraTargetModule } from './lora/lora-spec.js';
 export { initLoraParams, loraParamsFromHost } from './lora/lora-params.js';
 export { attachLora, mergeLora } from './lora/lora-model.js';

@@ -12,7 +12,13 @@ import type { ParamMap } from '../model/param-map.js';
 import type { TokenBatch } from '../model/token-batch.js';
 import { attachLora, mergeLora } from './lora-model.js';
 import { initLoraParams, variableOf } from './lora-params.js';
-import { LORA_TARGET_MODULES, type LoraSpec, type LoraTargetModule } from './lora-spec.js';
+import {
+  LORA_TARGET_MODULES,
+  isLoraParam,
+  type LoraSpec,
+  type LoraTargetModule,
+  savedModuleParams,
+} from './lora-spec.js';
 
 const FIX = join(import.meta.dirname, '..', '..', 'fixtures');
 const lora = JSON.parse(readFileSync(join(FIX, 'lora', 'reference.json'), 'utf8')) as Record<
@@ -182,5 +188,75 @@ describe('initLoraParams', () => {
     expect(() => attachLora(model, adapters, spec)).toThrow(
       /model\.layers\.0\.self_attn\.q_proj\.lora_A\.weight" has shape \[2,32\], rank 4/,
     );
+  });
+});
+
+describe('modules_to_save (PEFT ModulesToSaveWrapper)', () => {
+  const spec: LoraSpec = {
+    rank: 4,
+    alpha: 8,
+    dropout: 0,
+    targetModules: ['q_proj', 'v_proj'],
+    useRslora: false,
+    modulesToSave: ['embed_tokens', 'norm'],
+  };
+  const meta = JSON.parse(readFileSync(join(FIX, 'qwen3', 'reference.json'), 'utf8'));
+  const batch: TokenBatch = { inputIds: meta.input_ids, positionIds: meta.position_ids };
+  const loss = (m: Parameters<typeof tokenLogprobs>[0]) => () =>
+    tf.neg(tf.mean(tokenLogprobs(m, batch, meta.targets).logprobs)) as tf.Scalar;
+
+  it('match module names by suffix as PEFT does, and refuse a name that matches nothing', () => {
+    const names = [
+      'model.embed_tokens.weight',
+      'model.layers.0.input_layernorm.weight',
+      'model.layers.0.self_attn.q_norm.weight',
+      'model.layers.0.self_attn.q_proj.weight',
+      'model.layers.0.self_attn.q_proj.lora_A.weight',
+      'model.norm.weight',
+    ];
+    expect(savedModuleParams(names, ['norm'])).toEqual([names[1], names[2], names[5]]);
+    expect(savedModuleParams(names, ['model.norm', 'embed_tokens'])).toEqual([names[0], names[5]]);
+    expect(() => savedModuleParams(names, ['lm_head'])).toThrow(
+      /modules_to_save "lm_head" names no module/,
+    );
+  });
+
+  it('train copies: gradients for the adapters and copies alone, as full training at B = 0; the base unchanged', async () => {
+    const { model } = await loadModel(join(FIX, 'qwen3'));
+    const saved = savedModuleParams(model.params.keys(), spec.modulesToSave!);
+    expect(saved.length).toBe(1 + 1 + 4 * model.config.numLayers); // embed, model.norm, 4 norms a layer
+    // reference: the plain model with those parameters trainable (full training's gradients)
+    for (const [name, v] of model.params) v.trainable = saved.includes(name);
+    const full = tf.variableGrads(loss(model));
+    const want = new Map(saved.map((n) => [n, full.grads[model.params.get(n)!.name]!.dataSync()]));
+    const l = attachLora(model, initLoraParams(model.config, spec, 2), spec);
+    expect([...l.adapters.keys()].filter((n) => !isLoraParam(n))).toEqual(saved);
+    const { value, grads } = tf.variableGrads(loss(l.model));
+    const trained = [...l.adapters.values()].map((v) => v.name).sort();
+    expect(Object.keys(grads).sort()).toEqual(trained); // nothing of the base
+    expect(Math.abs(value.dataSync()[0]! - full.value.dataSync()[0]!)).toBeLessThanOrEqual(1e-6);
+    for (const n of saved) {
+      expect(l.model.params.get(n)).not.toBe(l.base.params.get(n));
+      expect(
+        relDiff(grads[l.adapters.get(n)!.name]!.dataSync(), want.get(n)!),
+        n,
+      ).toBeLessThanOrEqual(1e-5);
+    }
+    // a step on the copy moves the adapted model and its merge, not the base
+    const before = tokenLogits(l.base, batch).dataSync();
+    const norm = l.adapters.get('model.norm.weight') as tf.Variable;
+    norm.assign(tf.mul(norm, 1.5));
+    const adapted = tokenLogits(l.model, batch).dataSync();
+    expect(tokenLogits(l.base, batch).dataSync()).toEqual(before);
+    expect(relDiff(adapted, before)).toBeGreaterThan(1e-2);
+    const merged = mergeLora(l);
+    expect(
+      relDiff(
+        tokenLogits(createDecoderModel(l.base.config, merged.params), batch).dataSync(),
+        adapted,
+      ),
+    ).toBeLessThanOrEqual(1e-5);
+    merged.dispose();
+    tf.dispose([value, full.value, ...Object.values(grads), ...Object.values(full.grads)]);
   });
 });

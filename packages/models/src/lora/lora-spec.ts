@@ -27,6 +27,11 @@ export interface LoraSpec {
   readonly dropout: number;
   readonly targetModules: readonly LoraTargetModule[];
   readonly useRslora: boolean;
+  /**
+   * Whole modules trained beside the adapters and saved with them (PEFT `modules_to_save`), by
+   * module name or its last parts, e.g. `embed_tokens`, `lm_head`, `norm`, `input_layernorm`.
+   */
+  readonly modulesToSave?: readonly string[];
 }
 
 /** The factor s of the low-rank update s * B A. */
@@ -63,3 +68,25 @@ export const loraBName = (module: string) => `${module}.lora_B.weight`;
 
 /** True for a parameter name that belongs to a LoRA adapter. */
 export const isLoraParam = (name: string) => /\.lora_[AB]\.weight$/.test(name);
+
+/**
+ * The parameters `modulesToSave` names, in checkpoint order: those whose module (the name
+ * without `.weight` / `.bias`) ends with one of them, as PEFT's `_set_trainable` matches (`norm`
+ * is every RMSNorm: `input_layernorm`, `q_norm`, `model.norm`, ...). Adapters never match; each
+ * entry must match at least one parameter.
+ */
+export function savedModuleParams(
+  names: Iterable<string>,
+  modulesToSave: readonly string[],
+): string[] {
+  const all = [...names].filter((n) => !isLoraParam(n));
+  const moduleOf = (n: string) => n.replace(/\.(weight|bias)$/, '');
+  const hits = (n: string, m: string) => moduleOf(n).endsWith(m);
+  for (const m of modulesToSave)
+    if (!all.some((n) => hits(n, m)))
+      throw new ModelsError(
+        'INVALID_ARGUMENT',
+        `LoRA modules_to_save "${m}" names no module of this model (e.g. embed_tokens, lm_head, norm, input_layernorm)`,
+      );
+  return all.filter((n) => modulesToSave.some((m) => hits(n, m)));
+}

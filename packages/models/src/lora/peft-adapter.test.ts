@@ -57,6 +57,38 @@ describe('PEFT adapter files', () => {
     tf.dispose([...adapters.values()]);
   });
 
+  it('carry modules_to_save: the copies under PEFT keys, the config (tied: ensure_weight_tying), read back', async () => {
+    const { model } = await loadModel(join(FIX, 'qwen3'));
+    const saved: LoraSpec = { ...spec, modulesToSave: ['embed_tokens', 'model.norm'] };
+    const tensors = initLoraParams(model.config, saved, 5);
+    tensors.set('model.embed_tokens.weight', model.params.get('model.embed_tokens.weight')!);
+    tensors.set('model.norm.weight', model.params.get('model.norm.weight')!);
+    const dir = join(tmp, 'saved');
+    await writePeftAdapter(dir, tensors, peftLoraConfig(saved, 'b', 'causal-lm', true));
+    const config = JSON.parse(readFileSync(join(dir, 'adapter_config.json'), 'utf8'));
+    expect(config).toMatchObject({
+      modules_to_save: ['embed_tokens', 'model.norm'],
+      ensure_weight_tying: true,
+    });
+    expect(peftLoraConfig(saved, 'b', 'causal-lm', false).ensure_weight_tying).toBeUndefined();
+    const file = parseSafetensors(
+      new Uint8Array(readFileSync(join(dir, 'adapter_model.safetensors'))),
+    );
+    // get_peft_model_state_dict drops the copy's `modules_to_save.default.`
+    expect(file.get('base_model.model.model.embed_tokens.weight')!.shape).toEqual(
+      model.params.get('model.embed_tokens.weight')!.shape,
+    );
+    expect(file.has('base_model.model.model.norm.weight')).toBe(true);
+    const back = readPeftAdapter(dir);
+    expect(back.spec).toEqual(saved);
+    expect(back.tensors.get('model.norm.weight')!.data).toEqual(
+      model.params.get('model.norm.weight')!.dataSync(),
+    );
+    // a value model's score head stays out of the spec: it is saved by head
+    const value = peftLoraConfig(saved, 'b', 'value');
+    expect(value.modules_to_save).toEqual(['embed_tokens', 'model.norm', 'score']);
+  });
+
   it('refuse what is not a LoRA adapter of the known projections, naming the file', () => {
     const dir = join(tmp, 'ia3');
     const write = (c: object) => {

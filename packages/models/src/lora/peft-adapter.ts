@@ -25,14 +25,27 @@ export interface PeftLoraConfig {
   target_modules: string[];
   use_rslora: boolean;
   modules_to_save: string[] | null;
+  /** PEFT >= 0.18: a saved `embed_tokens` / `lm_head` of a tied model stays tied (one trained copy). */
+  ensure_weight_tying?: boolean;
   bias: 'none';
   fan_in_fan_out: false;
   inference_mode: boolean;
   init_lora_weights: true;
 }
 
-/** `adapter_config.json` of `spec` on the model `baseModel` (a hub id or folder) with head `head`. */
-export function peftLoraConfig(spec: LoraSpec, baseModel: string, head: ModelHead): PeftLoraConfig {
+/**
+ * `adapter_config.json` of `spec` on the model `baseModel` (a hub id or folder) with head `head`;
+ * `tied`: the model ties its LM head to the embedding (`tie_word_embeddings`).
+ */
+export function peftLoraConfig(
+  spec: LoraSpec,
+  baseModel: string,
+  head: ModelHead,
+  tied = false,
+): PeftLoraConfig {
+  // a value model's score head is new: PEFT saves it whole with the adapters
+  const toSave = [...(spec.modulesToSave ?? []), ...(head === 'value' ? ['score'] : [])];
+  const tiedSaved = tied && toSave.some((m) => /(^|\.)(embed_tokens|lm_head)$/.test(m));
   return {
     peft_type: 'LORA',
     task_type: head === 'value' ? 'TOKEN_CLS' : 'CAUSAL_LM',
@@ -42,8 +55,9 @@ export function peftLoraConfig(spec: LoraSpec, baseModel: string, head: ModelHea
     lora_dropout: spec.dropout,
     target_modules: [...spec.targetModules],
     use_rslora: spec.useRslora,
-    // a value model's score head is new: PEFT saves it whole with the adapters
-    modules_to_save: head === 'value' ? ['score'] : null,
+    modules_to_save: toSave.length > 0 ? toSave : null,
+    // rl2 trains one copy of a tied embedding, read by the lookup and the LM head, as PEFT does with this
+    ...(tiedSaved ? { ensure_weight_tying: true } : {}),
     bias: 'none',
     fan_in_fan_out: false,
     inference_mode: true,
@@ -54,8 +68,10 @@ export function peftLoraConfig(spec: LoraSpec, baseModel: string, head: ModelHea
 /**
  * Writes a PEFT LoRA adapter folder: `adapter_config.json` and `adapter_model.safetensors`
  * (float32) with `tensors` under PEFT's keys, e.g. `model.layers.0.self_attn.q_proj.lora_A.weight`
- * as `base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight` [r, in] and `score.weight`
- * as `base_model.model.score.weight`: what `PeftModel.from_pretrained`, vLLM and SGLang load.
+ * as `base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight` [r, in], and a saved
+ * module's tensors whole under theirs (`score.weight` as `base_model.model.score.weight`,
+ * `model.norm.weight` as `base_model.model.model.norm.weight`: PEFT's `get_peft_model_state_dict`
+ * drops the `modules_to_save.default.` of its copy): what `PeftModel.from_pretrained`, vLLM and SGLang load.
  */
 export async function writePeftAdapter(
   dir: string,
@@ -100,13 +116,16 @@ export function readPeftAdapter(dir: string): PeftAdapter {
       file,
       `target_modules ${JSON.stringify(targets)}: a list of ${LORA_TARGET_MODULES.join(', ')} loads`,
     );
-  const spec: LoraSpec = {
+  let spec: LoraSpec = {
     rank: config.r,
     alpha: config.lora_alpha,
     dropout: config.lora_dropout ?? 0,
     targetModules: targets as LoraTargetModule[],
     useRslora: config.use_rslora ?? false,
   };
+  // a value head's `score` is saved by head, not by name (see peftLoraConfig)
+  const toSave = (config.modules_to_save ?? []).filter((m) => m !== 'score');
+  if (toSave.length > 0) spec = { ...spec, modulesToSave: toSave };
   const weights = join(dir, ADAPTER_WEIGHTS_FILE);
   let raw: Map<string, HostTensor>;
   try {

@@ -2,6 +2,7 @@ import {
   type DecoderModel,
   type Generator,
   type ModelConfig,
+  type ParamMap,
   attachLora,
   createGenerator,
   disposeParams,
@@ -28,6 +29,8 @@ export interface LoraCheckpointEngine extends CheckpointEngine {
 interface Served {
   path: string;
   model: DecoderModel;
+  /** An adapter's own tensors (its LoRA matrices and modules_to_save copies), freed with it. */
+  adapters?: ParamMap;
   generator: Generator;
 }
 
@@ -60,17 +63,28 @@ export async function loadLoraCheckpointEngine(
     const saved = readPeftAdapter(path);
     const tensors = new Map([...saved.tensors].filter(([n]) => isLoraParam(n)));
     const params = loraParamsFromHost(tensors);
+    // the modules_to_save copies (e.g. the embedding, the norms): the adapter's own, not the base's
+    const modules = loraParamsFromHost(
+      new Map([...saved.tensors].filter(([n]) => !isLoraParam(n))),
+    );
     try {
-      const { model } = attachLora(on, params, saved.spec);
-      return { path, model, generator: generatorOf(model, eos) };
+      const lora = attachLora(on, params, saved.spec, modules);
+      return {
+        path,
+        model: lora.model,
+        adapters: lora.adapters,
+        generator: generatorOf(lora.model, eos),
+      };
     } catch (err) {
       disposeParams(params);
       throw new RolloutError('INVALID_ARGUMENT', `${path}: ${(err as Error).message}`);
+    } finally {
+      disposeParams(modules);
     }
   };
   const freeAdapter = async (old: Served) => {
     await old.generator.idle();
-    for (const [name, v] of old.model.params) if (isLoraParam(name)) v.dispose();
+    for (const v of old.adapters?.values() ?? []) v.dispose();
   };
   let base = await openBase(modelPath);
   const served = new Map<string, Served>();
@@ -109,9 +123,9 @@ export async function loadLoraCheckpointEngine(
     },
     get rankParamBytes() {
       let bytes = 0;
-      for (const s of [base, ...served.values()])
-        for (const [name, t] of s.model.params)
-          if (s === base || isLoraParam(name)) bytes += t.size * 4;
+      for (const t of base.model.params.values()) bytes += t.size * 4;
+      for (const s of served.values())
+        for (const t of s.adapters?.values() ?? []) bytes += t.size * 4;
       return [bytes];
     },
     get loraAdapters() {

@@ -12,6 +12,7 @@ import {
   mergeLora,
   peftLoraConfig,
   saveModel,
+  savedModuleParams,
   writePeftAdapter,
 } from '@rl2/models';
 import * as tf from '@tensorflow/tfjs-core';
@@ -32,22 +33,33 @@ let adapterDir: string;
 let mergedDir: string;
 const servers: ServedModel[] = [];
 
-/** A trained-looking adapter (B not zero) in PEFT's format, and the base with it merged in. */
+/**
+ * A trained-looking adapter (B not zero) in PEFT's format, and the base with it merged in; the
+ * first also saves its own RMSNorm weights (modules_to_save: the base's times 1.5).
+ */
 async function writeAdapter(dir: string, seed: number): Promise<void> {
   const { model } = await loadModel(base);
   const params = initLoraParams(model.config, spec, seed);
   for (const [name, v] of params)
     if (name.endsWith('lora_B.weight')) v.assign(tf.randomNormal(v.shape, 0, 0.5, 'float32', seed));
-  await writePeftAdapter(dir, params, peftLoraConfig(spec, base, 'causal-lm'));
+  const own = seed === 1 ? { ...spec, modulesToSave: ['norm'] } : spec;
+  const norms = new Map<string, tf.Tensor>();
+  for (const name of savedModuleParams(model.params.keys(), own.modulesToSave ?? []))
+    norms.set(name, tf.mul(model.params.get(name)!, 1.5));
+  await writePeftAdapter(
+    dir,
+    new Map([...params, ...norms]),
+    peftLoraConfig(own, base, 'causal-lm'),
+  );
   if (seed === 1) {
-    const lora = attachLora(model, params, spec);
+    const lora = attachLora(model, params, own, norms);
     const merged = mergeLora(lora);
     await saveModel(mergedDir, createDecoderModel(model.config, merged.params));
     for (const f of ['tokenizer.json', 'tokenizer_config.json'])
       copyFileSync(join(ADDITION_TOKENIZER, f), join(mergedDir, f));
     merged.dispose();
   }
-  tf.dispose([...model.params.values(), ...params.values()]);
+  tf.dispose([...model.params.values(), ...params.values(), ...norms.values()]);
 }
 
 const serve = async (model: string, extra: Partial<Parameters<typeof serveModel>[0]> = {}) => {
@@ -98,7 +110,7 @@ afterAll(async () => {
 });
 
 describe('rl2 serve with LoRA adapters', () => {
-  it('lora_path generates as the merged checkpoint does; no lora_path as the base', async () => {
+  it('lora_path generates as the merged checkpoint does (with its saved norms); no lora_path as the base', async () => {
     const lora = await serve(base, { loras: [{ name: 'addition', path: adapterDir }] });
     const merged = await serve(mergedDir);
     const plain = await serve(base);

@@ -44,6 +44,7 @@ export function loraSpecOf(section: ModelSection, key: string): LoraSpec | undef
     dropout: l.dropout,
     targetModules: l.target_modules,
     useRslora: l.use_rslora,
+    modulesToSave: l.modules_to_save,
   };
 }
 
@@ -55,11 +56,15 @@ export function loraSpecOf(section: ModelSection, key: string): LoraSpec | undef
 export function frozenBaseOf(section: ModelSection, key: string, spec?: LoraSpec): boolean {
   const want = section.lora.base_dtype;
   if (!spec || want === 'float32') return false;
-  const blocker = !hasFrozenLinear()
-    ? `the active engine backend (${tf.getBackend()}) has no frozen 16-bit kernels; use trainer.backend=native with the C addon built`
-    : section.lora.save_merged
-      ? `${key}.lora.save_merged=true merges into float32 weights; merge afterwards with rl2 export --merge`
-      : undefined;
+  const toSave = section.lora.modules_to_save;
+  const blocker =
+    toSave.length > 0
+      ? `${key}.lora.modules_to_save=[${toSave}] trains float32 copies of those modules; set ${key}.lora.modules_to_save=[]`
+      : !hasFrozenLinear()
+        ? `the active engine backend (${tf.getBackend()}) has no frozen 16-bit kernels; use trainer.backend=native with the C addon built`
+        : section.lora.save_merged
+          ? `${key}.lora.save_merged=true merges into float32 weights; merge afterwards with rl2 export --merge`
+          : undefined;
   if (blocker && want === 'bfloat16')
     throw new TrainersError(
       'CONFIG_INVALID_VALUE',
@@ -112,8 +117,11 @@ export function openLoraModel(
   }
   checkResumedAdapter(saved.spec, saved.config.base_model_name_or_path, spec, section, key, dir);
   const adapters = loraParamsFromHost(new Map([...saved.tensors].filter(([n]) => isLoraParam(n))));
+  const modules = loraParamsFromHost(
+    new Map([...saved.tensors].filter(([n]) => !isLoraParam(n) && !isScoreParam(model, n))),
+  );
   for (const [name, t] of saved.tensors) {
-    if (isLoraParam(name)) continue;
+    if (!isScoreParam(model, name)) continue;
     const p = model.params.get(name);
     if (!p)
       throw new TrainersError(
@@ -123,12 +131,18 @@ export function openLoraModel(
     tf.tidy(() => p.assign(tf.tensor(t.data, t.shape)));
   }
   try {
-    return attachLora(model, adapters, spec);
+    return attachLora(model, adapters, spec, modules);
   } catch (err) {
     tf.dispose([...adapters.values()]);
     throw new TrainersError('CHECKPOINT', `${dir}: ${(err as Error).message}`);
+  } finally {
+    tf.dispose([...modules.values()]);
   }
 }
+
+/** A value model's score head, saved with its adapters and trained in place. */
+const isScoreParam = (model: DecoderModel, name: string) =>
+  model.config.head === 'value' && name.startsWith('score.');
 
 function checkResumedAdapter(
   saved: LoraSpec,
@@ -147,6 +161,9 @@ function checkResumedAdapter(
     saved.targetModules.join(',') !== spec.targetModules.join(',')
       ? `target_modules [${saved.targetModules}] saved, [${spec.targetModules}] set`
       : '',
+    `${saved.modulesToSave ?? []}` !== `${spec.modulesToSave ?? []}`
+      ? `modules_to_save [${saved.modulesToSave ?? []}] saved, [${spec.modulesToSave ?? []}] set`
+      : '',
     base && modelIdentity(base) !== modelIdentity(section.model_name)
       ? `trained on ${key}.model_name=${base}, ${section.model_name} set`
       : '',
@@ -159,7 +176,7 @@ function checkResumedAdapter(
     );
 }
 
-/** The parameters a LoRA run trains: the adapters (and a value model's new score head). */
+/** The parameters a LoRA run trains: the adapters, the modules_to_save copies and a value model's new score head. */
 export function trainableParams(lora: LoraModel): ParamMap {
   return new Map([...lora.model.params].filter(([, v]) => v.trainable));
 }
@@ -193,7 +210,12 @@ export function loraSaver(
   saveMerged: (dir: string, params: ParamMap) => Promise<void>,
   folder = ADAPTER_FOLDER,
 ) {
-  const config = peftLoraConfig(lora.spec, section.model_name, lora.base.config.head);
+  const config = peftLoraConfig(
+    lora.spec,
+    section.model_name,
+    lora.base.config.head,
+    lora.base.config.tieWordEmbeddings,
+  );
   return async (modelDir: string) => {
     await writePeftAdapter(join(dirname(modelDir), folder), trainableParams(lora), config);
     if (!section.lora.save_merged) return;

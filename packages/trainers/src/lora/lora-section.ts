@@ -28,6 +28,12 @@ export function loraSection() {
       [...LORA_TARGET_MODULES],
       'projections that get adapters, by PEFT name, e.g. [q_proj, v_proj]',
     ),
+    modules_to_save: option(
+      z.array(z.string().regex(/^[A-Za-z_][\w.]*$/, 'a module name such as embed_tokens')),
+      [],
+      'whole modules trained and saved beside the adapters (PEFT modules_to_save), by name or last parts: ' +
+        'e.g. [embed_tokens, norm] (the embedding, tied LM head, and every RMSNorm); float32 copies, the base kept',
+    ),
     use_rslora: option(
       z.boolean(),
       false,

@@ -47,6 +47,7 @@ describe('actor.lora.* config keys', () => {
       dropout: 0,
       target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'],
       use_rslora: false,
+      modules_to_save: [],
       base_dtype: 'auto',
       save_merged: false,
     });
@@ -61,6 +62,7 @@ describe('actor.lora.* config keys', () => {
     ['actor.lora.rank=2.5', /actor\.lora\.rank/],
     ['actor.lora.dropout=1', /actor\.lora\.dropout/],
     ['actor.lora.ranks=4', /unknown config key "actor\.lora\.ranks"/],
+    ['actor.lora.modules_to_save=[embed tokens]', /actor\.lora\.modules_to_save/],
   ])('%s is refused naming the key', (arg, message) => {
     expect(() => loadConfig(sftConfigSchema, { overrides: [...base, arg] })).toThrow(message);
   });
@@ -172,6 +174,91 @@ describe('rl2 sft with LoRA', () => {
   }, 60_000);
 });
 
+describe('actor.lora.modules_to_save', () => {
+  const SAVE = [...LORA, 'actor.lora.modules_to_save=[embed_tokens, norm]', 'trainer.max_steps=2'];
+  const NORMS = 1 + 2 * 4; // model.norm, and per layer input/post-attention layernorm, q_norm, k_norm
+
+  it('trains copies of the named modules beside the adapters: optimizer state for them, PEFT keys, the base file untouched', async () => {
+    const save = join(dir, 'mts');
+    await runSft(caseConfig('sft', dir, save, SAVE), quiet);
+    const ckpt = join(save, 'step-2');
+    const keys = optimizerKeys(ckpt);
+    expect(keys.length).toBe(2 * (2 * 7 * 2 + 1 + NORMS));
+    expect(keys.filter((k) => !k.includes('.lora_')).length).toBe(2 * (1 + NORMS));
+    const file = parseSafetensors(
+      new Uint8Array(readFileSync(join(ckpt, 'adapter', 'adapter_model.safetensors'))),
+    );
+    const emb = file.get('base_model.model.model.embed_tokens.weight')!;
+    expect(file.has('base_model.model.model.layers.0.self_attn.q_norm.weight')).toBe(true);
+    const adapter = readPeftAdapter(join(ckpt, 'adapter'));
+    expect(adapter.config).toMatchObject({
+      modules_to_save: ['embed_tokens', 'norm'],
+      ensure_weight_tying: true, // the case model ties its LM head to the embedding
+    });
+    expect(adapter.spec.modulesToSave).toEqual(['embed_tokens', 'norm']);
+    const { model: base } = await loadModel(join(dir, 'model'));
+    const before = base.params.get('model.embed_tokens.weight')!.dataSync();
+    let moved = 0;
+    for (let i = 0; i < before.length; i++)
+      moved = Math.max(moved, Math.abs(emb.data[i]! - before[i]!));
+    expect(moved).toBeGreaterThan(1e-4); // the copy trained
+    tf.dispose([...base.params.values()]);
+  }, 60_000);
+
+  it('resumes exactly with the saved copies, and refuses another modules_to_save naming the key', async () => {
+    const over = [
+      ...LORA,
+      'actor.lora.modules_to_save=[embed_tokens, norm]',
+      'trainer.max_steps=4',
+    ];
+    const whole = await runSft(caseConfig('sft', dir, join(dir, 'mts-whole'), over), quiet);
+    const parted = join(dir, 'mts-parted');
+    const stop = new AbortController();
+    const first = await runSft(caseConfig('sft', dir, parted, over), {
+      ...quiet,
+      signal: stop.signal,
+      onStep: (r) => (r.step === 2 ? stop.abort() : undefined),
+    });
+    const resume = [...over, 'trainer.load_ckpt_from=latest'];
+    const rest = await runSft(caseConfig('sft', dir, parted, resume), quiet);
+    const losses = [...first.trainLoss.values(), ...rest.trainLoss.values()];
+    expect(losses).toEqual([...whole.trainLoss.values()]);
+    const other = [...resume, 'actor.lora.modules_to_save=[norm]'];
+    await expect(runSft(caseConfig('sft', dir, parted, other), quiet)).rejects.toThrow(
+      /modules_to_save \[embed_tokens,norm\] saved, \[norm\] set/,
+    );
+  }, 120_000);
+
+  it('a name that matches no module is refused naming it', async () => {
+    const config = caseConfig('sft', dir, join(dir, 'mts-bad'), [
+      ...LORA,
+      'actor.lora.modules_to_save=[embed_token5]',
+    ]);
+    await expect(runSft(config, quiet)).rejects.toThrow(
+      /modules_to_save "embed_token5" names no module/,
+    );
+  });
+
+  it('with actor.lora.base_dtype=bfloat16 is refused naming both keys', async () => {
+    const config = caseConfig('sft', dir, join(dir, 'mts-bf16'), [
+      ...SAVE,
+      'actor.lora.base_dtype=bfloat16',
+    ]);
+    await expect(runSft(config, quiet)).rejects.toThrow(
+      /actor\.lora\.base_dtype=bfloat16: .*actor\.lora\.modules_to_save/,
+    );
+  });
+
+  it('dpo: the reference stays the base (step 1 at log 2) while the copies train', async () => {
+    const config = caseConfig('dpo', dir, join(dir, 'mts-dpo'), SAVE);
+    const res = await runDpo(config, quiet);
+    expect(res.trainLoss.get(1)).toBeCloseTo(Math.log(2), 6);
+    expect(res.trainLoss.get(2)).not.toBeCloseTo(Math.log(2), 6);
+    const keys = optimizerKeys(join(dir, 'mts-dpo', 'step-2'));
+    expect(keys.filter((k) => k.endsWith('.model.embed_tokens.weight')).length).toBe(2);
+  }, 60_000);
+});
+
 describe('LoRA runs leave no tensors behind', () => {
   it('SFT and DPO with LoRA (dropout, recompute, validation and a save every step): live tensors back where they were', async () => {
     const every = [
@@ -182,6 +269,7 @@ describe('LoRA runs leave no tensors behind', () => {
       'trainer.test_freq=1',
       'trainer.save_freq=1',
       'actor.lora.save_merged=true',
+      'actor.lora.modules_to_save=[norm]',
     ];
     await runSft(caseConfig('sft', dir, join(dir, 'leak-warm'), every), quiet);
     const before = tf.memory().numTensors;
@@ -206,7 +294,7 @@ describe('rl2 dpo and rl2 rm with LoRA', () => {
     expect(optimizerKeys(join(dir, 'dpo', 'step-2')).every((k) => k.includes('.lora_'))).toBe(true);
   }, 60_000);
 
-  it('rm: adapters and the new score head train; PEFT saves the head as modules_to_save', async () => {
+  it('rm: adapters, the new score head and critic.lora.modules_to_save train; PEFT saves head and norms as modules_to_save', async () => {
     const save = join(dir, 'rm');
     const config = loadConfig(rmConfigSchema, {
       overrides: [
@@ -218,6 +306,7 @@ describe('rl2 dpo and rl2 rm with LoRA', () => {
         'critic.max_length_per_device=40',
         'critic.lr=0.01',
         'critic.lora.rank=2',
+        'critic.lora.modules_to_save=[norm]',
         'critic.gradient_checkpointing=false',
         'trainer.max_steps=2',
         'trainer.backend=cpu',
@@ -230,8 +319,15 @@ describe('rl2 dpo and rl2 rm with LoRA', () => {
     });
     await runRm(config, quiet);
     const adapter = readPeftAdapter(join(save, 'step-2', 'adapter'));
-    expect(adapter.config).toMatchObject({ task_type: 'TOKEN_CLS', modules_to_save: ['score'] });
+    expect(adapter.config).toMatchObject({
+      task_type: 'TOKEN_CLS',
+      modules_to_save: ['norm', 'score'],
+    });
+    expect(adapter.tensors.has('model.layers.1.post_attention_layernorm.weight')).toBe(true);
     expect(Math.abs(adapter.tensors.get('score.weight')!.data[0]!)).toBeGreaterThan(0);
     expect(optimizerKeys(join(save, 'step-2')).filter((k) => k.includes('score.')).length).toBe(4);
+    expect(
+      optimizerKeys(join(save, 'step-2')).filter((k) => k.endsWith('norm.weight')).length,
+    ).toBe(2 * 9);
   }, 60_000);
 });

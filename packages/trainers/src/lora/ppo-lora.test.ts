@@ -79,6 +79,43 @@ describe('rl2 ppo with LoRA', () => {
     expect(noDropout.steps[0]!['kl/ref']).toBe(0); // the passes before the update: no dropout
   }, 120_000);
 
+  it('actor.lora.modules_to_save: the copies train and the engine generates with them; the reference stays the base', async () => {
+    const t = tinyRun('lora-mts');
+    const saveDir = join(t.dir, 'run');
+    const res = await runPpo(
+      loadConfig(ppoConfigSchema, {
+        overrides: [
+          ...t.overrides(),
+          'rollout.train_prompts_per_rollout=4',
+          'rollout.responses_per_prompt=4',
+          'rollout.train_sampling_params.max_new_tokens=4',
+          'adv.estimator=grpo',
+          'kl.coef=0.05',
+          'actor.lora.rank=2',
+          'actor.lora.modules_to_save=[norm]',
+          'actor.lr=5e-2',
+          'actor.scheduler=constant',
+          'actor.warmup_ratio=0',
+          'trainer.n_epochs=2',
+          `trainer.save_dir=${saveDir}`,
+          ...QUIET_TRAINER,
+        ],
+      }),
+      quiet,
+    );
+    expect(res.steps[0]!['kl/ref']).toBe(0); // the copies start as the base's norms
+    expect(res.steps).toHaveLength(4);
+    expect(res.steps[3]!['kl/ref']).not.toBe(0);
+    // the embedded engine samples from base + adapters + the trained copies: its logprobs are the trainer's
+    for (const s of res.steps) expect(Math.abs(s['actor/engineApproxKl']!)).toBeLessThan(1e-6);
+    const ckpt = join(saveDir, 'step-4');
+    const norms = optimizerKeys(ckpt).filter((k) => k.endsWith('norm.weight'));
+    expect(norms.length).toBeGreaterThan(0);
+    const adapter = readPeftAdapter(join(ckpt, 'adapter'));
+    expect(adapter.spec.modulesToSave).toEqual(['norm']);
+    expect(adapter.tensors.has('model.norm.weight')).toBe(true);
+  }, 120_000);
+
   it('GAE with a LoRA critic: its adapters and score head train and are saved beside critic/', async () => {
     const t = tinyRun('lora-gae');
     const saveDir = join(t.dir, 'run');
@@ -157,6 +194,38 @@ describe('rl2 ppo with LoRA', () => {
         /not a loaded LoRA adapter/,
       );
       expect((await client.generate(prompt)).logprobs).toEqual(before.logprobs); // the base is as it was
+    } finally {
+      await server.close();
+    }
+  }, 120_000);
+
+  it('rollout.engine=sglang with actor.lora.modules_to_save syncs the merged actor (SGLang loads LoRA matrices only)', async () => {
+    const t = tinyRun('lora-sglang-mts');
+    const server = await serveModel({ model: t.model, port: 0, threads: 1, log: () => {} });
+    try {
+      const saveDir = join(t.dir, 'run');
+      const res = await runPpo(
+        loadConfig(ppoConfigSchema, {
+          overrides: [
+            ...t.overrides(),
+            'rollout.engine=sglang',
+            `rollout.server_urls=["${server.url}"]`,
+            'rollout.train_prompts_per_rollout=4',
+            'rollout.responses_per_prompt=4',
+            'rollout.train_sampling_params.max_new_tokens=3',
+            'actor.lora.rank=4',
+            'actor.lora.modules_to_save=[norm]',
+            'trainer.max_steps=2',
+            `trainer.save_dir=${saveDir}`,
+            ...QUIET_TRAINER,
+          ],
+        }),
+        quiet,
+      );
+      expect(res.step).toBe(2);
+      const synced = join(saveDir, 'weights');
+      expect(existsSync(join(synced, 'model.safetensors'))).toBe(true);
+      expect(existsSync(join(synced, 'adapter_model.safetensors'))).toBe(false);
     } finally {
       await server.close();
     }

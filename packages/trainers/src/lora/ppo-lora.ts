@@ -64,7 +64,12 @@ export function ppoLora(
       writePeftAdapter(
         dir,
         trainableParams(lora),
-        peftLoraConfig(spec, section.model_name, lora.base.config.head),
+        peftLoraConfig(
+          spec,
+          section.model_name,
+          lora.base.config.head,
+          lora.base.config.tieWordEmbeddings,
+        ),
       ),
     save: (modelDir, saveMerged) => loraSaver(lora, section, saveMerged, folder)(modelDir),
   };

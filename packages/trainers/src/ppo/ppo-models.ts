@@ -36,7 +36,10 @@ export interface PpoModels {
    * (`isMain`) writes.
    */
   writeActor(dir: string, isMain: boolean): Promise<void>;
-  /** With actor.lora.rank > 0: writes the actor's PEFT adapter folder (rank 0 writes), what SGLang servers load. */
+  /**
+   * With actor.lora.rank > 0 and no actor.lora.modules_to_save: writes the actor's PEFT adapter folder (rank 0
+   * writes), what SGLang servers load.
+   */
   writeActorAdapter?: (dir: string, isMain: boolean) => Promise<void>;
   /**
    * The checkpoint `dir` (see `savePpoCheckpoint`): every rank joins the gathers of sharded
@@ -196,7 +199,8 @@ export async function openPpoModels(
       gathered.dispose();
     },
     writeActor,
-    ...(actorLora
+    // SGLang loads LoRA matrices only: with modules_to_save the sync pushes the merged actor (W + s B A, the copies)
+    ...(actorLora && !actorLora.lora.spec.modulesToSave?.length
       ? {
           writeActorAdapter: async (dir: string, isMain: boolean) =>
             isMain ? actorLora.writeAdapter(dir) : undefined,

@@ -640,12 +640,13 @@ function memoryBreakdown(tokens: number, rl2Peak: number, torchPeak: number) {
   const mib = (bytes: number) => bytes / 2 ** 20;
   const whole = tokens * vocab <= HEAD_LOGITS_BUDGET;
   const rl2Rows = whole ? vocab : VOCAB_CHUNK;
+  const rl2Logits = whole ? 'the full' : `one ${VOCAB_CHUNK}-row chunk of the`;
   const parts: [string, number, number][] = [
     [`parameters (${(params / 1e6).toFixed(0)}M, float32)`, mib(4 * params), mib(4 * params)],
     ['gradients (float32)', mib(4 * params), mib(4 * params)],
     ['AdamW moments m and v', mib(8 * params), mib(8 * params)],
     [
-      `logits of the longest step (${tokens} tokens; rl2: ${whole ? 'the full' : `one ${VOCAB_CHUNK}-row chunk of the`} ${vocab}, PyTorch: the full ${vocab})`,
+      `logits of the longest step (${tokens} tokens; rl2: ${rl2Logits} ${vocab}, PyTorch: the full ${vocab})`,
       mib(4 * tokens * rl2Rows),
       mib(4 * tokens * vocab),
     ],

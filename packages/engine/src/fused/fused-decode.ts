@@ -228,6 +228,71 @@ export interface DecodeKernels {
   sampleRows: NativeAddon['sampleRows'];
 }
 
+/**
+ * The addon's decodeStep dims: rows, hidden, heads, kvHeads, headDim, intermediate, the
+ * contiguous cache's capacity and length (0, 0 when paged), tokens per row, vocab, layers, then
+ * a paged cache's block size, table width and segment blocks.
+ */
+function stepDims(
+  dims: DecodeDims & { vocab: number },
+  model: PreparedDecodeModel,
+  cache: readonly [number, number],
+  paged: readonly number[] = [],
+): Int32Array {
+  const { rows, hidden, heads, kvHeads, headDim, intermediate, vocab } = dims;
+  const layers = model.layers.length;
+  const tokens = dims.tokens ?? 1;
+  return Int32Array.of(
+    rows,
+    hidden,
+    heads,
+    kvHeads,
+    headDim,
+    intermediate,
+    ...cache,
+    tokens,
+    vocab,
+    layers,
+    ...paged,
+  );
+}
+
+/** One whole-model call into the addon (a paged cache passes its block table and row lengths). */
+function decodeStep(
+  addon: NativeAddon,
+  model: PreparedDecodeModel,
+  tokens: Int32Array,
+  d: Int32Array,
+  eps: number,
+  cos: Float32Array,
+  sin: Float32Array,
+  caches: Pick<DecodeCaches | PagedDecodeCaches, 'k' | 'v' | 'padLeft'>,
+  logits: Float32Array,
+  ...paged: [] | [table: Int32Array, lens: Int32Array]
+): void {
+  countDispatches();
+  const { embed, layers, finalNorm, head } = model;
+  const dtype = WEIGHT_DTYPES.indexOf(model.weightDtype);
+  const { k, v, padLeft } = caches;
+  addon.decodeStep(
+    tokens,
+    embed,
+    layers,
+    finalNorm,
+    head,
+    d,
+    eps,
+    cos,
+    sin,
+    k,
+    v,
+    padLeft,
+    logits,
+    dtype,
+    ...paged,
+  );
+}
+
 /** The decode kernels when the active backend is `native` with the addon loaded, else undefined. */
 export function decodeKernels(): DecodeKernels | undefined {
   const addon = activeNativeAddon();
@@ -251,73 +316,13 @@ export function decodeKernels(): DecodeKernels | undefined {
       addon.decodeLayer(x, slots, d, eps, cos, sin, cache.k, cache.v, cache.padLeft, code);
     },
     forward(model, tokens, dims, eps, cos, sin, caches, logits) {
-      const d = Int32Array.of(
-        dims.rows,
-        dims.hidden,
-        dims.heads,
-        dims.kvHeads,
-        dims.headDim,
-        dims.intermediate,
-        caches.capacity,
-        caches.length,
-        dims.tokens ?? 1,
-        dims.vocab,
-        model.layers.length,
-      );
-      countDispatches();
-      addon.decodeStep(
-        tokens,
-        model.embed,
-        model.layers,
-        model.finalNorm,
-        model.head,
-        d,
-        eps,
-        cos,
-        sin,
-        caches.k,
-        caches.v,
-        caches.padLeft,
-        logits,
-        WEIGHT_DTYPES.indexOf(model.weightDtype),
-      );
+      const d = stepDims(dims, model, [caches.capacity, caches.length]);
+      decodeStep(addon, model, tokens, d, eps, cos, sin, caches, logits);
     },
     forwardPaged(model, tokens, dims, eps, cos, sin, caches, logits) {
-      const d = Int32Array.of(
-        dims.rows,
-        dims.hidden,
-        dims.heads,
-        dims.kvHeads,
-        dims.headDim,
-        dims.intermediate,
-        0,
-        0,
-        dims.tokens ?? 1,
-        dims.vocab,
-        model.layers.length,
-        caches.blockSize,
-        caches.tableWidth,
-        caches.segmentBlocks,
-      );
-      countDispatches();
-      addon.decodeStep(
-        tokens,
-        model.embed,
-        model.layers,
-        model.finalNorm,
-        model.head,
-        d,
-        eps,
-        cos,
-        sin,
-        caches.k,
-        caches.v,
-        caches.padLeft,
-        logits,
-        WEIGHT_DTYPES.indexOf(model.weightDtype),
-        caches.table,
-        caches.lens,
-      );
+      const paged = [caches.blockSize, caches.tableWidth, caches.segmentBlocks];
+      const d = stepDims(dims, model, [0, 0], paged);
+      decodeStep(addon, model, tokens, d, eps, cos, sin, caches, logits, caches.table, caches.lens);
     },
     linear(x, w, weightDtype, rows, inFeatures, outFeatures, y) {
       countDispatches();

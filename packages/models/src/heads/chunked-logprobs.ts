@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { hasLogprobStats, logprobStats, logprobStatsGrad, readsSynchronously } from '@rl2/engine';
+import { logprobEntropy, onlineLogsumexp } from './online-logsumexp.js';
 import { type TiedEmbeddingGrad, untrackedValues } from './tied-embedding-grad.js';
 
 /**
@@ -45,36 +46,17 @@ export function chunkedLogprobsEntropy(
     return nativeSingleChunk(hidden, weight, targets, inv, logitsOf, tied, weightGrad);
   const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const [h, w, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.GradSaveFunc];
-    // each chunk in its own tidy: only the running (m, s, t) outlive it, never all chunks' logits
-    let m: tf.Tensor | undefined;
-    let s: tf.Tensor = tf.zeros([n]);
-    let t: tf.Tensor = tf.zeros([n]);
-    let singleKept: tf.Tensor2D[] = [];
-    for (const [c0, size] of chunks) {
-      const next = tf.tidy(() => {
-        const z = logitsOf(h, chunkWeight(w, c0, size));
-        const mc = tf.max(z, 1);
-        const mNew = m ? tf.maximum(m, mc) : mc;
-        const e = tf.exp(tf.sub(z, tf.expandDims(mNew, 1)));
-        const scale = m ? tf.exp(tf.sub(m, mNew)) : tf.onesLike(mNew);
-        const sNew = tf.add(tf.mul(s, scale), tf.sum(e, 1));
-        const tNew = tf.add(tf.mul(t, scale), tf.sum(tf.mul(e, z), 1));
-        // one chunk: keep z and p = exp(z - m) / s for the backward instead of recomputing them
-        return [mNew, sNew, tNew, ...(single ? [z, tf.div(e, tf.expandDims(sNew, 1))] : [])];
-      });
-      tf.dispose([m, s, t].filter((x): x is tf.Tensor => x !== undefined));
-      [m, s, t] = next as [tf.Tensor, tf.Tensor, tf.Tensor];
-      singleKept = next.slice(3) as tf.Tensor2D[];
-    }
-    const outs = tf.tidy(() => {
-      const lse = tf.add(m!, tf.log(s));
+    // one chunk: keep z and p = exp(z - m) / s for the backward instead of recomputing them
+    const keepOne = (z: tf.Tensor2D, e: tf.Tensor2D, s: tf.Tensor): tf.Tensor2D[] =>
+      single ? [z, tf.div(e, tf.expandDims(s, 1))] : [];
+    const chunkLogits = (c0: number, size: number) => logitsOf(h, chunkWeight(w, c0, size));
+    const streamed = onlineLogsumexp(n, chunks, chunkLogits, keepOne);
+    const { kept } = streamed;
+    const [stats, lse] = tf.tidy(() => {
       const zy = tf.mul(tf.sum(tf.mul(h, tf.gather(w, tf.tensor1d(targets, 'int32'))), 1), inv); // z[y], [N]
-      const stats = tf.stack([tf.sub(zy, lse), tf.sub(lse, tf.div(t, s))], 1) as tf.Tensor2D;
-      return [stats, tf.expandDims(lse, 1)] as tf.Tensor2D[];
-    });
-    tf.dispose([m!, s, t]);
-    const [stats, lse] = outs as [tf.Tensor2D, tf.Tensor2D];
-    const kept = singleKept;
+      return [logprobEntropy(zy as tf.Tensor1D, streamed), tf.expandDims(streamed.lse, 1)];
+    }) as [tf.Tensor2D, tf.Tensor2D];
+    tf.dispose([streamed.lse, streamed.meanLogit]);
     save([h, w, stats, lse, ...kept]);
     tf.dispose([lse, ...kept]);
     return {

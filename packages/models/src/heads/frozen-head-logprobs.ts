@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { type FrozenMatrix, frozenInputGrad, frozenLinear, frozenRows } from '@rl2/engine';
 import { frozenRowsGather } from '../frozen/frozen-weights.js';
+import { logprobEntropy, onlineLogsumexp } from './online-logsumexp.js';
 
 /** Logit elements [N, V] kept from the forward for the backward (256 MiB); above, chunks are recomputed. */
 const KEEP_LOGITS = 1 << 26;
@@ -31,33 +32,15 @@ export function frozenHeadLogprobs(
   };
   const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const [h, save] = args as [tf.Tensor2D, tf.GradSaveFunc];
-    let m: tf.Tensor | undefined;
-    let s: tf.Tensor = tf.zeros([n]);
-    let t: tf.Tensor = tf.zeros([n]);
-    const kept: tf.Tensor2D[] = [];
-    for (const [c0, size] of chunks) {
-      const next = tf.tidy(() => {
-        const z = logitsOf(h, c0, size);
-        const mc = tf.max(z, 1);
-        const mNew = m ? tf.maximum(m, mc) : mc;
-        const e = tf.exp(tf.sub(z, tf.expandDims(mNew, 1)));
-        const scale = m ? tf.exp(tf.sub(m, mNew)) : tf.onesLike(mNew);
-        const sNew = tf.add(tf.mul(s, scale), tf.sum(e, 1));
-        const tNew = tf.add(tf.mul(t, scale), tf.sum(tf.mul(e, z), 1));
-        return [mNew, sNew, tNew, ...(keep ? [z] : [])];
-      });
-      tf.dispose([m, s, t].filter((x): x is tf.Tensor => x !== undefined));
-      [m, s, t] = next as [tf.Tensor, tf.Tensor, tf.Tensor];
-      if (keep) kept.push(next[3] as tf.Tensor2D);
-    }
-    const [stats, lse] = tf.tidy(() => {
-      const lse = tf.add(m!, tf.log(s));
+    const keepLogits = (z: tf.Tensor2D) => (keep ? [z] : []);
+    const streamed = onlineLogsumexp(n, chunks, (c0, size) => logitsOf(h, c0, size), keepLogits);
+    const { lse, meanLogit, kept } = streamed;
+    const [stats, lseColumn] = tf.tidy(() => {
       const zy = tf.mul(tf.sum(tf.mul(h, frozenRowsGather(w, targets)), 1), inv); // z[y], [N]
-      return [tf.stack([tf.sub(zy, lse), tf.sub(lse, tf.div(t, s))], 1), tf.expandDims(lse, 1)];
+      return [logprobEntropy(zy as tf.Tensor1D, streamed), tf.expandDims(lse, 1)];
     }) as [tf.Tensor2D, tf.Tensor2D];
-    tf.dispose([m!, s, t]);
-    save([h, stats, lse, ...kept]);
-    tf.dispose([lse, ...kept]);
+    save([h, stats, lseColumn, ...kept]);
+    tf.dispose([lse, meanLogit, lseColumn, ...kept]);
     return {
       value: stats,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {

@@ -229,32 +229,23 @@ export interface DecodeKernels {
 }
 
 /**
- * The addon's decodeStep dims: rows, hidden, heads, kvHeads, headDim, intermediate, the
- * contiguous cache's capacity and length (0, 0 when paged), tokens per row, vocab, layers, then
- * a paged cache's block size, table width and segment blocks.
+ * The dims every decode call starts with: rows, hidden, heads, kvHeads, headDim, intermediate,
+ * the contiguous cache's capacity and length (0, 0 for a paged cache), tokens per row.
  */
+function layerDims(dims: DecodeDims, capacity: number, length: number): number[] {
+  const { rows, hidden, heads, kvHeads, headDim, intermediate } = dims;
+  return [rows, hidden, heads, kvHeads, headDim, intermediate, capacity, length, dims.tokens ?? 1];
+}
+
+/** The addon's decodeStep dims: `layerDims`, vocab, layers, then a paged cache's block words. */
 function stepDims(
   dims: DecodeDims & { vocab: number },
   model: PreparedDecodeModel,
-  cache: readonly [number, number],
+  cache: readonly [capacity: number, length: number],
   paged: readonly number[] = [],
 ): Int32Array {
-  const { rows, hidden, heads, kvHeads, headDim, intermediate, vocab } = dims;
-  const layers = model.layers.length;
-  const tokens = dims.tokens ?? 1;
-  return Int32Array.of(
-    rows,
-    hidden,
-    heads,
-    kvHeads,
-    headDim,
-    intermediate,
-    ...cache,
-    tokens,
-    vocab,
-    layers,
-    ...paged,
-  );
+  const first = layerDims(dims, ...cache);
+  return Int32Array.of(...first, dims.vocab, model.layers.length, ...paged);
 }
 
 /** One whole-model call into the addon (a paged cache passes its block table and row lengths). */
@@ -300,17 +291,7 @@ export function decodeKernels(): DecodeKernels | undefined {
   return {
     layer(x, weights, dims, eps, cos, sin, cache, weightDtype = 'float32') {
       const slots = DECODE_WEIGHT_SLOTS.map((name) => weights[name] ?? null);
-      const d = Int32Array.of(
-        dims.rows,
-        dims.hidden,
-        dims.heads,
-        dims.kvHeads,
-        dims.headDim,
-        dims.intermediate,
-        cache.capacity,
-        cache.length,
-        dims.tokens ?? 1,
-      );
+      const d = Int32Array.from(layerDims(dims, cache.capacity, cache.length));
       countDispatches();
       const code = WEIGHT_DTYPES.indexOf(weightDtype);
       addon.decodeLayer(x, slots, d, eps, cos, sin, cache.k, cache.v, cache.padLeft, code);

@@ -52,11 +52,10 @@ export function chunkedLogprobsEntropy(
     const chunkLogits = (c0: number, size: number) => logitsOf(h, chunkWeight(w, c0, size));
     const streamed = onlineLogsumexp(n, chunks, chunkLogits, keepOne);
     const { kept } = streamed;
-    const [stats, lse] = tf.tidy(() => {
-      const zy = tf.mul(tf.sum(tf.mul(h, tf.gather(w, tf.tensor1d(targets, 'int32'))), 1), inv); // z[y], [N]
-      return [logprobEntropy(zy as tf.Tensor1D, streamed), tf.expandDims(streamed.lse, 1)];
-    }) as [tf.Tensor2D, tf.Tensor2D];
-    tf.dispose([streamed.lse, streamed.meanLogit]);
+    const zy = tf.tidy(() =>
+      tf.mul(tf.sum(tf.mul(h, tf.gather(w, tf.tensor1d(targets, 'int32'))), 1), inv),
+    ) as tf.Tensor1D; // z[y], [N]
+    const [stats, lse] = logprobEntropy(zy, streamed);
     save([h, w, stats, lse, ...kept]);
     tf.dispose([lse, ...kept]);
     return {

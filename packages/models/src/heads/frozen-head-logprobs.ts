@@ -34,13 +34,13 @@ export function frozenHeadLogprobs(
     const [h, save] = args as [tf.Tensor2D, tf.GradSaveFunc];
     const keepLogits = (z: tf.Tensor2D) => (keep ? [z] : []);
     const streamed = onlineLogsumexp(n, chunks, (c0, size) => logitsOf(h, c0, size), keepLogits);
-    const { lse, meanLogit, kept } = streamed;
-    const [stats, lseColumn] = tf.tidy(() => {
-      const zy = tf.mul(tf.sum(tf.mul(h, frozenRowsGather(w, targets)), 1), inv); // z[y], [N]
-      return [logprobEntropy(zy as tf.Tensor1D, streamed), tf.expandDims(lse, 1)];
-    }) as [tf.Tensor2D, tf.Tensor2D];
-    save([h, stats, lseColumn, ...kept]);
-    tf.dispose([lse, meanLogit, lseColumn, ...kept]);
+    const { kept } = streamed;
+    const zy = tf.tidy(() =>
+      tf.mul(tf.sum(tf.mul(h, frozenRowsGather(w, targets)), 1), inv),
+    ) as tf.Tensor1D; // z[y], [N]
+    const [stats, lse] = logprobEntropy(zy, streamed);
+    save([h, stats, lse, ...kept]);
+    tf.dispose([lse, ...kept]);
     return {
       value: stats,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {

@@ -47,10 +47,20 @@ export function onlineLogsumexp(
   return { lse: lse!, meanLogit: meanLogit!, kept };
 }
 
-/** [N, 2] = (z[y] - lse, lse - meanLogit): the targets' log-probs and the entropies. */
-export function logprobEntropy(zy: tf.Tensor1D, streamed: StreamedLogits): tf.Tensor2D {
-  return tf.tidy(() => {
-    const { lse, meanLogit } = streamed;
-    return tf.stack([tf.sub(zy, lse), tf.sub(lse, meanLogit)], 1) as tf.Tensor2D;
-  });
+/**
+ * The head's outputs from the targets' logits zy [N] and the streamed stats: [N, 2] = (z[y] - lse,
+ * lse - meanLogit), the targets' log-probs and the entropies, and lse as a column [N, 1] for the
+ * backward. Consumes zy, `streamed.lse` and `streamed.meanLogit` (not `kept`).
+ */
+export function logprobEntropy(
+  zy: tf.Tensor1D,
+  streamed: StreamedLogits,
+): [stats: tf.Tensor2D, lseColumn: tf.Tensor2D] {
+  const { lse, meanLogit } = streamed;
+  const out = tf.tidy(() => [
+    tf.stack([tf.sub(zy, lse), tf.sub(lse, meanLogit)], 1) as tf.Tensor2D,
+    tf.expandDims(lse, 1) as tf.Tensor2D,
+  ]);
+  tf.dispose([zy, lse, meanLogit]);
+  return out as [tf.Tensor2D, tf.Tensor2D];
 }

@@ -64,6 +64,27 @@ describe('createRolloutRunner', () => {
     expect(first.actionMask).toEqual(g0.actionMask.slice(1));
   });
 
+  it('hands the groups and the saved records over in launch order, not in the order they finished', async () => {
+    // M1 finishes last and M3 first: the batch order must not follow the timing (it changes the
+    // training step's sums, and two runs of one seed would drift apart)
+    const engine = scriptedEngine(reply);
+    const generate = engine.generate;
+    engine.generate = async (req) => {
+      const text = charTokenizer.decode(req.inputIds);
+      await new Promise((r) => setTimeout(r, 10 * (4 - Number(text[1]))));
+      return generate(req);
+    };
+    const dir = tempDir('rl2-rollout-order-');
+    const { r } = runner(['M1', 'M2', 'M3'], { engine, saveDir: dir });
+    const out = await r.step(1);
+    expect(out.groups.map((g) => g[0].prompt)).toEqual(['M1', 'M2', 'M3']);
+    expect(out.batch.sequences[0].states).toEqual(
+      out.groups[0][0].sequences[0].tokenIds.slice(0, -1),
+    );
+    const saved = readFileSync(join(dir, 'step-1.jsonl'), 'utf8').trim().split('\n');
+    expect(saved.map((l) => JSON.parse(l).prompt)).toEqual(['M1', 'M1', 'M2', 'M2', 'M3', 'M3']);
+  });
+
   it('dynamic filtering drops uniform groups and reports the ratio', async () => {
     const { r } = runner(['M1', 'U1', 'M2'], { dynamicFiltering: true });
     const out = await r.step(1);

@@ -95,7 +95,10 @@ interface RunningGroup {
  * promptsPerStep x responsesPerPrompt trajectories under a concurrency limit, takes groups as
  * they finish, drops failed groups (counted, logged) and uniform ones (dynamic filtering),
  * refills from `nextPrompts` if asked, and stops once promptsPerStep groups are accepted;
- * the rest are cancelled, or with partialRollout paused and finished in the next step.
+ * the rest are cancelled, or with partialRollout paused and finished in the next step. The
+ * accepted groups (and the saved records) are handed over in launch order, not in the order
+ * they finished: which group finishes first depends on timing, and the batch order changes
+ * the training step's floating-point sums, so two runs of one seed would drift apart.
  */
 export function createRolloutRunner(options: RolloutRunnerOptions): RolloutRunner {
   const g = options.responsesPerPrompt ?? 1;
@@ -233,8 +236,9 @@ export function createRolloutRunner(options: RolloutRunnerOptions): RolloutRunne
           launched += 1;
         }
       };
-      const accepted: Trajectory[][] = [];
-      const records: RolloutRecord[] = [];
+      // by launch serial: sorted before they are handed over (see above)
+      const accepted: Array<{ serial: number; trajectories: Trajectory[] }> = [];
+      const records: Array<{ serial: number; records: RolloutRecord[] }> = [];
       let filtered = 0;
       let finished = 0;
       let firstFailure: string | undefined;
@@ -251,8 +255,11 @@ export function createRolloutRunner(options: RolloutRunnerOptions): RolloutRunne
             isUniformGroup(done.trajectories.map((t) => t.reward));
           if (!failed) finished += 1;
           if (uniform) filtered += 1;
-          if (!failed && !uniform) accepted.push(done.trajectories);
-          for (const t of done.trajectories) records.push({ ...t, step, filtered: uniform });
+          if (!failed && !uniform) accepted.push(done);
+          records.push({
+            serial: done.serial,
+            records: done.trajectories.map((t) => ({ ...t, step, filtered: uniform })),
+          });
           if (options.refill && accepted.length + running.size < target)
             await launchMore(target - accepted.length - running.size);
         }
@@ -267,18 +274,21 @@ export function createRolloutRunner(options: RolloutRunnerOptions): RolloutRunne
       } else {
         for (const r of running.values()) r.abort.abort();
       }
+      const bySerial = (a: { serial: number }, b: { serial: number }) => a.serial - b.serial;
+      const groups = accepted.sort(bySerial).map((a) => a.trajectories);
+      const saved = records.sort(bySerial).flatMap((r) => r.records);
       const metrics = summariseRollout({
-        trajectories: records,
+        trajectories: saved,
         acceptedGroups: accepted.length,
         filteredGroups: filtered,
         finishedGroups: finished,
         carriedGroups: carry.length,
         seconds: (performance.now() - start) / 1000,
       });
-      await save(`step-${step}.jsonl`, records);
+      await save(`step-${step}.jsonl`, saved);
       return {
-        groups: accepted,
-        batch: toTrainingBatch(accepted, g),
+        groups,
+        batch: toTrainingBatch(groups, g),
         metrics,
         ...(firstFailure ? { firstFailure } : {}),
       };

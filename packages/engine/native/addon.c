@@ -41,6 +41,7 @@ static napi_value init(napi_env env, napi_value exports) {
       EXPORT("decodeLayer", decode_layer),
       EXPORT("decodeStep", decode_step),
       EXPORT("linear", linear),
+      EXPORT("decodeProducts", decode_products),
       EXPORT("frozenLinear", frozen_linear),
       EXPORT("halfBits", half_bits),
       EXPORT("flashAttention", flash_attention),

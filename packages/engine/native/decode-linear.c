@@ -3,7 +3,9 @@
  * float32 accumulation). Output rows are split over all threads (parallel.c's pool); each thread
  * streams its block of W rows once and, for every W row block, runs every batch row against
  * it, so a step reads each weight once whatever the batch. Register tile: 4 W rows x up to 3
- * batch rows (decode-linear-tile.h) of 16 lanes (AVX-512), 8 lanes (AVX2 + FMA), or plain C. */
+ * batch rows (decode-linear-tile.h) of 16 lanes (AVX-512), 8 lanes (AVX2 + FMA), or plain C.
+ * Decode products with bfloat16 W on a CPU with AVX512_BF16 take the dot-product tiles
+ * (decode-linear-dot.h, x rounded to bfloat16) at every batch size, prefill included. */
 #include "kernels.h"
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -23,7 +25,8 @@ struct skinny {
   int64_t rows, in, out;
   float *y;
   int dtype, accumulate;
-  int64_t next; /* the next block a thread takes */
+  int64_t next;          /* the next block a thread takes */
+  const uint16_t *x_dot; /* x rounded to bfloat16, for the dot-product tiles (NULL: the others) */
 };
 
 static inline float half_to_float(uint16_t h) {
@@ -126,6 +129,8 @@ TILE_ATTR inline float hsum8(__m256 v) {
     *(h1) = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p) + 1));     \
   } while (0)
 #include "decode-linear-tile.h"
+#undef TILE_ATTR
+#include "decode-linear-dot.h"
 #endif
 
 typedef void (*tile_fn)(const struct skinny *c, int64_t j, int nj, int64_t r, int nr, int prefetch);
@@ -136,24 +141,27 @@ static void tile_c(const struct skinny *c, int64_t j, int nj, int64_t r, int nr,
     for (int b = 0; b < nr; b++) store(c, j + a, r + b, dot_from(c, j + a, r + b, 0));
 }
 
-/* The widest tile this CPU runs and its vector lanes (RL2_DECODE_ISA=avx2 or =c picks a
-   narrower one, for tests). */
+/* The widest tile this CPU runs, its vector lanes, and the bfloat16 dot-product tile where the
+   CPU has one (RL2_DECODE_ISA=avx512, =avx2 or =c picks a narrower set, for tests). */
 static struct isa {
   tile_fn tile;
   int lanes;
+  tile_fn dot;
 } pick_isa(void) {
-  static struct isa chosen = {NULL, 0};
+  static struct isa chosen = {NULL, 0, NULL};
   if (chosen.tile) return chosen;
   const char *want = getenv("RL2_DECODE_ISA");
-  struct isa t = {tile_c, 0};
+  struct isa t = {tile_c, 0, NULL};
 #ifdef RL2_X86
   __builtin_cpu_init();
   int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  int dot = avx512 && __builtin_cpu_supports("avx512bf16");
   if (want && !strcmp(want, "c")) avx512 = avx2 = 0;
   if (want && !strcmp(want, "avx2")) avx512 = 0;
-  if (avx512) t = (struct isa){tile_512, 16};
-  else if (avx2) t = (struct isa){tile_256, 8};
+  if (want && *want) dot = 0;
+  if (avx512) t = (struct isa){tile_512, 16, dot ? tile_dot : NULL};
+  else if (avx2) t = (struct isa){tile_256, 8, NULL};
 #else
   (void)want;
 #endif
@@ -161,13 +169,24 @@ static struct isa {
   return t;
 }
 
+/* Batch rows per pass over a block of W for the dot tiles: about 256 KiB of x, so a prefill's
+   rows stay in L2 while the block's tiles run over them (a decode step's batch is one pass). */
+static int64_t dot_chunk_rows(int64_t in) {
+  int64_t n = (256 << 10) / (2 * in) / DOT_R * DOT_R;
+  return n < DOT_R ? DOT_R : n;
+}
+
 static void skinny_blocks(const struct skinny *c, int64_t b0, int64_t b1) {
-  tile_fn tile = pick_isa().tile;
+  struct isa isa = pick_isa();
+  tile_fn tile = c->x_dot ? isa.dot : isa.tile;
+  int64_t tr = c->x_dot ? DOT_R : TILE_R, chunk = c->x_dot ? dot_chunk_rows(c->in) : c->rows;
   int64_t j1 = b1 * BLOCK_J < c->out ? b1 * BLOCK_J : c->out;
-  for (int64_t j = b0 * BLOCK_J; j < j1; j += TILE_J) {
-    int nj = j1 - j < TILE_J ? (int)(j1 - j) : TILE_J;
-    for (int64_t r = 0; r < c->rows; r += TILE_R)
-      tile(c, j, nj, r, c->rows - r < TILE_R ? (int)(c->rows - r) : TILE_R, r == 0);
+  for (int64_t r0 = 0; r0 < c->rows; r0 += chunk) {
+    int64_t r1 = r0 + chunk < c->rows ? r0 + chunk : c->rows;
+    for (int64_t j = b0 * BLOCK_J; j < j1; j += TILE_J) {
+      int nj = j1 - j < TILE_J ? (int)(j1 - j) : TILE_J;
+      for (int64_t r = r0; r < r1; r += tr) tile(c, j, nj, r, r1 - r < tr ? (int)(r1 - r) : (int)tr, r == r0);
+    }
   }
 }
 
@@ -199,22 +218,46 @@ static void interleave_for_bf16(const float *x, int64_t rows, int64_t in, int la
   }
 }
 
-int skinny_linear(const float *x, const void *w, int dtype, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
-                  int accumulate, int threads) {
-  struct skinny c = {x, x, w, bias, rows, in, out, y, dtype, accumulate, 0};
+/* x as the tiles read it, into c: rounded to bfloat16 for the dot tiles (`dot`), or for the
+   bfloat16 FMA tiles each block of 2 * lanes columns reordered evens first; 0 when out of memory */
+static int prepare_x(struct skinny *c, int dot) {
   struct isa isa = pick_isa();
-  if (dtype == RL2_WT_BF16 && isa.lanes) {
-    float *xb = rl2_scratch(SCRATCH_X_BF16, (size_t)(rows * in));
-    if (!xb) return 0;
-    interleave_for_bf16(x, rows, in, isa.lanes, xb);
-    c.x_bf16 = xb;
+  c->x_bf16 = c->x;
+  c->x_dot = NULL;
+  if (c->dtype != RL2_WT_BF16 || !isa.lanes) return 1;
+  float *buf = rl2_scratch(SCRATCH_X_BF16, (size_t)(c->rows * c->in));
+  if (!buf) return 0;
+#ifdef RL2_X86
+  if (dot && isa.dot) {
+    round_to_bf16(c->x, c->rows * c->in, (uint16_t *)buf);
+    c->x_dot = (const uint16_t *)buf;
+    return 1;
   }
+#endif
+  (void)dot;
+  interleave_for_bf16(c->x, c->rows, c->in, isa.lanes, buf);
+  c->x_bf16 = buf;
+  return 1;
+}
+
+/* whether decode products of `dtype` take the dot-product tiles (bfloat16 W, AVX512_BF16) */
+static int takes_dot(int dtype) { return dtype == RL2_WT_BF16 && pick_isa().dot != NULL; }
+
+static int skinny_product(const float *x, const void *w, int dtype, const float *bias, int64_t rows, int64_t in, int64_t out,
+                          float *y, int accumulate, int threads, int dot) {
+  struct skinny c = {x, x, w, bias, rows, in, out, y, dtype, accumulate, 0, NULL};
+  if (!prepare_x(&c, dot)) return 0;
   int64_t blocks = (out + BLOCK_J - 1) / BLOCK_J;
   /* below ~64k multiply-adds a thread's wake-up costs more than its share */
   if (rows * in * out < (1 << 16) || threads < 1) threads = 1;
   if (threads == 1) skinny_blocks(&c, 0, blocks);
   else parallel_for_threads(threads, threads, skinny_worker, &c);
   return 1;
+}
+
+int skinny_linear(const float *x, const void *w, int dtype, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
+                  int accumulate, int threads) {
+  return skinny_product(x, w, dtype, bias, rows, in, out, y, accumulate, threads, 0);
 }
 
 /* Products of one x by several W (q, k and v; gate and up) as one job: the threads take the blocks
@@ -242,18 +285,16 @@ static void group_worker(void *vctx, int64_t t0, int64_t t1) {
 static int skinny_linears(const float *x, int dtype, int64_t rows, int64_t in, int n, const struct linear_out *outs,
                           int threads) {
   struct skinny_group g = {.parts = n, .next = 0};
-  const float *xb = x;
-  struct isa isa = pick_isa();
-  if (dtype == RL2_WT_BF16 && isa.lanes) {
-    float *buf = rl2_scratch(SCRATCH_X_BF16, (size_t)(rows * in));
-    if (!buf) return 0;
-    interleave_for_bf16(x, rows, in, isa.lanes, buf);
-    xb = buf;
-  }
+  struct skinny shared = {x, x, NULL, NULL, rows, in, 0, NULL, dtype, 0, 0, NULL};
+  if (!prepare_x(&shared, takes_dot(dtype))) return 0;
   int64_t work = 0;
   g.first[0] = 0;
   for (int p = 0; p < n; p++) {
-    g.part[p] = (struct skinny){x, xb, outs[p].w, outs[p].bias, rows, in, outs[p].out, outs[p].y, dtype, 0, 0};
+    g.part[p] = shared;
+    g.part[p].w = outs[p].w;
+    g.part[p].bias = outs[p].bias;
+    g.part[p].out = outs[p].out;
+    g.part[p].y = outs[p].y;
     g.first[p + 1] = g.first[p] + (outs[p].out + BLOCK_J - 1) / BLOCK_J;
     work += rows * in * outs[p].out;
   }
@@ -265,7 +306,7 @@ static int skinny_linears(const float *x, int dtype, int64_t rows, int64_t in, i
 }
 
 int decode_linears(const float *x, int dtype, int64_t rows, int64_t in, int n, const struct linear_out *outs) {
-  if (rows <= SKINNY_ROWS && n <= MAX_PARTS) return skinny_linears(x, dtype, rows, in, n, outs, openblas_get_num_threads());
+  if ((rows <= SKINNY_ROWS || takes_dot(dtype)) && n <= MAX_PARTS) return skinny_linears(x, dtype, rows, in, n, outs, openblas_get_num_threads());
   for (int p = 0; p < n; p++)
     if (!decode_linear(x, outs[p].w, dtype, outs[p].bias, rows, in, outs[p].out, outs[p].y, 0)) return 0;
   return 1;
@@ -384,7 +425,8 @@ static void sgemm_linear(const float *x, const float *w, const float *bias, int6
 int decode_linear(const float *x, const void *w, int dtype, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
                   int accumulate) {
   int threads = openblas_get_num_threads();
-  if (rows <= SKINNY_ROWS) return skinny_linear(x, w, dtype, bias, rows, in, out, y, accumulate, threads);
+  if (rows <= SKINNY_ROWS || takes_dot(dtype))
+    return skinny_product(x, w, dtype, bias, rows, in, out, y, accumulate, threads, takes_dot(dtype));
   if (dtype == RL2_WT_F32) {
     sgemm_linear(x, w, bias, rows, in, out, y, accumulate);
     return 1;
@@ -417,4 +459,15 @@ KERNEL(linear) {
   if (lx < (size_t)(rows * in) || lw < (size_t)(out * in) || ly < (size_t)(rows * out)) FAIL("linear: array too short for dims");
   if (!decode_linear(x, w, dtype, NULL, rows, in, out, y, 0)) FAIL("linear: out of memory");
   return NULL;
+}
+
+/* decodeProducts(): the tiles decode products run on this CPU: "avx512-bf16-dot" (bfloat16 W by
+   dot products, x rounded to bfloat16), "avx512", "avx2" or "c". */
+KERNEL(decode_products) {
+  (void)info;
+  struct isa isa = pick_isa();
+  const char *name = isa.dot ? "avx512-bf16-dot" : isa.lanes == 16 ? "avx512" : isa.lanes == 8 ? "avx2" : "c";
+  napi_value out;
+  CHECK(napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &out));
+  return out;
 }

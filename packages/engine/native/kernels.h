@@ -198,6 +198,7 @@ KERNEL(sum_squares);
 KERNEL(decode_layer);
 KERNEL(decode_step);
 KERNEL(linear);
+KERNEL(decode_products);
 KERNEL(frozen_linear);
 KERNEL(half_bits);
 KERNEL(flash_attention);

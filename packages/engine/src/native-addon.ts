@@ -299,10 +299,17 @@ export interface NativeAddon {
     lens?: Int32Array,
   ): void;
   /**
+   * The tiles the decode products run on this CPU (native/decode-linear.c): 'avx512-bf16-dot'
+   * (bfloat16 weights by AVX512_BF16 dot products, x rounded to bfloat16), 'avx512', 'avx2' or
+   * 'c'. RL2_DECODE_ISA=avx512, avx2 or c, set before the addon loads, picks a narrower set.
+   */
+  decodeProducts(): 'avx512-bf16-dot' | 'avx512' | 'avx2' | 'c';
+  /**
    * y [rows, out] = x [rows, in] w^T with w [out, in] a Float32Array (weightDtype 0) or a
    * Uint16Array of bfloat16 (1) or float16 (2) bits (native/decode-linear.c): the decode-step
    * product on every thread, one pass over w, up to 64 rows; sgemm above (a 16-bit w over
-   * panels, each widened in one thread's cache).
+   * panels, each widened in one thread's cache). bfloat16 w on 'avx512-bf16-dot' (see
+   * decodeProducts) takes the dot-product tiles at every row count.
    */
   linear(
     x: Float32Array,

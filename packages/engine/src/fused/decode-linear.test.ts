@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initEngine } from '../init-engine.js';
 import { activeNativeAddon } from '../native-backend.js';
@@ -9,7 +10,9 @@ import { decodeKernels, type WeightDtype } from './fused-decode.js';
 // The decode-step products (native/decode-linear.c) against a float64 product written here,
 // for float32, bfloat16 and float16 weights, batch sizes on both sides of the register tiles
 // (4 x 3) and of the sgemm cut (64 rows; panels of W above), widths that leave vector tails; and a layer with
-// 16-bit weights against the same layer given those weights widened to float32.
+// 16-bit weights against the same layer given those weights widened to float32. Where the CPU has
+// AVX512_BF16, bfloat16 weights meet x rounded to bfloat16 (the dot-product tiles), and so does
+// the reference.
 const native = nativeForTests();
 const hasNative = native.ok;
 
@@ -74,6 +77,8 @@ describe.skipIf(!hasNative)('decode-step products', () => {
     [4, 160, 9],
     [7, 48, 70],
     [130, 70, 300],
+    // a prefill's rows in more than one pass over each block of W (the dot tiles take ~256 KiB of x a pass)
+    [300, 512, 40],
   ];
   for (const dtype of ['float32', 'bfloat16', 'float16'] as const)
     it.each(shapes)(
@@ -84,7 +89,10 @@ describe.skipIf(!hasNative)('decode-step products', () => {
         const { w, vals } = weightsOf(dtype, outF * inF, outF);
         const y = new Float32Array(rows * outF).fill(Number.NaN);
         k.linear(x, w, dtype, rows, inF, outF, y);
-        expect(relErr(y, reference(x, vals, rows, inF, outF))).toBeLessThan(1e-5);
+        const dot =
+          dtype === 'bfloat16' && activeNativeAddon()!.decodeProducts() === 'avx512-bf16-dot';
+        const xr = dot ? Float32Array.from(x, (v) => bf16Value(bf16Bits(v))) : x;
+        expect(relErr(y, reference(xr, vals, rows, inF, outF))).toBeLessThan(1e-5);
       },
     );
 
@@ -101,6 +109,17 @@ describe.skipIf(!hasNative)('decode-step products', () => {
     expect([...y2]).toEqual([...y1]);
   });
 
+  const linuxX64 = process.platform === 'linux' && process.arch === 'x64';
+  it.skipIf(!linuxX64 || process.env.RL2_DECODE_ISA)(
+    'takes the bfloat16 dot-product tiles wherever the CPU has AVX512_BF16',
+    () => {
+      const cpu = readFileSync('/proc/cpuinfo', 'utf8');
+      const want =
+        /\bavx512_bf16\b/.test(cpu) && /\bavx512bw\b/.test(cpu) && /\bavx512vl\b/.test(cpu);
+      expect(decodeKernels()!.products() === 'avx512-bf16-dot').toBe(want);
+    },
+  );
+
   it('names the weight dtypes it takes when given another, or a mismatched array', () => {
     const addon = activeNativeAddon()!;
     const y = new Float32Array(2);
@@ -115,7 +134,7 @@ describe.skipIf(!hasNative)('decode-step products', () => {
     );
   });
 
-  it('the AVX2 and plain C tiles give the AVX-512 products (RL2_DECODE_ISA)', () => {
+  it('the AVX2 and plain C tiles give the AVX-512 FMA products (RL2_DECODE_ISA)', () => {
     // each ISA in a child process (the tile is picked once per process)
     const script = `
       const a = require(${JSON.stringify(native.ok ? native.path : '')});
@@ -124,16 +143,18 @@ describe.skipIf(!hasNative)('decode-step products', () => {
       for (let i = 0; i < n; i++) x[i] = Math.sin(i);
       for (let i = 0; i < w.length; i++) w[i] = 0x3f80 + (i % 97);
       a.linear(x, w, 1, 5, 131, 70, y);
-      process.stdout.write(JSON.stringify(Array.from(y)));`;
+      process.stdout.write(JSON.stringify({ isa: a.decodeProducts(), y: Array.from(y) }));`;
     const run = (isa: string) => {
       const r = spawnSync(process.execPath, ['-e', script], {
         env: { ...process.env, RL2_DECODE_ISA: isa },
         encoding: 'utf8',
       });
       expect(r.status, r.stderr).toBe(0);
-      return JSON.parse(r.stdout) as number[];
+      const out = JSON.parse(r.stdout) as { isa: string; y: number[] };
+      expect(out.isa === isa || isa === 'avx512').toBe(true);
+      return out.y;
     };
-    const best = run('');
+    const best = run('avx512'); // the widest FMA tiles, x as float32 (no dot products)
     for (const isa of ['avx2', 'c']) {
       const other = run(isa);
       other.forEach((v, i) => {

@@ -196,6 +196,12 @@ export interface DecodeKernels {
     logits: Float32Array,
   ): void;
   /**
+   * The tiles the decode products run on this CPU: 'avx512-bf16-dot' where bfloat16 weights
+   * meet x rounded to bfloat16 (AVX512_BF16 dot products, as llama.cpp's BF16), else 'avx512',
+   * 'avx2' or 'c' (x as float32).
+   */
+  products(): 'avx512-bf16-dot' | 'avx512' | 'avx2' | 'c';
+  /**
    * y [rows, outFeatures] = x [rows, inFeatures] w^T, w [outFeatures, inFeatures] of
    * `weightDtype`: every thread streams its share of w once for all rows (an LM head).
    */
@@ -305,6 +311,7 @@ export function decodeKernels(): DecodeKernels | undefined {
       const d = stepDims(dims, model, [0, 0], paged);
       decodeStep(addon, model, tokens, d, eps, cos, sin, caches, logits, caches.table, caches.lens);
     },
+    products: () => addon.decodeProducts(),
     linear(x, w, weightDtype, rows, inFeatures, outFeatures, y) {
       countDispatches();
       addon.linear(x, w, WEIGHT_DTYPES.indexOf(weightDtype), rows, inFeatures, outFeatures, y);

@@ -7,14 +7,16 @@
 // The bandwidth limit: a 2-thread read of a 1 GiB buffer (best of torch sum and dot; none without
 // torch) / the weight bytes a decode step reads, tokens/s at batch 1. The compute limit: torch's
 // float32 GFLOP/s on a 2048^3 product / 2 flops per weight per token, tokens/s at any batch; it
-// bounds batch 64 / batch 8 (printed beside the table).
+// bounds batch 64 / batch 8 (printed beside the table). Each rl2 row also measures its own
+// products' GFLOP/s at 64 x 1024 x 3072 (an MLP projection at batch 64), the bound that applies to
+// it: bfloat16 weights on AVX512_BF16 take dot products at about twice float32's rate.
 // llama.cpp rows (bench/decode-llama.ts): node-llama-cpp's prebuilt CPU binary on F32 and BF16
 // GGUF files written by scripts/write-gguf.ts from a bf16 checkpoint of the same shape (seed 1),
 // same prompts and threads; skipped with a line when node-llama-cpp cannot load.
 import { spawnSync } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { initEngine, type WeightDtype } from '@rl2/engine';
+import { decodeKernels, initEngine, type WeightDtype } from '@rl2/engine';
 import { QWEN3_0_6B } from '../scripts/real-size-checkpoint.js';
 import { createGenerator, initRandomModel } from '../src/index.js';
 import type { LlamaOptions } from './decode-llama.js';
@@ -37,6 +39,25 @@ interface Row {
   decode: Record<number, number>;
   prefill: number;
   peakRssMb: number;
+  /** rl2 rows: the decode products' tiles and GFLOP/s at 64 x 1024 x 3072 */
+  products?: string;
+  productGflops?: number;
+}
+
+/** GFLOP/s of the decode product y [64, 3072] = x [64, 1024] W^T with W of `dtype`. */
+function productGflops(dtype: WeightDtype): number {
+  const k = decodeKernels()!;
+  const [rows, inF, outF] = [64, 1024, 3072];
+  const x = Float32Array.from({ length: rows * inF }, (_, i) => Math.sin(i));
+  const f = Float32Array.from({ length: inF * outF }, (_, i) => 0.02 * Math.cos(i));
+  const w = dtype === 'float32' ? f : new Uint16Array(f.length);
+  if (w instanceof Uint16Array) k.halfBits(f, dtype as 'bfloat16' | 'float16', w);
+  const y = new Float32Array(rows * outF);
+  k.linear(x, w, dtype, rows, inF, outF, y);
+  const reps = 40;
+  const t0 = performance.now();
+  for (let i = 0; i < reps; i++) k.linear(x, w, dtype, rows, inF, outF, y);
+  return (2 * rows * inF * outF * reps) / ((performance.now() - t0) / 1000) / 1e9;
 }
 
 const promptIds = (r: number, vocab: number) =>
@@ -108,7 +129,15 @@ async function child(dtype: WeightDtype): Promise<Row> {
     },
   });
   const peakRssMb = process.resourceUsage().maxRSS / 1024;
-  return { engine: `rl2 ${dtype}`, decode, prefill: PREFILL / ((t1 - t0) / 1000), peakRssMb };
+  const products = dtype === 'bfloat16' ? decodeKernels()!.products() : 'float32 input';
+  return {
+    engine: `rl2 ${dtype}`,
+    decode,
+    prefill: PREFILL / ((t1 - t0) / 1000),
+    peakRssMb,
+    products,
+    productGflops: productGflops(dtype),
+  };
 }
 
 function run(cmd: string, argv: string[]): unknown {
@@ -230,21 +259,27 @@ async function llamaRows(tsx: string, self: string, passThrough: string[]): Prom
 
 /**
  * The compute limit (2 flops per weight per token at the measured float32 GFLOP/s) and, for each
- * rl2 row, the largest batch 64 / batch 8 ratio it leaves: b64 can be at most limit / b8 times b8.
+ * rl2 row, the limit at its own products' GFLOP/s and the largest batch 64 / batch 8 ratio that
+ * leaves: b64 can be at most limit / b8 times b8.
  */
 function sayComputeLimit(gflops: number, rows: Row[]): void {
-  if (Number.isNaN(gflops)) return;
-  const tokS = (gflops * 1e9) / (2 * paramCount());
-  const ratios = rows
-    .filter((r) => r.engine.startsWith('rl2') && r.decode[8] && r.decode[64])
-    .map(
-      (r) =>
-        `${r.engine} b64/b8 ${(r.decode[64]! / r.decode[8]!).toFixed(2)}x of at most ${(tokS / r.decode[8]!).toFixed(2)}x`,
+  const tokS = (g: number) => (g * 1e9) / (2 * paramCount());
+  if (!Number.isNaN(gflops))
+    console.log(
+      `compute ${gflops.toFixed(1)} GFLOP/s (torch float32 2048^3, ${THREADS} threads); ` +
+        `decode limit at any batch: ${tokS(gflops).toFixed(1)} tok/s`,
     );
-  console.log(
-    `compute ${gflops.toFixed(1)} GFLOP/s (torch float32 2048^3, ${THREADS} threads); decode limit at any batch: ` +
-      `${tokS.toFixed(1)} tok/s${ratios.length ? `; ${ratios.join('; ')}` : ''}`,
-  );
+  for (const r of rows.filter((r) => r.productGflops)) {
+    const limit = tokS(r.productGflops!);
+    const ratio =
+      r.decode[8] && r.decode[64]
+        ? `; b64/b8 ${(r.decode[64] / r.decode[8]).toFixed(2)}x of at most ${(limit / r.decode[8]).toFixed(2)}x`
+        : '';
+    console.log(
+      `${r.engine} products (${r.products}): ${r.productGflops!.toFixed(0)} GFLOP/s at 64x1024x3072, ` +
+        `decode limit ${limit.toFixed(1)} tok/s${ratio}`,
+    );
+  }
 }
 
 /** Parameters of the 0.6B shape (tied head counted once). */

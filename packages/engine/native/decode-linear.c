@@ -306,7 +306,8 @@ static int skinny_linears(const float *x, int dtype, int64_t rows, int64_t in, i
 }
 
 int decode_linears(const float *x, int dtype, int64_t rows, int64_t in, int n, const struct linear_out *outs) {
-  if ((rows <= SKINNY_ROWS || takes_dot(dtype)) && n <= MAX_PARTS) return skinny_linears(x, dtype, rows, in, n, outs, openblas_get_num_threads());
+  if ((rows <= SKINNY_ROWS || takes_dot(dtype)) && n <= MAX_PARTS)
+    return skinny_linears(x, dtype, rows, in, n, outs, openblas_get_num_threads());
   for (int p = 0; p < n; p++)
     if (!decode_linear(x, outs[p].w, dtype, outs[p].bias, rows, in, outs[p].out, outs[p].y, 0)) return 0;
   return 1;

@@ -58,4 +58,24 @@ describe.skipIf(!hasNative)('sampleRows', () => {
       expect(logprobs[r]).toBeCloseTo(Math.log(p[want]! / z), 5);
     });
   });
+
+  it('a batch over the threads (2^20 logits and more) draws what each row draws alone', () => {
+    const k = decodeKernels()!;
+    const [rows, v] = [12, 100_000];
+    const logits = Float32Array.from({ length: rows * v }, (_, i) => Math.sin(i * 0.37) * 4);
+    const temperature = Float64Array.from({ length: rows }, (_, r) => [0, 0.7, 1, 1.3][r % 4]!);
+    temperature[5] = Number.NaN;
+    const u = Float64Array.from({ length: rows }, (_, r) => (r + 0.5) / rows);
+    const tokens = new Int32Array(rows).fill(-7);
+    const logprobs = new Float64Array(rows).fill(9);
+    k.sampleRows(logits, rows, v, temperature, u, tokens, logprobs);
+    for (let r = 0; r < rows; r++) {
+      const one = Int32Array.of(-7);
+      const lp = Float64Array.of(9);
+      const row = logits.subarray(r * v, (r + 1) * v);
+      k.sampleRows(row, 1, v, temperature.subarray(r, r + 1), u.subarray(r, r + 1), one, lp);
+      expect([tokens[r], logprobs[r]]).toEqual([one[0], lp[0]]);
+    }
+    expect(tokens[5]).toBe(-7); // the NaN row is left alone in the threaded path too
+  });
 });

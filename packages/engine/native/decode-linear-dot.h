@@ -2,26 +2,12 @@
  * W is read as stored and x is rounded to bfloat16 (nearest even) once per product, so one
  * instruction takes 32 products of pairs into 16 float32 sums: twice the multiply-adds of a
  * float32 FMA, and no widening of W. This is what llama.cpp's BF16 and GPUs do; the price is x's
- * rounding (relative 2^-9 per element), the float32 accumulation is kept. Lanes run along k; a
- * tile's 4 W rows x up to DOT_R batch rows sum in 24 registers, added across lanes four at a time
- * at the end. Included by decode-linear.c after struct skinny and store(). */
+ * rounding (relative 2^-9 per element, by half-bits.c's bf16_bits), the float32 accumulation is
+ * kept. Lanes run along k; a tile's 4 W rows x up to DOT_R batch rows sum in 24 registers, added
+ * across lanes four at a time at the end. Included by decode-linear.c after struct skinny and store(). */
 
 #define DOT_R 6
 #define DOT_ATTR __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static
-
-/* n float32 values rounded to bfloat16 bits (nearest even) */
-DOT_ATTR void round_to_bf16(const float *x, int64_t n, uint16_t *out) {
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i));
-    _mm512_storeu_si512((void *)(out + i), (__m512i)v);
-  }
-  for (; i < n; i += 16) {
-    __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-    __m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i));
-    _mm256_mask_storeu_epi16((void *)(out + i), m, (__m256i)v);
-  }
-}
 
 /* [sum of a0's lanes, a1's, a2's, a3's] */
 DOT_ATTR inline __m128 sum4_lanes(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {

@@ -227,14 +227,11 @@ static int prepare_x(struct skinny *c, int dot) {
   if (c->dtype != RL2_WT_BF16 || !isa.lanes) return 1;
   float *buf = rl2_scratch(SCRATCH_X_BF16, (size_t)(c->rows * c->in));
   if (!buf) return 0;
-#ifdef RL2_X86
   if (dot && isa.dot) {
-    round_to_bf16(c->x, c->rows * c->in, (uint16_t *)buf);
+    bf16_bits(c->x, c->rows * c->in, (uint16_t *)buf);
     c->x_dot = (const uint16_t *)buf;
     return 1;
   }
-#endif
-  (void)dot;
   interleave_for_bf16(c->x, c->rows, c->in, isa.lanes, buf);
   c->x_bf16 = buf;
   return 1;
@@ -425,9 +422,8 @@ static void sgemm_linear(const float *x, const float *w, const float *bias, int6
 
 int decode_linear(const float *x, const void *w, int dtype, const float *bias, int64_t rows, int64_t in, int64_t out, float *y,
                   int accumulate) {
-  int threads = openblas_get_num_threads();
-  if (rows <= SKINNY_ROWS || takes_dot(dtype))
-    return skinny_product(x, w, dtype, bias, rows, in, out, y, accumulate, threads, takes_dot(dtype));
+  int threads = openblas_get_num_threads(), dot = takes_dot(dtype);
+  if (rows <= SKINNY_ROWS || dot) return skinny_product(x, w, dtype, bias, rows, in, out, y, accumulate, threads, dot);
   if (dtype == RL2_WT_F32) {
     sgemm_linear(x, w, bias, rows, in, out, y, accumulate);
     return 1;

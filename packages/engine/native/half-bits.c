@@ -18,6 +18,11 @@ HOT static void bf16_range(void *vctx, int64_t i0, int64_t i1) {
   }
 }
 
+void bf16_bits(const float *x, int64_t n, uint16_t *y) {
+  struct half_job c = {(const uint32_t *)x, y};
+  parallel_for(n, GRAIN, bf16_range, &c);
+}
+
 /* binary16 bits of float32 bits u: overflow to infinity, subnormals rounded, NaN quiet (0x7e00) */
 static inline uint16_t f16_of(uint32_t u) {
   uint32_t sign = (u >> 16) & 0x8000u, exp = (u >> 23) & 0xffu, mant = u & 0x7fffffu;
@@ -85,7 +90,11 @@ KERNEL(half_bits) {
       ty != napi_uint16_array)
     FAIL("halfBits expects a Float32Array x and a Uint16Array y");
   if (ly < lx) FAIL("halfBits: y is shorter than x");
+  if (dtype == RL2_WT_BF16) {
+    bf16_bits(x, (int64_t)lx, y);
+    return NULL;
+  }
   struct half_job c = {(const uint32_t *)x, (uint16_t *)y};
-  parallel_for((int64_t)lx, GRAIN, dtype == RL2_WT_BF16 ? bf16_range : f16_kernel(), &c);
+  parallel_for((int64_t)lx, GRAIN, f16_kernel(), &c);
   return NULL;
 }

@@ -152,6 +152,11 @@ void weights_to_float(const void *w, int dtype, int64_t n, float *out);
 void frozen_product(const float *x, const uint16_t *w, int dtype, int64_t rows, int64_t in, int64_t out, float *y,
                    int transpose, float *buf);
 
+/* half-bits.c: n float32 values to bfloat16 bits, rounding to nearest even (NaN: 0x7fc0), on
+   every thread when n is large. */
+#define bf16_bits rl2_bf16_bits
+void bf16_bits(const float *x, int64_t n, uint16_t *y);
+
 /* rl2_scratch(slot, n): the calling thread's buffer `slot` of at least n floats, kept and grown
    between calls (no allocation per decode step; each slot is one caller's, see the enum);
    NULL when out of memory. For what stays small (a decode step's rows, one panel of W): it is never freed. */

@@ -9,8 +9,8 @@
 // torch) / the weight bytes a decode step reads, tokens/s at batch 1. The compute limit: torch's
 // float32 GFLOP/s on a 2048^3 product / 2 flops per weight per token, tokens/s at any batch; it
 // bounds batch 64 / batch 8 (printed beside the table). Each rl2 row also measures its own
-// products' GFLOP/s at 64 x 1024 x 3072 (an MLP projection at batch 64), the bound that applies to
-// it: bfloat16 weights on AVX512_BF16 take dot products at about twice float32's rate.
+// products' GFLOP/s at 64 x 1024 x 3072 (an MLP projection at batch 64, its weights in cache), the
+// rate that bounds it: bfloat16 weights on AVX512_BF16 take dot products at about twice float32's.
 // llama.cpp rows (bench/decode-llama.ts): node-llama-cpp's prebuilt CPU binary on F32 and BF16
 // GGUF files written by scripts/write-gguf.ts from a bf16 checkpoint of the same shape (seed 1),
 // same prompts and threads; skipped with a line when node-llama-cpp cannot load.
@@ -262,8 +262,8 @@ async function llamaRows(tsx: string, self: string, passThrough: string[]): Prom
 
 /**
  * The compute limit (2 flops per weight per token at the measured float32 GFLOP/s) and, for each
- * rl2 row, the limit at its own products' GFLOP/s and the largest batch 64 / batch 8 ratio that
- * leaves: b64 can be at most limit / b8 times b8.
+ * rl2 row, the limit at its own products' GFLOP/s and the batch 64 / batch 8 ratio that rate
+ * allows (limit / b8; a guide, not exact: one product's rate, measured once).
  */
 function sayComputeLimit(gflops: number, rows: Row[]): void {
   const tokS = (g: number) => (g * 1e9) / (2 * paramCount());

@@ -6,6 +6,7 @@ import { ADAMW_KERNELS } from './wgsl-adamw.js';
 import { FLASH_ATTENTION_KERNELS } from './wgsl-flash-attention.js';
 import { LOGPROB_STATS_KERNELS } from './wgsl-logprob-stats.js';
 import { RMS_NORM_KERNELS } from './wgsl-rms-norm.js';
+import { ROTARY_KERNELS } from './wgsl-rotary.js';
 import { SWIGLU_KERNELS } from './wgsl-swiglu.js';
 
 /**
@@ -40,6 +41,7 @@ export function registerWgslKernels(): void {
   for (const k of [
     ...RMS_NORM_KERNELS,
     ...SWIGLU_KERNELS,
+    ...ROTARY_KERNELS,
     ...LOGPROB_STATS_KERNELS,
     ...ADAMW_KERNELS,
     ...FLASH_ATTENTION_KERNELS,

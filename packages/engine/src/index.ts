@@ -13,13 +13,8 @@ export type { EngineErrorCode } from './errors.js';
 
 // Training ops with one fused kernel on `native` and the stock composite ops elsewhere.
 export { softmaxCrossEntropy } from './softmax-cross-entropy.js';
-export {
-  adamWInPlace,
-  adamWUpdate,
-  scaleInPlace,
-  sumOfSquares,
-  weightedSumOfSquares,
-} from './fused/fused-adamw.js';
+export { adamWInPlace, adamWUpdate, scaleInPlace } from './fused/fused-adamw.js';
+export { sumOfSquares, weightedSumOfSquares } from './fused/sum-of-squares.js';
 export type { AdamWStep } from './fused/fused-adamw.js';
 export { freeDisposedBuffers } from './free-disposed.js';
 export {

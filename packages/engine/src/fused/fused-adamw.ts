@@ -5,7 +5,6 @@ import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import * as tf from '@tensorflow/tfjs-core';
 import { asKernelFunc, f32Values, uninitF32 } from '../kernels/native-kernel.js';
 import type { NativeAddon } from '../native-addon.js';
-import { readsSynchronously } from '../device-reads.js';
 import { hasKernel } from './fused-kernel.js';
 import { activeNativeAddon } from '../native-backend.js';
 import { countWrite } from '../write-count.js';
@@ -124,23 +123,6 @@ export function scaleInPlace(t: tf.Tensor, c: number): boolean {
   return true;
 }
 
-/**
- * sum(t^2) in double precision (a gradient's squared norm) read straight from `t`'s float32
- * buffer on a cpu-style backend (over the threads in the addon on `native`), without the temporary
- * `tf.square(t)` (a whole gradient's size);
- * the composite ops elsewhere.
- */
-export function sumOfSquares(t: tf.Tensor): number {
-  const values = (tf.backend() as unknown as Partial<MathBackendCPU>).data?.get(t.dataId)?.values;
-  if (t.dtype !== 'float32' || !(values instanceof Float32Array))
-    return tf.tidy(() => tf.sum(tf.square(t)).dataSync()[0] as number);
-  const addon = activeNativeAddon();
-  if (addon) return addon.sumSquares(values);
-  let s = 0;
-  for (let i = 0; i < values.length; i++) s += values[i]! * values[i]!;
-  return s;
-}
-
 /** Whether `t` is the only tensor over its Float32Array on a cpu-style backend (safe to write in place). */
 function ownsF32Buffer(t: tf.Tensor): boolean {
   const backend = tf.backend() as unknown as Partial<MathBackendCPU>;
@@ -183,25 +165,4 @@ export function adamWKernels(addon: NativeAddon, backendName: string): tf.Kernel
     { kernelName: ADAMW, backendName, kernelFunc },
     { kernelName: ADAMW_IN_PLACE, backendName, kernelFunc: inPlace },
   ];
-}
-
-/**
- * sum_i w_i ||t_i||^2 over many tensors (a gradient norm), read once. On cpu-style backends each
- * tensor's squares are summed in place in double precision (`sumOfSquares`); elsewhere (webgpu)
- * the sums stay on the device, one scalar per tensor, and come back in one asynchronous read.
- */
-export async function weightedSumOfSquares(
-  tensors: readonly tf.Tensor[],
-  weights?: readonly number[],
-): Promise<number> {
-  const weightOf = (i: number) => (weights ? weights[i]! : 1);
-  if (readsSynchronously())
-    return tensors.reduce((s, t, i) => s + sumOfSquares(t) * weightOf(i), 0);
-  if (tensors.length === 0) return 0;
-  const parts = tf.tidy(() => tf.stack(tensors.map((t) => tf.sum(tf.square(t)))));
-  const values = await parts.data();
-  parts.dispose();
-  let s = 0;
-  for (let i = 0; i < values.length; i++) s += values[i]! * weightOf(i);
-  return s;
 }

@@ -1,9 +1,15 @@
-// The squared L2 norm of tensors (gradients, for clipping by the global norm): read in place in
-// double precision on cpu-style backends (over the threads on `native`), without a squared copy.
+// The squared L2 norm of tensors (gradients, for clipping by the global norm) without a squared
+// copy of any: read in place in double precision on cpu-style backends (over the threads on
+// `native`), one WGSL reduction per tensor into a small device buffer on webgpu
+// (webgpu/wgsl-sums-of-squares.ts), read back once.
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import * as tf from '@tensorflow/tfjs-core';
 import { readsSynchronously } from '../device-reads.js';
 import { activeNativeAddon } from '../native-backend.js';
+import { hasKernel } from './fused-kernel.js';
+
+/** ||t_i||^2 of each of k float32 tensors (inputs keyed in order) into one [k] tensor (webgpu). */
+export const SUMS_OF_SQUARES = 'Rl2SumsOfSquares';
 
 /**
  * sum(t^2) in double precision (a gradient's squared norm) read straight from `t`'s float32
@@ -24,8 +30,9 @@ export function sumOfSquares(t: tf.Tensor): number {
 
 /**
  * sum_i w_i ||t_i||^2 over many tensors (a gradient norm), read once. On cpu-style backends each
- * tensor's squares are summed in place in double precision (`sumOfSquares`); elsewhere (webgpu)
- * the sums stay on the device, one scalar per tensor, and come back in one asynchronous read.
+ * tensor's squares are summed in place in double precision (`sumOfSquares`); elsewhere the sums
+ * stay on the device, one scalar per tensor (a WGSL reduction each on webgpu, with no squared
+ * copy), and come back in one asynchronous read.
  */
 export async function weightedSumOfSquares(
   tensors: readonly tf.Tensor[],
@@ -35,10 +42,18 @@ export async function weightedSumOfSquares(
   if (readsSynchronously())
     return tensors.reduce((s, t, i) => s + sumOfSquares(t) * weightOf(i), 0);
   if (tensors.length === 0) return 0;
-  const parts = tf.tidy(() => tf.stack(tensors.map((t) => tf.sum(tf.square(t)))));
+  const parts = tf.tidy(() => sumsOfSquares(tensors));
   const values = await parts.data();
   parts.dispose();
   let s = 0;
   for (let i = 0; i < values.length; i++) s += values[i]! * weightOf(i);
   return s;
+}
+
+/** ||t_i||^2 [k] on the device: the fused kernel where the backend has one (webgpu), else square and sum. */
+function sumsOfSquares(tensors: readonly tf.Tensor[]): tf.Tensor {
+  if (!hasKernel(SUMS_OF_SQUARES) || tensors.some((t) => t.dtype !== 'float32'))
+    return tf.stack(tensors.map((t) => tf.sum(tf.square(t))));
+  const inputs = Object.fromEntries(tensors.map((t, i) => [`t${i}`, t]));
+  return tf.engine().runKernel(SUMS_OF_SQUARES, inputs) as tf.Tensor;
 }

@@ -7,6 +7,7 @@ import { FLASH_ATTENTION_KERNELS } from './wgsl-flash-attention.js';
 import { LOGPROB_STATS_KERNELS } from './wgsl-logprob-stats.js';
 import { RMS_NORM_KERNELS } from './wgsl-rms-norm.js';
 import { ROTARY_KERNELS } from './wgsl-rotary.js';
+import { SUMS_OF_SQUARES_KERNELS } from './wgsl-sums-of-squares.js';
 import { SWIGLU_KERNELS } from './wgsl-swiglu.js';
 
 /**
@@ -44,6 +45,7 @@ export function registerWgslKernels(): void {
     ...ROTARY_KERNELS,
     ...LOGPROB_STATS_KERNELS,
     ...ADAMW_KERNELS,
+    ...SUMS_OF_SQUARES_KERNELS,
     ...FLASH_ATTENTION_KERNELS,
   ])
     if (!getKernel(k.kernelName, k.backendName)) registerKernel(k);

@@ -6,7 +6,6 @@ import * as tf from '@tensorflow/tfjs-core';
 import { asKernelFunc, f32Values, uninitF32 } from '../kernels/native-kernel.js';
 import type { NativeAddon } from '../native-addon.js';
 import { hasKernel } from './fused-kernel.js';
-import { activeNativeAddon } from '../native-backend.js';
 import { countWrite } from '../write-count.js';
 
 export const ADAMW = 'Rl2AdamW';
@@ -79,8 +78,8 @@ export function adamWInPlace(
     hasKernel(ADAMW_IN_PLACE) &&
     [param, grad, m, v].every((t) => t.dtype === 'float32' && t.size === param.size) &&
     [param, m, v].every(ownsBuffer);
-  // the native kernel scales the gradient as it reads it; elsewhere a scaled copy first
-  if (scale !== 1 && !(inPlace && activeNativeAddon())) {
+  // the in-place kernels (native, webgpu) scale the gradient as they read it; elsewhere a scaled copy first
+  if (scale !== 1 && !inPlace) {
     const scaled = tf.mul(grad, scale);
     adamWInPlace(param, scaled, m, v, { ...h, gradScale: 1 });
     scaled.dispose();

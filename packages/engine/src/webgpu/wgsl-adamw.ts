@@ -11,10 +11,11 @@ const THREADS = 64;
 
 /**
  * The native kernel's arithmetic (native/adamw.c): m' = b1 m + (1-b1) g, v' = b2 v + (1-b2) g^2,
- * p' = p (1 - lr wd) - lr (m' / c1) / (sqrt(v' / c2) + eps), c1 and c2 the bias corrections.
+ * p' = p (1 - lr wd) - lr (m' / c1) / (sqrt(v' / c2) + eps), c1 and c2 the bias corrections, g the
+ * gradient times gs (the clipping factor, applied as it is read: no scaled copy of the gradient).
  */
 const ADAMW_WGSL = `
-struct Hp { lr : f32, b1 : f32, b2 : f32, eps : f32, wd : f32, c1 : f32, c2 : f32, n : u32, }
+struct Hp { lr : f32, b1 : f32, b2 : f32, eps : f32, wd : f32, c1 : f32, c2 : f32, gs : f32, n : u32, }
 @group(0) @binding(0) var<storage, read_write> p : array<f32>;
 @group(0) @binding(1) var<storage, read_write> m : array<f32>;
 @group(0) @binding(2) var<storage, read_write> v : array<f32>;
@@ -25,7 +26,7 @@ struct Hp { lr : f32, b1 : f32, b2 : f32, eps : f32, wd : f32, c1 : f32, c2 : f3
 fn main(@builtin(global_invocation_id) id : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>) {
   let i = id.y * groups.x * ${THREADS}u + id.x;
   if (i >= hp.n) { return; }
-  let gi = g[i];
+  let gi = g[i] * hp.gs;
   let mi = hp.b1 * m[i] + (1.0 - hp.b1) * gi;
   let vi = hp.b2 * v[i] + (1.0 - hp.b2) * gi * gi;
   m[i] = mi;
@@ -33,7 +34,10 @@ fn main(@builtin(global_invocation_id) id : vec3<u32>, @builtin(num_workgroups) 
   p[i] = p[i] * (1.0 - hp.lr * hp.wd) - hp.lr * (mi * (1.0 / hp.c1)) / (sqrt(vi * (1.0 / hp.c2)) + hp.eps);
 }`;
 
-/** attrs.hp = [lr, b1, b2, eps, wd, c1, c2] (as the native kernel); returns a scalar 0 to dispose. */
+/** The eight floats of Hp: the gradient's scale is 1 unless given. */
+const hpOf = (hp: number[]) => [...hp.slice(0, 7), hp[7] ?? 1];
+
+/** attrs.hp = [lr, b1, b2, eps, wd, c1, c2, gradScale?] (as the native kernel); returns a scalar 0 to dispose. */
 const inPlace: KernelFunc = ({ inputs, backend, attrs }) => {
   const { param, grad, m, v } = inputs as Record<string, TensorInfo>;
   const n = param!.shape.reduce((a, b) => a * b, 1);
@@ -43,7 +47,7 @@ const inPlace: KernelFunc = ({ inputs, backend, attrs }) => {
     writes: [param!, m!, v!],
     reads: [grad!],
     uniforms: [
-      ...(attrs!.hp as number[]).map((x) => ({ type: 'float32' as const, data: [x] })),
+      ...hpOf(attrs!.hp as number[]).map((x) => ({ type: 'float32' as const, data: [x] })),
       { type: 'uint32', data: [n] },
     ],
     workgroups: workgroupsFor(n, THREADS),

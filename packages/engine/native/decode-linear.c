@@ -4,8 +4,9 @@
  * streams its block of W rows once and, for every W row block, runs every batch row against
  * it, so a step reads each weight once whatever the batch. Register tile: 4 W rows x up to 3
  * batch rows (decode-linear-tile.h) of 16 lanes (AVX-512), 8 lanes (AVX2 + FMA), or plain C.
- * Decode products with bfloat16 W on a CPU with AVX512_BF16 take the dot-product tiles
- * (decode-linear-dot.h, x rounded to bfloat16) at every batch size, prefill included. */
+ * Decode products with bfloat16 W on a CPU with AVX512_BF16 take the dot-product tiles (x rounded
+ * to bfloat16) at every batch size, prefill included: lanes along k below LANE_MIN_ROWS rows
+ * (decode-linear-dot.h), along the batch rows from there (decode-linear-lanes.h). */
 #include "kernels.h"
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -27,6 +28,7 @@ struct skinny {
   int dtype, accumulate;
   int64_t next;          /* the next block a thread takes */
   const uint16_t *x_dot; /* x rounded to bfloat16, for the dot-product tiles (NULL: the others) */
+  const uint32_t *x_lanes; /* x rounded to bfloat16 in groups of 16 rows, for the lane tiles (NULL: the others) */
 };
 
 static inline float half_to_float(uint16_t h) {
@@ -131,6 +133,7 @@ TILE_ATTR inline float hsum8(__m256 v) {
 #include "decode-linear-tile.h"
 #undef TILE_ATTR
 #include "decode-linear-dot.h"
+#include "decode-linear-lanes.h"
 #endif
 
 typedef void (*tile_fn)(const struct skinny *c, int64_t j, int nj, int64_t r, int nr, int prefetch);
@@ -176,7 +179,22 @@ static int64_t dot_chunk_rows(int64_t in) {
   return n < DOT_R ? DOT_R : n;
 }
 
+/* W rows per thread task */
+static int64_t block_rows(const struct skinny *c) {
+#ifdef RL2_X86
+  if (c->x_lanes) return LANE_BLOCK_J;
+#endif
+  (void)c;
+  return BLOCK_J;
+}
+
 static void skinny_blocks(const struct skinny *c, int64_t b0, int64_t b1) {
+#ifdef RL2_X86
+  if (c->x_lanes) {
+    lane_blocks(c, b0, b1);
+    return;
+  }
+#endif
   struct isa isa = pick_isa();
   tile_fn tile = c->x_dot ? isa.dot : isa.tile;
   int64_t tr = c->x_dot ? DOT_R : TILE_R, chunk = c->x_dot ? dot_chunk_rows(c->in) : c->rows;
@@ -194,7 +212,7 @@ static void skinny_blocks(const struct skinny *c, int64_t b0, int64_t b1) {
    descheduled holds up one block, not a fixed half of the product) */
 static void skinny_worker(void *vctx, int64_t t0, int64_t t1) {
   struct skinny *c = (struct skinny *)vctx;
-  int64_t blocks = (c->out + BLOCK_J - 1) / BLOCK_J;
+  int64_t blocks = (c->out + block_rows(c) - 1) / block_rows(c);
   (void)t0, (void)t1;
   for (;;) {
     int64_t b = __atomic_fetch_add(&c->next, 1, __ATOMIC_RELAXED);
@@ -224,7 +242,18 @@ static int prepare_x(struct skinny *c, int dot) {
   struct isa isa = pick_isa();
   c->x_bf16 = c->x;
   c->x_dot = NULL;
+  c->x_lanes = NULL;
   if (c->dtype != RL2_WT_BF16 || !isa.lanes) return 1;
+#ifdef RL2_X86
+  if (dot && isa.dot && c->rows >= LANE_MIN_ROWS) {
+    int64_t words = (c->rows + 15) / 16 * group_words(c->in);
+    float *buf = rl2_scratch(SCRATCH_X_BF16, (size_t)(words + (c->rows * c->in + 1) / 2));
+    if (!buf) return 0;
+    pack_lanes(c->x, c->rows, c->in, (uint16_t *)(buf + words), (uint32_t *)buf);
+    c->x_lanes = (const uint32_t *)buf;
+    return 1;
+  }
+#endif
   float *buf = rl2_scratch(SCRATCH_X_BF16, (size_t)(c->rows * c->in));
   if (!buf) return 0;
   if (dot && isa.dot) {
@@ -244,7 +273,7 @@ static int skinny_product(const float *x, const void *w, int dtype, const float 
                           float *y, int accumulate, int threads, int dot) {
   struct skinny c = {x, x, w, bias, rows, in, out, y, dtype, accumulate, 0, NULL};
   if (!prepare_x(&c, dot)) return 0;
-  int64_t blocks = (out + BLOCK_J - 1) / BLOCK_J;
+  int64_t blocks = (out + block_rows(&c) - 1) / block_rows(&c);
   /* below ~64k multiply-adds a thread's wake-up costs more than its share */
   if (rows * in * out < (1 << 16) || threads < 1) threads = 1;
   if (threads == 1) skinny_blocks(&c, 0, blocks);
@@ -292,7 +321,7 @@ static int skinny_linears(const float *x, int dtype, int64_t rows, int64_t in, i
     g.part[p].bias = outs[p].bias;
     g.part[p].out = outs[p].out;
     g.part[p].y = outs[p].y;
-    g.first[p + 1] = g.first[p] + (outs[p].out + BLOCK_J - 1) / BLOCK_J;
+    g.first[p + 1] = g.first[p] + (outs[p].out + block_rows(&g.part[p]) - 1) / block_rows(&g.part[p]);
     work += rows * in * outs[p].out;
   }
   if (work < (1 << 16) || threads < 1) threads = 1;

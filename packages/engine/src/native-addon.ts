@@ -309,7 +309,8 @@ export interface NativeAddon {
    * Uint16Array of bfloat16 (1) or float16 (2) bits (native/decode-linear.c): the decode-step
    * product on every thread, one pass over w, up to 64 rows; sgemm above (a 16-bit w over
    * panels, each widened in one thread's cache). bfloat16 w on 'avx512-bf16-dot' (see
-   * decodeProducts) takes the dot-product tiles at every row count.
+   * decodeProducts) takes the dot-product tiles at every row count: lanes along k below 32 rows,
+   * along the rows (16 at a time, no sum across lanes) from 32.
    */
   linear(
     x: Float32Array,

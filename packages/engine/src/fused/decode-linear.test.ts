@@ -79,6 +79,9 @@ describe.skipIf(!hasNative)('decode-step products', () => {
     [130, 70, 300],
     // a prefill's rows in more than one pass over each block of W (the dot tiles take ~256 KiB of x a pass)
     [300, 512, 40],
+    // the lane tiles (32 rows and more): an odd width, a part-filled group of 16 rows, W rows past a 48-row block
+    [33, 37, 101],
+    [47, 1024, 53],
   ];
   for (const dtype of ['float32', 'bfloat16', 'float16'] as const)
     it.each(shapes)(

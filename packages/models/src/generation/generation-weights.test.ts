@@ -187,10 +187,12 @@ describe.skipIf(!hasNative)('generation with 16-bit weights', () => {
     );
   });
 
-  // Over 64 tokens: sgemm over widened weights, or the dot tiles where x is rounded. With x
-  // rounded, a reference input that lands within float32 noise of a bfloat16 rounding boundary
-  // rounds the other way than the kernel's, and at this model's width one such element moves the
-  // logits by ~1e-3: 70 tokens does (1.7e-3); 40, 50, 66-69, 80 and 100 stay within 5e-8.
+  // Over 64 tokens: the dot tiles with x rounded to bfloat16 (the lane tiles from 32 rows). The
+  // reference rounds its own float64 x, and among the ~50k inputs rounded here a few land within
+  // float32 noise of a bfloat16 rounding boundary, so the two round them apart: each such input
+  // moves the last logits by ~1e-3 at this width (1.3e-3 and 1.7e-3 seen, the count depending on
+  // the kernels' summation order). A wrong product (a row, column or weight off) moves them by
+  // O(1), so the bound is 1e-2, and the steps above (a few hundred inputs) keep 1e-5.
   it('a bfloat16 prefill over 80 tokens (more than a decode step) matches the float64 forward', async () => {
     const tokens = Array.from({ length: 80 }, (_, t) => (t * 37 + 5) % model.config.vocabSize);
     const pf = await fusedDecoder(model, { weightDtype: 'bfloat16' })!.prefill(
@@ -200,7 +202,7 @@ describe.skipIf(!hasNative)('generation with 16-bit weights', () => {
     );
     const want = referenceLogits(model, tokens);
     const scale = Math.max(...want.map(Math.abs));
-    expect(maxDiff(pf.logits, want) / scale).toBeLessThan(1e-5);
+    expect(maxDiff(pf.logits, want) / scale).toBeLessThan(1e-2);
   });
 
   it('a weight assigned new values gets a new 16-bit copy', () => {

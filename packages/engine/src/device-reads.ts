@@ -1,4 +1,5 @@
-import { getBackend, setBackend } from '@tensorflow/tfjs-core';
+import { getBackend, setBackend, type Tensor } from '@tensorflow/tfjs-core';
+import { readBlocking } from './webgpu/blocking-read.js';
 
 const ASYNC_ONLY_BACKENDS = new Set(['webgpu', 'webgl']);
 
@@ -25,4 +26,17 @@ export async function onHostBackend<T>(fn: () => T): Promise<T> {
   } finally {
     await setBackend(device);
   }
+}
+
+/**
+ * `t`'s values on the host now: `dataSync` on a host backend; on webgpu a read that waits for the
+ * device (`src/webgpu/blocking-read.ts`). For collectives through host memory inside a pass
+ * (tensor and context parallelism), where tfjs's gradient functions cannot await; a step's
+ * metrics are read with `await t.data()`.
+ */
+export function readValuesNow(t: Tensor): Float32Array | Int32Array | Uint8Array {
+  if (readsSynchronously()) return t.dataSync() as Float32Array | Int32Array | Uint8Array;
+  if (getBackend() !== 'webgpu')
+    throw new Error(`readValuesNow: the ${getBackend()} backend has no blocking read`);
+  return readBlocking(t);
 }

@@ -23,7 +23,9 @@ export {
   resetBufferPool,
   trimBufferPool,
 } from './buffer-pool.js';
-export { onHostBackend, readsSynchronously } from './device-reads.js';
+export { onHostBackend, readsSynchronously, readValuesNow } from './device-reads.js';
+// Reads inside a pass that waited for a GPU (host collectives under tensor / context parallelism).
+export { blockingReads } from './webgpu/blocking-read.js';
 // In-place writes (which keep a tensor's dataId), for copies made from a tensor's values.
 export { writeCount } from './write-count.js';
 

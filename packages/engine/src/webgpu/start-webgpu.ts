@@ -1,6 +1,7 @@
 // Starts tfjs's WebGPU backend in Node through Dawn (npm `webgpu`, dawn.node), and describes the
 // adapter it got: a hardware GPU, or a software one (Mesa's lavapipe) that `auto` never takes.
 import { setBackend } from '@tensorflow/tfjs-core';
+import { watchDawnTicks } from './blocking-read.js';
 import { registerWgslKernels } from './wgsl-program.js';
 
 /** What the WebGPU adapter is, as the engine line prints it. */
@@ -37,6 +38,7 @@ async function installDawn(): Promise<GPU | string> {
     return `the "webgpu" package (Dawn for Node) did not load: ${(err as Error).message}`;
   }
   Object.assign(globalThis, dawn.globals);
+  watchDawnTicks();
   const gpu = dawn.create([]);
   const nav = (globalThis as { navigator?: object }).navigator;
   if (nav) Object.defineProperty(nav, 'gpu', { value: gpu, configurable: true });

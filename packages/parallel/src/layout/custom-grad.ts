@@ -1,18 +1,22 @@
+import { readValuesNow } from '@rl2/engine';
 import * as tf from '@tensorflow/tfjs-core';
 
 /**
- * Whether the active backend keeps tensors in device memory with no synchronous read
- * (webgpu, webgl): code that would read a tensor in the middle of a pass must then read it
- * before or after the pass, asynchronously.
+ * Whether the active backend keeps tensors in device memory (webgpu, webgl): a read in the
+ * middle of a pass then waits for the device (`valuesOf`), so code that can read before or
+ * after the pass, asynchronously, does (FSDP's gathers).
  */
 export function readsOnDevice(): boolean {
   const name = tf.getBackend();
   return name === 'webgpu' || name === 'webgl';
 }
 
-/** A float32 copy of a tensor's values (synchronous; tfjs CPU/WASM backends). */
+/**
+ * A float32 copy of a tensor's values, now: for collectives through host memory inside a pass
+ * (on webgpu a read that waits for the device, @rl2/engine `readValuesNow`).
+ */
 export function valuesOf(x: tf.Tensor): Float32Array {
-  const v = x.dataSync();
+  const v = readValuesNow(x);
   return v instanceof Float32Array
     ? Float32Array.from(v)
     : Float32Array.from(v as ArrayLike<number>);

@@ -8,7 +8,8 @@ import { gatherSequence, reduceScatterSequence } from './sequence-parallel.js';
 // the conjugate operators f (identity forward, all-reduce backward) and g (all-reduce forward,
 // identity backward) make a column-parallel linear followed by a row-parallel linear equal the
 // unsharded pair in value and gradient, with one all-reduce each way. The all-reduces block
-// (ProcessGroup), so they run inside tfjs's synchronous gradient functions.
+// (ProcessGroup), so they run inside tfjs's synchronous gradient functions; on webgpu their
+// inputs are read there by waiting for the device (`valuesOf`).
 
 /** f: identity forward; backward sums the input gradient over the tp group. */
 export function copyToTensorParallel<T extends tf.Tensor>(x: T, tp: ProcessGroup): T {

@@ -51,8 +51,8 @@ export interface Zero3Options {
  * the globally summed gradient. Every rank of the groups must run the same passes in the same
  * order (pad with idle passes). Call `invalidate()` after the shards change.
  *
- * On a device backend (webgpu: no synchronous read inside a pass) the gathers move out of the
- * pass: `refresh()` reads every shard asynchronously and all-gathers them into host copies
+ * On a device backend (webgpu: a read inside a pass would wait for the device) the gathers move
+ * out of the pass: `refresh()` reads every shard asynchronously and all-gathers them into host copies
  * before the passes (after each `invalidate()`), a pass uploads a unit from its copy, and the
  * backward keeps each unit's full gradient on the device (summed over the step's passes) for
  * `settleGrads` to reduce-scatter after them. Parameters and optimizer state stay sharded on

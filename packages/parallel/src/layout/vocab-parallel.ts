@@ -1,7 +1,8 @@
+import { readValuesNow } from '@rl2/engine';
 import * as tf from '@tensorflow/tfjs-core';
 import type { ProcessGroup } from '../comm/collective.js';
 import { reduceFromTensorParallel, shardRange } from './tensor-parallel.js';
-import { unaryCustomGrad, valuesOf } from './custom-grad.js';
+import { valuesOf } from './custom-grad.js';
 
 /** Vocabulary rows [start, end) held by this tp rank (vocab size must divide by tp: pad it). */
 export function vocabRange(
@@ -46,6 +47,8 @@ export function vocabParallelEmbedding(
  * logp = z_target - logZ; entropy = logZ - E_p[z].
  * The gradient is local (no communication): d logp / dz_j = 1[j = target] - p_j and
  * d entropy / dz_j = -p_j (z_j - E_p[z]). Divide logits by the sampling temperature first.
+ * The [N, V/tp] work runs as tensor ops on the active backend (a GPU's on webgpu); only the
+ * [N] maxima and the [N, 3] partials cross to the host for the collectives.
  */
 export function vocabParallelLogprobs(
   logitsShard: tf.Tensor2D,
@@ -55,28 +58,25 @@ export function vocabParallelLogprobs(
 ): { logprobs: tf.Tensor1D; entropy: tf.Tensor1D } {
   const [start] = vocabRange(vocabSize, tp);
   const [n, width] = logitsShard.shape;
-  const tgt = Int32Array.from(targets.dataSync());
-  const op = unaryCustomGrad((z) => {
-    const zs = valuesOf(z);
-    const max = new Float32Array(n).fill(Number.NEGATIVE_INFINITY);
-    for (let i = 0; i < n; i++)
-      for (let j = 0; j < width; j++) max[i] = Math.max(max[i]!, zs[i * width + j]!);
+  const tgt = Int32Array.from(readValuesNow(targets));
+  /** [N, V/tp]: 1 at each row's target column when this rank holds it. */
+  const targetMask = () => {
+    const local = Int32Array.from(tgt, (t) =>
+      t - start >= 0 && t - start < width ? t - start : -1,
+    );
+    return tf.oneHot(tf.tensor1d(local, 'int32'), width, 1, 0, 'float32');
+  };
+  const op = tf.customGrad(((z: tf.Tensor2D, save: tf.GradSaveFunc) => {
+    const max = valuesFreed(tf.max(z, 1));
     tp.allReduce(max, 'max');
-    const part = new Float32Array(3 * n); // per row: sum exp(z - m), target logit, sum exp(z - m) * z
-    for (let i = 0; i < n; i++) {
-      let s = 0;
-      let sz = 0;
-      for (let j = 0; j < width; j++) {
-        const zij = zs[i * width + j]!;
-        const e = Math.exp(zij - max[i]!);
-        s += e;
-        sz += e * zij;
-      }
-      const local = tgt[i]! - start;
-      part[3 * i] = s;
-      part[3 * i + 1] = local >= 0 && local < width ? zs[i * width + local]! : 0;
-      part[3 * i + 2] = sz;
-    }
+    // per row: sum exp(z - m), target logit, sum exp(z - m) * z
+    const part = valuesFreed(
+      tf.tidy(() => {
+        const e = tf.exp(tf.sub(z, tf.tensor2d(max, [n, 1])));
+        const target = tf.sum(tf.mul(z, targetMask()), 1);
+        return tf.stack([tf.sum(e, 1), target, tf.sum(tf.mul(e, z), 1)], 1);
+      }),
+    );
     tp.allReduce(part, 'sum');
     const logZ = new Float32Array(n);
     const mean = new Float32Array(n); // E_p[z]
@@ -87,25 +87,28 @@ export function vocabParallelLogprobs(
       out[2 * i] = part[3 * i + 1]! - logZ[i]!;
       out[2 * i + 1] = logZ[i]! - mean[i]!;
     }
+    save([z]);
     return {
       value: tf.tensor2d(out, [n, 2]),
-      gradFunc: (dy) => {
-        const g = dy.dataSync();
-        const dz = new Float32Array(n * width);
-        for (let i = 0; i < n; i++) {
-          const local = tgt[i]! - start;
-          for (let j = 0; j < width; j++) {
-            const zij = zs[i * width + j]!;
-            const p = Math.exp(zij - logZ[i]!);
-            dz[i * width + j] =
-              g[2 * i]! * ((j === local ? 1 : 0) - p) - g[2 * i + 1]! * p * (zij - mean[i]!);
-          }
-        }
-        return tf.tensor2d(dz, [n, width]);
-      },
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) =>
+        tf.tidy(() => {
+          const zs = saved[0]!;
+          const p = tf.exp(tf.sub(zs, tf.tensor2d(logZ, [n, 1])));
+          const [gLogp, gEntropy] = tf.split(dy, 2, 1);
+          const dLogp = tf.mul(gLogp!, tf.sub(targetMask(), p));
+          const dEntropy = tf.mul(gEntropy!, tf.mul(p, tf.sub(zs, tf.tensor2d(mean, [n, 1]))));
+          return tf.sub(dLogp, dEntropy);
+        }),
     };
-  });
+  }) as unknown as Parameters<typeof tf.customGrad>[0]);
   const both = op(logitsShard) as tf.Tensor2D;
   const [logprobs, entropy] = tf.split(both, 2, 1).map((t) => tf.reshape(t, [n]) as tf.Tensor1D);
   return { logprobs: logprobs!, entropy: entropy! };
+}
+
+/** A copy of `t`'s values on the host; `t` is disposed. */
+function valuesFreed(t: tf.Tensor): Float32Array {
+  const values = valuesOf(t);
+  t.dispose();
+  return values;
 }

@@ -33,6 +33,10 @@ export interface StepResult {
 export interface RankResult {
   rank: number;
   steps: StepResult[];
+  /** The tfjs backend the rank ended on, its `rl2 engine:` line, reads that waited for a GPU. */
+  backend: string;
+  engine?: string;
+  blockingReads: number;
 }
 
 export interface RankRunOptions {
@@ -156,12 +160,19 @@ export function relTensor(got: Float32Array | undefined, want: Float32Array): nu
   return Math.sqrt(num / Math.max(den, 1e-30));
 }
 
+/** What one rank of `ppoOnRanks` printed. */
+export interface PpoRankResult {
+  rank: number;
+  steps: Record<string, number>[];
+  tensorBytes: number;
+  /** The tfjs backend the rank ended on; reads that waited for a GPU. */
+  backend: string;
+  blockingReads: number;
+}
+
 /** `rl2 ppo` with `overrides` on `n` launched ranks (rank processes on source); each rank's step metrics back. */
-export async function ppoOnRanks(
-  n: number,
-  overrides: string[],
-): Promise<{ rank: number; steps: Record<string, number>[] }[]> {
-  const results: { rank: number; steps: Record<string, number>[] }[] = [];
+export async function ppoOnRanks(n: number, overrides: string[]): Promise<PpoRankResult[]> {
+  const results: PpoRankResult[] = [];
   const errors: string[] = [];
   await launch({
     nprocPerNode: n,

@@ -1,5 +1,6 @@
 // rl2 sft and rl2 dpo on the webgpu backend (CI: Mesa's lavapipe, a software Vulkan adapter)
-// give the native backend's losses, validation and saved weights, and really run on webgpu.
+// give the native backend's losses, validation and saved weights, and really run on webgpu; so do
+// 2 webgpu ranks (each its own adapter) under data, FSDP, tensor and context parallelism.
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { webgpuForTests } from '@rl2/engine/testing';
@@ -12,11 +13,13 @@ import { ppoConfigSchema } from '../src/ppo/ppo-config.js';
 import { runPpo } from '../src/ppo/run-ppo.js';
 import { QUIET_TRAINER, tinyRun } from './ppo-fixtures/tiny-run.js';
 import { runSft } from '../src/sft/run-sft.js';
-import { ppoOnRanks, runOnRanks, runSingle } from './rank-runs.js';
+import { ppoOnRanks, readSafetensors, relTensor, runOnRanks, runSingle } from './rank-runs.js';
 import { type CaseKind, caseConfig, writeTrainCase } from './train-case.js';
 
 const gpu = webgpuForTests();
 const dir = tempDir('rl2-webgpu-runs-');
+/** The multi-rank case: the native model-parallel tests' model (2 layers, 4 query / 2 kv heads, vocabulary 100). */
+const ranksDir = tempDir('rl2-webgpu-ranks-');
 
 /** One run on `backend`: its per-step train losses, its engine line, its last validation. */
 async function run(kind: CaseKind, backend: string) {
@@ -46,12 +49,13 @@ async function run(kind: CaseKind, backend: string) {
   };
 }
 
-/** Within 1e-4 relative; near 0 (a GRPO loss is ~1e-7: advantages sum to 0) within 1e-7. */
+/** |got - want| relative to |want| (to 1e-3 near 0: a GRPO loss is ~1e-7, advantages sum to 0). */
+const relDiff = (got: number, want: number) =>
+  Math.abs(got - want) / Math.max(Math.abs(want), 1e-3);
+
+/** Within 1e-4 relative; near 0 within 1e-7. */
 function expectRelClose(got: number, want: number, what: string) {
-  expect(
-    Math.abs(got - want) / Math.max(Math.abs(want), 1e-3),
-    `${what}: ${got} vs ${want}`,
-  ).toBeLessThan(1e-4);
+  expect(relDiff(got, want), `${what}: ${got} vs ${want}`).toBeLessThan(1e-4);
 }
 
 /** Float32 weights of a one-file safetensors checkpoint (header skipped). */
@@ -165,23 +169,35 @@ describe.skipIf(!gpu.ok)('a PPO step on webgpu equals native', () => {
 });
 
 describe.skipIf(!gpu.ok)(
-  'data parallel on webgpu (one adapter per rank, collectives on the host)',
+  'several ranks on webgpu (one adapter per rank, collectives through host memory)',
   () => {
+    writeTrainCase(ranksDir, { arch: 'qwen3', layers: 2, heads: 4, kvHeads: 2, vocabSize: 100 });
     it.each([
-      ['data parallel', 'dp', []],
-      ['FSDP (ZeRO-3, actor.ddp_size=1)', 'fsdp', ['actor.ddp_size=1']],
+      ['data parallel', 'dp', [], false],
+      ['FSDP (ZeRO-3, actor.ddp_size=1)', 'fsdp', ['actor.ddp_size=1'], false],
+      ['tensor parallelism (actor.tp_size=2)', 'tp', ['actor.tp_size=2'], true],
+      ['context parallelism (actor.cp_size=2)', 'cp', ['actor.cp_size=2'], true],
     ])(
-      "rl2 sft with %s on 2 webgpu ranks: both ranks see the single native process's losses and grad norms (1e-4)",
-      async (_, name, extra) => {
-        const single = await runSingle('sft', dir, join(dir, `${name}-single`), [
+      "rl2 sft with %s on 2 webgpu ranks: both compute on webgpu; the single native process's losses, grad norms and checkpoint (1e-4)",
+      async (_, name, extra, inPass) => {
+        const single = await runSingle('sft', ranksDir, join(ranksDir, `${name}-single`), [
           'trainer.backend=native',
         ]);
-        const ranks = await runOnRanks('sft', 2, dir, join(dir, `${name}-webgpu`), [
+        const saveDir = join(ranksDir, `${name}-webgpu`);
+        const ranks = await runOnRanks('sft', 2, ranksDir, saveDir, [
           'trainer.backend=webgpu',
           ...extra,
         ]);
         expect(ranks.map((r) => r.rank)).toEqual([0, 1]);
+        let worst = 0;
         for (const r of ranks) {
+          // asked for webgpu: each rank started its own adapter and computed there
+          expect(r.engine).toMatch(/^rl2 engine: backend webgpu, adapter /);
+          expect(r.backend).toBe('webgpu');
+          // tp and cp all-reduce / all-gather activations and their gradients inside the pass:
+          // read from GPU buffers, waiting for the device; dp and FSDP read between passes
+          if (inPass) expect(r.blockingReads).toBeGreaterThan(0);
+          else expect(r.blockingReads).toBe(0);
           expect(r.steps).toHaveLength(2);
           for (const [i, step] of r.steps.entries()) {
             expectRelClose(step.loss, single.losses[i]!, `rank ${r.rank} step ${i + 1} loss`);
@@ -190,63 +206,86 @@ describe.skipIf(!gpu.ok)(
               single.gradNorms[i]!,
               `rank ${r.rank} step ${i + 1} grad norm`,
             );
+            worst = Math.max(worst, relDiff(step.loss, single.losses[i]!));
           }
         }
+        // the step-2 checkpoint rank 0 wrote (tp shards gathered): every weight and AdamW moment
+        let worstTensor = 0;
+        for (const [file, want] of [
+          ['model/model.safetensors', single.weights],
+          ['optimizer.safetensors', single.optimizer],
+        ] as const) {
+          const got = readSafetensors(join(saveDir, 'step-2', file));
+          expect([...got.keys()].sort()).toEqual([...want.keys()].sort());
+          for (const [key, w] of want) {
+            const err = relTensor(got.get(key), w);
+            expect(err, `${file} ${key}: ||webgpu ranks - native|| / ||native||`).toBeLessThan(
+              1e-4,
+            );
+            worstTensor = Math.max(worstTensor, err);
+          }
+        }
+        console.log(
+          `${name} on 2 webgpu ranks: largest loss difference ${worst.toExponential(2)} relative, ` +
+            `largest saved tensor difference ${worstTensor.toExponential(2)}; ` +
+            `blocking reads per rank ${ranks.map((r) => r.blockingReads).join(', ')}`,
+        );
       },
       240_000,
     );
 
-    it("rl2 ppo (GRPO) with FSDP (actor.ddp_size=1) on 2 webgpu ranks: one native process's step metrics (1e-4)", async () => {
-      const t = tinyRun('webgpu-fsdp-ppo');
-      try {
-        const overrides = (backend: string, extra: string[]) => [
-          ...t.overrides(),
-          ...QUIET_TRAINER,
-          'rollout.train_prompts_per_rollout=2',
-          'rollout.responses_per_prompt=4',
-          'rollout.train_sampling_params.max_new_tokens=4',
-          'rollout.dynamic_filtering=false',
-          'adv.estimator=grpo',
-          'trainer.max_steps=1',
-          `trainer.backend=${backend}`,
-          `trainer.save_dir=${join(t.dir, backend)}`,
-          ...extra,
-        ];
-        const want = (
-          await runPpo(loadConfig(ppoConfigSchema, { overrides: overrides('native', []) }), {
-            stdout: { write: () => true } as unknown as NodeJS.WriteStream,
-          })
-        ).steps[0]!;
-        // the actor's loss, entropy and norm, and the rollout's mean reward (same sampled tokens)
-        const keys = ['actor/loss', 'actor/entropy', 'actor/grad_norm'];
-        keys.push(...Object.keys(want).filter((k) => /reward.*mean/.test(k)));
-        expect(keys.length).toBeGreaterThan(3);
-        const ranks = await ppoOnRanks(2, overrides('webgpu', ['actor.ddp_size=1']));
-        expect(ranks.map((r) => r.rank)).toEqual([0, 1]);
-        for (const r of ranks)
-          for (const key of keys)
-            expectRelClose(
-              r.steps[0]![key] as number,
-              want[key] as number,
-              `rank ${r.rank} ${key}`,
-            );
-        await tf.setBackend('cpu');
-      } finally {
-        rmSync(t.dir, { recursive: true, force: true });
-      }
-    }, 240_000);
-
-    it('actor.tp_size=2 on webgpu stops at start naming the keys (no OffscreenCanvas crash mid-pass)', async () => {
-      const err = await runOnRanks('sft', 2, dir, join(dir, 'tp-webgpu'), [
-        'trainer.backend=webgpu',
-        'actor.tp_size=2',
-      ]).catch((e: Error) => e);
-      expect(err).toBeInstanceOf(Error);
-      expect((err as Error).message).toMatch(
-        /actor\.tp_size=2, actor\.cp_size=1 on the webgpu backend/,
-      );
-      expect((err as Error).message).toMatch(/actor\.ddp_size \(FSDP\)/);
-      expect((err as Error).message).not.toMatch(/OffscreenCanvas/);
-    }, 120_000);
+    it.each([
+      ['FSDP (actor.ddp_size=1)', ['actor.ddp_size=1'], false],
+      ['tensor parallelism (actor.tp_size=2)', ['actor.tp_size=2'], true],
+      ['context parallelism (actor.cp_size=2)', ['actor.cp_size=2'], true],
+    ])(
+      "rl2 ppo (GRPO) with %s on 2 webgpu ranks: one native process's step metrics (1e-4)",
+      async (_, extra, inPass) => {
+        const t = tinyRun('webgpu-ranks-ppo', { heads: 4, kvHeads: 2, vocabSize: 34 });
+        try {
+          const overrides = (backend: string, more: string[]) => [
+            ...t.overrides(),
+            ...QUIET_TRAINER,
+            'rollout.train_prompts_per_rollout=2',
+            'rollout.responses_per_prompt=4',
+            'rollout.train_sampling_params.max_new_tokens=4',
+            'rollout.dynamic_filtering=false',
+            'adv.estimator=grpo',
+            'trainer.max_steps=1',
+            `trainer.backend=${backend}`,
+            `trainer.save_dir=${join(t.dir, backend)}`,
+            ...more,
+          ];
+          const want = (
+            await runPpo(loadConfig(ppoConfigSchema, { overrides: overrides('native', []) }), {
+              stdout: { write: () => true } as unknown as NodeJS.WriteStream,
+            })
+          ).steps[0]!;
+          // the actor's loss, entropy and norm, and the rollout's mean reward (same sampled tokens)
+          const keys = ['actor/loss', 'actor/entropy', 'actor/grad_norm'];
+          keys.push(...Object.keys(want).filter((k) => /reward.*mean/.test(k)));
+          expect(keys.length).toBeGreaterThan(3);
+          const ranks = await ppoOnRanks(2, overrides('webgpu', extra));
+          expect(ranks.map((r) => r.rank)).toEqual([0, 1]);
+          let worst = 0;
+          for (const r of ranks) {
+            expect(r.backend).toBe('webgpu');
+            if (inPass) expect(r.blockingReads).toBeGreaterThan(0);
+            for (const key of keys) {
+              const [got, wanted] = [r.steps[0]![key] as number, want[key] as number];
+              expectRelClose(got, wanted, `rank ${r.rank} ${key}`);
+              worst = Math.max(worst, relDiff(got, wanted));
+            }
+          }
+          console.log(
+            `ppo ${extra.join(' ')} on 2 webgpu ranks: largest metric difference ${worst.toExponential(2)}`,
+          );
+          await tf.setBackend('cpu');
+        } finally {
+          rmSync(t.dir, { recursive: true, force: true });
+        }
+      },
+      240_000,
+    );
   },
 );

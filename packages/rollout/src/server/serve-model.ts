@@ -89,16 +89,17 @@ export function resolveServeModel(model: string, log: (line: string) => void): P
 }
 
 /**
- * `--tp N` on a GPU backend (webgpu) stops before anything loads: tensor-parallel layers
- * all-reduce activations inside each forward, which needs a synchronous read the backend lacks.
+ * `--tp N` on a GPU backend (webgpu) stops before anything loads: serving with tensor
+ * parallelism is not tested there (training's tensor parallelism, and PPO's rollout on the tp
+ * shards, are: packages/trainers/test/webgpu-runs.test.ts).
  */
 function refuseTensorParallelOnDevice(tp: ProcessGroup | undefined): void {
   if (!tp || tp.size <= 1 || readsSynchronously()) return;
   throw new RolloutError(
     'INVALID_ARGUMENT',
-    `--tp ${tp.size} on a GPU backend (webgpu): tensor-parallel layers all-reduce activations ` +
-      'inside each forward, which needs a synchronous read a GPU backend does not have; serve ' +
-      'with --tp 1 (the whole model on one GPU) or on the native backend (RL2_BACKEND=native)',
+    `--tp ${tp.size} on a GPU backend (webgpu): serving with tensor parallelism is not tested ` +
+      'on a GPU backend; serve with --tp 1 (the whole model on one GPU) or on the native backend ' +
+      '(RL2_BACKEND=native)',
   );
 }
 

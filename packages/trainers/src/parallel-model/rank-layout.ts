@@ -4,8 +4,6 @@ import {
   type ProcessGroup,
   planDeviceMesh,
 } from '@rl2/parallel';
-import { readsSynchronously } from '@rl2/engine';
-import { getBackend } from '@tensorflow/tfjs-core';
 import { TrainersError } from '../errors.js';
 import { type DataParallel, SINGLE_PROCESS } from './data-parallel.js';
 
@@ -102,14 +100,6 @@ export function planRankLayout(world: DataParallel, sizes: ParallelSizes, key: s
     return plain;
   }
   if (tp === 1 && cp === 1 && ddp === null) return plain;
-  if ((tp > 1 || cp > 1) && !readsSynchronously())
-    throw new TrainersError(
-      'INVALID_ARGUMENT',
-      `${key}.tp_size=${tp}, ${key}.cp_size=${cp} on the ${getBackend()} backend: tensor and context ` +
-        'parallelism all-reduce activations inside the forward and backward, which needs a synchronous ' +
-        `read a GPU backend does not have; set ${key}.tp_size=1 and ${key}.cp_size=1 and shard with ` +
-        `${key}.ddp_size (FSDP) or plain data parallelism, or train on trainer.backend=native`,
-    );
   const group = world.group;
   if (!group)
     throw new TrainersError(

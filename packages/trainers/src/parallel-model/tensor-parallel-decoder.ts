@@ -1,3 +1,4 @@
+import { readValuesNow } from '@rl2/engine';
 import {
   createDecoderModel,
   type DecoderModel,
@@ -113,7 +114,7 @@ export function fullParams(
   if (!tp) return { params: new Map(Object.entries(params)) as ParamMap, dispose: () => {} };
   const gathered = new Map<string, tf.Tensor>();
   for (const [name, t] of Object.entries(params)) {
-    const full = gatherTensorParallel(name, t.dataSync() as Float32Array, t.shape, tp);
+    const full = gatherTensorParallel(name, readValuesNow(t) as Float32Array, t.shape, tp);
     gathered.set(name, tf.tensor(full.data, full.shape));
   }
   return { params: gathered as ParamMap, dispose: () => tf.dispose([...gathered.values()]) };
@@ -152,8 +153,8 @@ export function localOptimizerState(state: AdamWState, tp: ProcessGroup | undefi
     const v = shard(s.v);
     moments[name] = {
       shape: m.shape,
-      m: m.dataSync() as Float32Array,
-      v: v.dataSync() as Float32Array,
+      m: readValuesNow(m) as Float32Array,
+      v: readValuesNow(v) as Float32Array,
     };
     tf.dispose([m, v]);
   }
@@ -171,7 +172,7 @@ export function reduceTensorParallelPartials(
   if (!tp) return;
   for (const name of Object.keys(grads).filter(isTensorParallelPartial).sort()) {
     const g = grads[name] as tf.Tensor;
-    grads[name] = tf.tensor(tp.allReduce(Float32Array.from(g.dataSync()), 'sum'), g.shape);
+    grads[name] = tf.tensor(tp.allReduce(Float32Array.from(readValuesNow(g)), 'sum'), g.shape);
     g.dispose();
   }
 }

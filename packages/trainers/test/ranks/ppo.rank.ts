@@ -1,7 +1,9 @@
 // Run by test/ppo-parallel.test.ts (and pnpm bench ppo-memory) under launch(): `rl2 ppo` with the
 // JSON list of config overrides in PPO_OVERRIDES on this rank (the data-parallel world comes from
-// the launcher's env). Prints `RESULT {"rank", "steps": [metrics of every step], "tensorBytes"}`,
-// tensorBytes: the most tensor memory this rank held at the end of a step (tf.memory()).
+// the launcher's env). Prints `RESULT {"rank", "steps": [metrics of every step], "tensorBytes",
+// "backend", "blockingReads"}`, tensorBytes: the most tensor memory this rank held at the end of a
+// step (tf.memory()); the tfjs backend at the end; reads that waited for a GPU (@rl2/engine).
+import { blockingReads } from '@rl2/engine';
 import * as tf from '@tensorflow/tfjs-core';
 import { loadConfig, ppoConfigSchema, runPpo } from '../../src/index.js';
 
@@ -15,4 +17,8 @@ await runPpo(loadConfig(ppoConfigSchema, { overrides }), {
     tensorBytes = Math.max(tensorBytes, tf.memory().numBytes);
   },
 });
-console.log(`RESULT ${JSON.stringify({ rank: Number(process.env.RANK), steps, tensorBytes })}`);
+const rank = Number(process.env.RANK);
+const backend = tf.getBackend();
+console.log(
+  `RESULT ${JSON.stringify({ rank, steps, tensorBytes, backend, blockingReads: blockingReads() })}`,
+);

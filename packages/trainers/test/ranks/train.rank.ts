@@ -1,6 +1,10 @@
 // Run by test/data-parallel.test.ts (and bench/sft-parallel.bench.ts) under launch(): the tiny
 // run of train-case.ts (CASE_KIND sft or dpo) on this rank.
-// Prints `RESULT {"rank", "steps": [{loss, gradNorm, microBatches, tokensPerSecond}]}`.
+// Prints `RESULT {"rank", "steps": [{loss, gradNorm, microBatches, tokensPerSecond}], "backend",
+// "engine", "blockingReads"}`: the tfjs backend active at the end, the run's `rl2 engine:` line and
+// how many reads waited for a GPU (host collectives inside a pass).
+import { blockingReads } from '@rl2/engine';
+import * as tf from '@tensorflow/tfjs-core';
 import { runDpo, runSft } from '../../src/index.js';
 import { type CaseKind, caseConfig } from '../train-case.js';
 
@@ -8,7 +12,8 @@ const { CASE_DIR, SAVE_DIR, CASE_OVERRIDES } = process.env;
 const kind = (process.env.CASE_KIND ?? 'sft') as CaseKind;
 const steps: { loss: number; gradNorm: number; microBatches: number; tokensPerSecond: number }[] =
   [];
-const quiet = { write: () => true } as unknown as NodeJS.WriteStream;
+const printed: string[] = [];
+const quiet = { write: (s: string) => printed.push(s) > 0 } as unknown as NodeJS.WriteStream;
 const io = {
   stdout: quiet,
   onStep: (r: Record<string, number>) =>
@@ -23,4 +28,12 @@ const overrides = JSON.parse(CASE_OVERRIDES ?? '[]') as string[];
 if (kind === 'sft')
   await runSft(caseConfig('sft', CASE_DIR as string, SAVE_DIR as string, overrides), io);
 else await runDpo(caseConfig('dpo', CASE_DIR as string, SAVE_DIR as string, overrides), io);
-console.log(`RESULT ${JSON.stringify({ rank: Number(process.env.RANK), steps })}`);
+const engine = printed
+  .join('')
+  .split('\n')
+  .find((l) => l.startsWith('rl2 engine:'));
+const rank = Number(process.env.RANK);
+const backend = tf.getBackend();
+console.log(
+  `RESULT ${JSON.stringify({ rank, steps, backend, engine, blockingReads: blockingReads() })}`,
+);

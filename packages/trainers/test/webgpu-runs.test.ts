@@ -168,24 +168,38 @@ describe.skipIf(!gpu.ok)('a PPO step on webgpu equals native', () => {
   }, 240_000);
 });
 
+/**
+ * DPO's runs on ranks use AdamW eps 1e-6, as test/model-parallel.test.ts's do: DPO's embedding
+ * gradient has entries near the default eps (1e-8), where AdamW's step lr * g / (|g| + eps)
+ * magnifies float32 rounding. With 1e-8 one webgpu process (no parallelism) already saves an
+ * embedding 1.6e-4 relative from native's, and CP(2) on 2 webgpu ranks 1.4e-4 (measured
+ * 2026-12-06); with 1e-6 the ranks' tensors are within 1.9e-5 (TP 1.6e-5, CP 1.9e-5).
+ */
+const DPO_EPS = 'actor.eps=1e-6';
+
 describe.skipIf(!gpu.ok)(
   'several ranks on webgpu (one adapter per rank, collectives through host memory)',
   () => {
     writeTrainCase(ranksDir, { arch: 'qwen3', layers: 2, heads: 4, kvHeads: 2, vocabSize: 100 });
     it.each([
-      ['data parallel', 'dp', [], false],
-      ['FSDP (ZeRO-3, actor.ddp_size=1)', 'fsdp', ['actor.ddp_size=1'], false],
-      ['tensor parallelism (actor.tp_size=2)', 'tp', ['actor.tp_size=2'], true],
-      ['context parallelism (actor.cp_size=2)', 'cp', ['actor.cp_size=2'], true],
-    ])(
-      "rl2 sft with %s on 2 webgpu ranks: both compute on webgpu; the single native process's losses, grad norms and checkpoint (1e-4)",
-      async (_, name, extra, inPass) => {
-        const single = await runSingle('sft', ranksDir, join(ranksDir, `${name}-single`), [
+      ['sft', 'data parallel', 'dp', [], false],
+      ['sft', 'FSDP (ZeRO-3, actor.ddp_size=1)', 'fsdp', ['actor.ddp_size=1'], false],
+      ['sft', 'tensor parallelism (actor.tp_size=2)', 'tp', ['actor.tp_size=2'], true],
+      ['sft', 'context parallelism (actor.cp_size=2)', 'cp', ['actor.cp_size=2'], true],
+      ['dpo', 'tensor parallelism (actor.tp_size=2)', 'dpo-tp', ['actor.tp_size=2'], true],
+      ['dpo', 'context parallelism (actor.cp_size=2)', 'dpo-cp', ['actor.cp_size=2'], true],
+    ] as [CaseKind, string, string, string[], boolean][])(
+      "rl2 %s with %s on 2 webgpu ranks: both compute on webgpu; the single native process's losses, grad norms and checkpoint (1e-4)",
+      async (kind, _, name, extra, inPass) => {
+        const common = kind === 'dpo' ? [DPO_EPS] : [];
+        const single = await runSingle(kind, ranksDir, join(ranksDir, `${name}-single`), [
           'trainer.backend=native',
+          ...common,
         ]);
         const saveDir = join(ranksDir, `${name}-webgpu`);
-        const ranks = await runOnRanks('sft', 2, ranksDir, saveDir, [
+        const ranks = await runOnRanks(kind, 2, ranksDir, saveDir, [
           'trainer.backend=webgpu',
+          ...common,
           ...extra,
         ]);
         expect(ranks.map((r) => r.rank)).toEqual([0, 1]);

@@ -1,51 +1,31 @@
-import { spawn } from 'node:child_process';
 import { cpSync, writeFileSync } from 'node:fs';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import OpenAI from 'openai';
+import { join } from 'node:path';
 import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { afterEach, describe, expect, it } from 'vitest';
 // the local fake hub of @rl2/data's hub tests
 import { startFakeHub } from '../../../packages/data/test/hub-server.js';
-import { EXAMPLE_TOKENIZER, rl2, tmp } from './helpers.js';
+import { tmp } from './helpers.js';
+import {
+  type Answer,
+  expectSame as expectSameAnswers,
+  generateAll,
+  post,
+  startServe as startServeProcess,
+  stopServe,
+  tinyModels,
+} from './serve-tp-helpers.js';
 
 // `rl2 serve --tp 2` as a user runs it: one command, two ranks each holding half the weights,
 // against `rl2 serve` on one process. RL2_COLLECTIVE_TIMEOUT_MS is short so that an idle pause
 // longer than it shows the heartbeat keeps the follower alive.
-const hooks = resolve(
-  import.meta.dirname,
-  '../../../packages/trainers/test/ranks/register-source.mjs',
-);
-const cli = ['--import', 'tsx', '--import', hooks, resolve(import.meta.dirname, '../src/cli.ts')];
 const TIMEOUT_MS = 6000;
 // logits differ from the one-process ones by float32 summation order (row-parallel all-reduce)
 const TOL = 1e-5;
 
-function startServe(model: string, tp: number, env: Record<string, string> = {}) {
-  const child = spawn(
-    process.execPath,
-    [...cli, 'serve', '--model', model, '--port', '0', '--threads', '1', '--tp', String(tp)],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, RL2_COLLECTIVE_TIMEOUT_MS: String(TIMEOUT_MS), ...env },
-    },
-  );
-  let stdout = '';
-  let stderr = '';
-  child.stderr.on('data', (b: Buffer) => {
-    stderr += String(b);
-  });
-  const exited = new Promise<number | null>((done) => child.on('close', done));
-  const ready = new Promise<string>((done, fail) => {
-    child.stdout.on('data', (b: Buffer) => {
-      stdout += String(b);
-      const m = /^ready: (http:\/\/\S+)/m.exec(stdout);
-      if (m) done(m[1] as string);
-    });
-    void exited.then((code) => fail(new Error(`rl2 serve --tp ${tp} exited ${code}: ${stderr}`)));
-  });
-  return { child, ready, exited, output: () => ({ stdout, stderr }) };
-}
+const startServe = (model: string, tp: number, env: Record<string, string> = {}) =>
+  startServeProcess(model, tp, { RL2_COLLECTIVE_TIMEOUT_MS: String(TIMEOUT_MS), ...env });
+const expectSame = (tp: Answer[], one: Answer[]) => expectSameAnswers(tp, one, TOL);
 
 /** The pid of the rank with RANK=`rank` among the children of `parent` (Linux /proc). */
 function rankPid(parent: number, rank: number): number {
@@ -62,99 +42,12 @@ function rankPid(parent: number, rank: number): number {
   throw new Error(`no rank ${rank} under pid ${parent}`);
 }
 
-async function post(url: string, path: string, body: unknown) {
-  const res = await fetch(`${url}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
-
-interface Answer {
-  tokens: (number | string)[];
-  logprobs: number[];
-}
-
-/** 5 native /generate requests and 2 OpenAI completions, all at once, greedy. */
-async function generateAll(url: string): Promise<Answer[]> {
-  const prompts = [[1, 17, 9, 5, 30], [2, 8], [3, 12, 33, 2, 31, 20, 7, 7], [4], [5, 6, 7]];
-  const native = prompts.map(async (input_ids, i) => {
-    const { body } = await post(url, '/generate', {
-      input_ids,
-      sampling_params: { temperature: 0, max_new_tokens: 4 + i, ignore_eos: true },
-      return_logprob: true,
-    });
-    const lps = (body.meta_info as { output_token_logprobs: [number, number][] })
-      .output_token_logprobs;
-    return { tokens: body.output_ids as number[], logprobs: lps.map((x) => x[0]) };
-  });
-  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'none', maxRetries: 0 });
-  const openai = ['12+7=', '3+4='].map(async (prompt) => {
-    const r = await client.completions.create({
-      model: (await client.models.list()).data[0]?.id as string,
-      prompt,
-      max_tokens: 5,
-      temperature: 0,
-      logprobs: 1,
-      ...({ ignore_eos: true } as Record<string, unknown>),
-    });
-    const lp = r.choices[0]?.logprobs;
-    return { tokens: lp?.tokens ?? [], logprobs: lp?.token_logprobs ?? [] };
-  });
-  return Promise.all([...native, ...openai]);
-}
-
-function expectSame(tp: Answer[], one: Answer[]) {
-  expect(tp).toHaveLength(one.length);
-  one.forEach((want, i) => {
-    const got = tp[i] as Answer;
-    expect(got.tokens, `request ${i}`).toEqual(want.tokens);
-    expect(got.logprobs).toHaveLength(want.logprobs.length);
-    for (const [t, lp] of got.logprobs.entries())
-      expect(Math.abs(lp - (want.logprobs[t] as number)), `request ${i} token ${t}`).toBeLessThan(
-        TOL,
-      );
-  });
-}
-
 const rankBytes = async (url: string) =>
   (
     (await (await fetch(`${url}/server_info`)).json()) as {
       internal_states: { rank_param_bytes: number[] }[];
     }
   ).internal_states[0]?.rank_param_bytes ?? [];
-
-async function tinyModels() {
-  const dir = tmp('serve-tp');
-  const made: string[] = [];
-  for (const seed of ['0', '1']) {
-    const out = join(dir, `model-${seed}`);
-    // heads, kv heads, MLP and vocabulary all divisible by 2
-    const r = await rl2([
-      'init-model',
-      '--tokenizer',
-      EXAMPLE_TOKENIZER,
-      '--out',
-      out,
-      '--seed',
-      seed,
-      '--hidden-size',
-      '16',
-      '--layers',
-      '1',
-      '--heads',
-      '2',
-      '--kv-heads',
-      '2',
-      '--vocab-size',
-      '100',
-    ]);
-    if (r.code !== 0) throw new Error(r.stderr);
-    made.push(out);
-  }
-  return made as [string, string];
-}
 
 /** A fake HF hub serving `dir`'s files as model repo `id` at one revision. */
 async function hubOf(id: string, dir: string) {
@@ -171,21 +64,13 @@ const servers: ReturnType<typeof startServe>[] = [];
 const closers: (() => Promise<void>)[] = [];
 // a failed assertion must not leave servers (and their ranks) running
 afterEach(async () => {
-  for (const s of servers.splice(0)) {
-    if (s.child.exitCode === null && s.child.signalCode === null) {
-      // twice: the second signal stops the ranks at once (SIGKILL would orphan them)
-      s.child.kill('SIGTERM');
-      await new Promise((r) => setTimeout(r, 200));
-      s.child.kill('SIGTERM');
-    }
-    await s.exited;
-  }
+  for (const s of servers.splice(0)) await stopServe(s);
   for (const close of closers.splice(0)) await close();
 });
 
 describe('rl2 serve --tp 2', () => {
   it('serves from 2 processes with half the weights each: same greedy tokens and logprobs as one process (native + openai, concurrent), survives idling, reloads weights on both ranks, stops on SIGTERM; a lost rank fails it; a hub id is downloaded once, not by each rank', async () => {
-    const [m0, m1] = await tinyModels();
+    const [m0, m1] = await tinyModels('serve-tp');
     // the tp=2 server takes m0 from a hub: its command downloads it once, the ranks load the snapshot
     const hub = await hubOf('rl2/tiny-tp', m0);
     const cache = tempDir('rl2-serve-tp-hf-');

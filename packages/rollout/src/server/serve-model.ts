@@ -1,10 +1,5 @@
 import { downloadProgressLines, loadTokenizer } from '@rl2/data';
-import {
-  type EngineBackendChoice,
-  initEngine,
-  readsSynchronously,
-  type WeightDtype,
-} from '@rl2/engine';
+import { type EngineBackendChoice, initEngine, type WeightDtype } from '@rl2/engine';
 import {
   checkTokenizerFits,
   GENERATION_WEIGHT_DTYPES,
@@ -88,21 +83,6 @@ export function resolveServeModel(model: string, log: (line: string) => void): P
   return resolveModelDir(model, { onProgress: downloadProgressLines(log) });
 }
 
-/**
- * `--tp N` on a GPU backend (webgpu) stops before anything loads: serving with tensor
- * parallelism is not tested there (training's tensor parallelism, and PPO's rollout on the tp
- * shards, are: packages/trainers/test/webgpu-runs.test.ts).
- */
-function refuseTensorParallelOnDevice(tp: ProcessGroup | undefined): void {
-  if (!tp || tp.size <= 1 || readsSynchronously()) return;
-  throw new RolloutError(
-    'INVALID_ARGUMENT',
-    `--tp ${tp.size} on a GPU backend (webgpu): serving with tensor parallelism is not tested ` +
-      'on a GPU backend; serve with --tp 1 (the whole model on one GPU) or on the native backend ' +
-      '(RL2_BACKEND=native)',
-  );
-}
-
 async function startEngine(options: ServeModelOptions, log: (line: string) => void) {
   const dir = options.modelDir ?? (await resolveServeModel(options.model, log));
   const tokenizer = await loadTokenizer(dir);
@@ -150,12 +130,12 @@ export async function followServeModel(
   },
 ): Promise<void> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  // its own engine line: each rank starts its own backend (on webgpu, its own adapter)
   await initEngine({
     backend: options.backend ?? 'auto',
     ...(options.threads ? { threads: options.threads } : {}),
-    logger: () => {},
+    logger: log,
   });
-  refuseTensorParallelOnDevice(options.tp);
   const dir = options.modelDir ?? (await resolveModelDir(options.model, { onProgress: () => {} }));
   await followTensorParallelEngine(dir, options.tp, log);
 }
@@ -173,7 +153,6 @@ export async function serveModel(options: ServeModelOptions): Promise<ServedMode
     ...(options.threads ? { threads: options.threads } : {}),
     logger: log,
   });
-  refuseTensorParallelOnDevice(options.tp);
   let started: Awaited<ReturnType<typeof startEngine>>;
   try {
     started = await startEngine(options, log);

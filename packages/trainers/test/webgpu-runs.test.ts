@@ -1,6 +1,6 @@
 // rl2 sft and rl2 dpo on the webgpu backend (CI: Mesa's lavapipe, a software Vulkan adapter)
 // give the native backend's losses, validation and saved weights, and really run on webgpu; so do
-// 2 webgpu ranks (each its own adapter) under data, FSDP, tensor and context parallelism.
+// 2 or 4 webgpu ranks (each its own adapter) under data, FSDP, tensor and context parallelism.
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { webgpuForTests } from '@rl2/engine/testing';
@@ -182,27 +182,39 @@ describe.skipIf(!gpu.ok)(
   () => {
     writeTrainCase(ranksDir, { arch: 'qwen3', layers: 2, heads: 4, kvHeads: 2, vocabSize: 100 });
     it.each([
-      ['sft', 'data parallel', 'dp', [], false],
-      ['sft', 'FSDP (ZeRO-3, actor.ddp_size=1)', 'fsdp', ['actor.ddp_size=1'], false],
-      ['sft', 'tensor parallelism (actor.tp_size=2)', 'tp', ['actor.tp_size=2'], true],
-      ['sft', 'context parallelism (actor.cp_size=2)', 'cp', ['actor.cp_size=2'], true],
-      ['dpo', 'tensor parallelism (actor.tp_size=2)', 'dpo-tp', ['actor.tp_size=2'], true],
-      ['dpo', 'context parallelism (actor.cp_size=2)', 'dpo-cp', ['actor.cp_size=2'], true],
-    ] as [CaseKind, string, string, string[], boolean][])(
-      "rl2 %s with %s on 2 webgpu ranks: both compute on webgpu; the single native process's losses, grad norms and checkpoint (1e-4)",
-      async (kind, _, name, extra, inPass) => {
+      ['sft', 'data parallel', 2, 'dp', [], false],
+      ['sft', 'FSDP (ZeRO-3, actor.ddp_size=1)', 2, 'fsdp', ['actor.ddp_size=1'], false],
+      ['sft', 'tensor parallelism (actor.tp_size=2)', 2, 'tp', ['actor.tp_size=2'], true],
+      ['sft', 'context parallelism (actor.cp_size=2)', 2, 'cp', ['actor.cp_size=2'], true],
+      ['dpo', 'tensor parallelism (actor.tp_size=2)', 2, 'dpo-tp', ['actor.tp_size=2'], true],
+      ['dpo', 'context parallelism (actor.cp_size=2)', 2, 'dpo-cp', ['actor.cp_size=2'], true],
+      // 4 ranks: a tp pair sees the same sequence half, a cp pair holds the same shards; with
+      // FSDP each tp shard's weights and AdamW state are split over 2 ranks, 2 batches a step
+      ['sft', 'TP(2) x CP(2)', 4, 'tp-cp', ['actor.tp_size=2', 'actor.cp_size=2'], true],
+      ['sft', 'TP(2) x FSDP(2)', 4, 'tp-fsdp', ['actor.tp_size=2', 'actor.ddp_size=1'], true],
+      [
+        'sft',
+        'CP(2) with FSDP over both ranks',
+        2,
+        'cp-fsdp',
+        ['actor.cp_size=2', 'actor.ddp_size=1'],
+        true,
+      ],
+    ] as [CaseKind, string, number, string, string[], boolean][])(
+      "rl2 %s with %s on %i webgpu ranks: all compute on webgpu; the single native process's losses, grad norms and checkpoint (1e-4)",
+      async (kind, _, n, name, extra, inPass) => {
         const common = kind === 'dpo' ? [DPO_EPS] : [];
         const single = await runSingle(kind, ranksDir, join(ranksDir, `${name}-single`), [
           'trainer.backend=native',
           ...common,
         ]);
         const saveDir = join(ranksDir, `${name}-webgpu`);
-        const ranks = await runOnRanks(kind, 2, ranksDir, saveDir, [
+        const ranks = await runOnRanks(kind, n, ranksDir, saveDir, [
           'trainer.backend=webgpu',
           ...common,
           ...extra,
         ]);
-        expect(ranks.map((r) => r.rank)).toEqual([0, 1]);
+        expect(ranks.map((r) => r.rank)).toEqual(Array.from({ length: n }, (_, i) => i));
         let worst = 0;
         for (const r of ranks) {
           // asked for webgpu: each rank started its own adapter and computed there
@@ -240,7 +252,7 @@ describe.skipIf(!gpu.ok)(
           }
         }
         console.log(
-          `${name} on 2 webgpu ranks: largest loss difference ${worst.toExponential(2)} relative, ` +
+          `${kind} ${name} on ${n} webgpu ranks: largest loss difference ${worst.toExponential(2)} relative, ` +
             `largest saved tensor difference ${worstTensor.toExponential(2)}; ` +
             `blocking reads per rank ${ranks.map((r) => r.blockingReads).join(', ')}`,
         );

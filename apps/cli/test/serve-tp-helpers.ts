@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import OpenAI from 'openai';
 import { expect } from 'vitest';
-import { EXAMPLE_TOKENIZER, rl2, tmp } from './helpers.js';
+import { initTinyModel, tmp } from './helpers.js';
 
 const hooks = resolve(
   import.meta.dirname,
@@ -111,26 +111,8 @@ export async function tinyModels(name: string): Promise<[string, string]> {
   const made: string[] = [];
   for (const seed of ['0', '1']) {
     const out = join(dir, `model-${seed}`);
-    const r = await rl2([
-      'init-model',
-      '--tokenizer',
-      EXAMPLE_TOKENIZER,
-      '--out',
-      out,
-      '--seed',
-      seed,
-      '--hidden-size',
-      '16',
-      '--layers',
-      '1',
-      '--heads',
-      '2',
-      '--kv-heads',
-      '2',
-      '--vocab-size',
-      '100',
-    ]);
-    if (r.code !== 0) throw new Error(r.stderr);
+    const flags = ['--seed', seed, '--kv-heads', '2', '--vocab-size', '100'];
+    await initTinyModel(out, 16, flags);
     made.push(out);
   }
   return made as [string, string];

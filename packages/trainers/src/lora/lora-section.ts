@@ -39,6 +39,12 @@ export function loraSection() {
       false,
       'rank-stabilised LoRA: scale by alpha/sqrt(r) instead of alpha/r',
     ),
+    lr_ratio: option(
+      z.number().positive(),
+      1,
+      "LoRA+ (PEFT loraplus_lr_ratio): the adapters' B matrices train at lr_ratio x lr, the A matrices " +
+        'and modules_to_save copies at lr; 1 is plain LoRA, the LoRA+ paper uses 16',
+    ),
     base_dtype: option(
       z.enum(['auto', 'float32', 'bfloat16']),
       'auto',

@@ -48,6 +48,7 @@ describe('actor.lora.* config keys', () => {
       target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'],
       use_rslora: false,
       modules_to_save: [],
+      lr_ratio: 1,
       base_dtype: 'auto',
       save_merged: false,
     });
@@ -63,6 +64,7 @@ describe('actor.lora.* config keys', () => {
     ['actor.lora.dropout=1', /actor\.lora\.dropout/],
     ['actor.lora.ranks=4', /unknown config key "actor\.lora\.ranks"/],
     ['actor.lora.modules_to_save=[embed tokens]', /actor\.lora\.modules_to_save/],
+    ['actor.lora.lr_ratio=0', /actor\.lora\.lr_ratio/],
   ])('%s is refused naming the key', (arg, message) => {
     expect(() => loadConfig(sftConfigSchema, { overrides: [...base, arg] })).toThrow(message);
   });

@@ -8,6 +8,11 @@ export interface AdamWOptions {
   readonly betas: readonly [number, number];
   readonly eps: number;
   readonly weightDecay: number;
+  /**
+   * Per-parameter multipliers of the step's learning rate (1 for a parameter not named): LoRA+
+   * (https://arxiv.org/abs/2402.12354) steps the adapters' B matrices at lr_ratio x lr.
+   */
+  readonly lrScale?: Readonly<Record<string, number>>;
 }
 
 /** Serialisable optimizer state: step count and both moments per parameter. */
@@ -76,7 +81,7 @@ export class AdamW {
       // a released gradient is scaled over its own buffer; otherwise into a new tensor (one parameter's size at a time)
       // the clipping factor goes into the update itself (the native kernel scales g as it reads it)
       adamWInPlace(p, raw, m, v, {
-        lr,
+        lr: lr * (this.opts.lrScale?.[name] ?? 1),
         beta1: b1,
         beta2: b2,
         eps: this.opts.eps,

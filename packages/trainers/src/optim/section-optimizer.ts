@@ -12,7 +12,9 @@ export interface SectionOptimizer {
 /**
  * The optimizer a model section (`actor.*`, `critic.*`) asks for: AdamW with its betas, eps and
  * weight_decay over `params`, on its schedule (lr, min_lr, warmup_ratio, scheduler) spread over
- * `totalUpdates` optimizer steps.
+ * `totalUpdates` optimizer steps. With `lora.rank` > 0 the adapters' B matrices (`*.lora_B.weight`)
+ * step at `lora.lr_ratio` x that learning rate (LoRA+, PEFT's `loraplus_lr_ratio`), everything
+ * else (A, the modules_to_save copies, a score head) at the schedule's.
  */
 export function sectionOptimizer(
   section: ModelSection,
@@ -23,6 +25,9 @@ export function sectionOptimizer(
     betas: section.betas,
     eps: section.eps,
     weightDecay: section.weight_decay,
+    ...(section.lora.rank > 0 && section.lora.lr_ratio !== 1
+      ? { lrScale: loraPlusScale(Object.keys(params), section.lora.lr_ratio) }
+      : {}),
   });
   const schedule = {
     lr: section.lr,
@@ -32,4 +37,11 @@ export function sectionOptimizer(
     kind: section.scheduler,
   };
   return { optimizer, lrAt: (step) => scheduledLr(step, schedule) };
+}
+
+/** LoRA+'s multipliers: `ratio` for every adapter B matrix among `names`. */
+export function loraPlusScale(names: readonly string[], ratio: number): Record<string, number> {
+  return Object.fromEntries(
+    names.filter((n) => n.endsWith('.lora_B.weight')).map((n) => [n, ratio]),
+  );
 }

@@ -43,7 +43,13 @@ export function loraSection() {
       z.number().positive(),
       1,
       "LoRA+ (PEFT loraplus_lr_ratio): the adapters' B matrices train at lr_ratio x lr, the A matrices " +
-        'and modules_to_save copies at lr; 1 is plain LoRA, the LoRA+ paper uses 16',
+        'at lr; 1 is plain LoRA, the LoRA+ paper uses 16',
+    ),
+    modules_lr_ratio: option(
+      z.number().positive(),
+      1,
+      "the modules_to_save copies (and a value model's score head) train at modules_lr_ratio x lr, " +
+        'the adapters as lr and lr_ratio say',
     ),
     base_dtype: option(
       z.enum(['auto', 'float32', 'bfloat16']),

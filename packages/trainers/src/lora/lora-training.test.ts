@@ -49,6 +49,7 @@ describe('actor.lora.* config keys', () => {
       use_rslora: false,
       modules_to_save: [],
       lr_ratio: 1,
+      modules_lr_ratio: 1,
       base_dtype: 'auto',
       save_merged: false,
     });

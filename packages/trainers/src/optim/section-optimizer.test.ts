@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/load-config.js';
 import { sftConfigSchema } from '../config/sft-config.js';
 import { ppoConfigSchema } from '../ppo/ppo-config.js';
-import { loraPlusScale, sectionOptimizer } from './section-optimizer.js';
+import { loraLrScale, sectionOptimizer } from './section-optimizer.js';
 
 beforeAll(async () => {
   await tf.setBackend('cpu');
@@ -65,7 +65,22 @@ describe('actor.lora.lr_ratio (LoRA+)', () => {
       for (const v of Object.values(firstStep(overrides))) expect(v).toBeCloseTo(1e-3, 8);
   });
 
-  it('loraPlusScale names only the B matrices', () => {
-    expect(loraPlusScale(names, 16)).toEqual({ [names[1]!]: 16, [names[3]!]: 16 });
+  it('loraLrScale: B at the ratio, A at 1, the other trained parameters at modulesRatio', () => {
+    expect(loraLrScale(names, 16, 0.25)).toEqual({
+      [names[0]!]: 1,
+      [names[1]!]: 16,
+      [names[2]!]: 1,
+      [names[3]!]: 16,
+      [names[4]!]: 0.25,
+      [names[5]!]: 0.25,
+    });
+  });
+
+  it('actor.lora.modules_lr_ratio steps the modules_to_save copies at that x lr', () => {
+    const moved = firstStep(['actor.lora.rank=4', 'actor.lora.modules_lr_ratio=0.25']);
+    for (const n of names) {
+      const want = /\.lora_[AB]\.weight$/.test(n) ? 1e-3 : 0.25e-3;
+      expect(moved[n]).toBeCloseTo(want, 8);
+    }
   });
 });

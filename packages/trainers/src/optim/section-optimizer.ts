@@ -13,8 +13,9 @@ export interface SectionOptimizer {
  * The optimizer a model section (`actor.*`, `critic.*`) asks for: AdamW with its betas, eps and
  * weight_decay over `params`, on its schedule (lr, min_lr, warmup_ratio, scheduler) spread over
  * `totalUpdates` optimizer steps. With `lora.rank` > 0 the adapters' B matrices (`*.lora_B.weight`)
- * step at `lora.lr_ratio` x that learning rate (LoRA+, PEFT's `loraplus_lr_ratio`), everything
- * else (A, the modules_to_save copies, a score head) at the schedule's.
+ * step at `lora.lr_ratio` x that learning rate (LoRA+, PEFT's `loraplus_lr_ratio`), the A
+ * matrices at the schedule's, and whatever else trains (the modules_to_save copies, a value
+ * model's score head) at `lora.modules_lr_ratio` x the schedule's.
  */
 export function sectionOptimizer(
   section: ModelSection,
@@ -25,8 +26,15 @@ export function sectionOptimizer(
     betas: section.betas,
     eps: section.eps,
     weightDecay: section.weight_decay,
-    ...(section.lora.rank > 0 && section.lora.lr_ratio !== 1
-      ? { lrScale: loraPlusScale(Object.keys(params), section.lora.lr_ratio) }
+    ...(section.lora.rank > 0 &&
+    (section.lora.lr_ratio !== 1 || section.lora.modules_lr_ratio !== 1)
+      ? {
+          lrScale: loraLrScale(
+            Object.keys(params),
+            section.lora.lr_ratio,
+            section.lora.modules_lr_ratio,
+          ),
+        }
       : {}),
   });
   const schedule = {
@@ -39,9 +47,20 @@ export function sectionOptimizer(
   return { optimizer, lrAt: (step) => scheduledLr(step, schedule) };
 }
 
-/** LoRA+'s multipliers: `ratio` for every adapter B matrix among `names`. */
-export function loraPlusScale(names: readonly string[], ratio: number): Record<string, number> {
+/**
+ * A LoRA run's learning-rate multipliers over the trained `names`: `ratio` for the adapters' B
+ * matrices (LoRA+), 1 for the A matrices, `modulesRatio` for every other trained parameter (the
+ * modules_to_save copies, a score head).
+ */
+export function loraLrScale(
+  names: readonly string[],
+  ratio: number,
+  modulesRatio = 1,
+): Record<string, number> {
   return Object.fromEntries(
-    names.filter((n) => n.endsWith('.lora_B.weight')).map((n) => [n, ratio]),
+    names.map((n) => [
+      n,
+      n.endsWith('.lora_B.weight') ? ratio : n.endsWith('.lora_A.weight') ? 1 : modulesRatio,
+    ]),
   );
 }

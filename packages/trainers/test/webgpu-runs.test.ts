@@ -191,6 +191,7 @@ describe.skipIf(!gpu.ok)(
       // 4 ranks: a tp pair sees the same sequence half, a cp pair holds the same shards; with
       // FSDP each tp shard's weights and AdamW state are split over 2 ranks, 2 batches a step
       ['sft', 'TP(2) x CP(2)', 4, 'tp-cp', ['actor.tp_size=2', 'actor.cp_size=2'], true],
+      ['dpo', 'TP(2) x CP(2)', 4, 'dpo-tp-cp', ['actor.tp_size=2', 'actor.cp_size=2'], true],
       ['sft', 'TP(2) x FSDP(2)', 4, 'tp-fsdp', ['actor.tp_size=2', 'actor.ddp_size=1'], true],
       [
         'sft',

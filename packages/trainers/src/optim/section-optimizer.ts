@@ -26,8 +26,7 @@ export function sectionOptimizer(
     betas: section.betas,
     eps: section.eps,
     weightDecay: section.weight_decay,
-    ...(section.lora.rank > 0 &&
-    (section.lora.lr_ratio !== 1 || section.lora.modules_lr_ratio !== 1)
+    ...(section.lora.rank > 0
       ? {
           lrScale: loraLrScale(
             Object.keys(params),
@@ -57,10 +56,10 @@ export function loraLrScale(
   ratio: number,
   modulesRatio = 1,
 ): Record<string, number> {
-  return Object.fromEntries(
-    names.map((n) => [
-      n,
-      n.endsWith('.lora_B.weight') ? ratio : n.endsWith('.lora_A.weight') ? 1 : modulesRatio,
-    ]),
-  );
+  const scale = (name: string) => {
+    if (name.endsWith('.lora_B.weight')) return ratio;
+    if (name.endsWith('.lora_A.weight')) return 1;
+    return modulesRatio;
+  };
+  return Object.fromEntries(names.map((n) => [n, scale(n)]));
 }

@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -11,18 +11,16 @@ const root = resolve(import.meta.dirname, '../../..');
 const changesets = join(root, '.changeset');
 const RELEASE = /^(["'])(@rl2\/[\w-]+)\1: (major|minor|patch|none)$/;
 
-/** The names of the workspace's packages (pnpm-workspace.yaml's globs, one level deep). */
+/** The names of the workspace's packages: each `DIR/*` glob of pnpm-workspace.yaml, one level deep. */
 function workspaceNames(): Set<string> {
+  const yaml = readFileSync(join(root, 'pnpm-workspace.yaml'), 'utf8');
+  const dirs = [...yaml.matchAll(/^\s+-\s+([\w/.-]+)\/\*\s*$/gm)].map((m) => m[1] as string);
   const names = new Set<string>();
-  for (const dir of ['packages', 'packages/engine/npm', 'apps', 'tooling', 'examples']) {
+  for (const dir of dirs) {
     for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
-      if (!entry.isDirectory()) continue;
-      try {
-        const pkg = JSON.parse(readFileSync(join(root, dir, entry.name, 'package.json'), 'utf8'));
-        names.add(pkg.name);
-      } catch {
-        // a folder without a package.json (native/, src/, ...) is not a package
-      }
+      const file = join(root, dir, entry.name, 'package.json');
+      if (entry.isDirectory() && existsSync(file))
+        names.add(JSON.parse(readFileSync(file, 'utf8')).name);
     }
   }
   return names;

@@ -78,7 +78,7 @@ export { initLoraParams, loraParamsFromHost } from './lora/lora-params.js';
 export { attachLora, mergeLora } from './lora/lora-model.js';
 export { frozenAwareLinear, isFrozenMatrixName } from './frozen/frozen-weights.js';
 export type { FrozenWeights } from './frozen/frozen-weights.js';
-export type { LoraModel } from './lora/lora-model.js';
+export type { LocalShape, LoraModel } from './lora/lora-model.js';
 export type { LoraDropout } from './lora/lora-linear.js';
 export {
   ADAPTER_CONFIG_FILE,

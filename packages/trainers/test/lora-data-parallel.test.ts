@@ -1,17 +1,35 @@
 import { join } from 'node:path';
 import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { readSafetensors, rel, relTensor, runOnRanks, runSingle } from './rank-runs.js';
-import { writeTrainCase } from './train-case.js';
+import {
+  type RankResult,
+  type Reference,
+  readSafetensors,
+  rel,
+  relTensor,
+  runOnRanks,
+  runSingle,
+} from './rank-runs.js';
+import { type CaseKind, writeTrainCase } from './train-case.js';
 
 const TOL = 1e-5;
 // merged weights in model/ so the checkpoints compare as for full training
 const LORA = ['actor.lora.rank=4', 'actor.lora.alpha=8', 'actor.lora.save_merged=true'];
+/** 2 layers, 4 query / 2 kv heads, 100 vocabulary rows: tp = 2 divides them. */
+const TP_MODEL = { layers: 2, heads: 4, kvHeads: 2, vocabSize: 100 };
+/**
+ * AdamW eps 1e-6: gradient entries near eps (1e-8 by default) turn float32 rounding into update
+ * differences of up to lr * noise / eps (see model-parallel.test.ts).
+ */
+const EPS = 'actor.eps=1e-6';
 let caseDir: string;
+let tpDir: string;
 
 beforeAll(() => {
   caseDir = tempDir('rl2-lora-dp-');
   writeTrainCase(caseDir);
+  tpDir = tempDir('rl2-lora-tp-');
+  writeTrainCase(tpDir, TP_MODEL);
 });
 
 describe('LoRA under data and context parallelism equals the single-process run', () => {
@@ -48,6 +66,99 @@ describe('LoRA under data and context parallelism equals the single-process run'
         const got = name.startsWith('exp_avg') ? optimizer.get(name) : weights.get(name);
         expect(relTensor(got, w), name).toBeLessThan(TOL);
       }
+    },
+    120_000,
+  );
+});
+
+/** The PEFT adapter a run saved at step 2. */
+const adapterOf = (saveDir: string) =>
+  readSafetensors(join(saveDir, 'step-2/adapter/adapter_model.safetensors'));
+
+/**
+ * Every rank's losses and grad norms within 1e-6 of `single`'s (at `steps`), and the step-2
+ * PEFT adapter, merged model and AdamW moments (adapters only) within 1e-5: the worst errors back.
+ */
+function expectSameLoraRun(
+  results: RankResult[],
+  single: Reference,
+  dirs: { got: string; want: string },
+  steps = [0, 1],
+): { steps: number; tensors: number } {
+  let worst = { steps: 0, tensors: 0 };
+  for (const r of results)
+    r.steps.forEach((s, k) => {
+      const i = steps[k]!;
+      for (const [what, got, want] of [
+        ['loss', s.loss, single.losses[i]!],
+        ['grad norm', s.gradNorm, single.gradNorms[i]!],
+      ] as const) {
+        const err = rel(got, want);
+        expect(err, `rank ${r.rank} step ${i + 1} ${what}: ${got} vs ${want}`).toBeLessThan(1e-6);
+        worst = { ...worst, steps: Math.max(worst.steps, err) };
+      }
+    });
+  const adapter = adapterOf(dirs.got);
+  const optimizer = readSafetensors(join(dirs.got, 'step-2/optimizer.safetensors'));
+  const weights = readSafetensors(join(dirs.got, 'step-2/model/model.safetensors'));
+  const want = adapterOf(dirs.want);
+  expect([...adapter.keys()].sort()).toEqual([...want.keys()].sort());
+  expect([...optimizer.keys()].sort()).toEqual([...single.optimizer.keys()].sort());
+  for (const [got, wanted, what] of [
+    [adapter, want, 'adapter'],
+    [weights, single.weights, 'merged'],
+    [optimizer, single.optimizer, 'AdamW'],
+  ] as const)
+    for (const [name, w] of wanted) {
+      const err = relTensor(got.get(name), w);
+      expect(err, `${what} ${name}`).toBeLessThan(TOL);
+      worst = { ...worst, tensors: Math.max(worst.tensors, err) };
+    }
+  return worst;
+}
+
+describe('LoRA under tensor parallelism equals the single-process run', () => {
+  const single = new Map<string, Promise<Reference>>();
+  /** The one-process run of `kind` with `lora` (once per pair), saved under its own folder. */
+  const reference = (kind: CaseKind, lora: string[]) => {
+    const key = `${kind}-${lora.join(',')}`;
+    if (!single.has(key))
+      single.set(
+        key,
+        runSingle(kind, tpDir, join(tpDir, `single-${single.size}`), [EPS, ...LORA, ...lora]),
+      );
+    return { ref: single.get(key)!, dir: join(tpDir, `single-${[...single.keys()].indexOf(key)}`) };
+  };
+
+  it.each([
+    // the copies: the embedding split by vocabulary, q/k norms whose gradients tp sums
+    [
+      'sft',
+      2,
+      'TP(2), modules_to_save=[embed_tokens,norm]',
+      ['actor.lora.modules_to_save=[embed_tokens,norm]'],
+      [],
+    ],
+    ['dpo', 2, 'TP(2), the reference is the sharded base', [], []],
+    ['sft', 4, 'TP(2) x CP(2)', [], ['actor.cp_size=2']],
+  ] as const)(
+    '%s on %i processes, %s: losses and grad norms within 1e-6, the gathered PEFT adapter, merged weights and moments within 1e-5',
+    async (kind, n, label, lora, layout) => {
+      const { ref, dir } = reference(kind, [...lora]);
+      const want = await ref;
+      const saveDir = join(tpDir, `${kind}-${label.replace(/\W+/g, '-')}`);
+      const results = await runOnRanks(kind, n, tpDir, saveDir, [
+        EPS,
+        ...LORA,
+        ...lora,
+        'actor.tp_size=2',
+        ...layout,
+      ]);
+      expect(results.map((r) => r.rank)).toEqual(Array.from({ length: n }, (_, i) => i));
+      const worst = expectSameLoraRun(results, want, { got: saveDir, want: dir });
+      console.log(
+        `LoRA ${kind} ${label}: worst step ${worst.steps.toExponential(2)}, tensor ${worst.tensors.toExponential(2)}`,
+      );
     },
     120_000,
   );

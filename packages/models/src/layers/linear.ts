@@ -11,6 +11,13 @@ export type ParamLookup = ReadonlyMap<string, tf.Tensor>;
 export interface Linear {
   readonly name: string;
   forward(x: tf.Tensor2D): tf.Tensor2D;
+  /**
+   * `forward(x)` with `extra` of the input this rank's own product reads added before any
+   * reduction over ranks: a tensor-parallel layer's (the replicated input of a column-parallel
+   * one, this rank's input slice of a row-parallel one). LoRA adds its s B A x through it
+   * (see `loraLinear`); without it, `forward(x) + extra(x)`.
+   */
+  forwardWith?(x: tf.Tensor2D, extra: (local: tf.Tensor2D) => tf.Tensor2D): tf.Tensor2D;
 }
 
 /** Builds the `Linear` for the HF module `name` (e.g. `model.layers.3.mlp.up_proj`) from `params`. */

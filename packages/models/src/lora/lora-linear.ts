@@ -34,7 +34,8 @@ function dropped(x: tf.Tensor2D, name: string, dropout?: LoraDropout): tf.Tensor
 /**
  * Wraps `base` so that every module with adapter tensors in the parameters
  * (`<module>.lora_A.weight` [r, in], `<module>.lora_B.weight` [out, r]) computes
- * y = base(x) + scale * (dropout(x) A^T) B^T; other modules are `base` unchanged.
+ * y = base(x) + scale * (dropout(x) A^T) B^T; other modules are `base` unchanged. A base layer
+ * with `forwardWith` (tensor parallelism) adds the term inside: with A, B sharded as its weight.
  * The adapters are read from the lookup each layer gets, so recomputed layers see them.
  */
 export function loraLinear(
@@ -47,13 +48,17 @@ export function loraLinear(
     const a = params.get(loraAName(name)) as tf.Tensor2D | undefined;
     const b = params.get(loraBName(name)) as tf.Tensor2D | undefined;
     if (!a || !b) return inner;
+    const up = (x: tf.Tensor2D): tf.Tensor2D => {
+      const low = tf.matMul(dropped(x, name, dropout), a, false, true); // [N, r]
+      return tf.matMul(tf.mul(low, scale) as tf.Tensor2D, b, false, true); // [N, out]
+    };
+    const { forwardWith } = inner;
     return {
       name,
-      forward: (x) => {
-        const low = tf.matMul(dropped(x, name, dropout), a, false, true); // [N, r]
-        const up = tf.matMul(tf.mul(low, scale) as tf.Tensor2D, b, false, true); // [N, out]
-        return tf.add(inner.forward(x), up) as tf.Tensor2D;
-      },
+      // under tensor parallelism A and B are this rank's parts, added inside the sharded layer
+      forward: forwardWith
+        ? (x) => forwardWith(x, up)
+        : (x) => tf.add(inner.forward(x), up(x)) as tf.Tensor2D,
     };
   };
 }

@@ -30,6 +30,9 @@ export interface LoraModel {
   readonly dropout?: LoraDropout;
 }
 
+/** A tensor's shape on this rank from its full shape, by parameter name (identity on one process). */
+export type LocalShape = (name: string, full: readonly number[]) => readonly number[];
+
 /** A frozen parameter: a variable marked not trainable (a LoRA base weight). */
 export function isFrozen(t: tf.Tensor | undefined): boolean {
   return t instanceof tf.Variable && !t.trainable;
@@ -42,17 +45,20 @@ export function isFrozen(t: tf.Tensor | undefined): boolean {
  * its shape; extra ones are refused. `spec.modulesToSave`'s parameters train as copies (PEFT's
  * `ModulesToSaveWrapper`): `model` reads the copies, `base` keeps the originals; a copy's
  * starting value is `saved`'s tensor of that name when given (a resumed adapter), else the base's.
+ * A base laid out in parts (tensor parallelism) takes adapters and `saved` laid out alike:
+ * `localShape` gives a tensor's shape on this rank from its full one.
  */
 export function attachLora(
   base: DecoderModel,
   adapters: ParamMap,
   spec: LoraSpec,
   saved: ReadonlyMap<string, tf.Tensor> = new Map(),
+  localShape: LocalShape = (_, shape) => shape,
 ): LoraModel {
   // in module order whatever order they came in (a file's is sorted): the gradients and the
   // optimizer then see the same order as a fresh run, so sums over them agree to the last bit
   const ordered: ParamMap = new Map(
-    checkAdapters(base, adapters, spec).map((n) => [n, adapters.get(n)!]),
+    checkAdapters(base, adapters, spec, localShape).map((n) => [n, adapters.get(n)!]),
   );
   // a value head is new (PEFT's modules_to_save=["score"]): it trains with the adapters
   const trains = (name: string) => base.config.head === 'value' && name.startsWith('score.');
@@ -113,11 +119,17 @@ function hooksOf(m: DecoderModel) {
 }
 
 /** The adapters' names in module order, after checking each is there with its shape. */
-function checkAdapters(base: DecoderModel, adapters: ParamMap, spec: LoraSpec): string[] {
-  const expected = new Map<string, number[]>();
+function checkAdapters(
+  base: DecoderModel,
+  adapters: ParamMap,
+  spec: LoraSpec,
+  localShape: LocalShape,
+): string[] {
+  const expected = new Map<string, readonly number[]>();
   for (const m of loraModules(base.config, spec)) {
-    expected.set(loraAName(m.module), [spec.rank, m.in]);
-    expected.set(loraBName(m.module), [m.out, spec.rank]);
+    const [a, b] = [loraAName(m.module), loraBName(m.module)];
+    expected.set(a, localShape(a, [spec.rank, m.in]));
+    expected.set(b, localShape(b, [m.out, spec.rank]));
   }
   for (const [name, shape] of expected) {
     const t = adapters.get(name);

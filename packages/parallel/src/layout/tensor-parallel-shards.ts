@@ -1,7 +1,13 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ProcessGroup } from '../comm/collective.js';
 import { ParallelError } from '../errors.js';
-import { columnParallelLinear, rowParallelLinear, shardRange } from './tensor-parallel.js';
+import {
+  columnParallelLinear,
+  copyToTensorParallel,
+  reduceFromTensorParallel,
+  rowParallelLinear,
+  shardRange,
+} from './tensor-parallel.js';
 
 /** How tensor parallelism treats one HF parameter. */
 export type TensorParallelRole = 'column' | 'row' | 'vocab' | 'replicated';
@@ -22,9 +28,19 @@ export function tensorParallelRole(name: string): TensorParallelRole {
 /**
  * The axis tensor parallelism splits a parameter on: 0 for column weights and biases (output
  * rows) and for the embedding / LM head (vocabulary rows), 1 for row weights (input columns);
- * undefined when every tp rank holds it whole (row biases, norms, value head).
+ * undefined when every tp rank holds it whole (row biases, norms, value head). A LoRA adapter
+ * (PEFT's `<module>.lora_A.weight` [r, in], `<module>.lora_B.weight` [out, r]) is split as its
+ * module's weight: a column layer's B on its output rows, a row layer's A on its input
+ * columns; the other factor (r wide) is held whole.
  */
 export function tensorParallelAxis(name: string): 0 | 1 | undefined {
+  const lora = /^(.*)\.lora_([AB])\.weight$/.exec(name);
+  if (lora) {
+    const role = tensorParallelRole(lora[1]!);
+    if (role === 'column' && lora[2] === 'B') return 0;
+    if (role === 'row' && lora[2] === 'A') return 1;
+    return undefined;
+  }
   const role = tensorParallelRole(name);
   if (role === 'column' || role === 'vocab') return 0;
   if (role === 'row' && !name.endsWith('.bias')) return 1;
@@ -94,12 +110,17 @@ export function gatherTensorParallel(
  * A linear-layer factory (the shape `@rl2/models` takes as `linear`): given a module name and
  * the tp-sharded parameters, returns column- or row-parallel forwards by {@link tensorParallelRole},
  * and a plain dense layer for anything else. `x` is `[N, in]` (replicated) or `[N, in/tp]` for row layers.
+ * `forwardWith` adds a term inside the layer (LoRA, see `withExtra`).
  */
 export function tensorParallelLinearFactory(tp: ProcessGroup) {
   return (
     name: string,
     params: ReadonlyMap<string, tf.Tensor>,
-  ): { name: string; forward: (x: tf.Tensor2D) => tf.Tensor2D } => {
+  ): {
+    name: string;
+    forward: (x: tf.Tensor2D) => tf.Tensor2D;
+    forwardWith: (x: tf.Tensor2D, extra: (local: tf.Tensor2D) => tf.Tensor2D) => tf.Tensor2D;
+  } => {
     const weight = params.get(`${name}.weight`) as tf.Tensor2D | undefined;
     if (!weight)
       throw new ParallelError(
@@ -117,6 +138,33 @@ export function tensorParallelLinearFactory(tp: ProcessGroup) {
         const y = tf.matMul(x, weight, false, true);
         return (bias ? tf.add(y, bias) : y) as tf.Tensor2D;
       },
+      forwardWith: (x, extra) => withExtra(role, x, weight, bias, extra, tp),
     };
   };
+}
+
+/**
+ * A parallel linear with `extra` (e.g. LoRA's s B A x, its factors sharded by
+ * {@link tensorParallelAxis}) added to this rank's product, inside the conjugate operators:
+ * column: f(x) W_i^T + extra(f(x)) (one all-reduce of the input gradient for both terms; the
+ * gradient of the whole A is then each rank's part: sum it over tp); row: g(x_i W_i^T +
+ * extra(x_i)), the partial sums of both reduced at once (B's gradient likewise a part).
+ */
+function withExtra(
+  role: TensorParallelRole,
+  x: tf.Tensor2D,
+  weight: tf.Tensor2D,
+  bias: tf.Tensor1D | undefined,
+  extra: (local: tf.Tensor2D) => tf.Tensor2D,
+  tp: ProcessGroup,
+): tf.Tensor2D {
+  const plus = (input: tf.Tensor2D) =>
+    tf.add(tf.matMul(input, weight, false, true), extra(input)) as tf.Tensor2D;
+  const y =
+    role === 'column'
+      ? plus(copyToTensorParallel(x, tp))
+      : role === 'row'
+        ? reduceFromTensorParallel(plus(x), tp)
+        : plus(x);
+  return (bias ? tf.add(y, bias) : y) as tf.Tensor2D;
 }

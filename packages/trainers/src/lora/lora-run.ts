@@ -14,11 +14,13 @@ import {
   readPeftAdapter,
   writePeftAdapter,
 } from '@rl2/models';
+import { type ProcessGroup, shardForTensorParallel, tensorParallelAxis } from '@rl2/parallel';
 import * as tf from '@tensorflow/tfjs-core';
 import { hasFrozenLinear } from '@rl2/engine';
 import { modelIdentity } from '../checkpoint/model-identity.js';
 import type { ModelSection } from '../config/sections.js';
 import { TrainersError } from '../errors.js';
+import { fullParams } from '../parallel-model/tensor-parallel-decoder.js';
 import type { TrainedModel } from '../parallel-model/trained-model.js';
 
 /** The folder of a checkpoint that holds the PEFT adapter (beside `model/`, `optimizer.safetensors`). */
@@ -28,15 +30,11 @@ export const ADAPTER_FOLDER = 'adapter';
 export function loraSpecOf(section: ModelSection, key: string): LoraSpec | undefined {
   const l = section.lora;
   if (l.rank === 0) return undefined;
-  const unsupported = [
-    ...(section.tp_size > 1 ? [`${key}.tp_size=${section.tp_size}`] : []),
-    ...(section.ddp_size !== null ? [`${key}.ddp_size=${section.ddp_size}`] : []),
-  ];
-  if (unsupported.length > 0)
+  if (section.ddp_size !== null)
     throw new TrainersError(
       'CONFIG_INVALID_VALUE',
-      `${key}.lora.rank=${l.rank} with ${unsupported.join(' and ')}: LoRA trains with data and context ` +
-        `parallelism only for now; set ${key}.tp_size=1 and ${key}.ddp_size=null, or ${key}.lora.rank=0`,
+      `${key}.lora.rank=${l.rank} with ${key}.ddp_size=${section.ddp_size}: LoRA trains with data, ` +
+        `tensor and context parallelism, not FSDP for now; set ${key}.ddp_size=null, or ${key}.lora.rank=0`,
     );
   return {
     rank: l.rank,
@@ -60,11 +58,13 @@ export function frozenBaseOf(section: ModelSection, key: string, spec?: LoraSpec
   const blocker =
     toSave.length > 0
       ? `${key}.lora.modules_to_save=[${toSave}] trains float32 copies of those modules; set ${key}.lora.modules_to_save=[]`
-      : !hasFrozenLinear()
-        ? `the active engine backend (${tf.getBackend()}) has no frozen 16-bit kernels; use trainer.backend=native with the C addon built`
-        : section.lora.save_merged
-          ? `${key}.lora.save_merged=true merges into float32 weights; merge afterwards with rl2 export --merge`
-          : undefined;
+      : section.tp_size > 1
+        ? `${key}.tp_size=${section.tp_size} shards float32 weights; set ${key}.tp_size=1`
+        : !hasFrozenLinear()
+          ? `the active engine backend (${tf.getBackend()}) has no frozen 16-bit kernels; use trainer.backend=native with the C addon built`
+          : section.lora.save_merged
+            ? `${key}.lora.save_merged=true merges into float32 weights; merge afterwards with rl2 export --merge`
+            : undefined;
   if (blocker && want === 'bfloat16')
     throw new TrainersError(
       'CONFIG_INVALID_VALUE',
@@ -90,21 +90,33 @@ export function describeFrozenBase(frozen: FrozenWeights, key: string): string {
   return `LoRA base kept in bfloat16 (${key}): ${frozen.size} matrices, ${(bytes / 2 ** 30).toFixed(2)} GiB`;
 }
 
+/** Where a LoRA run's adapters come from and how this rank holds them. */
+export interface LoraPlacement {
+  /** New adapters are initialised from it (PEFT's init). */
+  readonly seed: number;
+  /** The checkpoint to resume from: its adapter folder is read. */
+  readonly resumeFrom?: string;
+  /** The checkpoint's adapter folder (default `adapter`). */
+  readonly folder?: string;
+  /** The model's tensor-parallel group: adapters are split as their base layers. */
+  readonly tp?: ProcessGroup;
+}
+
 /**
  * Puts adapters on `model` (laid out as this rank runs it): new ones (PEFT's init, seeded by
  * `seed`), or the resumed checkpoint's `adapter/` (with a value head's trained `score.*`),
- * which must have been trained with the same `<key>.lora.*` shape from the same base.
+ * which must have been trained with the same `<key>.lora.*` shape from the same base. Under
+ * tp every rank makes or reads the full adapter and keeps its shard of it.
  */
 export function openLoraModel(
   model: DecoderModel,
   spec: LoraSpec,
   section: ModelSection,
   key: string,
-  seed: number,
-  resumeFrom?: string,
-  folder = ADAPTER_FOLDER,
+  { seed, resumeFrom, folder = ADAPTER_FOLDER, tp }: LoraPlacement,
 ): LoraModel {
-  if (!resumeFrom) return attachLora(model, initLoraParams(model.config, spec, seed), spec);
+  if (!resumeFrom)
+    return attachLoraSharded(model, initLoraParams(model.config, spec, seed), spec, new Map(), tp);
   const dir = join(resumeFrom, folder);
   let saved: ReturnType<typeof readPeftAdapter>;
   try {
@@ -131,12 +143,43 @@ export function openLoraModel(
     tf.tidy(() => p.assign(tf.tensor(t.data, t.shape)));
   }
   try {
-    return attachLora(model, adapters, spec, modules);
+    return attachLoraSharded(model, adapters, spec, modules, tp);
   } catch (err) {
-    tf.dispose([...adapters.values()]);
     throw new TrainersError('CHECKPOINT', `${dir}: ${(err as Error).message}`);
   } finally {
     tf.dispose([...modules.values()]);
+  }
+}
+
+/** `attachLora` of full adapters and saved modules, each split for tp as its base (the full ones freed). */
+function attachLoraSharded(
+  model: DecoderModel,
+  adapters: ParamMap,
+  spec: LoraSpec,
+  saved: ReadonlyMap<string, tf.Tensor>,
+  tp: ProcessGroup | undefined,
+): LoraModel {
+  if (!tp) {
+    try {
+      return attachLora(model, adapters, spec, saved);
+    } catch (err) {
+      tf.dispose([...adapters.values()]);
+      throw err;
+    }
+  }
+  const sliced = shardForTensorParallel(adapters, tp);
+  const local: ParamMap = new Map([...sliced].map(([n, t]) => [n, tf.variable(t, true)]));
+  tf.dispose([...adapters.values(), ...sliced.values()]); // the variables keep their values
+  const shards = shardForTensorParallel(saved, tp);
+  try {
+    return attachLora(model, local, spec, shards, (name, shape) =>
+      shape.map((d, i) => (i === tensorParallelAxis(name) ? d / tp.size : d)),
+    );
+  } catch (err) {
+    tf.dispose([...local.values()]);
+    throw err;
+  } finally {
+    tf.dispose([...shards].filter(([n, t]) => t !== saved.get(n)).map(([, t]) => t));
   }
 }
 
@@ -182,16 +225,23 @@ export function trainableParams(lora: LoraModel): ParamMap {
 }
 
 /**
- * `trained` (laid out with data/context parallelism only) training `lora`'s adapters: AdamW
- * and the gradients see only them; the base stays frozen and gets no optimizer state.
+ * `trained` (laid out with data, tensor and context parallelism) training `lora`'s adapters:
+ * AdamW and the gradients see only them; the base stays frozen and gets no optimizer state.
+ * `fullParams` gathers the adapters' tp shards, and with `<key>.lora.save_merged` the merged
+ * model's (see {@link fullLoraParams}).
  */
-export function loraTrainedModel(trained: TrainedModel, lora: LoraModel): TrainedModel {
+export function loraTrainedModel(
+  trained: TrainedModel,
+  lora: LoraModel,
+  section: ModelSection,
+  tp: ProcessGroup | undefined,
+): TrainedModel {
   const params = Object.fromEntries(trainableParams(lora));
   return {
     ...trained,
     model: lora.model,
     params,
-    fullParams: () => ({ params: new Map(Object.entries(params)), dispose: () => {} }),
+    fullParams: () => fullLoraParams(lora, tp, section.lora.save_merged),
     dispose: () => {
       tf.dispose([...lora.adapters.values()]);
       trained.dispose();
@@ -200,9 +250,39 @@ export function loraTrainedModel(trained: TrainedModel, lora: LoraModel): Traine
 }
 
 /**
+ * The full tensors of a LoRA model (a collective over tp: every tp rank calls it): the trained
+ * ones (adapters, modules_to_save copies, a value head) and, with `merged`, the merged model's
+ * (W + s B A: merged on each rank's shards, which tp splits as W's, then gathered).
+ */
+export function fullLoraParams(
+  lora: LoraModel,
+  tp: ProcessGroup | undefined,
+  merged = false,
+): { params: ParamMap; dispose(): void } {
+  const trained = fullParams(Object.fromEntries(trainableParams(lora)), tp);
+  if (!merged) return trained;
+  const local = mergeLora(lora);
+  const full = tp ? fullParams(Object.fromEntries(local.params), tp) : local;
+  if (tp) local.dispose();
+  return {
+    params: new Map([...full.params, ...trained.params]),
+    dispose: () => {
+      full.dispose();
+      trained.dispose();
+    },
+  };
+}
+
+/** The PEFT adapter of a LoRA model from its full tensors (see {@link fullLoraParams}): the trained ones. */
+export function adapterTensors(lora: LoraModel, full: ParamMap): ParamMap {
+  return new Map([...trainableParams(lora).keys()].map((n) => [n, full.get(n) as tf.Variable]));
+}
+
+/**
  * The checkpoint writer of a LoRA run: `adapter/` (PEFT files: what PEFT, vLLM and SGLang load)
  * beside the checkpoint's `model/`, which is written (the merged W + s B A, a plain HF model,
- * through `saveMerged`) only with `<key>.lora.save_merged`. Called with the checkpoint's `model/` path.
+ * through `saveMerged`) only with `<key>.lora.save_merged`. Called with the checkpoint's
+ * `model/` path and the run's full tensors (`fullLoraParams`, merged ones included when saved).
  */
 export function loraSaver(
   lora: LoraModel,
@@ -216,14 +296,9 @@ export function loraSaver(
     lora.base.config.head,
     lora.base.config.tieWordEmbeddings,
   );
-  return async (modelDir: string) => {
-    await writePeftAdapter(join(dirname(modelDir), folder), trainableParams(lora), config);
+  return async (modelDir: string, full: ParamMap) => {
+    await writePeftAdapter(join(dirname(modelDir), folder), adapterTensors(lora, full), config);
     if (!section.lora.save_merged) return;
-    const merged = mergeLora(lora);
-    try {
-      await saveMerged(modelDir, merged.params);
-    } finally {
-      merged.dispose();
-    }
+    await saveMerged(modelDir, new Map([...full].filter(([n]) => !isLoraParam(n))));
   };
 }

@@ -77,10 +77,10 @@ describe('actor.lora.* config keys', () => {
     expect(c.critic.lora.rank).toBe(2);
   });
 
-  it('LoRA with tensor parallelism is refused naming both keys', async () => {
-    const config = caseConfig('sft', dir, join(dir, 'tp'), [...LORA, 'actor.tp_size=2']);
+  it('LoRA with FSDP sharding is refused naming both keys', async () => {
+    const config = caseConfig('sft', dir, join(dir, 'fsdp'), [...LORA, 'actor.ddp_size=1']);
     await expect(runSft(config, quiet)).rejects.toThrow(
-      /actor\.lora\.rank=4 with actor\.tp_size=2/,
+      /actor\.lora\.rank=4 with actor\.ddp_size=1: .*set actor\.ddp_size=null/,
     );
   });
 });

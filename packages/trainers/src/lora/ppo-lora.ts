@@ -1,7 +1,7 @@
 import {
+  isLoraParam,
   type LoraModel,
   type ParamMap,
-  mergeLora,
   peftLoraConfig,
   writePeftAdapter,
 } from '@rl2/models';
@@ -9,11 +9,13 @@ import type { ModelSection } from '../config/sections.js';
 import type { TrainedModel } from '../parallel-model/trained-model.js';
 import {
   ADAPTER_FOLDER,
+  adapterTensors,
+  fullLoraParams,
+  type LoraPlacement,
   loraSaver,
   loraSpecOf,
   loraTrainedModel,
   openLoraModel,
-  trainableParams,
 } from './lora-run.js';
 
 /** Checkpoint folders of the PPO adapters: the actor's beside `model/`, the critic's beside `critic/`. */
@@ -26,14 +28,18 @@ export interface PpoLora {
   readonly trained: TrainedModel;
   /** The frozen base as a worker of its own (the reference), sharing the weights; disposing it frees nothing. */
   baseWorkerModel(): TrainedModel;
-  /** The merged weights (W + s B A), e.g. to write the actor for an SGLang server. */
+  /** The full merged weights (W + s B A), e.g. to write the actor for an SGLang server (a collective over tp). */
   merged(): { params: ParamMap; dispose(): void };
-  /** Writes the PEFT adapter folder `dir` (the SGLang adapter sync). */
-  writeAdapter(dir: string): Promise<void>;
-  /** Writes the PEFT adapter beside `modelDir` (and, with lora.save_merged, the merged model in it). */
+  /** Writes the PEFT adapter folder `dir` on `isMain` (the SGLang adapter sync; a collective over tp). */
+  writeAdapter(dir: string, isMain: boolean): Promise<void>;
+  /**
+   * Writes the PEFT adapter beside `modelDir` (and, with lora.save_merged, the merged model in
+   * it) from `full`, what `trained.fullParams()` gathered.
+   */
   save(
     modelDir: string,
     saveMerged: (dir: string, params: ParamMap) => Promise<void>,
+    full: ParamMap,
   ): Promise<void>;
 }
 
@@ -41,36 +47,44 @@ export interface PpoLora {
 export const usesLora = (section: ModelSection) => section.lora.rank > 0;
 
 /**
- * LoRA on a PPO model laid out by `laidOut` (data/context parallel only), or undefined with
- * `<key>.lora.rank` 0. New adapters seeded by `seed`, or the resumed checkpoint's.
+ * LoRA on a PPO model laid out by `laidOut` (data, tensor and context parallel; `tp` its tensor
+ * group), or undefined with `<key>.lora.rank` 0. New adapters seeded by `seed`, or the resumed checkpoint's.
  */
 export function ppoLora(
   laidOut: TrainedModel,
   section: ModelSection,
   key: 'actor' | 'critic',
-  seed: number,
-  resumeFrom?: string,
+  placement: Omit<LoraPlacement, 'folder'>,
 ): PpoLora | undefined {
   const spec = loraSpecOf(section, key);
   if (!spec) return undefined;
   const folder = PPO_ADAPTER_FOLDERS[key];
-  const lora = openLoraModel(laidOut.model, spec, section, key, seed, resumeFrom, folder);
+  const { tp } = placement;
+  const lora = openLoraModel(laidOut.model, spec, section, key, { ...placement, folder });
+  const config = peftLoraConfig(
+    spec,
+    section.model_name,
+    lora.base.config.head,
+    lora.base.config.tieWordEmbeddings,
+  );
   return {
     lora,
-    trained: loraTrainedModel(laidOut, lora),
+    trained: loraTrainedModel(laidOut, lora, section, tp),
     baseWorkerModel: () => ({ ...laidOut, model: lora.base, params: {}, dispose: () => {} }),
-    merged: () => mergeLora(lora),
-    writeAdapter: (dir) =>
-      writePeftAdapter(
-        dir,
-        trainableParams(lora),
-        peftLoraConfig(
-          spec,
-          section.model_name,
-          lora.base.config.head,
-          lora.base.config.tieWordEmbeddings,
-        ),
-      ),
-    save: (modelDir, saveMerged) => loraSaver(lora, section, saveMerged, folder)(modelDir),
+    merged: () => {
+      const full = fullLoraParams(lora, tp, true);
+      const params = new Map([...full.params].filter(([n]) => !isLoraParam(n)));
+      return { params, dispose: full.dispose };
+    },
+    writeAdapter: async (dir, isMain) => {
+      const full = fullLoraParams(lora, tp);
+      try {
+        if (isMain) await writePeftAdapter(dir, adapterTensors(lora, full.params), config);
+      } finally {
+        full.dispose();
+      }
+    },
+    save: (modelDir, saveMerged, full) =>
+      loraSaver(lora, section, saveMerged, folder)(modelDir, full),
   };
 }

@@ -15,6 +15,7 @@ import {
   shardForTensorParallel,
   tensorParallelAxis,
   tensorParallelLinearFactory,
+  tensorParallelRole,
   vocabParallelEmbedding,
   vocabParallelLogprobs,
 } from '@rl2/parallel';
@@ -161,8 +162,16 @@ export function localOptimizerState(state: AdamWState, tp: ProcessGroup | undefi
   return { step: state.step, moments };
 }
 
-/** Parameters whose gradient each tp rank only holds a part of: Qwen3's q/k norms, applied per local head. */
-export const isTensorParallelPartial = (name: string) => /\.(q_norm|k_norm)\.weight$/.test(name);
+/**
+ * Parameters whose gradient each tp rank only holds a part of: Qwen3's q/k norms, applied per
+ * local head, and the LoRA factors held whole inside a sharded layer (a column layer's A, a row
+ * layer's B: @rl2/parallel `tensorParallelLinearFactory`'s `forwardWith`).
+ */
+export const isTensorParallelPartial = (name: string) =>
+  /\.(q_norm|k_norm)\.weight$/.test(name) ||
+  (/\.lora_[AB]\.weight$/.test(name) &&
+    tensorParallelAxis(name) === undefined &&
+    tensorParallelRole(name.replace(/\.lora_[AB]\.weight$/, '')) !== 'replicated');
 
 /** Sums the partial gradients (see {@link isTensorParallelPartial}) over tp, in place of the inputs. */
 export function reduceTensorParallelPartials(

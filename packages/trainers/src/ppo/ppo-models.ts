@@ -2,13 +2,14 @@ import type { DecoderModel, GenerationConfig, ParamMap } from '@rl2/models';
 import type { ProcessGroup } from '@rl2/parallel';
 import * as tf from '@tensorflow/tfjs-core';
 import type { DataParallel } from '../parallel-model/data-parallel.js';
-import { ONE_PROCESS, planRankLayout } from '../parallel-model/rank-layout.js';
+import { ONE_PROCESS, planRankLayout, type RankLayout } from '../parallel-model/rank-layout.js';
 import { trainModel } from '../parallel-model/trained-model.js';
 import { modelSaver, openModel, startingWeights } from '../run/run-setup.js';
 import { type loadPpoCheckpoint, savePpoCheckpoint } from './ppo-checkpoint.js';
 import type { PpoConfig } from './ppo-config.js';
 import { PpoWorker, ppoWorkerOptions } from './ppo-worker.js';
 import { type PpoLora, ppoLora, usesLora } from '../lora/ppo-lora.js';
+import type { LoraPlacement } from '../lora/lora-run.js';
 
 /** The models of a PPO run as this rank holds them (RL2's actor, ref_actor and critic workers). */
 export interface PpoModels {
@@ -110,7 +111,7 @@ export async function openPpoModels(
   const keepFull = sections.engine === 'embedded' && !tpGeneration;
   const laidOut = trainModel(full.model, actorLayout, 'actor', { keepFull });
   // LoRA: the worker trains the adapters, the engine generates with base + adapters
-  const actorLora = ppoLora(laidOut, a, 'actor', sections.seed, resumeFrom);
+  const actorLora = ppoLora(laidOut, a, 'actor', placement(sections.seed, resumeFrom, actorLayout));
   const trainedActor = actorLora?.trained ?? laidOut;
   const generator = actorLora?.lora.model ?? full.model;
   const actorUpdates = (totalSteps - a.freeze_steps) * a.update_per_rollout;
@@ -146,7 +147,12 @@ export async function openPpoModels(
       { head: 'value' },
     );
     const laidOutCritic = trainModel(loaded.model, criticLayout, 'critic');
-    criticLora = ppoLora(laidOutCritic, c, 'critic', sections.seed + 1, resumeFrom);
+    criticLora = ppoLora(
+      laidOutCritic,
+      c,
+      'critic',
+      placement(sections.seed + 1, resumeFrom, criticLayout),
+    );
     const trainedCritic = criticLora?.trained ?? laidOutCritic;
     critic = new PpoWorker(
       trainedCritic,
@@ -202,17 +208,15 @@ export async function openPpoModels(
     // SGLang loads LoRA matrices only: with modules_to_save the sync pushes the merged actor (W + s B A, the copies)
     ...(actorLora && !actorLora.lora.spec.modulesToSave?.length
       ? {
-          writeActorAdapter: async (dir: string, isMain: boolean) =>
-            isMain ? actorLora.writeAdapter(dir) : undefined,
+          writeActorAdapter: (dir: string, isMain: boolean) => actorLora.writeAdapter(dir, isMain),
         }
       : {}),
     writeCheckpoint: async (dir, isMain, state) => {
       const actorState = await actor.checkpointState(isMain);
       const criticState = await critic?.checkpointState(isMain);
-      // LoRA saves adapters (merged weights only with lora.save_merged, when they are written)
-      const noParams = { params: new Map() as ParamMap, dispose: () => {} };
-      const actorFull = actorLora ? noParams : fullActorParams();
-      const criticFull = criticLora ? noParams : critic?.trained.fullParams();
+      // LoRA saves adapters (merged weights only with lora.save_merged): their tp shards gathered
+      const actorFull = actorLora ? actorLora.trained.fullParams() : fullActorParams();
+      const criticFull = critic?.trained.fullParams();
       try {
         if (!isMain || !actorState) return;
         await savePpoCheckpoint(dir, {
@@ -220,7 +224,9 @@ export async function openPpoModels(
           actorOptimizer: { state: async () => actorState },
           ...(criticState ? { criticOptimizer: { state: async () => criticState } } : {}),
           saveActor: (d: string) =>
-            actorLora ? actorLora.save(d, saveActor) : saveActor(d, actorFull.params),
+            actorLora
+              ? actorLora.save(d, saveActor, actorFull.params)
+              : saveActor(d, actorFull.params),
           ...(critic && c && criticFull
             ? {
                 saveCritic: (d: string) => {
@@ -231,7 +237,7 @@ export async function openPpoModels(
                     c,
                   );
                   return criticLora
-                    ? criticLora.save(d, saveCritic)
+                    ? criticLora.save(d, saveCritic, criticFull.params)
                     : saveCritic(d, criticFull.params);
                 },
               }
@@ -247,4 +253,13 @@ export async function openPpoModels(
       if (keepFull) tf.dispose([...full.model.params.values()]); // the full actor the engine generated with
     },
   };
+}
+
+/** Where a PPO model's LoRA adapters come from (`seed`, the checkpoint) and its tp group. */
+function placement(
+  seed: number,
+  resumeFrom: string | undefined,
+  layout: RankLayout,
+): LoraPlacement {
+  return { seed, ...(resumeFrom ? { resumeFrom } : {}), ...(layout.tp ? { tp: layout.tp } : {}) };
 }

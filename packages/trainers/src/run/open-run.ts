@@ -124,9 +124,13 @@ export async function openRun(
     const laidOut = trainModel(full, layout, key);
     await laidOut.ready();
     const lora = loraSpec
-      ? openLoraModel(laidOut.model, loraSpec, section, key, trainer.seed, resumeFrom)
+      ? openLoraModel(laidOut.model, loraSpec, section, key, {
+          seed: trainer.seed,
+          ...(resumeFrom ? { resumeFrom } : {}),
+          ...(layout.tp ? { tp: layout.tp } : {}),
+        })
       : undefined;
-    const trained = lora ? loraTrainedModel(laidOut, lora) : laidOut;
+    const trained = lora ? loraTrainedModel(laidOut, lora, section, layout.tp) : laidOut;
     const model = trained.model;
     const saveModel = modelSaver(lora?.base ?? model, generationConfig, tokenizerDir, section);
     return {

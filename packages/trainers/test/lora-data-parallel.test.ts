@@ -117,7 +117,7 @@ function expectSameLoraRun(
   return worst;
 }
 
-describe('LoRA under tensor parallelism equals the single-process run', () => {
+describe('LoRA under tensor parallelism and FSDP equals the single-process run', () => {
   const single = new Map<string, Promise<Reference>>();
   /** The one-process run of `kind` with `lora` (once per pair), saved under its own folder. */
   const reference = (kind: CaseKind, lora: string[]) => {
@@ -137,10 +137,13 @@ describe('LoRA under tensor parallelism equals the single-process run', () => {
       2,
       'TP(2), modules_to_save=[embed_tokens,norm]',
       ['actor.lora.modules_to_save=[embed_tokens,norm]'],
-      [],
+      ['actor.tp_size=2'],
     ],
-    ['dpo', 2, 'TP(2), the reference is the sharded base', [], []],
-    ['sft', 4, 'TP(2) x CP(2)', [], ['actor.cp_size=2']],
+    ['dpo', 2, 'TP(2), the reference is the sharded base', [], ['actor.tp_size=2']],
+    ['sft', 4, 'TP(2) x CP(2)', [], ['actor.tp_size=2', 'actor.cp_size=2']],
+    ['sft', 2, 'FSDP(2)', ['actor.lora.modules_to_save=[embed_tokens,norm]'], ['actor.ddp_size=1']],
+    ['sft', 4, 'TP(2) x FSDP(2)', [], ['actor.tp_size=2', 'actor.ddp_size=1']],
+    ['sft', 4, 'ddp(2) x FSDP(2), recompute', [], ['actor.ddp_size=2', 'actor.gradient_checkpointing=true']],
   ] as const)(
     '%s on %i processes, %s: losses and grad norms within 1e-6, the gathered PEFT adapter, merged weights and moments within 1e-5',
     async (kind, n, label, lora, layout) => {
@@ -151,7 +154,6 @@ describe('LoRA under tensor parallelism equals the single-process run', () => {
         EPS,
         ...LORA,
         ...lora,
-        'actor.tp_size=2',
         ...layout,
       ]);
       expect(results.map((r) => r.rank)).toEqual(Array.from({ length: n }, (_, i) => i));

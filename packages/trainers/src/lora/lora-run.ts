@@ -12,6 +12,7 @@ import {
   mergeLora,
   peftLoraConfig,
   readPeftAdapter,
+  savedModuleParams,
   writePeftAdapter,
 } from '@rl2/models';
 import { type ProcessGroup, shardForTensorParallel, tensorParallelAxis } from '@rl2/parallel';
@@ -30,12 +31,6 @@ export const ADAPTER_FOLDER = 'adapter';
 export function loraSpecOf(section: ModelSection, key: string): LoraSpec | undefined {
   const l = section.lora;
   if (l.rank === 0) return undefined;
-  if (section.ddp_size !== null)
-    throw new TrainersError(
-      'CONFIG_INVALID_VALUE',
-      `${key}.lora.rank=${l.rank} with ${key}.ddp_size=${section.ddp_size}: LoRA trains with data, ` +
-        `tensor and context parallelism, not FSDP for now; set ${key}.ddp_size=null, or ${key}.lora.rank=0`,
-    );
   return {
     rank: l.rank,
     alpha: l.alpha,
@@ -241,7 +236,7 @@ export function loraTrainedModel(
     ...trained,
     model: lora.model,
     params,
-    fullParams: () => fullLoraParams(lora, tp, section.lora.save_merged),
+    fullParams: () => fullLoraParams(localGather(lora), tp, section.lora.save_merged),
     dispose: () => {
       tf.dispose([...lora.adapters.values()]);
       trained.dispose();
@@ -250,32 +245,62 @@ export function loraTrainedModel(
 }
 
 /**
- * The full tensors of a LoRA model (a collective over tp: every tp rank calls it): the trained
- * ones (adapters, modules_to_save copies, a value head) and, with `merged`, the merged model's
- * (W + s B A: merged on each rank's shards, which tp splits as W's, then gathered).
+ * A LoRA model's tensors as this rank holds them whole (tp shards; under FSDP gathered over
+ * it, a collective): the trained ones (adapters, modules_to_save copies, a value head) and,
+ * with `merged`, the merged model's (W + s B A of the same shards, see `mergeLora`). `free`
+ * releases what was gathered for them.
+ */
+export type LoraGather = (merged: boolean) => {
+  adapters: ParamMap;
+  merged?: () => { params: ParamMap; dispose(): void };
+  free(): void;
+};
+
+/** {@link LoraGather} of a LoRA model whose tensors this rank holds (no FSDP). */
+export const localGather =
+  (lora: LoraModel): LoraGather =>
+  (merged) => ({
+    adapters: trainableParams(lora),
+    ...(merged ? { merged: () => mergeLora(lora) } : {}),
+    free: () => {},
+  });
+
+/**
+ * The full tensors of a LoRA model (a collective over tp and fsdp: every rank calls it): the
+ * trained ones and, with `merged`, the merged model's (merged on each rank's tp shards, which
+ * tp splits as W's, then gathered). See {@link LoraGather}.
  */
 export function fullLoraParams(
-  lora: LoraModel,
+  gather: LoraGather,
   tp: ProcessGroup | undefined,
   merged = false,
 ): { params: ParamMap; dispose(): void } {
-  const trained = fullParams(Object.fromEntries(trainableParams(lora)), tp);
-  if (!merged) return trained;
-  const local = mergeLora(lora);
-  const full = tp ? fullParams(Object.fromEntries(local.params), tp) : local;
-  if (tp) local.dispose();
+  const local = gather(merged);
+  const trained = fullParams(Object.fromEntries(local.adapters), tp);
+  const mergedLocal = local.merged?.();
+  const full =
+    tp && mergedLocal ? fullParams(Object.fromEntries(mergedLocal.params), tp) : mergedLocal;
+  if (tp) mergedLocal?.dispose();
   return {
-    params: new Map([...full.params, ...trained.params]),
+    params: new Map([...(full?.params ?? []), ...trained.params]),
     dispose: () => {
-      full.dispose();
+      full?.dispose();
       trained.dispose();
+      local.free();
     },
   };
 }
 
-/** The PEFT adapter of a LoRA model from its full tensors (see {@link fullLoraParams}): the trained ones. */
+/**
+ * The PEFT adapter of a LoRA model from its full tensors (see {@link fullLoraParams}): the
+ * trained ones (adapters, modules_to_save copies, a value head), by name.
+ */
 export function adapterTensors(lora: LoraModel, full: ParamMap): ParamMap {
-  return new Map([...trainableParams(lora).keys()].map((n) => [n, full.get(n) as tf.Variable]));
+  const toSave = lora.spec.modulesToSave ?? [];
+  const copies = new Set(toSave.length > 0 ? savedModuleParams(full.keys(), toSave) : []);
+  return new Map(
+    [...full].filter(([n]) => isLoraParam(n) || copies.has(n) || isScoreParam(lora.base, n)),
+  );
 }
 
 /**

@@ -1,4 +1,5 @@
 import {
+  type DecoderModel,
   isLoraParam,
   type LoraModel,
   type ParamMap,
@@ -6,7 +7,9 @@ import {
   writePeftAdapter,
 } from '@rl2/models';
 import type { ModelSection } from '../config/sections.js';
+import type { RankLayout } from '../parallel-model/rank-layout.js';
 import type { TrainedModel } from '../parallel-model/trained-model.js';
+import { layOutLora } from './lay-out-lora.js';
 import {
   ADAPTER_FOLDER,
   adapterTensors,
@@ -14,8 +17,6 @@ import {
   type LoraPlacement,
   loraSaver,
   loraSpecOf,
-  loraTrainedModel,
-  openLoraModel,
 } from './lora-run.js';
 
 /** Checkpoint folders of the PPO adapters: the actor's beside `model/`, the critic's beside `critic/`. */
@@ -47,20 +48,24 @@ export interface PpoLora {
 export const usesLora = (section: ModelSection) => section.lora.rank > 0;
 
 /**
- * LoRA on a PPO model laid out by `laidOut` (data, tensor and context parallel; `tp` its tensor
- * group), or undefined with `<key>.lora.rank` 0. New adapters seeded by `seed`, or the resumed checkpoint's.
+ * LoRA on a PPO model, `loaded` laid out by `layout` (data, tensor, context and FSDP parallel,
+ * see `layOutLora`), or undefined with `<key>.lora.rank` 0. New adapters seeded by `seed`, or
+ * the resumed checkpoint's. `keepFull` keeps the loaded tensors (the engine generates with them).
  */
 export function ppoLora(
-  laidOut: TrainedModel,
+  loaded: DecoderModel,
+  layout: RankLayout,
   section: ModelSection,
   key: 'actor' | 'critic',
-  placement: Omit<LoraPlacement, 'folder'>,
+  placement: Omit<LoraPlacement, 'folder' | 'tp'>,
+  options: { keepFull?: boolean } = {},
 ): PpoLora | undefined {
   const spec = loraSpecOf(section, key);
   if (!spec) return undefined;
   const folder = PPO_ADAPTER_FOLDERS[key];
-  const { tp } = placement;
-  const lora = openLoraModel(laidOut.model, spec, section, key, { ...placement, folder });
+  const { tp } = layout;
+  const laid = layOutLora(loaded, layout, spec, section, key, { ...placement, folder }, options);
+  const { lora, gather } = laid;
   const config = peftLoraConfig(
     spec,
     section.model_name,
@@ -69,15 +74,15 @@ export function ppoLora(
   );
   return {
     lora,
-    trained: loraTrainedModel(laidOut, lora, section, tp),
-    baseWorkerModel: () => ({ ...laidOut, model: lora.base, params: {}, dispose: () => {} }),
+    trained: laid.trained,
+    baseWorkerModel: () => laid.base,
     merged: () => {
-      const full = fullLoraParams(lora, tp, true);
+      const full = fullLoraParams(gather, tp, true);
       const params = new Map([...full.params].filter(([n]) => !isLoraParam(n)));
       return { params, dispose: full.dispose };
     },
     writeAdapter: async (dir, isMain) => {
-      const full = fullLoraParams(lora, tp);
+      const full = fullLoraParams(gather, tp);
       try {
         if (isMain) await writePeftAdapter(dir, adapterTensors(lora, full.params), config);
       } finally {

@@ -3,6 +3,7 @@ import { type FlatParamLayout, type ProcessGroup, Zero3Params } from '@rl2/paral
 import * as tf from '@tensorflow/tfjs-core';
 import type { AdamW, AdamWState } from '../optim/adamw.js';
 import { gradNorm, type NamedGrads } from '../optim/clip-grad-norm.js';
+import { TrainersError } from '../errors.js';
 import type { RankLayout } from './rank-layout.js';
 import {
   fullOptimizerState,
@@ -114,12 +115,32 @@ export function trainModel(
       dispose: () => (options.keepFull && !tp ? undefined : tf.dispose(Object.values(params))),
     };
   }
-  const zero3 = Zero3Params.fromFull(model.params, layout.fsdp, decoderUnitOf, {
-    beforeReduce: sumPartialsOverTp(tp),
-  });
+  const zero3 = zero3Of(model.params, layout);
   // the tp shards were made for this; the loaded full tensors stay only when asked to
   if (tp || !options.keepFull) for (const v of model.params.values()) v.dispose();
-  const hooks = {
+  return zero3TrainedModel(zero3, tp, (lookup, forPass) =>
+    createDecoderModel(model.config, lookup, {
+      ...hooksOf(model),
+      ...(forPass ? { forPass } : {}),
+    }),
+  );
+}
+
+/** ZeRO-3 units (one per decoder layer, see {@link decoderUnitOf}) of `params` over the layout's FSDP groups. */
+export function zero3Of(params: ReadonlyMap<string, tf.Tensor>, layout: RankLayout): Zero3Params {
+  if (!layout.fsdp)
+    throw new TrainersError(
+      'INVALID_ARGUMENT',
+      'zero3Of: the layout has no FSDP groups (ddp_size unset)',
+    );
+  return Zero3Params.fromFull(params, layout.fsdp, decoderUnitOf, {
+    beforeReduce: sumPartialsOverTp(layout.tp),
+  });
+}
+
+/** A model's hooks (linear layers, attention, embedding, head, cp split, 16-bit base) for another parameter lookup. */
+export function hooksOf(model: DecoderModel) {
+  return {
     linear: model.linear,
     attention: model.attention,
     ...(model.embedding ? { embedding: model.embedding } : {}),
@@ -127,12 +148,22 @@ export function trainModel(
     ...(model.splitRow ? { splitRow: model.splitRow } : {}),
     ...(model.frozen ? { frozen: model.frozen } : {}),
   };
-  const passModel = () => createDecoderModel(model.config, zero3.passLookup() as ParamMap, hooks);
+}
+
+/**
+ * The trained model of ZeRO-3 shards `zero3` (holding tp shards under `tp`): `modelOf` builds
+ * the model reading a lookup; each pass gets a fresh one (`forPass`) whose units are gathered
+ * as it reads them. Optimizer state, gradient norms and full tensors go through the units.
+ */
+export function zero3TrainedModel(
+  zero3: Zero3Params,
+  tp: ProcessGroup | undefined,
+  modelOf: (lookup: ParamMap, forPass?: () => DecoderModel) => DecoderModel,
+): TrainedModel {
+  const passModel = () => modelOf(zero3.passLookup() as ParamMap);
+  const norm = tensorParallelNorm(tp);
   return {
-    model: createDecoderModel(model.config, zero3.passLookup() as ParamMap, {
-      ...hooks,
-      forPass: passModel,
-    }),
+    model: modelOf(zero3.passLookup() as ParamMap, passModel),
     params: zero3.shards,
     sharded: true,
     fullParams: () => {
@@ -143,43 +174,57 @@ export function trainModel(
       tf.dispose([...gathered.values()]);
       return full;
     },
-    fullOptimizerState: (s) => {
-      const moment = (key: 'm' | 'v') =>
-        zero3.gatherShardValues(
-          Object.fromEntries(Object.entries(s.moments).map(([unit, x]) => [unit, x[key]])),
-        );
-      const m = moment('m');
-      const v = moment('v');
-      const moments = Object.fromEntries(
-        Object.entries(m).map(([name, x]) => [
-          name,
-          { shape: x.shape, m: x.data, v: (v[name] as { data: Float32Array }).data },
-        ]),
-      );
-      return fullOptimizerState({ step: s.step, moments }, tp);
-    },
-    localOptimizerState: (s) => {
-      const local = localOptimizerState(s, tp);
-      const pick = (key: 'm' | 'v') =>
-        zero3.shardValues(
-          Object.fromEntries(Object.entries(local.moments).map(([name, x]) => [name, x[key]])),
-        );
-      const m = pick('m');
-      const v = pick('v');
-      return {
-        step: s.step,
-        moments: Object.fromEntries(
-          Object.entries(m).map(([unit, x]) => [
-            unit,
-            { shape: [x.length], m: x, v: v[unit] as Float32Array },
-          ]),
-        ),
-      };
-    },
+    fullOptimizerState: (s) => zero3FullOptimizerState(zero3, s, tp),
+    localOptimizerState: (s) => zero3LocalOptimizerState(zero3, s, tp),
     gradNorm: (grads) => zero3.gradNorm(grads, norm),
     ready: () => zero3.refresh(),
     settleGrads: (grads) => zero3.settleGrads(grads),
     afterStep: () => zero3.invalidate(),
     dispose: () => tf.dispose(Object.values(zero3.shards)),
+  };
+}
+
+/** AdamW state of ZeRO-3 unit shards -> per-tensor full moments (collectives over fsdp and tp). */
+function zero3FullOptimizerState(
+  zero3: Zero3Params,
+  s: AdamWState,
+  tp: ProcessGroup | undefined,
+): AdamWState {
+  const moment = (key: 'm' | 'v') =>
+    zero3.gatherShardValues(
+      Object.fromEntries(Object.entries(s.moments).map(([unit, x]) => [unit, x[key]])),
+    );
+  const m = moment('m');
+  const v = moment('v');
+  const moments = Object.fromEntries(
+    Object.entries(m).map(([name, x]) => [
+      name,
+      { shape: x.shape, m: x.data, v: (v[name] as { data: Float32Array }).data },
+    ]),
+  );
+  return fullOptimizerState({ step: s.step, moments }, tp);
+}
+
+/** Per-tensor full moments -> this rank's unit shards of them (no communication). */
+function zero3LocalOptimizerState(
+  zero3: Zero3Params,
+  s: AdamWState,
+  tp: ProcessGroup | undefined,
+): AdamWState {
+  const local = localOptimizerState(s, tp);
+  const pick = (key: 'm' | 'v') =>
+    zero3.shardValues(
+      Object.fromEntries(Object.entries(local.moments).map(([name, x]) => [name, x[key]])),
+    );
+  const m = pick('m');
+  const v = pick('v');
+  return {
+    step: s.step,
+    moments: Object.fromEntries(
+      Object.entries(m).map(([unit, x]) => [
+        unit,
+        { shape: [x.length], m: x, v: v[unit] as Float32Array },
+      ]),
+    ),
   };
 }

@@ -2,14 +2,13 @@ import type { DecoderModel, GenerationConfig, ParamMap } from '@rl2/models';
 import type { ProcessGroup } from '@rl2/parallel';
 import * as tf from '@tensorflow/tfjs-core';
 import type { DataParallel } from '../parallel-model/data-parallel.js';
-import { ONE_PROCESS, planRankLayout, type RankLayout } from '../parallel-model/rank-layout.js';
+import { ONE_PROCESS, planRankLayout } from '../parallel-model/rank-layout.js';
 import { trainModel } from '../parallel-model/trained-model.js';
 import { modelSaver, openModel, startingWeights } from '../run/run-setup.js';
 import { type loadPpoCheckpoint, savePpoCheckpoint } from './ppo-checkpoint.js';
 import type { PpoConfig } from './ppo-config.js';
 import { PpoWorker, ppoWorkerOptions } from './ppo-worker.js';
 import { type PpoLora, ppoLora, usesLora } from '../lora/ppo-lora.js';
-import type { LoraPlacement } from '../lora/lora-run.js';
 
 /** The models of a PPO run as this rank holds them (RL2's actor, ref_actor and critic workers). */
 export interface PpoModels {
@@ -109,10 +108,19 @@ export async function openPpoModels(
   const tpGeneration =
     sections.engine === 'embedded' && actorLayout.tp !== undefined && !actorLayout.fsdp;
   const keepFull = sections.engine === 'embedded' && !tpGeneration;
-  const laidOut = trainModel(full.model, actorLayout, 'actor', { keepFull });
   // LoRA: the worker trains the adapters, the engine generates with base + adapters
-  const actorLora = ppoLora(laidOut, a, 'actor', placement(sections.seed, resumeFrom, actorLayout));
-  const trainedActor = actorLora?.trained ?? laidOut;
+  const actorLora = ppoLora(
+    full.model,
+    actorLayout,
+    a,
+    'actor',
+    placement(sections.seed, resumeFrom),
+    {
+      keepFull,
+    },
+  );
+  const trainedActor =
+    actorLora?.trained ?? trainModel(full.model, actorLayout, 'actor', { keepFull });
   const generator = actorLora?.lora.model ?? full.model;
   const actorUpdates = (totalSteps - a.freeze_steps) * a.update_per_rollout;
   const actor = new PpoWorker(
@@ -146,14 +154,14 @@ export async function openPpoModels(
       'critic.model_name',
       { head: 'value' },
     );
-    const laidOutCritic = trainModel(loaded.model, criticLayout, 'critic');
     criticLora = ppoLora(
-      laidOutCritic,
+      loaded.model,
+      criticLayout,
       c,
       'critic',
-      placement(sections.seed + 1, resumeFrom, criticLayout),
+      placement(sections.seed + 1, resumeFrom),
     );
-    const trainedCritic = criticLora?.trained ?? laidOutCritic;
+    const trainedCritic = criticLora?.trained ?? trainModel(loaded.model, criticLayout, 'critic');
     critic = new PpoWorker(
       trainedCritic,
       criticLayout,
@@ -255,11 +263,10 @@ export async function openPpoModels(
   };
 }
 
-/** Where a PPO model's LoRA adapters come from (`seed`, the checkpoint) and its tp group. */
+/** Where a PPO model's LoRA adapters come from: `seed`, or the checkpoint. */
 function placement(
   seed: number,
   resumeFrom: string | undefined,
-  layout: RankLayout,
-): LoraPlacement {
-  return { seed, ...(resumeFrom ? { resumeFrom } : {}), ...(layout.tp ? { tp: layout.tp } : {}) };
+): { seed: number; resumeFrom?: string } {
+  return { seed, ...(resumeFrom ? { resumeFrom } : {}) };
 }

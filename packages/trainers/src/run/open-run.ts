@@ -25,9 +25,8 @@ import {
   frozenBaseOf,
   loraSaver,
   loraSpecOf,
-  loraTrainedModel,
-  openLoraModel,
 } from '../lora/lora-run.js';
+import { layOutLora } from '../lora/lay-out-lora.js';
 import type { LoopSpec } from './train-loop.js';
 
 /** The config parts every SFT/RM/DPO run reads before its objective. */
@@ -121,16 +120,15 @@ export async function openRun(
       ))
         out.write(`rl2 ${kind}: ${line}\n`);
     const layout = planRankLayout(world, section, key);
-    const laidOut = trainModel(full, layout, key);
-    await laidOut.ready();
-    const lora = loraSpec
-      ? openLoraModel(laidOut.model, loraSpec, section, key, {
+    const laidOutLora = loraSpec
+      ? layOutLora(full, layout, loraSpec, section, key, {
           seed: trainer.seed,
           ...(resumeFrom ? { resumeFrom } : {}),
-          ...(layout.tp ? { tp: layout.tp } : {}),
         })
       : undefined;
-    const trained = lora ? loraTrainedModel(laidOut, lora, section, layout.tp) : laidOut;
+    const trained = laidOutLora?.trained ?? trainModel(full, layout, key);
+    await trained.ready();
+    const lora = laidOutLora?.lora;
     const model = trained.model;
     const saveModel = modelSaver(lora?.base ?? model, generationConfig, tokenizerDir, section);
     return {

@@ -34,7 +34,8 @@ export function shardLoraForFsdp(
   keepBase: boolean,
 ): FsdpLora {
   const trainedLocal = trainableParams(local);
-  const baseLocal = new Map([...local.base.params].filter(([n]) => !trainedLocal.has(n)));
+  // a modules_to_save copy shadows its original by name in `model`; the base keeps the original
+  const baseLocal = new Map([...local.base.params].filter(([, v]) => !v.trainable));
   const trainedZero3 = zero3Of(trainedLocal, layout);
   const baseZero3 = zero3Of(baseLocal, layout);
   tf.dispose([...trainedLocal.values(), ...(keepBase ? [] : [...baseLocal.values()])]);

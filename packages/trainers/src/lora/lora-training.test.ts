@@ -77,10 +77,14 @@ describe('actor.lora.* config keys', () => {
     expect(c.critic.lora.rank).toBe(2);
   });
 
-  it('LoRA with FSDP sharding is refused naming both keys', async () => {
-    const config = caseConfig('sft', dir, join(dir, 'fsdp'), [...LORA, 'actor.ddp_size=1']);
+  it('a LoRA base kept in bfloat16 under tensor parallelism is refused naming both keys', async () => {
+    const config = caseConfig('sft', dir, join(dir, 'tp-bf16'), [
+      ...LORA,
+      'actor.tp_size=2',
+      'actor.lora.base_dtype=bfloat16',
+    ]);
     await expect(runSft(config, quiet)).rejects.toThrow(
-      /actor\.lora\.rank=4 with actor\.ddp_size=1: .*set actor\.ddp_size=null/,
+      /actor\.lora\.base_dtype=bfloat16: actor\.tp_size=2 shards float32 weights; set actor\.tp_size=1/,
     );
   });
 });

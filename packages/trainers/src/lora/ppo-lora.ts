@@ -1,11 +1,14 @@
 import {
+  attachLora,
   type DecoderModel,
   isLoraParam,
+  type LoraSpec,
   type LoraModel,
   type ParamMap,
   peftLoraConfig,
   writePeftAdapter,
 } from '@rl2/models';
+import * as tf from '@tensorflow/tfjs-core';
 import type { ModelSection } from '../config/sections.js';
 import type { RankLayout } from '../parallel-model/rank-layout.js';
 import type { TrainedModel } from '../parallel-model/trained-model.js';
@@ -31,6 +34,11 @@ export interface PpoLora {
   baseWorkerModel(): TrainedModel;
   /** The full merged weights (W + s B A), e.g. to write the actor for an SGLang server (a collective over tp). */
   merged(): { params: ParamMap; dispose(): void };
+  /**
+   * Under FSDP, for an engine that generates from the kept full model: `full` with the trained
+   * tensors gathered onto it (a collective), and `refresh` to gather them again after a step.
+   */
+  fullGenerator(full: DecoderModel): { model: DecoderModel; refresh(): void; dispose(): void };
   /** Writes the PEFT adapter folder `dir` on `isMain` (the SGLang adapter sync; a collective over tp). */
   writeAdapter(dir: string, isMain: boolean): Promise<void>;
   /**
@@ -81,6 +89,7 @@ export function ppoLora(
       const params = new Map([...full.params].filter(([n]) => !isLoraParam(n)));
       return { params, dispose: full.dispose };
     },
+    fullGenerator: (full) => fullGenerator(full, spec, () => fullLoraParams(gather, tp), lora),
     writeAdapter: async (dir, isMain) => {
       const full = fullLoraParams(gather, tp);
       try {
@@ -91,5 +100,36 @@ export function ppoLora(
     },
     save: (modelDir, saveMerged, full) =>
       loraSaver(lora, section, saveMerged, folder)(modelDir, full),
+  };
+}
+
+/** See `PpoLora.fullGenerator`: `gathered` gives the full trained tensors. */
+function fullGenerator(
+  full: DecoderModel,
+  spec: LoraSpec,
+  gathered: () => { params: ParamMap; dispose(): void },
+  lora: LoraModel,
+): { model: DecoderModel; refresh(): void; dispose(): void } {
+  const first = gathered();
+  const trained = adapterTensors(lora, first.params);
+  const adapters: ParamMap = new Map(
+    [...trained].filter(([n]) => isLoraParam(n)).map(([n, t]) => [n, tf.variable(t, true)]),
+  );
+  const generator = attachLora(
+    full,
+    adapters,
+    spec,
+    new Map([...trained].filter(([n]) => !isLoraParam(n))),
+  );
+  first.dispose();
+  return {
+    model: generator.model,
+    refresh: () => {
+      const now = gathered();
+      for (const [name, t] of adapterTensors(lora, now.params))
+        (generator.model.params.get(name) as tf.Variable).assign(t);
+      now.dispose();
+    },
+    dispose: () => tf.dispose([...generator.adapters.values()]),
   };
 }

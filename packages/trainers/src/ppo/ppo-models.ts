@@ -121,7 +121,10 @@ export async function openPpoModels(
   );
   const trainedActor =
     actorLora?.trained ?? trainModel(full.model, actorLayout, 'actor', { keepFull });
-  const generator = actorLora?.lora.model ?? full.model;
+  // under FSDP the engine's full copy gets the gathered adapters (refreshed after each step)
+  const fullLora =
+    actorLora && keepFull && trainedActor.sharded ? actorLora.fullGenerator(full.model) : undefined;
+  const generator = fullLora?.model ?? actorLora?.lora.model ?? full.model;
   const actorUpdates = (totalSteps - a.freeze_steps) * a.update_per_rollout;
   const actor = new PpoWorker(
     trainedActor,
@@ -206,6 +209,7 @@ export async function openPpoModels(
       : {}),
     generationConfig: full.generationConfig,
     refreshFullActor: () => {
+      if (fullLora) return fullLora.refresh();
       if (!keepFull || actorLora || (!actorLayout.tp && !trainedActor.sharded)) return;
       const gathered = trainedActor.fullParams();
       for (const [name, t] of gathered.params)
@@ -259,6 +263,7 @@ export async function openPpoModels(
     dispose: () => {
       for (const w of [actor, ref, critic]) w?.dispose();
       if (keepFull) tf.dispose([...full.model.params.values()]); // the full actor the engine generated with
+      fullLora?.dispose();
     },
   };
 }

@@ -128,7 +128,8 @@ describe('LoRA under tensor parallelism and FSDP equals the single-process run',
       'trainer.save_freq=1',
     ]);
 
-  it('sft on 2 processes, TP(2), resumed from the one-process step 1 (adapter and moments re-sharded): step 2 within 1e-6, the gathered adapter, merged weights and moments within 1e-5', async () => {
+  it('sft on 2 processes, TP(2), resumed from the one-process step 1 (adapter and moments ' +
+    're-sharded): step 2 within 1e-6, the gathered adapter, merged weights and moments within 1e-5', async () => {
     const want = await reference('sft');
     const saveDir = join(tpDir, 'sft-tp');
     const results = await runOnRanks('sft', 2, tpDir, saveDir, [
@@ -150,7 +151,8 @@ describe('LoRA under tensor parallelism and FSDP equals the single-process run',
     );
   }, 120_000);
 
-  it('dpo on 2 processes, FSDP(2), recomputed layers, the reference the sharded base: steps within 1e-6, the gathered adapter, merged weights and moments within 1e-5', async () => {
+  it('dpo on 2 processes, FSDP(2), recomputed layers, the reference the sharded base: steps ' +
+    'within 1e-6, the gathered adapter, merged weights and moments within 1e-5', async () => {
     const want = await reference('dpo');
     const saveDir = join(tpDir, 'dpo-fsdp');
     const results = await runOnRanks('dpo', 2, tpDir, saveDir, [

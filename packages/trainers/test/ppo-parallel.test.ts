@@ -217,7 +217,8 @@ describe('one PPO step on 2 processes equals the one-process step', () => {
     }
   }, 120_000);
 
-  it('GAE with LoRA on actor and critic (the reference is the base), actor FSDP(2), critic TP(2): the same metrics, PEFT adapters and merged weights', async () => {
+  it('GAE with LoRA on actor and critic (the reference is the base), actor FSDP(2), critic ' +
+    'TP(2): the same metrics, PEFT adapters and merged weights', async () => {
     // the engine generates from the full copy with the gathered adapters; the critic's adapters
     // split over tp (actor TP(2), its tp group generating with the adapter shards, passed alike by hand)
     const t = tinyRun('lora-tp', { heads: 4, kvHeads: 2, vocabSize: 34 });

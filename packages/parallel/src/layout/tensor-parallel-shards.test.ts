@@ -5,6 +5,7 @@ import type { ProcessGroup } from '../comm/collective.js';
 import {
   gatherTensorParallel,
   shardForTensorParallel,
+  tensorParallelAxis,
   tensorParallelRole,
 } from './tensor-parallel-shards.js';
 
@@ -20,6 +21,17 @@ describe('tensor-parallel roles of HF parameters', () => {
     ['model.layers.3.input_layernorm.weight', 'replicated'],
     ['model.norm.weight', 'replicated'],
   ])('%s is %s', (name, role) => expect(tensorParallelRole(name)).toBe(role));
+
+  it.each([
+    ['model.layers.3.self_attn.q_proj.lora_A.weight', undefined],
+    ['model.layers.3.self_attn.q_proj.lora_B.weight', 0],
+    ['model.layers.3.mlp.up_proj.lora_B.weight', 0],
+    ['model.layers.3.mlp.down_proj.lora_A.weight', 1],
+    ['model.layers.3.self_attn.o_proj.lora_B.weight', undefined],
+    ['model.layers.3.self_attn.o_proj.weight', 1],
+  ])('LoRA factors split as their layer: %s on axis %s', (name, axis) =>
+    expect(tensorParallelAxis(name)).toBe(axis),
+  );
 
   it('shards each tensor the Megatron way for tp rank 1 of 2', () => {
     tf.setBackend('cpu');

@@ -28,7 +28,7 @@ import type { TrainedModel } from '../parallel-model/trained-model.js';
 export const ADAPTER_FOLDER = 'adapter';
 
 /** The LoRA spec `<key>.lora.*` asks for, or undefined when `<key>.lora.rank` is 0 (full training). */
-export function loraSpecOf(section: ModelSection, key: string): LoraSpec | undefined {
+export function loraSpecOf(section: ModelSection): LoraSpec | undefined {
   const l = section.lora;
   if (l.rank === 0) return undefined;
   return {

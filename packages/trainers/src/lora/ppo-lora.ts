@@ -68,7 +68,7 @@ export function ppoLora(
   placement: Omit<LoraPlacement, 'folder' | 'tp'>,
   options: { keepFull?: boolean } = {},
 ): PpoLora | undefined {
-  const spec = loraSpecOf(section, key);
+  const spec = loraSpecOf(section);
   if (!spec) return undefined;
   const folder = PPO_ADAPTER_FOLDERS[key];
   const { tp } = layout;

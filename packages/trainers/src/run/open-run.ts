@@ -67,7 +67,7 @@ export async function openRun(
   modelOptions: LoadModelOptions = {},
 ): Promise<OpenedRun> {
   const { trainer, data } = config;
-  const loraSpec = loraSpecOf(section, key);
+  const loraSpec = loraSpecOf(section);
   await startEngine(trainer, io);
   const tokenizerDir = section.tokenizer_name ?? section.model_name;
   const tokenizer = await openTokenizer(

@@ -3,14 +3,8 @@ import type { ModelSection } from '../config/sections.js';
 import type { RankLayout } from '../parallel-model/rank-layout.js';
 import { type TrainedModel, trainModel } from '../parallel-model/trained-model.js';
 import { shardLoraForFsdp } from './lora-fsdp.js';
-import {
-  fullLoraParams,
-  type LoraGather,
-  type LoraPlacement,
-  localGather,
-  loraTrainedModel,
-  openLoraModel,
-} from './lora-run.js';
+import { type LoraPlacement, loraTrainedModel, openLoraModel } from './lora-run.js';
+import { fullLoraParams, type LoraGather, localGather } from './lora-tensors.js';
 
 /** A LoRA model as this rank trains it, its frozen base as a model of its own, and how to gather them. */
 export interface LaidOutLora {

@@ -7,7 +7,7 @@ import {
   zero3Of,
   zero3TrainedModel,
 } from '../parallel-model/trained-model.js';
-import { type LoraGather, trainableParams } from './lora-run.js';
+import { type LoraGather, trainableParams } from './lora-tensors.js';
 import { OverlayLookup } from './overlay-lookup.js';
 
 /** A LoRA model laid out under FSDP: the model and its base reading ZeRO-3 shards, and how to gather them. */
@@ -82,7 +82,7 @@ export function shardLoraForFsdp(
         base.dispose();
       },
     },
-    base: { ...base, params: {} },
+    base: { ...base, params: {}, dispose: () => {} },
     gather,
   };
 }

@@ -13,14 +13,8 @@ import type { ModelSection } from '../config/sections.js';
 import type { RankLayout } from '../parallel-model/rank-layout.js';
 import type { TrainedModel } from '../parallel-model/trained-model.js';
 import { layOutLora } from './lay-out-lora.js';
-import {
-  ADAPTER_FOLDER,
-  adapterTensors,
-  fullLoraParams,
-  type LoraPlacement,
-  loraSaver,
-  loraSpecOf,
-} from './lora-run.js';
+import { ADAPTER_FOLDER, type LoraPlacement, loraSaver, loraSpecOf } from './lora-run.js';
+import { adapterTensors, fullLoraParams } from './lora-tensors.js';
 
 /** Checkpoint folders of the PPO adapters: the actor's beside `model/`, the critic's beside `critic/`. */
 export const PPO_ADAPTER_FOLDERS = { actor: ADAPTER_FOLDER, critic: 'critic_adapter' } as const;

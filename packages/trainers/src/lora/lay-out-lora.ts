@@ -37,13 +37,16 @@ export function layOutLora(
     ...placement,
     ...(layout.tp ? { tp: layout.tp } : {}),
   });
-  if (!fsdp)
+  if (!fsdp) {
+    // the merged model is made where a checkpoint is written, or gathered (every tp rank)
+    const merged = section.lora.save_merged && (layout.tp !== undefined || layout.world.rank === 0);
     return {
       lora: local,
-      trained: loraTrainedModel(laidOut, local, section, layout.tp),
+      trained: loraTrainedModel(laidOut, local, layout.tp, merged),
       base: { ...laidOut, model: local.base, params: {}, dispose: () => {} },
       gather: localGather(local),
     };
+  }
   const sharded = shardLoraForFsdp(local, layout, options.keepFull === true && !layout.tp);
   return {
     ...sharded,

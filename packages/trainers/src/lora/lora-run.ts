@@ -217,21 +217,21 @@ function checkResumedAdapter(
 /**
  * `trained` (laid out with data, tensor and context parallelism) training `lora`'s adapters:
  * AdamW and the gradients see only them; the base stays frozen and gets no optimizer state.
- * `fullParams` gathers the adapters' tp shards, and with `<key>.lora.save_merged` the merged
- * model's (see {@link fullLoraParams}).
+ * `fullParams` gathers the adapters' tp shards, and with `merged` the merged model's (see
+ * {@link fullLoraParams}).
  */
 export function loraTrainedModel(
   trained: TrainedModel,
   lora: LoraModel,
-  section: ModelSection,
   tp: ProcessGroup | undefined,
+  merged: boolean,
 ): TrainedModel {
   const params = Object.fromEntries(trainableParams(lora));
   return {
     ...trained,
     model: lora.model,
     params,
-    fullParams: () => fullLoraParams(localGather(lora), tp, section.lora.save_merged),
+    fullParams: () => fullLoraParams(localGather(lora), tp, merged),
     dispose: () => {
       tf.dispose([...lora.adapters.values()]);
       trained.dispose();

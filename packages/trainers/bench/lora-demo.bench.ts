@@ -4,8 +4,10 @@
  * Qwen3 (`init-model --seed`), the stand-in for a pretrained base (`rl2 sft` of pretrain.yaml:
  * full training on the addition example's data), then from that base full SFT -> full GRPO
  * (sft.yaml, grpo.yaml) and LoRA SFT -> LoRA GRPO (sft-lora.yaml, grpo-lora.yaml: the GRPO actor
- * is the LoRA SFT checkpoint's merged model/ with a new adapter). Prints the greedy test reward
- * after SFT and after GRPO per seed, the means and the gap (goal: LoRA within 0.05 of full).
+ * is the LoRA SFT checkpoint's merged model/ with a new adapter). Both GRPO runs take
+ * grpo-lora.yaml's length (`trainer.n_epochs`, `trainer.max_steps`): the same budget for each arm.
+ * Prints the greedy test reward after SFT and after GRPO per seed, the means and the gap (goal:
+ * LoRA within 0.05 of full).
  * Needs a build (apps/cli/dist). Options: --seeds=0,1,2 --threads=1, `full.sft.KEY=VALUE`,
  * `lora.ppo.KEY=VALUE` (etc.) overrides, --reuse-full (read the full arm's rewards from an
  * earlier run's folders: rerun only the base and the LoRA arm). Runs go to
@@ -15,6 +17,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { parse } from 'yaml';
 
 const root = resolve(import.meta.dirname, '..', '..', '..');
 const cli = join(root, 'apps', 'cli', 'dist', 'cli.js');
@@ -53,6 +56,13 @@ function rl2(argv: string[]): number {
 
 const quiet = ['trainer.progress=none', 'trainer.use_tensorboard=false', 'trainer.report=false'];
 
+/** grpo-lora.yaml's run length as overrides: full GRPO runs as many steps as LoRA GRPO. */
+function loraRunLength(): string[] {
+  const yaml = readFileSync(join(root, 'examples', 'rl-demo', 'grpo-lora.yaml'), 'utf8');
+  const { n_epochs, max_steps } = (parse(yaml) as { trainer: Record<string, unknown> }).trainer;
+  return [`trainer.n_epochs=${n_epochs ?? 1}`, `trainer.max_steps=${max_steps ?? 'null'}`];
+}
+
 /** One arm from `base`: SFT then GRPO; the greedy test rewards after SFT and after GRPO, wall and CPU seconds. */
 function arm(name: 'full' | 'lora', seed: number, dir: string, base: string) {
   const [sft, grpo] = name === 'full' ? ['sft', 'grpo'] : ['sft-lora', 'grpo-lora'];
@@ -76,6 +86,7 @@ function arm(name: 'full' | 'lora', seed: number, dir: string, base: string) {
     `trainer.save_dir=${save}/grpo`,
     'rollout.save_rollouts=false',
     ...common,
+    ...(name === 'full' ? loraRunLength() : []),
     ...overrides(`${name}.ppo`),
   ]);
   const curve = testCurve(save);

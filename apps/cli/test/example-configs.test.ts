@@ -10,7 +10,12 @@ import {
 import { describe, expect, it } from 'vitest';
 
 const root = resolve(import.meta.dirname, '..', '..', '..');
-const schemas = { sft: sftConfigSchema, rm: rmConfigSchema, dpo: dpoConfigSchema, ppo: ppoConfigSchema };
+const schemas = {
+  sft: sftConfigSchema,
+  rm: rmConfigSchema,
+  dpo: dpoConfigSchema,
+  ppo: ppoConfigSchema,
+};
 
 /** Every examples/<name>/*.yaml whose header says `cli.js <command> --config <that file>`, with the command. */
 function exampleConfigs(): Array<{ file: string; command: keyof typeof schemas }> {
@@ -23,7 +28,9 @@ function exampleConfigs(): Array<{ file: string; command: keyof typeof schemas }
         .map((f) => `examples/${d.name}/${f}`),
     )
     .flatMap((file) => {
-      const m = /\/cli\.js (sft|rm|dpo|ppo) --config (\S+)/.exec(readFileSync(join(root, file), 'utf8'));
+      const m = /\/cli\.js (sft|rm|dpo|ppo) --config (\S+)/.exec(
+        readFileSync(join(root, file), 'utf8'),
+      );
       return m && m[2] === file ? [{ file, command: m[1] as keyof typeof schemas }] : [];
     });
 }
@@ -36,12 +43,17 @@ describe('the example configs', () => {
     expect(configs.length).toBeGreaterThanOrEqual(14);
   });
 
-  it.each(configs)('$file loads as an `rl2 $command` config (keys and values valid)', ({ file, command }) => {
-    expect(() => loadConfig(schemas[command], { configFile: join(root, file) })).not.toThrow();
-  });
+  it.each(configs)(
+    '$file loads as an `rl2 $command` config (keys and values valid)',
+    ({ file, command }) => {
+      expect(() => loadConfig(schemas[command], { configFile: join(root, file) })).not.toThrow();
+    },
+  );
 
   it('grpo-lora.yaml is the LoRA+ run the rl-demo README measures: B at 4x lr, two passes', () => {
-    const c = loadConfig(ppoConfigSchema, { configFile: join(root, 'examples/rl-demo/grpo-lora.yaml') });
+    const c = loadConfig(ppoConfigSchema, {
+      configFile: join(root, 'examples/rl-demo/grpo-lora.yaml'),
+    });
     expect(c.actor.lora).toMatchObject({ rank: 16, alpha: 32, lr_ratio: 4 });
     expect(c.actor.lr).toBe(6e-4);
     expect(c.trainer).toMatchObject({ n_epochs: 2, max_steps: 256 });

@@ -76,6 +76,7 @@ export {
 export type { LoraModule, LoraSpec, LoraTargetModule } from './lora/lora-spec.js';
 export { initLoraParams, loraParamsFromHost } from './lora/lora-params.js';
 export { attachLora, mergeLora } from './lora/lora-model.js';
+export { attachTensorParallelLora } from './lora/attach-tensor-parallel-lora.js';
 export { frozenAwareLinear, isFrozenMatrixName } from './frozen/frozen-weights.js';
 export type { FrozenWeights } from './frozen/frozen-weights.js';
 export type { LocalShape, LoraModel } from './lora/lora-model.js';

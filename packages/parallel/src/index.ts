@@ -69,6 +69,7 @@ export {
   tensorParallelAxis,
   tensorParallelLinearFactory,
   tensorParallelRole,
+  tensorParallelShape,
 } from './layout/tensor-parallel-shards.js';
 export type { TensorParallelRole } from './layout/tensor-parallel-shards.js';
 

@@ -7,6 +7,7 @@ import {
   shardForTensorParallel,
   tensorParallelAxis,
   tensorParallelRole,
+  tensorParallelShape,
 } from './tensor-parallel-shards.js';
 
 describe('tensor-parallel roles of HF parameters', () => {
@@ -32,6 +33,20 @@ describe('tensor-parallel roles of HF parameters', () => {
   ])('LoRA factors split as their layer: %s on axis %s', (name, axis) =>
     expect(tensorParallelAxis(name)).toBe(axis),
   );
+
+  it("a rank's shape divides the split axis only", () => {
+    expect(tensorParallelShape('model.layers.0.mlp.up_proj.lora_B.weight', [32, 4], 2)).toEqual([
+      16, 4,
+    ]);
+    expect(tensorParallelShape('model.layers.0.mlp.down_proj.lora_A.weight', [4, 32], 2)).toEqual([
+      4, 16,
+    ]);
+    expect(tensorParallelShape('model.layers.0.mlp.down_proj.lora_B.weight', [16, 4], 2)).toEqual([
+      16, 4,
+    ]);
+    expect(tensorParallelShape('model.embed_tokens.weight', [100, 16], 4)).toEqual([25, 16]);
+    expect(tensorParallelShape('model.norm.weight', [16], 2)).toEqual([16]);
+  });
 
   it('shards each tensor the Megatron way for tp rank 1 of 2', () => {
     tf.setBackend('cpu');

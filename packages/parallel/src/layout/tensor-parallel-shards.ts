@@ -47,6 +47,12 @@ export function tensorParallelAxis(name: string): 0 | 1 | undefined {
   return undefined;
 }
 
+/** A parameter's shape on each of `size` tp ranks from its full shape: its {@link tensorParallelAxis} divided. */
+export function tensorParallelShape(name: string, full: readonly number[], size: number): number[] {
+  const axis = tensorParallelAxis(name);
+  return full.map((d, i) => (i === axis ? d / size : d));
+}
+
 const splitWhat = (name: string, axis: 0 | 1) =>
   tensorParallelRole(name) === 'vocab'
     ? `vocabulary rows of ${name} (pad the embedding to a multiple of tp)`

@@ -5,7 +5,7 @@ import {
   type LoraModel,
   type LoraSpec,
   type ParamMap,
-  attachLora,
+  attachTensorParallelLora,
   initLoraParams,
   isLoraParam,
   loraParamsFromHost,
@@ -13,7 +13,7 @@ import {
   readPeftAdapter,
   writePeftAdapter,
 } from '@rl2/models';
-import { type ProcessGroup, shardForTensorParallel, tensorParallelAxis } from '@rl2/parallel';
+import type { ProcessGroup } from '@rl2/parallel';
 import * as tf from '@tensorflow/tfjs-core';
 import { hasFrozenLinear } from '@rl2/engine';
 import { modelIdentity } from '../checkpoint/model-identity.js';
@@ -115,7 +115,13 @@ export function openLoraModel(
   { seed, resumeFrom, folder = ADAPTER_FOLDER, tp }: LoraPlacement,
 ): LoraModel {
   if (!resumeFrom)
-    return attachLoraSharded(model, initLoraParams(model.config, spec, seed), spec, new Map(), tp);
+    return attachTensorParallelLora(
+      model,
+      initLoraParams(model.config, spec, seed),
+      spec,
+      new Map(),
+      tp,
+    );
   const dir = join(resumeFrom, folder);
   let saved: ReturnType<typeof readPeftAdapter>;
   try {
@@ -142,43 +148,11 @@ export function openLoraModel(
     tf.tidy(() => p.assign(tf.tensor(t.data, t.shape)));
   }
   try {
-    return attachLoraSharded(model, adapters, spec, modules, tp);
+    return attachTensorParallelLora(model, adapters, spec, modules, tp);
   } catch (err) {
     throw new TrainersError('CHECKPOINT', `${dir}: ${(err as Error).message}`);
   } finally {
     tf.dispose([...modules.values()]);
-  }
-}
-
-/** `attachLora` of full adapters and saved modules, each split for tp as its base (the full ones freed). */
-function attachLoraSharded(
-  model: DecoderModel,
-  adapters: ParamMap,
-  spec: LoraSpec,
-  saved: ReadonlyMap<string, tf.Tensor>,
-  tp: ProcessGroup | undefined,
-): LoraModel {
-  if (!tp) {
-    try {
-      return attachLora(model, adapters, spec, saved);
-    } catch (err) {
-      tf.dispose([...adapters.values()]);
-      throw err;
-    }
-  }
-  const sliced = shardForTensorParallel(adapters, tp);
-  const local: ParamMap = new Map([...sliced].map(([n, t]) => [n, tf.variable(t, true)]));
-  tf.dispose([...adapters.values(), ...sliced.values()]); // the variables keep their values
-  const shards = shardForTensorParallel(saved, tp);
-  try {
-    return attachLora(model, local, spec, shards, (name, shape) =>
-      shape.map((d, i) => (i === tensorParallelAxis(name) ? d / tp.size : d)),
-    );
-  } catch (err) {
-    tf.dispose([...local.values()]);
-    throw err;
-  } finally {
-    tf.dispose([...shards].filter(([n, t]) => t !== saved.get(n)).map(([, t]) => t));
   }
 }
 

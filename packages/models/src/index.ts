@@ -119,9 +119,13 @@ export type { KvCacheLayout } from './generation/kv-decoder.js';
 // Tensor-parallel generation: the lead's stepper, the followers' loop, a rank's shards.
 export {
   followTensorParallel,
+  tensorParallelLead,
   tensorParallelStepper,
 } from './generation/tensor-parallel-generation.js';
-export type { TensorParallelStepper } from './generation/tensor-parallel-generation.js';
+export type {
+  TensorParallelLead,
+  TensorParallelStepper,
+} from './generation/tensor-parallel-generation.js';
 export { loadTensorParallelModel } from './checkpoint/load-tensor-parallel-model.js';
 
 // Streaming and top logprobs of the generator (rl2 serve's OpenAI API).

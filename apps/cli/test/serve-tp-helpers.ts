@@ -2,6 +2,7 @@
 // requests over both APIs at once, and the tiny models the serve-tp tests serve
 // (serve-tp.e2e.test.ts on the native backend, serve-tp-webgpu.e2e.test.ts on webgpu).
 import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import OpenAI from 'openai';
 import { expect } from 'vitest';
@@ -13,13 +14,21 @@ const hooks = resolve(
 );
 const cli = ['--import', 'tsx', '--import', hooks, resolve(import.meta.dirname, '../src/cli.ts')];
 
-/** `rl2 serve --model MODEL --port 0 --threads 1 --tp N` with `env` added; `ready` resolves to its URL. */
-export function startServe(model: string, tp: number, env: Record<string, string> = {}) {
-  const child = spawn(
-    process.execPath,
-    [...cli, 'serve', '--model', model, '--port', '0', '--threads', '1', '--tp', String(tp)],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
-  );
+/**
+ * `rl2 serve --model MODEL --port 0 --threads 1 --tp N` with `env` added and `args` after;
+ * `ready` resolves to its URL.
+ */
+export function startServe(
+  model: string,
+  tp: number,
+  env: Record<string, string> = {},
+  args: string[] = [],
+) {
+  const flags = ['--model', model, '--port', '0', '--threads', '1', '--tp', String(tp), ...args];
+  const child = spawn(process.execPath, [...cli, 'serve', ...flags], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   let stdout = '';
   let stderr = '';
   child.stderr.on('data', (b: Buffer) => {
@@ -62,15 +71,20 @@ export interface Answer {
   logprobs: number[];
 }
 
-/** 5 native /generate requests and 2 OpenAI completions, all at once, greedy. */
-export async function generateAll(url: string): Promise<Answer[]> {
+/**
+ * 5 native /generate requests and 2 OpenAI completions, all at once, greedy; through the LoRA
+ * adapter `lora` when given (`lora_path`, and the OpenAI `model` set to its name).
+ */
+export async function generateAll(url: string, lora?: string): Promise<Answer[]> {
   const prompts = [[1, 17, 9, 5, 30], [2, 8], [3, 12, 33, 2, 31, 20, 7, 7], [4], [5, 6, 7]];
   const native = prompts.map(async (input_ids, i) => {
     const { body } = await post(url, '/generate', {
       input_ids,
       sampling_params: { temperature: 0, max_new_tokens: 4 + i, ignore_eos: true },
       return_logprob: true,
+      ...(lora ? { lora_path: lora } : {}),
     });
+    if (!body.meta_info) throw new Error(`/generate: ${JSON.stringify(body)}`);
     const lps = (body.meta_info as { output_token_logprobs: [number, number][] })
       .output_token_logprobs;
     return { tokens: body.output_ids as number[], logprobs: lps.map((x) => x[0]) };
@@ -78,7 +92,7 @@ export async function generateAll(url: string): Promise<Answer[]> {
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'none', maxRetries: 0 });
   const openai = ['12+7=', '3+4='].map(async (prompt) => {
     const r = await client.completions.create({
-      model: (await client.models.list()).data[0]?.id as string,
+      model: lora ?? ((await client.models.list()).data[0]?.id as string),
       prompt,
       max_tokens: 5,
       temperature: 0,
@@ -116,4 +130,107 @@ export async function tinyModels(name: string): Promise<[string, string]> {
     made.push(out);
   }
   return made as [string, string];
+}
+
+/** A seeded stream of floats in [-1, 1) (mulberry32). */
+function uniform(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (((t ^ (t >>> 14)) >>> 0) / 2 ** 32) * 2 - 1;
+  };
+}
+
+/** safetensors bytes of float32 `tensors`: an 8-byte header length, the JSON header, the data. */
+function safetensors(tensors: Map<string, { shape: number[]; data: Float32Array }>): Buffer {
+  const header: Record<string, unknown> = {};
+  let offset = 0;
+  for (const [name, t] of tensors) {
+    header[name] = {
+      dtype: 'F32',
+      shape: t.shape,
+      data_offsets: [offset, offset + t.data.byteLength],
+    };
+    offset += t.data.byteLength;
+  }
+  const json = Buffer.from(
+    JSON.stringify(header).padEnd(8 * Math.ceil(JSON.stringify(header).length / 8)),
+  );
+  const size = Buffer.alloc(8);
+  size.writeBigUInt64LE(BigInt(json.length));
+  return Buffer.concat([
+    size,
+    json,
+    ...[...tensors.values()].map((t) => Buffer.from(t.data.buffer)),
+  ]);
+}
+
+/**
+ * A PEFT LoRA adapter folder for the tiny `model` (rank 4, alpha 8), written by hand as PEFT
+ * saves one: random A and B (B not zero, so it changes the outputs) on `targets`, and with
+ * `saved` the modules_to_save copies of the embedding and the final norm (random too).
+ */
+export function writeTinyAdapter(
+  dir: string,
+  model: string,
+  seed: number,
+  targets: string[],
+  saved = false,
+): string {
+  const c = JSON.parse(readFileSync(join(model, 'config.json'), 'utf8'));
+  const [h, q, kv] = [
+    c.hidden_size,
+    c.num_attention_heads * c.head_dim,
+    c.num_key_value_heads * c.head_dim,
+  ];
+  const shapes: Record<string, [string, number, number]> = {
+    q_proj: ['self_attn', q, h],
+    k_proj: ['self_attn', kv, h],
+    v_proj: ['self_attn', kv, h],
+    o_proj: ['self_attn', h, q],
+    gate_proj: ['mlp', c.intermediate_size, h],
+    up_proj: ['mlp', c.intermediate_size, h],
+    down_proj: ['mlp', h, c.intermediate_size],
+  };
+  const next = uniform(seed);
+  const random = (shape: number[], scale: number, mean = 0) => ({
+    shape,
+    data: Float32Array.from({ length: shape[0]! * (shape[1] ?? 1) }, () => mean + scale * next()),
+  });
+  const rank = 4;
+  const tensors = new Map<string, { shape: number[]; data: Float32Array }>();
+  const prefix = 'base_model.model.model.';
+  for (let layer = 0; layer < c.num_hidden_layers; layer++)
+    for (const target of targets) {
+      const [block, out, inp] = shapes[target]!;
+      const module = `${prefix}layers.${layer}.${block}.${target}`;
+      tensors.set(`${module}.lora_A.weight`, random([rank, inp], 0.5));
+      tensors.set(`${module}.lora_B.weight`, random([out, rank], 0.5));
+    }
+  if (saved) {
+    tensors.set(`${prefix}embed_tokens.weight`, random([c.vocab_size, h], 0.05));
+    tensors.set(`${prefix}norm.weight`, random([h], 0.3, 1));
+  }
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'adapter_model.safetensors'), safetensors(tensors));
+  const config = {
+    peft_type: 'LORA',
+    task_type: 'CAUSAL_LM',
+    base_model_name_or_path: model,
+    r: rank,
+    lora_alpha: 8,
+    lora_dropout: 0,
+    target_modules: targets,
+    use_rslora: false,
+    modules_to_save: saved ? ['embed_tokens', 'model.norm'] : null,
+    bias: 'none',
+    fan_in_fan_out: false,
+    inference_mode: true,
+    init_lora_weights: true,
+  };
+  writeFileSync(join(dir, 'adapter_config.json'), JSON.stringify(config));
+  return dir;
 }

@@ -5,7 +5,7 @@ import { tempDir } from '@rl2/vitest-config/temp-dir';
 import { afterEach, describe, expect, it } from 'vitest';
 // the local fake hub of @rl2/data's hub tests
 import { startFakeHub } from '../../../packages/data/test/hub-server.js';
-import { tmp } from './helpers.js';
+import { initTinyModel, tmp } from './helpers.js';
 import {
   type Answer,
   expectSame as expectSameAnswers,
@@ -14,6 +14,7 @@ import {
   startServe as startServeProcess,
   stopServe,
   tinyModels,
+  writeTinyAdapter,
 } from './serve-tp-helpers.js';
 
 // `rl2 serve --tp 2` as a user runs it: one command, two ranks each holding half the weights,
@@ -23,8 +24,12 @@ const TIMEOUT_MS = 6000;
 // logits differ from the one-process ones by float32 summation order (row-parallel all-reduce)
 const TOL = 1e-5;
 
-const startServe = (model: string, tp: number, env: Record<string, string> = {}) =>
-  startServeProcess(model, tp, { RL2_COLLECTIVE_TIMEOUT_MS: String(TIMEOUT_MS), ...env });
+const startServe = (
+  model: string,
+  tp: number,
+  env: Record<string, string> = {},
+  args: string[] = [],
+) => startServeProcess(model, tp, { RL2_COLLECTIVE_TIMEOUT_MS: String(TIMEOUT_MS), ...env }, args);
 const expectSame = (tp: Answer[], one: Answer[]) => expectSameAnswers(tp, one, TOL);
 
 /** The pid of the rank with RANK=`rank` among the children of `parent` (Linux /proc). */
@@ -59,6 +64,8 @@ async function hubOf(id: string, dir: string) {
   return hub;
 }
 const SHA = 'e'.repeat(40);
+
+const logprobsOf = (answers: Answer[]) => answers.map((a) => a.logprobs);
 
 const servers: ReturnType<typeof startServe>[] = [];
 const closers: (() => Promise<void>)[] = [];
@@ -134,4 +141,55 @@ describe('rl2 serve --tp 2', () => {
     expect(await doomed.exited).not.toBe(0);
     expect(doomed.output().stderr).toMatch(/rank 1 failed with signal SIGKILL/);
   }, 180_000);
+
+  // each rank holds its part of every adapter (lora_B of q/k/v/gate/up by output rows, lora_A
+  // of o/down by input columns, a saved embedding by vocabulary); /load_lora_adapter and
+  // /unload_lora_adapter reach both ranks
+  it('with --lora: serves the base and LoRA adapters (lora_path, OpenAI model) as one process ' +
+    'does, also adapters loaded and unloaded later', async () => {
+    const dir = tmp('serve-tp-lora');
+    const model = join(dir, 'model');
+    await initTinyModel(model, 16, ['--seed', '0', '--kv-heads', '2', '--vocab-size', '100']);
+    const all = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
+    const a = writeTinyAdapter(join(dir, 'a'), model, 1, all);
+    // loaded later: some modules, and its own embedding (split by vocabulary) and final norm
+    const b = writeTinyAdapter(
+      join(dir, 'b'),
+      model,
+      2,
+      ['q_proj', 'v_proj', 'o_proj', 'up_proj', 'down_proj'],
+      true,
+    );
+    const one = startServe(model, 1, {}, ['--lora', `a=${a}`]);
+    const two = startServe(model, 2, {}, ['--lora', `a=${a}`]);
+    servers.push(one, two);
+    const urls = await Promise.all([one.ready, two.ready]);
+
+    // the base and the adapter at once: their generators take turns on the group
+    const [[base1, a1], [base2, a2]] = await Promise.all(
+      urls.map((url) => Promise.all([generateAll(url), generateAll(url, 'a')])),
+    );
+    expect(logprobsOf(a1!)).not.toEqual(logprobsOf(base1!));
+    expect(a1!.map((x) => x.tokens)).not.toEqual(base1!.map((x) => x.tokens));
+    expectSame(base2!, base1!);
+    expectSame(a2!, a1!);
+
+    for (const url of urls) {
+      const loaded = await post(url, '/load_lora_adapter', { lora_name: 'b', lora_path: b });
+      expect(loaded.status, JSON.stringify(loaded.body)).toBe(200);
+    }
+    const [b1, b2] = await Promise.all(urls.map((url) => generateAll(url, 'b')));
+    expect(logprobsOf(b1!)).not.toEqual(logprobsOf(base1!));
+    expectSame(b2!, b1!);
+
+    const unloaded = await post(urls[1]!, '/unload_lora_adapter', { lora_name: 'a' });
+    expect(unloaded.body).toMatchObject({ success: true, loaded_adapters: { b } });
+    const gone = await post(urls[1]!, '/generate', { input_ids: [1, 2], lora_path: 'a' });
+    expect(gone.status).toBe(400);
+    // the adapter left keeps its slot on both ranks, and its parts (its own embedding and norm
+    // too) move onto reloaded base shards
+    const reloaded = await post(urls[1]!, '/update_weights_from_disk', { model_path: model });
+    expect(reloaded.status, JSON.stringify(reloaded.body)).toBe(200);
+    expectSame((await generateAll(urls[1]!, 'b')).slice(0, 2), b1!.slice(0, 2));
+  }, 120_000);
 });

@@ -3,17 +3,14 @@ import {
   type Generator,
   type ModelConfig,
   type ParamMap,
-  attachLora,
   createGenerator,
   disposeParams,
-  isLoraParam,
   loadModel,
-  loraParamsFromHost,
-  readPeftAdapter,
 } from '@rl2/models';
 import { RolloutError } from '../errors.js';
 import type { CheckpointEngine, CheckpointEngineOptions } from './checkpoint-engine.js';
 import { createEmbeddedEngine } from './embedded-engine.js';
+import { openLoraAdapter } from './open-lora-adapter.js';
 import { checkServedArchitecture } from './served-architecture.js';
 
 /** A checkpoint engine that also serves LoRA adapters by name over its one copy of the base weights. */
@@ -60,27 +57,13 @@ export async function loadLoraCheckpointEngine(
     return { path, model, generator: generatorOf(model, eos) };
   };
   const openAdapter = (on: DecoderModel, path: string): Served => {
-    const saved = readPeftAdapter(path);
-    const tensors = new Map([...saved.tensors].filter(([n]) => isLoraParam(n)));
-    const params = loraParamsFromHost(tensors);
-    // the modules_to_save copies (e.g. the embedding, the norms): the adapter's own, not the base's
-    const modules = loraParamsFromHost(
-      new Map([...saved.tensors].filter(([n]) => !isLoraParam(n))),
-    );
-    try {
-      const lora = attachLora(on, params, saved.spec, modules);
-      return {
-        path,
-        model: lora.model,
-        adapters: lora.adapters,
-        generator: generatorOf(lora.model, eos),
-      };
-    } catch (err) {
-      disposeParams(params);
-      throw new RolloutError('INVALID_ARGUMENT', `${path}: ${(err as Error).message}`);
-    } finally {
-      disposeParams(modules);
-    }
+    const lora = openLoraAdapter(on, path);
+    return {
+      path,
+      model: lora.model,
+      adapters: lora.adapters,
+      generator: generatorOf(lora.model, eos),
+    };
   };
   const freeAdapter = async (old: Served) => {
     await old.generator.idle();

@@ -1,21 +1,38 @@
 import {
-  type TensorParallelStepper,
+  type DecoderModel,
+  type Generator,
   createGenerator,
-  disposeParams,
-  tensorParallelStepper,
+  tensorParallelLead,
 } from '@rl2/models';
 import type { ProcessGroup } from '@rl2/parallel';
 import { RolloutError } from '../errors.js';
 import type { CheckpointEngine, CheckpointEngineOptions } from './checkpoint-engine.js';
 import { createEmbeddedEngine } from './embedded-engine.js';
+import type { LoraCheckpointEngine } from './lora-engine.js';
 import { checkServedArchitecture } from './served-architecture.js';
 import {
-  type AgreedLoad,
+  LOAD_LORA,
   RELOAD,
   STOP,
+  UNLOAD_LORA,
   loadAgreed,
   sendCommand,
 } from './tensor-parallel-commands.js';
+import {
+  type GroupState,
+  defaultHeartbeatMs,
+  groupState,
+  guardedLead,
+  startHeartbeat,
+} from './tensor-parallel-group.js';
+import {
+  type RankWeights,
+  freeRankWeights,
+  loadRankAdapter,
+  rankBytesOf,
+  reloadRankBase,
+  unloadRankAdapter,
+} from './tensor-parallel-weights.js';
 
 /** Options of {@link loadTensorParallelEngine}. */
 export interface TensorParallelEngineOptions extends CheckpointEngineOptions {
@@ -27,129 +44,47 @@ export interface TensorParallelEngineOptions extends CheckpointEngineOptions {
   /** Told once when the group fails (a rank lost: a collective threw); the engine then refuses work. */
   readonly onFailure?: (error: Error) => void;
   readonly log?: (line: string) => void;
+  /**
+   * Serve LoRA adapters (`rl2 serve --tp N --lora NAME=DIR`, `--enable-lora`): these PEFT folders
+   * first, others by `loadLoraAdapter`; the engine is then a {@link LoraCheckpointEngine}.
+   */
+  readonly loras?: readonly { name: string; path: string }[];
 }
 
-function defaultHeartbeatMs(): number {
-  const timeout = Number(process.env.RL2_COLLECTIVE_TIMEOUT_MS) || 300_000;
-  return Math.min(10_000, Math.max(50, timeout / 4));
-}
-
-/**
- * The stepper the generator gets: every op marks the group busy (no heartbeat may cut into a
- * forward's collectives) and a collective that throws marks the group failed; after that every
- * op throws that error at once instead of waiting on lost ranks.
- */
-function guardedStepper(inner: TensorParallelStepper, group: GroupState): TensorParallelStepper {
-  const guard = <T>(run: () => T): T => {
-    if (group.failure) throw group.failure;
-    group.lastOp = Date.now();
-    try {
-      return run();
-    } catch (e) {
-      group.fail(e as Error);
-      throw e;
-    }
-  };
-  const guardAsync = async <T>(run: () => Promise<T>): Promise<T> => {
-    group.busy += 1;
-    try {
-      return await guard(run);
-    } catch (e) {
-      group.fail(e as Error);
-      throw e;
-    } finally {
-      group.busy -= 1;
-      group.lastOp = Date.now();
-    }
-  };
-  return {
-    get broken() {
-      return inner.broken ?? group.failure;
-    },
-    prefill: (...a) => guardAsync(() => inner.prefill(...a)),
-    step: (...a) => guardAsync(() => inner.step(...a)),
-    select: (keep) => guard(() => inner.select(keep)),
-    reset: () => {
-      if (!group.failure) guard(() => inner.reset());
-    },
-    heartbeat: () => guard(() => inner.heartbeat()),
-    close: () => guard(() => inner.close()),
-  };
-}
-
-/** What the lead knows of its group: ops in flight, the last op's time, and the failure once a rank is lost. */
-interface GroupState {
-  busy: number;
-  lastOp: number;
-  failure?: Error;
-  fail(error: Error): void;
-}
-
-function groupState(onFailure?: (error: Error) => void): GroupState {
-  const group: GroupState = {
-    busy: 0,
-    lastOp: Date.now(),
-    fail(error) {
-      if (group.failure) return;
-      group.failure = new RolloutError(
-        'ENGINE_FAILED',
-        `the tensor-parallel group failed (a rank was lost?): ${error.message}`,
-        { cause: error },
-      );
-      onFailure?.(group.failure);
-    },
-  };
-  return group;
-}
-
-/** The generator over this rank's shards, driving the group through a guarded stepper. */
-function openGenerator(
-  path: string,
-  agreed: AgreedLoad,
+/** The lead's generators over the group: the base's and one per adapter, by name. */
+function openGenerators(
+  weights: RankWeights,
   tp: ProcessGroup,
   group: GroupState,
   options: TensorParallelEngineOptions,
 ) {
-  const { model, generationConfig } = agreed.loaded;
-  const stepper = guardedStepper(tensorParallelStepper(model, tp), group);
-  const eos = generationConfig?.eosTokenIds;
-  const generator = createGenerator(model, {
-    maxBatch: options.maxBatch,
-    seed: options.seed,
-    decode: options.decode,
-    stepper,
-    ...(eos && eos.length > 0 ? { eosTokenIds: eos } : {}),
-  });
-  return { path, agreed, model, generator, stepper };
-}
-
-/** Every `everyMs` without an op (and not `paused`), `beat()`: the followers' wait restarts. */
-function startHeartbeat(
-  group: GroupState,
-  everyMs: number,
-  paused: () => boolean,
-  beat: () => void,
-) {
-  const timer = setInterval(() => {
-    if (paused() || group.failure || group.busy > 0 || Date.now() - group.lastOp < everyMs) return;
-    try {
-      beat();
-    } catch {
-      // the guarded stepper reported it (group.fail)
-    }
-  }, everyMs / 4);
-  timer.unref();
-  return timer;
+  const lead = guardedLead(tensorParallelLead(tp), group);
+  const eos = weights.base.loaded.generationConfig?.eosTokenIds;
+  const generatorOf = (slot: number, model: DecoderModel) =>
+    createGenerator(model, {
+      maxBatch: options.maxBatch,
+      seed: options.seed,
+      decode: options.decode,
+      stepper: lead.stepper(slot, model),
+      ...(eos && eos.length > 0 ? { eosTokenIds: eos } : {}),
+    });
+  const adapters = new Map<string, Generator>(
+    [...weights.adapters].map(([name, a]) => [name, generatorOf(a.slot, a.lora.model)]),
+  );
+  const base = generatorOf(0, weights.base.loaded.model);
+  const idle = () => Promise.all([base, ...adapters.values()].map((g) => g.idle()));
+  return { lead, base, adapters, idle };
 }
 
 /**
  * The lead of `rl2 serve --tp N` (tp group rank 0): loads its shards of `modelPath` while the
- * other ranks run {@link followTensorParallelEngine}, generates with the continuous-batching
- * generator over a `tensorParallelStepper`, and keeps idle followers alive with heartbeats.
- * `updateWeights(path)` holds new requests, waits for running ones, and has every rank load
- * its shards of `path` (all or none: a failed load keeps the old weights everywhere).
- * `close()` releases the followers. When a rank is lost the engine fails every request with
- * that error and calls `onFailure`.
+ * other ranks run {@link followTensorParallelEngine}, generates with continuous-batching
+ * generators over a `tensorParallelLead` (the base's, and with `loras` one per LoRA adapter,
+ * each rank holding its part of every adapter), and keeps idle followers alive with heartbeats.
+ * `updateWeights(path)`, loading and unloading an adapter hold new requests, wait for running
+ * ones, and have every rank do the same (all or none: a failed load keeps the old weights
+ * everywhere). `close()` releases the followers. When a rank is lost the engine fails every
+ * request with that error and calls `onFailure`.
  */
 export async function loadTensorParallelEngine(
   modelPath: string,
@@ -158,19 +93,23 @@ export async function loadTensorParallelEngine(
 ): Promise<CheckpointEngine> {
   const log = options.log ?? (() => {});
   const group = groupState(options.onFailure);
-  const open = (path: string, agreed: AgreedLoad) =>
-    openGenerator(path, agreed, tp, group, options);
-  let current = open(modelPath, await loadAgreed(modelPath, tp, log));
-  let held: Promise<void> | undefined; // new requests wait while weights reload or the group stops
+  const weights: RankWeights = { base: await loadAgreed(modelPath, tp, log), adapters: new Map() };
+  let path = modelPath;
+  let nextSlot = 1;
+  let current = openGenerators(weights, tp, group, options);
+  let held: Promise<void> | undefined; // new requests wait while weights change or the group stops
 
   const timer = startHeartbeat(
     group,
     options.heartbeatMs ?? defaultHeartbeatMs(),
     () => held !== undefined,
-    () => current.stepper.heartbeat(),
+    () => current.lead.heartbeat(),
   );
 
-  /** Runs `work` with new requests held and none running, the followers out of their forward loop. */
+  /**
+   * Runs `work` with new requests held and none running, the followers out of their forward
+   * loop; then the generators start anew on what every rank holds.
+   */
   const exclusive = async <T>(work: () => Promise<T>): Promise<T> => {
     while (held) await held;
     let release = () => {};
@@ -178,14 +117,32 @@ export async function loadTensorParallelEngine(
       release = r;
     });
     try {
-      await current.generator.idle();
+      await current.idle();
+      await current.lead.idle();
       if (group.failure) throw group.failure;
-      current.stepper.close();
+      current.lead.close();
       return await work();
+    } catch (e) {
+      if (e instanceof RolloutError) throw e;
+      group.fail(e as Error);
+      throw group.failure;
     } finally {
+      current = openGenerators(weights, tp, group, options);
       held = undefined;
       release();
     }
+  };
+
+  const pick = (name: string | undefined): Generator => {
+    if (name === undefined) return current.base;
+    const g = current.adapters.get(name);
+    if (!g)
+      throw new RolloutError(
+        'INVALID_ARGUMENT',
+        `no LoRA adapter "${name}" is loaded (loaded: ${[...current.adapters.keys()].join(', ') || 'none'}); ` +
+          'POST /load_lora_adapter first',
+      );
+    return g;
   };
 
   const engine = createEmbeddedEngine({
@@ -193,29 +150,33 @@ export async function loadTensorParallelEngine(
       generate: async (request) => {
         while (held) await held;
         if (group.failure) throw group.failure;
-        return current.generator.generate(request);
+        return pick(request.lora).generate(request);
       },
     },
-    loadWeights: async (path) => {
+    loadWeights: async (next) => {
       // checked before the followers are told: a refused update leaves every rank serving
-      await checkServedArchitecture(current.model.config, path);
+      await checkServedArchitecture(weights.base.loaded.model.config, next);
       await exclusive(async () => {
-        const old = current;
-        try {
-          sendCommand(tp, RELOAD, path);
-          current = open(path, await loadAgreed(path, tp, log));
-        } catch (e) {
-          // the followers are back in their forward loop on their old shards: so is the lead
-          current = open(old.path, old.agreed);
-          if (e instanceof RolloutError) throw e;
-          group.fail(e as Error);
-          throw group.failure;
-        }
-        disposeParams(old.model.params);
+        sendCommand(tp, RELOAD, next);
+        await reloadRankBase(weights, next, tp, log);
+        path = next;
       });
     },
   });
-  return {
+  const loadAdapter = (name: string, adapterPath: string) =>
+    exclusive(async () => {
+      const slot = nextSlot++;
+      sendCommand(tp, LOAD_LORA, JSON.stringify({ name, path: adapterPath, slot }));
+      await loadRankAdapter(weights, name, adapterPath, slot, tp, log);
+    });
+  const unloadAdapter = async (name: string) => {
+    pick(name);
+    await exclusive(async () => {
+      sendCommand(tp, UNLOAD_LORA, name);
+      unloadRankAdapter(weights, name);
+    });
+  };
+  const served: CheckpointEngine & Pick<LoraCheckpointEngine, 'loraAdapters'> = {
     ...engine,
     async health() {
       const error = group.failure?.message;
@@ -225,13 +186,16 @@ export async function loadTensorParallelEngine(
       };
     },
     get modelPath() {
-      return current.path;
+      return path;
     },
     get modelConfig() {
-      return current.model.config;
+      return weights.base.loaded.model.config;
     },
     get rankParamBytes() {
-      return current.agreed.rankBytes;
+      return rankBytesOf(weights);
+    },
+    get loraAdapters() {
+      return new Map([...weights.adapters].map(([name, a]) => [name, a.path]));
     },
     // the sharded forward runs tfjs ops on float32 parameters
     weightDtype: 'float32',
@@ -240,8 +204,17 @@ export async function loadTensorParallelEngine(
       if (group.failure) return;
       await exclusive(async () => {
         sendCommand(tp, STOP);
-        disposeParams(current.model.params);
+        freeRankWeights(weights);
       }).catch(() => {});
     },
+    // with LoRA: what server/lora-control.ts finds (`loadLoraAdapter` in the engine)
+    ...(options.loras ? { loadLoraAdapter: loadAdapter, unloadLoraAdapter: unloadAdapter } : {}),
   };
+  try {
+    for (const a of options.loras ?? []) await loadAdapter(a.name, a.path);
+  } catch (e) {
+    await served.close();
+    throw e;
+  }
+  return served;
 }

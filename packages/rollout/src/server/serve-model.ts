@@ -101,21 +101,19 @@ async function startEngine(options: ServeModelOptions, log: (line: string) => vo
     ...(options.weightDtype ? { weightDtype: options.weightDtype } : {}),
   };
   const lora = options.enableLora || (options.loras?.length ?? 0) > 0;
-  if (lora && options.tp && options.tp.size > 1)
-    throw new RolloutError(
-      'INVALID_ARGUMENT',
-      '--lora / --enable-lora serve on one process: drop --tp',
-    );
-  const engine: CheckpointEngine = lora
-    ? await loadLoraCheckpointEngine(dir, options.loras ?? [], common)
-    : options.tp && options.tp.size > 1
+  const engine: CheckpointEngine =
+    options.tp && options.tp.size > 1
       ? await loadTensorParallelEngine(dir, options.tp, {
           ...common,
           log,
           onFailure,
           ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
+          // each rank holds its part of every adapter (split as its base layers)
+          ...(lora ? { loras: options.loras ?? [] } : {}),
         })
-      : await loadCheckpointEngine(dir, common);
+      : lora
+        ? await loadLoraCheckpointEngine(dir, options.loras ?? [], common)
+        : await loadCheckpointEngine(dir, common);
   return { tokenizer, engine, failed };
 }
 

@@ -56,9 +56,14 @@ export function loraLinear(
     return {
       name,
       // under tensor parallelism A and B are this rank's parts, added inside the sharded layer
+      // the adapter's product before the base's: the gradient tape then sums the input's
+      // gradients in the order earlier builds did, so their runs reproduce to the last bit
       forward: forwardWith
         ? (x) => forwardWith(x, up)
-        : (x) => tf.add(inner.forward(x), up(x)) as tf.Tensor2D,
+        : (x) => {
+            const delta = up(x);
+            return tf.add(inner.forward(x), delta) as tf.Tensor2D;
+          },
     };
   };
 }

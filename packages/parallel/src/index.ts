@@ -72,6 +72,7 @@ export {
   tensorParallelShape,
 } from './layout/tensor-parallel-shards.js';
 export type { TensorParallelRole } from './layout/tensor-parallel-shards.js';
+export { shardFrozenForTensorParallel } from './layout/frozen-tensor-parallel.js';
 
 // Sequence parallelism: tokens split over tp outside the tensor-parallel regions.
 export {

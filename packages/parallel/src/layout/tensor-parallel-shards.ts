@@ -1,3 +1,4 @@
+import { type FrozenMatrix, frozenLinear } from '@rl2/engine';
 import * as tf from '@tensorflow/tfjs-core';
 import type { ProcessGroup } from '../comm/collective.js';
 import { ParallelError } from '../errors.js';
@@ -116,9 +117,13 @@ export function gatherTensorParallel(
  * A linear-layer factory (the shape `@rl2/models` takes as `linear`): given a module name and
  * the tp-sharded parameters, returns column- or row-parallel forwards by {@link tensorParallelRole},
  * and a plain dense layer for anything else. `x` is `[N, in]` (replicated) or `[N, in/tp]` for row layers.
- * `forwardWith` adds a term inside the layer (LoRA, see `withExtra`).
+ * `forwardWith` adds a term inside the layer (LoRA, see `withExtra`). A weight in `frozen` (this
+ * rank's 16-bit shard, see `shardFrozenForTensorParallel`) is multiplied by `frozenLinear`.
  */
-export function tensorParallelLinearFactory(tp: ProcessGroup) {
+export function tensorParallelLinearFactory(
+  tp: ProcessGroup,
+  frozen?: ReadonlyMap<string, FrozenMatrix>,
+) {
   return (
     name: string,
     params: ReadonlyMap<string, tf.Tensor>,
@@ -127,26 +132,40 @@ export function tensorParallelLinearFactory(tp: ProcessGroup) {
     forward: (x: tf.Tensor2D) => tf.Tensor2D;
     forwardWith: (x: tf.Tensor2D, extra: (local: tf.Tensor2D) => tf.Tensor2D) => tf.Tensor2D;
   } => {
-    const weight = params.get(`${name}.weight`) as tf.Tensor2D | undefined;
-    if (!weight)
-      throw new ParallelError(
-        'LAYOUT',
-        `tensorParallelLinearFactory: parameter "${name}.weight" is missing from the sharded ` +
-          `map; shard the full map with shardForTensorParallel first.`,
-      );
+    const product = localProduct(name, params, frozen);
     const bias = params.get(`${name}.bias`) as tf.Tensor1D | undefined;
     const role = tensorParallelRole(name);
+    const weight = params.get(`${name}.weight`) as tf.Tensor2D;
     return {
       name,
       forward: (x) => {
+        if (frozen?.has(`${name}.weight`)) return withExtra(role, x, product, bias, undefined, tp);
         if (role === 'column') return columnParallelLinear(x, weight, bias, tp) as tf.Tensor2D;
         if (role === 'row') return rowParallelLinear(x, weight, bias, tp) as tf.Tensor2D;
         const y = tf.matMul(x, weight, false, true);
         return (bias ? tf.add(y, bias) : y) as tf.Tensor2D;
       },
-      forwardWith: (x, extra) => withExtra(role, x, weight, bias, extra, tp),
+      forwardWith: (x, extra) => withExtra(role, x, product, bias, extra, tp),
     };
   };
+}
+
+/** x W_i^T with this rank's weight shard: a float32 parameter, or a frozen 16-bit matrix. */
+function localProduct(
+  name: string,
+  params: ReadonlyMap<string, tf.Tensor>,
+  frozen: ReadonlyMap<string, FrozenMatrix> | undefined,
+): (x: tf.Tensor2D) => tf.Tensor2D {
+  const bits = frozen?.get(`${name}.weight`);
+  if (bits) return (x) => frozenLinear(x, bits);
+  const weight = params.get(`${name}.weight`) as tf.Tensor2D | undefined;
+  if (!weight)
+    throw new ParallelError(
+      'LAYOUT',
+      `tensorParallelLinearFactory: parameter "${name}.weight" is missing from the sharded ` +
+        `map; shard the full map with shardForTensorParallel first.`,
+    );
+  return (x) => tf.matMul(x, weight, false, true) as tf.Tensor2D;
 }
 
 /**
@@ -159,13 +178,13 @@ export function tensorParallelLinearFactory(tp: ProcessGroup) {
 function withExtra(
   role: TensorParallelRole,
   x: tf.Tensor2D,
-  weight: tf.Tensor2D,
+  product: (x: tf.Tensor2D) => tf.Tensor2D,
   bias: tf.Tensor1D | undefined,
-  extra: (local: tf.Tensor2D) => tf.Tensor2D,
+  extra: ((local: tf.Tensor2D) => tf.Tensor2D) | undefined,
   tp: ProcessGroup,
 ): tf.Tensor2D {
   const plus = (input: tf.Tensor2D) =>
-    tf.add(tf.matMul(input, weight, false, true), extra(input)) as tf.Tensor2D;
+    extra ? (tf.add(product(input), extra(input)) as tf.Tensor2D) : product(input);
   const y =
     role === 'column'
       ? plus(copyToTensorParallel(x, tp))

@@ -77,7 +77,11 @@ export type { LoraModule, LoraSpec, LoraTargetModule } from './lora/lora-spec.js
 export { initLoraParams, loraParamsFromHost } from './lora/lora-params.js';
 export { attachLora, mergeLora } from './lora/lora-model.js';
 export { attachTensorParallelLora } from './lora/attach-tensor-parallel-lora.js';
-export { frozenAwareLinear, isFrozenMatrixName } from './frozen/frozen-weights.js';
+export {
+  frozenAwareLinear,
+  frozenRowsGather,
+  isFrozenMatrixName,
+} from './frozen/frozen-weights.js';
 export type { FrozenWeights } from './frozen/frozen-weights.js';
 export type { LocalShape, LoraModel } from './lora/lora-model.js';
 export type { LoraDropout } from './lora/lora-linear.js';

@@ -69,7 +69,7 @@ export function tokenLogprobs(
     }
     // tied embeddings over several vocabulary chunks: one [V, H] gradient array instead of three
     // a frozen head (LoRA's base) gets no dW: nothing to share with the embedding either
-    const frozenHead = isFrozen(lmHeadWeight(model));
+    const frozenHead = frozen !== undefined || isFrozen(lmHeadWeight(model));
     const plainTied =
       !frozenHead &&
       !model.logprobHead &&
@@ -90,7 +90,12 @@ export function tokenLogprobs(
         tied,
         !frozenHead,
       );
-    const head = model.logprobHead(hidden, lmHeadWeight(model), localTargets, temperature);
+    const head = model.logprobHead(
+      hidden,
+      frozen ?? lmHeadWeight(model),
+      localTargets,
+      temperature,
+    );
     return tf.stack([head.logprobs, head.entropy], 1) as tf.Tensor2D;
   });
   const [logprobs, entropy] = tf.tidy(() => {

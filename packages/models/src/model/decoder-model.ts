@@ -1,3 +1,4 @@
+import type { FrozenMatrix } from '@rl2/engine';
 import type * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config/model-config.js';
 import { type AttentionKernel, groupedQueryAttention } from '../layers/attention.js';
@@ -33,12 +34,12 @@ export type RowSplitFn = (batch: TokenBatch, targets?: ArrayLike<number>) => Row
 
 /**
  * Log-probabilities of `targets` and entropies from final hidden states [N, H] and the head
- * weight this rank holds (e.g. a vocabulary shard under tensor parallelism), logits divided by
- * `temperature`.
+ * weight this rank holds (e.g. a vocabulary shard under tensor parallelism; its 16-bit bits
+ * when the model keeps its base frozen in 16 bits), logits divided by `temperature`.
  */
 export type LogprobHeadFn = (
   hidden: tf.Tensor2D,
-  headWeight: tf.Tensor2D,
+  headWeight: tf.Tensor2D | FrozenMatrix,
   targets: Int32Array,
   temperature: number,
 ) => { logprobs: tf.Tensor1D; entropy: tf.Tensor1D };

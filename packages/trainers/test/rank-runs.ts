@@ -36,6 +36,8 @@ export interface RankResult {
   /** The tfjs backend the rank ended on, its `rl2 engine:` line, reads that waited for a GPU. */
   backend: string;
   engine?: string;
+  /** Its `LoRA base tp rank r of n: ...` line (a 16-bit LoRA base under tp). */
+  frozenShard?: string;
   blockingReads: number;
 }
 

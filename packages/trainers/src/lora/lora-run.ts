@@ -49,6 +49,7 @@ export function loraSpecOf(section: ModelSection): LoraSpec | undefined {
  * Whether the run loads `<key>.model_name` with its BF16 matrices kept in 16 bits (`loadModel`'s
  * `frozenBase`), from `<key>.lora.base_dtype`: auto when the native engine has the frozen
  * kernels and no merged checkpoint is written; bfloat16 insists (an error names what to change).
+ * Under tensor parallelism each rank keeps its shard of every 16-bit matrix (`parallelDecoder`).
  */
 export function frozenBaseOf(section: ModelSection, key: string, spec?: LoraSpec): boolean {
   const want = section.lora.base_dtype;
@@ -57,13 +58,11 @@ export function frozenBaseOf(section: ModelSection, key: string, spec?: LoraSpec
   const blocker =
     toSave.length > 0
       ? `${key}.lora.modules_to_save=[${toSave}] trains float32 copies of those modules; set ${key}.lora.modules_to_save=[]`
-      : section.tp_size > 1
-        ? `${key}.tp_size=${section.tp_size} shards float32 weights; set ${key}.tp_size=1`
-        : !hasFrozenLinear()
-          ? `the active engine backend (${tf.getBackend()}) has no frozen 16-bit kernels; use trainer.backend=native with the C addon built`
-          : section.lora.save_merged
-            ? `${key}.lora.save_merged=true merges into float32 weights; merge afterwards with rl2 export --merge`
-            : undefined;
+      : !hasFrozenLinear()
+        ? `the active engine backend (${tf.getBackend()}) has no frozen 16-bit kernels; use trainer.backend=native with the C addon built`
+        : section.lora.save_merged
+          ? `${key}.lora.save_merged=true merges into float32 weights; merge afterwards with rl2 export --merge`
+          : undefined;
   if (blocker && want === 'bfloat16')
     throw new TrainersError(
       'CONFIG_INVALID_VALUE',
@@ -85,9 +84,16 @@ export function checkFrozenBase(model: DecoderModel, section: ModelSection, key:
 
 /** The run's line about a base kept in 16 bits: how many matrices and how much memory. */
 export function describeFrozenBase(frozen: FrozenWeights, key: string): string {
-  const bytes = [...frozen.values()].reduce((a, m) => a + m.bits.byteLength, 0);
-  return `LoRA base kept in bfloat16 (${key}): ${frozen.size} matrices, ${(bytes / 2 ** 30).toFixed(2)} GiB`;
+  return `LoRA base kept in bfloat16 (${key}): ${frozen.size} matrices, ${(frozenBytes(frozen) / 2 ** 30).toFixed(2)} GiB`;
 }
+
+/** A tp rank's line about its shard of a base kept in 16 bits (the bytes exact: 1/tp of the whole). */
+export function describeFrozenShard(frozen: FrozenWeights, tp: ProcessGroup): string {
+  return `LoRA base tp rank ${tp.rank} of ${tp.size}: ${frozen.size} bfloat16 shards, ${frozenBytes(frozen)} bytes`;
+}
+
+const frozenBytes = (frozen: FrozenWeights) =>
+  [...frozen.values()].reduce((a, m) => a + m.bits.byteLength, 0);
 
 /** Where a LoRA run's adapters come from and how this rank holds them. */
 export interface LoraPlacement {

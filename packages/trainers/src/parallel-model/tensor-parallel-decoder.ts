@@ -1,7 +1,9 @@
-import { readValuesNow } from '@rl2/engine';
+import { frozenLinear, readValuesNow } from '@rl2/engine';
 import {
   createDecoderModel,
   type DecoderModel,
+  type DecoderModelOptions,
+  type FrozenWeights,
   type ModelConfig,
   type ParamLookup,
   type ParamMap,
@@ -13,6 +15,7 @@ import {
   gatherTensorParallel,
   type ProcessGroup,
   shardForTensorParallel,
+  shardFrozenForTensorParallel,
   tensorParallelAxis,
   tensorParallelLinearFactory,
   tensorParallelRole,
@@ -24,6 +27,7 @@ import { TrainersError } from '../errors.js';
 import type { AdamWState } from '../optim/adamw.js';
 import type { NamedGrads } from '../optim/clip-grad-norm.js';
 import { contextParallelSplit } from './context-split.js';
+import { frozenVocabParallelEmbedding } from './frozen-vocab-embedding.js';
 import type { RankLayout } from './rank-layout.js';
 
 /** The sizes tensor parallelism splits, checked against tp; the error names the config key to change. */
@@ -41,6 +45,7 @@ export function checkTensorParallel(config: ModelConfig, tp: number, key: string
  *   embedding and LM head split by vocabulary (lookup summed over tp; log-probs and entropy
  *   from a cross-shard logsumexp), norms and the value head whole, in new variables. The full
  *   model's parameters are disposed unless `keepFull` (PPO generates with the full model).
+ *   A base kept in 16 bits (`model.frozen`, LoRA) is split the same way and stays 16-bit.
  * - CP: each packed row split zigzag over the cp ranks (see `contextParallelSplit`).
  */
 export function parallelDecoder(
@@ -65,42 +70,47 @@ export function parallelDecoder(
     tf.dispose([...shards.values()].filter((t) => !originals.has(t)));
     if (!options.keepFull) tf.dispose([...originals]);
   }
-  const vocab = model.config.vocabSize;
+  // the full 16-bit matrices are freed with `model` unless kept: then the row shards are views
+  const frozen =
+    tp && model.frozen
+      ? shardFrozenForTensorParallel(model.frozen, tp, { view: options.keepFull === true })
+      : undefined;
   return createDecoderModel(model.config, params, {
-    ...(tp
-      ? {
-          linear: tensorParallelLinearFactory(tp),
-          embedding: (ids: tf.Tensor1D, p: ParamLookup) =>
-            vocabParallelEmbedding(
-              ids,
-              p.get('model.embed_tokens.weight') as tf.Tensor2D,
-              vocab,
-              tp,
-            ),
-          logprobHead: (
-            hidden: tf.Tensor2D,
-            weight: tf.Tensor2D,
-            targets: Int32Array,
-            temperature: number,
-          ) => {
-            // f: every rank's vocabulary shard adds to the hidden states' gradient
-            const logits = tf.matMul(
-              copyToTensorParallel(hidden, tp),
-              weight,
-              false,
-              true,
-            ) as tf.Tensor2D;
-            return vocabParallelLogprobs(
-              temperature === 1 ? logits : (tf.div(logits, temperature) as tf.Tensor2D),
-              tf.tensor1d(targets, 'int32'),
-              vocab,
-              tp,
-            );
-          },
-        }
-      : {}),
+    ...(tp ? tensorParallelHooks(model.config, tp, frozen) : {}),
+    ...(frozen ? { frozen } : {}),
     ...(cp ? { splitRow: contextParallelSplit(cp) } : {}),
   });
+}
+
+/** The linear layers, embedding and log-prob head of a tp shard (of a 16-bit base's shards too). */
+function tensorParallelHooks(
+  config: ModelConfig,
+  tp: ProcessGroup,
+  frozen: FrozenWeights | undefined,
+): DecoderModelOptions {
+  const vocab = config.vocabSize;
+  const frozenTable = frozen?.get('model.embed_tokens.weight');
+  return {
+    linear: tensorParallelLinearFactory(tp, frozen),
+    embedding: (ids: tf.Tensor1D, p: ParamLookup) =>
+      frozenTable
+        ? frozenVocabParallelEmbedding(ids, frozenTable, vocab, tp)
+        : vocabParallelEmbedding(ids, p.get('model.embed_tokens.weight') as tf.Tensor2D, vocab, tp),
+    logprobHead: (hidden, weight, targets, temperature) => {
+      // f: every rank's vocabulary shard adds to the hidden states' gradient
+      const h = copyToTensorParallel(hidden, tp);
+      const logits =
+        weight instanceof tf.Tensor
+          ? (tf.matMul(h, weight, false, true) as tf.Tensor2D)
+          : frozenLinear(h, weight);
+      return vocabParallelLogprobs(
+        temperature === 1 ? logits : (tf.div(logits, temperature) as tf.Tensor2D),
+        tf.tensor1d(targets, 'int32'),
+        vocab,
+        tp,
+      );
+    },
+  };
 }
 
 /**

@@ -22,6 +22,7 @@ import { releaseSaveDir } from './save-dir-lock.js';
 import {
   checkFrozenBase,
   describeFrozenBase,
+  describeFrozenShard,
   frozenBaseOf,
   loraSaver,
   loraSpecOf,
@@ -129,6 +130,8 @@ export async function openRun(
     const trained = laidOutLora?.trained ?? trainModel(full, layout, key);
     await trained.ready();
     const lora = laidOutLora?.lora;
+    if (layout.tp && lora?.base.frozen)
+      out.write(`rl2 ${kind}: ${describeFrozenShard(lora.base.frozen, layout.tp)}\n`);
     const model = trained.model;
     const saveModel = modelSaver(lora?.base ?? model, generationConfig, tokenizerDir, section);
     return {

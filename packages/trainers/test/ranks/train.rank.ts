@@ -1,8 +1,9 @@
 // Run by test/data-parallel.test.ts (and bench/sft-parallel.bench.ts) under launch(): the tiny
 // run of train-case.ts (CASE_KIND sft or dpo) on this rank.
 // Prints `RESULT {"rank", "steps": [{loss, gradNorm, microBatches, tokensPerSecond}], "backend",
-// "engine", "blockingReads"}`: the tfjs backend active at the end, the run's `rl2 engine:` line and
-// how many reads waited for a GPU (host collectives inside a pass).
+// "engine", "frozenShard", "blockingReads"}`: the tfjs backend active at the end, the run's
+// `rl2 engine:` line, its line about this rank's shard of a 16-bit LoRA base (tp) and how many
+// reads waited for a GPU (host collectives inside a pass).
 import { blockingReads } from '@rl2/engine';
 import * as tf from '@tensorflow/tfjs-core';
 import { runDpo, runSft } from '../../src/index.js';
@@ -28,12 +29,11 @@ const overrides = JSON.parse(CASE_OVERRIDES ?? '[]') as string[];
 if (kind === 'sft')
   await runSft(caseConfig('sft', CASE_DIR as string, SAVE_DIR as string, overrides), io);
 else await runDpo(caseConfig('dpo', CASE_DIR as string, SAVE_DIR as string, overrides), io);
-const engine = printed
-  .join('')
-  .split('\n')
-  .find((l) => l.startsWith('rl2 engine:'));
+const lines = printed.join('').split('\n');
+const engine = lines.find((l) => l.startsWith('rl2 engine:'));
+const frozenShard = lines.find((l) => l.includes('LoRA base tp rank'));
 const rank = Number(process.env.RANK);
 const backend = tf.getBackend();
 console.log(
-  `RESULT ${JSON.stringify({ rank, steps, backend, engine, blockingReads: blockingReads() })}`,
+  `RESULT ${JSON.stringify({ rank, steps, backend, engine, frozenShard, blockingReads: blockingReads() })}`,
 );

@@ -14,6 +14,9 @@
 // and deleted after) with LoRA only (full fine-tuning does not fit): rl2 keeps the base in
 // bfloat16 (actor.lora.base_dtype=bfloat16), PyTorch too (--base-dtype bfloat16: each weight
 // widened to float32 where it is used, or --torch-compute autocast for bf16 autocast).
+// --tp N: LoRA SFT with the base kept in bfloat16 on one process and under `rl2 launch` with
+// actor.tp_size=N (N processes, each its shard of the base and adapters): tokens/s, the largest
+// process's peak RSS and how far the tp run's per-step loss and grad norm are from the one process's.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir, totalmem } from 'node:os';
@@ -36,6 +39,9 @@ const option = (name: string, fallback: string) =>
   args.includes(name) ? String(args[args.indexOf(name) + 1]) : fallback;
 const BIG = option('--shape', 'qwen3-0.6b') === 'qwen2.5-3b';
 const TORCH_COMPUTE = option('--torch-compute', 'fp32');
+const TP = flag('--tp', 1);
+// under tp the embedding rows must divide by it: Qwen3-0.6B's own padded 151936 (the tokenizer has 151669)
+const TP_VOCAB = TP > 1 && !args.includes('--shape') ? ['--vocab-size', '151936'] : [];
 const QWEN25_3B = [
   '--arch',
   'qwen2',
@@ -157,7 +163,17 @@ async function main() {
       `${availableParallelism()} cores (${cpus()[0]?.model}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB`,
   );
   if (!existsSync(join(MODEL, 'config.json')))
-    rl2(['init-model', '--tokenizer', 'qwen3', ...SHAPE, '--dtype', 'bfloat16', '--out', MODEL]);
+    rl2([
+      'init-model',
+      '--tokenizer',
+      'qwen3',
+      ...SHAPE,
+      ...TP_VOCAB,
+      '--dtype',
+      'bfloat16',
+      '--out',
+      MODEL,
+    ]);
   const rows = Array.from({ length: ROWS * STEPS }, (_, i) =>
     JSON.stringify({ prompt: words(WORDS / 5, 2 * i + 1), response: words(WORDS, 2 * i + 2) }),
   );
@@ -187,6 +203,7 @@ async function main() {
   );
   writeFileSync(join(dir, 'steps.json'), JSON.stringify({ steps }));
   stepTokens = steps.map((q) => q.reduce((a, x) => a + x.ids.length, 0));
+  if (TP > 1) return tpRows(common, before);
   if (BIG) return bigRows(common, before);
   const results: [string, Run, number][] = [];
   for (const [name, extra] of [
@@ -227,6 +244,66 @@ async function main() {
       `| ${name} | ${ours[2].toFixed(1)} | ${theirs[1].toFixed(1)} | ${(ours[2] / theirs[1]).toFixed(2)}x | ` +
         `${ours[1].peakMiB.toFixed(0)} MiB | ${theirs[0].peakMiB.toFixed(0)} MiB | ${(ours[1].peakMiB / theirs[0].peakMiB).toFixed(2)}x |`,
     );
+  console.log(`\nuptime before: ${before}\nuptime after:  ${uptime()}`);
+  if (!args.includes('--dir')) rmSync(dir, { recursive: true, force: true });
+}
+
+/** Per-step train/loss and train/grad_norm of a run's metrics.jsonl, in one list. */
+const stepValues = (saveDir: string) =>
+  readFileSync(join(saveDir, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Record<string, number>)
+    .flatMap((m) =>
+      m['train/loss'] === undefined ? [] : [m['train/loss'], m['train/grad_norm'] as number],
+    );
+
+/** --tp N: LoRA SFT on a bfloat16 base, one process, then N processes with actor.tp_size=N. */
+function tpRows(common: string[], before: string) {
+  const lora = [
+    ...common,
+    `actor.lora.rank=${RANK}`,
+    `actor.lora.alpha=${2 * RANK}`,
+    'actor.lora.base_dtype=bfloat16',
+    'trainer.save_freq=null',
+  ];
+  const runs: [string, Run, number, string][] = [];
+  for (const tp of [1, TP]) {
+    const save = join(dir, `lora-tp${tp}`);
+    rmSync(save, { recursive: true, force: true });
+    const argv = ['sft', ...lora, `trainer.save_dir=${save}`];
+    const run =
+      tp === 1
+        ? rl2(argv)
+        : rl2([
+            'launch',
+            '--nproc-per-node',
+            String(tp),
+            '--',
+            'rl2',
+            ...argv,
+            `actor.tp_size=${tp}`,
+          ]);
+    runs.push([
+      tp === 1 ? 'one process' : `rl2 launch, ${tp} processes, actor.tp_size=${tp}`,
+      run,
+      trainRate(save),
+      save,
+    ]);
+  }
+  const [one, many] = runs.map((r) => stepValues(r[3])) as [number[], number[]];
+  const worst = Math.max(...one.map((l, i) => Math.abs((many[i] as number) - l) / Math.abs(l)));
+  console.log(
+    `\n| LoRA r=${RANK}, bf16 base | train tokens/s | process wall s / CPU s (all processes) | ` +
+      'peak RSS (largest process) |\n| --- | --- | --- | --- |',
+  );
+  for (const [name, run, rate] of runs)
+    console.log(
+      `| ${name} | ${rate.toFixed(1)} | ${run.seconds.toFixed(0)} / ${run.cpuSeconds.toFixed(0)} | ${run.peakMiB.toFixed(0)} MiB |`,
+    );
+  console.log(
+    `\nper-step train loss and grad norm: ${one.length / 2} steps, tp run within ${worst.toExponential(2)} relative of one process`,
+  );
   console.log(`\nuptime before: ${before}\nuptime after:  ${uptime()}`);
   if (!args.includes('--dir')) rmSync(dir, { recursive: true, force: true });
 }

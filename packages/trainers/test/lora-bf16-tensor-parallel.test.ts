@@ -40,7 +40,9 @@ const overrides = () => [
   'actor.lora.rank=4',
   'actor.lora.alpha=8',
   'actor.lora.base_dtype=bfloat16',
-  'actor.eps=1e-6', // see lora-data-parallel.test.ts
+  // AdamW eps 1e-4: at 1e-6 a lora_B entry whose step-1 gradient is near eps turns float32
+  // rounding into an update difference of up to 8.5e-6 relative (see lora-data-parallel.test.ts)
+  'actor.eps=1e-4',
   'trainer.backend=native',
 ];
 
